@@ -1,0 +1,5 @@
+"""Subcommands of ``grpo-lab``. Each module registers its own parsers; keep imports inside handlers light."""
+
+from . import core
+
+COMMAND_MODULES = [core]

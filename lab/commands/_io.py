@@ -1,0 +1,51 @@
+"""Output helpers shared by the subcommands: strict JSON and plain text tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, Iterable
+
+import numpy as np
+
+
+def jsonable(obj: Any) -> Any:
+    """Convert numpy scalars/arrays to Python and NaN/inf to None (JSON null), recursively."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer, int)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    json.dump(jsonable(obj), sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def print_table(rows: Iterable[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
+    """Print rows as an aligned text table."""
+    formats = formats or {}
+    rows = list(rows)
+
+    def cell(row, col):
+        v = row[col]
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return "-"
+        return format(v, formats.get(col, "")) if col in formats else str(v)
+
+    body = [[cell(r, c) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(columns)]
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for b in body:
+        print("  ".join(v.rjust(w) for v, w in zip(b, widths)))
