@@ -133,7 +133,7 @@ def evaluate(scenario: Scenario, population: Population | None = None) -> View:
             "n_kept": n_kept,
             "d_real": 1.0 - useful_exp,
             "d_iid": d_iid,
-            "rollout_amplification": rollout_amplification(1.0 - useful_exp),
+            "rollout_amplification": float(rollout_amplification(1.0 - useful_exp)) if n_kept else float("nan"),
             "rollouts_per_useful_expected": _ratio(K, useful_exp),
             "rollouts_per_useful_realised": _ratio(K, useful_real),
             "useful_per_1000_expected": 1000.0 * useful_exp,

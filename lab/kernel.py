@@ -1,0 +1,39 @@
+"""The browser kernel's source and the data it needs, packed from the numerical core.
+
+``lab/static/kernel.js`` is the only browser-side arithmetic in the project. The
+served lab and the exported page both ship it with :func:`kernel_data`, whose
+uniforms are the core's own float32 rollout uniforms, so the browser realises
+exactly the groups :func:`sims.scenario.evaluate` realises.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import numpy as np
+
+from sims.population import UNIFORM_BLOCK, Population
+
+KERNEL_PATH = Path(__file__).with_name("static") / "kernel.js"
+K_MAX = UNIFORM_BLOCK  #: the largest K the browser kernel can show (one block of uniforms)
+
+
+def kernel_source() -> str:
+    """The JavaScript source of the browser kernel (defines ``window.grpoKernel``)."""
+    return KERNEL_PATH.read_text(encoding="utf-8")
+
+
+def kernel_arrays(population: Population, gain: float) -> dict:
+    """``p0`` (float64, N), ``u`` (float32, N * K_MAX, row-major), ``stride`` and ``gain`` as numpy arrays."""
+    u = np.ascontiguousarray(population.uniforms(K_MAX), dtype=np.float32)
+    return {"p0": np.ascontiguousarray(population.pass_rates, dtype=np.float64), "u": u.ravel(),
+            "stride": K_MAX, "gain": float(gain)}
+
+
+def kernel_data_b64(population: Population, gain: float) -> dict:
+    """The same, with the arrays as little-endian base64 strings (for embedding in a page)."""
+    arr = kernel_arrays(population, gain)
+    return {"p0": base64.b64encode(arr["p0"].astype("<f8").tobytes()).decode(),
+            "u": base64.b64encode(arr["u"].astype("<f4").tobytes()).decode(),
+            "stride": arr["stride"], "gain": arr["gain"]}

@@ -1,0 +1,294 @@
+r"""The run record: every group of a GRPO run, readable with numpy and json alone.
+
+A record is a directory::
+
+    run.json      metadata (format, version, config, versions, seed, device, wall time,
+                  summary) and the file name + SHA-256 of each array file below
+    groups-*.npz  one row per recorded group
+                    step (int64, n)            optimizer step the group was sampled for
+                    prompt_id (int64, n)       index into the run's prompt set
+                    rewards (float64, n x G)   the group's rewards (NaN-padded if G varies)
+                    advantages (float64, n x G) advantages used (NaN where unknown)
+                    lengths (int64, n x G)     completion lengths in tokens (-1 where unknown)
+                    kept (bool, n)             the group entered the loss (False: dropped by
+                                               dynamic sampling)
+    steps-*.npz   one row per optimizer step: ``step`` plus the per-step metrics
+                  (``frac_reward_zero_std``, ``frac_all_pass``, ``frac_all_fail``,
+                  ``reward_mean``, ``max_abs_advantage``, ``kl``, ``rollouts_generated``,
+                  ``rollouts_kept``, ``wall_time_s``; NaN where a source lacks one; extra
+                  scalar histories of ingested runs as ``scalar/<name>``)
+    evals-*.npz   periodic evaluations of every prompt: ``step`` (m), ``pass_rate`` (m x N),
+                  ``samples`` (m) samples per prompt
+
+Writing is atomic at the level of the record: array files get fresh,
+content-addressed names, then ``run.json`` is replaced in one ``os.replace``,
+then files it no longer names are removed. A reader therefore always sees a
+consistent record, even after a kill mid-write. Reading never unpickles
+(``np.load(..., allow_pickle=False)``) and checks every hash, shape and dtype;
+any failure is an :class:`~sims.errors.InputError` naming what is wrong.
+
+A group is degenerate (zero variance) when its reward spread max - min is at
+most the record's ``reward_tolerance`` (0 for binary rewards). A degenerate
+group is all-pass when its rewards lie above :data:`sims.advantages.THRESHOLD`
+and all-fail otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .advantages import THRESHOLD
+from .errors import InputError
+from .outcomes import p_unanimous
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "STEP_METRICS",
+    "RunRecord",
+    "write_record",
+    "read_record",
+    "group_outcomes",
+    "summarise",
+    "atomic_write_bytes",
+]
+
+FORMAT = "grpo-lab-run"
+FORMAT_VERSION = 1
+STEP_METRICS = (
+    "frac_reward_zero_std", "frac_all_pass", "frac_all_fail", "reward_mean", "max_abs_advantage",
+    "kl", "rollouts_generated", "rollouts_kept", "wall_time_s",
+)
+_GROUP_FIELDS = {"step": "i", "prompt_id": "i", "rewards": "f", "advantages": "f", "lengths": "i", "kept": "b"}
+
+
+@dataclass
+class RunRecord:
+    """A run in memory: ``meta`` (what run.json holds besides the file table) and three array tables."""
+
+    meta: dict
+    groups: dict[str, np.ndarray]
+    steps: dict[str, np.ndarray] = field(default_factory=dict)
+    evals: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def reward_tolerance(self) -> float:
+        return float(self.meta.get("reward_tolerance", 0.0))
+
+    @property
+    def n_prompts(self) -> int:
+        return int(self.meta["n_prompts"])
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+def _check_groups(groups: dict[str, np.ndarray]) -> None:
+    missing = [k for k in _GROUP_FIELDS if k not in groups]
+    if missing:
+        raise InputError(f"run record: groups lack {', '.join(missing)}")
+    n = len(groups["step"])
+    for name, kind in _GROUP_FIELDS.items():
+        arr = np.asarray(groups[name])
+        if arr.shape[:1] != (n,):
+            raise InputError(f"run record: groups[{name!r}] has {arr.shape[0] if arr.ndim else 0} rows, expected {n}")
+        if kind == "b" and arr.dtype != bool or kind == "i" and arr.dtype.kind not in "iu" or kind == "f" and arr.dtype.kind != "f":
+            raise InputError(f"run record: groups[{name!r}] has dtype {arr.dtype}")
+    G = np.asarray(groups["rewards"]).shape
+    if len(G) != 2 or np.asarray(groups["advantages"]).shape != G or np.asarray(groups["lengths"]).shape != G:
+        raise InputError("run record: rewards, advantages and lengths must share one (groups, G) shape")
+
+
+def write_record(path, record: RunRecord) -> Path:
+    """Write ``record`` to directory ``path`` atomically (see the module docstring). Returns the path."""
+    path = Path(path)
+    _check_groups(record.groups)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create run directory {str(path)!r}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK):
+        raise InputError(f"run directory {str(path)!r} is not writable")
+    files = {}
+    for table in ("groups", "steps", "evals"):
+        data = _npz_bytes(getattr(record, table))
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{table}-{digest[:16]}.npz"
+        if not (path / name).exists():
+            atomic_write_bytes(path / name, data)
+        files[table] = {"name": name, "sha256": digest}
+    meta = dict(record.meta)
+    meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
+    text = json.dumps(_jsonable(meta), indent=2, allow_nan=False) + "\n"
+    atomic_write_bytes(path / "run.json", text.encode())
+    keep = {f["name"] for f in files.values()}
+    for old in path.glob("*.npz"):
+        if old.name not in keep and old.name.split("-")[0] in ("groups", "steps", "evals"):
+            old.unlink(missing_ok=True)
+    return path
+
+
+def read_record(path) -> RunRecord:
+    """Read and verify a record directory (or its run.json). Raises InputError on any defect."""
+    path = Path(path)
+    if path.name == "run.json":
+        path = path.parent
+    meta_path = path / "run.json"
+    if not meta_path.is_file():
+        raise InputError(f"{str(path)!r} is not a run record (no run.json)")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{str(meta_path)!r} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(f"{str(meta_path)!r} is not a {FORMAT} record")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise InputError(f"run record format version {meta.get('format_version')!r} is not supported "
+                         f"(this grpo-lab reads version {FORMAT_VERSION})")
+    tables = {}
+    for table in ("groups", "steps", "evals"):
+        entry = (meta.get("files") or {}).get(table)
+        if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
+            raise InputError(f"run record: run.json lists no {table} file")
+        fpath = path / Path(entry["name"]).name
+        try:
+            data = fpath.read_bytes()
+        except OSError:
+            raise InputError(f"run record: {entry['name']} is missing") from None
+        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            raise InputError(f"run record: {entry['name']} does not match its checksum (truncated or modified)")
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                tables[table] = {k: npz[k] for k in npz.files}
+        except Exception as exc:  # numpy raises many types for a damaged archive
+            raise InputError(f"run record: {entry['name']} cannot be read ({type(exc).__name__})") from None
+    meta.pop("files")
+    rec = RunRecord(meta=meta, groups=tables["groups"], steps=tables["steps"], evals=tables["evals"])
+    _check_groups(rec.groups)
+    if "n_prompts" not in meta:
+        raise InputError("run record: run.json lacks n_prompts")
+    return rec
+
+
+def group_outcomes(rewards, tolerance: float = 0.0):
+    """(degenerate, all_pass, all_fail) boolean arrays for a (groups, G) reward array (NaN = padding).
+
+    Degenerate: max - min <= tolerance. All-pass: degenerate with mean reward above
+    THRESHOLD (0.5); all-fail: degenerate otherwise.
+    """
+    r = np.asarray(rewards, dtype=float)
+    if r.ndim != 2:
+        raise InputError("rewards must have shape (groups, G)")
+    if r.shape[0] == 0:
+        e = np.zeros(0, bool)
+        return e, e, e
+    with np.errstate(invalid="ignore"), _quiet():
+        spread = np.nanmax(r, axis=1) - np.nanmin(r, axis=1)
+        mean = np.nanmean(r, axis=1)
+    degenerate = spread <= tolerance
+    return degenerate, degenerate & (mean > THRESHOLD), degenerate & ~(mean > THRESHOLD)
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        return self._w.__exit__(*exc)
+
+
+def summarise(record: RunRecord) -> dict:
+    """The figures ``grpo-lab inspect --json`` prints, recomputed from the raw arrays.
+
+    ``frac_reward_zero_std`` is the share of all recorded groups whose rewards are all
+    equal (within the tolerance), split into ``frac_all_pass`` / ``frac_all_fail``.
+    ``evals`` lists ``{step, mean_pass_rate, d_real, d_iid}`` from the measured
+    per-prompt pass rates at the run's group size.
+    """
+    g = record.groups
+    degenerate, all_pass, all_fail = group_outcomes(g["rewards"], record.reward_tolerance)
+    n = len(degenerate)
+    widths = np.sum(~np.isnan(g["rewards"]), axis=1) if n else np.zeros(0, int)
+    G = record.meta.get("num_generations") or (int(np.max(widths)) if n else None)
+    share = (lambda m: float(np.mean(m)) if n else float("nan"))
+    evals = []
+    ev = record.evals
+    if "step" in ev and len(ev["step"]):
+        for s, rates in zip(ev["step"], ev["pass_rate"]):
+            rates = rates[~np.isnan(rates)]
+            mean = float(np.mean(rates)) if rates.size else float("nan")
+            evals.append({
+                "step": int(s),
+                "mean_pass_rate": mean,
+                "d_real": float(np.mean(p_unanimous(rates, G))) if rates.size and G else float("nan"),
+                "d_iid": float(p_unanimous(mean, G)) if rates.size and G else float("nan"),
+            })
+    kept = np.asarray(g["kept"], bool)
+    steps = np.unique(g["step"]) if n else np.zeros(0, int)
+    n_steps = int(len(record.steps.get("step", steps)))
+    return {
+        "name": record.meta.get("name"),
+        "source": record.meta.get("source", {}).get("kind") if isinstance(record.meta.get("source"), dict) else record.meta.get("source"),
+        "steps": n_steps,
+        "groups": n,
+        "num_generations": G,
+        "reward_tolerance": record.reward_tolerance,
+        "frac_reward_zero_std": share(degenerate),
+        "frac_all_pass": share(all_pass),
+        "frac_all_fail": share(all_fail),
+        "groups_kept": int(kept.sum()),
+        "rollouts_generated": int(widths.sum()),
+        "rollouts_in_useful_groups": int(widths[~degenerate].sum()) if n else 0,
+        "rollouts_per_kept_group": float(widths.sum() / kept.sum()) if kept.sum() else float("nan"),
+        "reward_mean": float(np.nanmean(g["rewards"])) if n else float("nan"),
+        "final_eval_pass_rate": evals[-1]["mean_pass_rate"] if evals else float("nan"),
+        "evals": evals,
+    }
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer, int)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
