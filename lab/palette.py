@@ -1,0 +1,29 @@
+"""Colours, hatches and words for the three group outcomes, shared by the lab, the replay and the export.
+
+Okabe-Ito colours (Bokeh's ``Colorblind8``) chosen to keep seed 002's story of
+green draining into amber while staying distinguishable under colour-vision
+deficiencies; a hatch pattern and the legend's words are a second cue, so colour
+is never the only one.
+"""
+
+from __future__ import annotations
+
+from bokeh.palettes import Colorblind8
+
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+
+MIXED_COLOR = Colorblind8[3]  # bluish green  #009E73
+ALL_PASS_COLOR = Colorblind8[1]  # orange      #E69F00
+ALL_FAIL_COLOR = Colorblind8[5]  # vermillion  #D55E00
+FILTERED_COLOR = "#d9d9d9"  # removed by the difficulty filter / not sampled this step
+FILTERED_ALPHA = 0.35
+
+#: index by outcome code (sims.scenario.MIXED / ALL_PASS / ALL_FAIL)
+OUTCOME_COLORS = {MIXED: MIXED_COLOR, ALL_PASS: ALL_PASS_COLOR, ALL_FAIL: ALL_FAIL_COLOR}
+OUTCOME_HATCHES = {MIXED: " ", ALL_PASS: "/", ALL_FAIL: "x"}  # Bokeh hatch patterns; blank = none
+OUTCOME_LABELS = {
+    MIXED: "mixed: rollouts disagree, has a gradient",
+    ALL_PASS: "all pass: unanimous, zero advantage",
+    ALL_FAIL: "all fail: unanimous, zero advantage",
+}
+FILTERED_LABEL = "removed by the filter"
