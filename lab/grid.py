@@ -1,0 +1,383 @@
+"""The prompt grid: one cell per prompt, recoloured in the browser by the browser kernel.
+
+Pure Bokeh (no Panel import), so it serves both the Panel app (``lab/app.py``)
+and a standalone page written with ``bokeh.embed.file_html`` and INLINE
+resources (``grpo-lab export``, ``lab/export.py``).
+
+Public API (stable; other modules import it)
+--------------------------------------------
+``Grid(population, scenario=None, *, readouts="full", width=520, sizing_mode=None)``
+    Builds the models for one population and paints them for ``scenario``
+    (``sims.scenario.Scenario``; its n_prompts/a/b/seed are ignored in favour of
+    ``population``). Attributes:
+
+    * ``figure``    the Bokeh figure of cells, coloured through a LinearColorMapper on ``code``
+                    (Okabe-Ito outcome colours, grey for filtered), hatched by outcome; hover:
+                    prompt id, group state, pass rate now, successes k of K, and the advantages
+                    of a passing / failing rollout under grpo, dr_grpo, sign and tasa;
+    * ``source``    ColumnDataSource, one row per prompt in prompt-id order (see COLUMNS); the
+                    kernel writes ``p_now``, ``k``, ``outcome``, ``kept`` into it in place;
+    * ``uniforms``  ColumnDataSource with the kernel's float32 uniforms ``u`` (n * 64);
+    * ``state``     ColumnDataSource {"K": [K]}: the K last painted (read by the hover);
+    * ``adv``, ``adv_values``  the advantage lookup table (:func:`advantage_table`);
+    * ``legend``    a Div naming the three outcomes in words plus the filtered-out state;
+    * ``readouts``  a Div holding a table whose value spans carry the stable CSS classes
+                    ``readout-useful`` (share of groups with a gradient, realised),
+                    ``readout-mean-pass``, ``readout-kept``, and ``readout-<stem>`` /
+                    ``readout-<stem>-expected`` for the other rows of READOUTS
+                    (``readouts="main"`` keeps only the three stable rows, for embeds);
+    * ``layout``    column(figure, legend, readouts), ready to show.
+
+``Grid.show(view, K)``
+    Paint an evaluated view (``sims.scenario.evaluate``) from Python: the server path,
+    used at start-up, after a new population, and whenever rho > 0 (the kernel covers
+    rho = 0 only).
+``Grid.set_population(population, scenario)``
+    Replace the population (new draw, other n/a/b) and repaint.
+``Grid.js_args(progress, K, filter, band=None, band_lo=None, band_hi=None, rho=None)``
+    The ``args`` dict for a ``CustomJS`` running :func:`callback_code`. Each control is a
+    Bokeh model (Slider ``value``, Checkbox/Toggle ``active``, RangeSlider ``value``) or a
+    plain number/bool; Panel widgets may be passed to ``widget.jscallback(args=...)``,
+    which resolves them to their models.
+``Grid.callback(**controls) -> CustomJS`` and ``Grid.attach(**controls)``
+    The CustomJS, and the same attached to every given Bokeh control's value/active.
+``callback_code() -> str``
+    Kernel source + glue: recolours the grid and rewrites the readouts from
+    (progress, K, filter, band) entirely in the browser. With rho > 0 it does nothing
+    (the server repaints; dragging then costs a server round trip).
+``readout_html(summary, template)``
+    Python's rendering of a readout template, identical to the browser's.
+
+The browser does no arithmetic of its own beyond ``lab/static/kernel.js``: advantages are
+looked up in a table computed here by ``sims.advantages`` (row ``offset[K] + k``), and
+every number is printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` (twins of
+``sims.formatting``), so Python's rendering (:meth:`Grid.show`) and the browser's agree.
+
+Standalone use (what ``grpo-lab export`` does)::
+
+    grid = Grid(scenario.population(), scenario, sizing_mode="scale_width")
+    grid.attach(progress=slider, K=k_slider, filter=checkbox, band=range_slider)
+    html = file_html(column(slider, k_slider, checkbox, range_slider, grid.layout), INLINE)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+
+import numpy as np
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSHover, Div, HoverTool, LinearColorMapper, Range1d
+from bokeh.plotting import figure
+
+from sims.advantages import ESTIMATORS, advantages
+from sims.formatting import fixed, percent
+from sims.population import Population
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
+
+from .kernel import K_MAX, kernel_arrays, kernel_source
+from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_HATCHES,
+                      OUTCOME_LABELS)
+
+__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "advantage_table", "advantage_text",
+           "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
+
+#: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
+COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code", "hatch")
+#: cell code: the outcome (MIXED, ALL_PASS, ALL_FAIL) for a kept prompt, FILTERED for one the filter removed
+FILTERED = 3
+STATE_WORDS = {MIXED: "mixed (has a gradient)", ALL_PASS: "all pass (no gradient)", ALL_FAIL: "all fail (no gradient)"}
+
+#: readout rows: (label, expected summary key or None, realised key or None, format, CSS class stem)
+READOUTS = (
+    ("Mean pass rate", None, "mean_pass_rate", "pct", "mean-pass"),
+    ("Groups with a gradient", "useful_share_expected", "useful_share_realised", "pct", "useful"),
+    ("All-pass groups", "all_pass_share_expected", "all_pass_share", "pct", "all-pass"),
+    ("All-fail groups", "all_fail_share_expected", "all_fail_share", "pct", "all-fail"),
+    ("Prompts kept by the filter", None, "kept_share", "pct", "kept"),
+    ("Rollouts per useful group", "rollouts_per_useful_expected", "rollouts_per_useful_realised", "fix1",
+     "rollouts-per-useful"),
+    ("Useful rollouts per 1,000", "useful_per_1000_expected", "useful_per_1000_realised", "fix0",
+     "useful-per-1000"),
+)
+_MAIN = ("mean-pass", "useful", "kept")
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+):(\w+)\}\}")
+_CSS = """
+<style>
+.grpo-readouts table{border-collapse:collapse;font:13px/1.35 system-ui,sans-serif;width:100%}
+.grpo-readouts th,.grpo-readouts td{padding:2px 6px;text-align:right;border-bottom:1px solid #eee}
+.grpo-readouts th:first-child,.grpo-readouts td:first-child{text-align:left}
+.grpo-readouts .main td{font-size:15px}
+.grpo-readouts span[class^=readout-]{font-variant-numeric:tabular-nums;font-weight:600}
+</style>"""
+
+
+def _readout_template(which: str) -> str:
+    rows = [r for r in READOUTS if which == "full" or r[4] in _MAIN]
+    body = []
+    for label, exp, real, fmt, stem in rows:
+        e = f'<span class="readout-{stem}-expected">{{{{{exp}:{fmt}}}}}</span>' if exp else ""
+        r = f'<span class="readout-{stem}">{{{{{real}:{fmt}}}}}</span>'
+        extra = ' <small>({{n_kept:int}} of {{n_prompts:int}})</small>' if stem == "kept" else ""
+        cls = ' class="main"' if stem in _MAIN else ""
+        body.append(f"<tr{cls}><td>{label}</td><td>{e}</td><td>{r}{extra}</td></tr>")
+    head = "<tr><th></th><th>expected</th><th>realised</th></tr>"
+    return f'{_CSS}<div class="grpo-readouts"><table>{head}{"".join(body)}</table></div>'
+
+
+#: readout templates: "full" (every readout) and "main" (the three stable hooks, for embeds)
+TEMPLATES = {"full": _readout_template("full"), "main": _readout_template("main")}
+
+
+def _format(value, fmt: str) -> str:
+    if fmt == "pct":
+        return percent(value)
+    if fmt == "int":
+        return str(int(value))
+    return fixed(value, int(fmt[3:]))
+
+
+def readout_html(summary: dict, template: str) -> str:
+    """Fill a readout template from a summary (the same text the browser writes)."""
+    return _PLACEHOLDER.sub(lambda m: _format(summary[m.group(1)], m.group(2)), template)
+
+
+def grid_shape(n: int) -> tuple[int, int]:
+    """(columns, rows) of a near-square grid holding n cells: columns = ceil(sqrt n)."""
+    cols = max(1, math.ceil(math.sqrt(n)))
+    return cols, max(1, math.ceil(n / cols))
+
+
+@lru_cache(maxsize=1)
+def advantage_table() -> dict[str, np.ndarray]:
+    """Advantages of a passing and a failing rollout, per estimator, for every (K, k), as float32.
+
+    Row ``offset[K] + k`` (1 <= K <= 64, 0 <= k <= K) holds, for a group of K binary rollouts
+    with k correct, ``<estimator>_pass`` and ``<estimator>_fail`` from
+    :func:`sims.advantages.advantages` (NaN where no rollout passes / fails). ``offset`` has
+    K_MAX + 1 entries. The browser only looks entries up; it computes none.
+    """
+    offset = np.zeros(K_MAX + 1, np.int32)
+    total = 0
+    for K in range(1, K_MAX + 1):
+        offset[K] = total
+        total += K + 1
+    table = {f"{name}_{side}": np.full(total, np.nan, np.float32) for name in ESTIMATORS for side in ("pass", "fail")}
+    for K in range(1, K_MAX + 1):
+        k = np.arange(K + 1)
+        rewards = (np.arange(K)[None, :] < k[:, None]).astype(float)  # k ones, then zeros
+        rows = slice(offset[K], offset[K] + K + 1)
+        for name in ESTIMATORS:
+            adv = advantages(rewards, name)
+            table[f"{name}_pass"][rows] = np.where(k > 0, adv[:, 0], np.nan)
+            table[f"{name}_fail"][rows] = np.where(k < K, adv[:, -1], np.nan)
+    for v in table.values():
+        v.setflags(write=False)
+    offset.setflags(write=False)
+    return {"offset": offset, **table}
+
+
+def _signed(v: float) -> str:
+    return ("+" if v >= 0 else "") + fixed(v, 3)
+
+
+def advantage_text(K: int, k: int, name: str) -> str:
+    """Hover text of the advantages in a group of K with k correct (as the browser writes it)."""
+    t = advantage_table()
+    i = int(t["offset"][K]) + int(k)
+    parts = [f"{side} {_signed(float(t[f'{name}_{side}'][i]))}" for side in ("pass", "fail")
+             if not np.isnan(t[f"{name}_{side}"][i])]
+    return ", ".join(parts)
+
+
+def _legend_html() -> str:
+    def swatch(color, hatch, alpha=1.0):
+        pattern = {"/": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px)",
+                   "x": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px),"
+                        "repeating-linear-gradient(-45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px)"}.get(hatch)
+        bg = f"background:{pattern},{color}" if pattern else f"background:{color}"
+        return (f'<span style="display:inline-block;width:14px;height:14px;vertical-align:-2px;'
+                f'margin-right:5px;opacity:{alpha};border:1px solid #999;{bg}"></span>')
+
+    items = [(OUTCOME_COLORS[c], OUTCOME_HATCHES[c], 1.0, OUTCOME_LABELS[c]) for c in (MIXED, ALL_PASS, ALL_FAIL)]
+    items.append((FILTERED_COLOR, " ", max(FILTERED_ALPHA, 0.6), FILTERED_LABEL))
+    spans = "".join(f'<span style="margin-right:14px;white-space:nowrap;display:inline-block">'
+                    f'{swatch(c, h, a)}{label}</span>' for c, h, a, label in items)
+    return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
+
+
+_GLUE = r"""
+var G = window.grpoKernel;
+function num(m, d) {
+  if (m === null || m === undefined) return d;
+  if (typeof m === "number") return m;
+  if (typeof m === "boolean") return m ? 1 : 0;
+  return m.value !== undefined && m.value !== null ? Number(m.value) : d;
+}
+function flag(m) {
+  if (m === null || m === undefined) return false;
+  if (typeof m === "boolean" || typeof m === "number") return !!m;
+  if (m.active !== undefined) return Array.isArray(m.active) ? m.active.length > 0 : !!m.active;
+  return !!m.value;
+}
+if (num(rho, 0) > 0) return;  /* the kernel covers rho = 0; with rho > 0 the server repaints */
+var lo = 0, hi = 1;
+if (band && band.value) { lo = Number(band.value[0]); hi = Number(band.value[1]); }
+lo = num(band_lo, lo); hi = num(band_hi, hi);
+var Kv = Math.min(Math.max(Math.round(num(K, 8)), 1), stride);
+var t = Math.min(Math.max(num(progress, 0), 0), 1);
+var d = source.data;
+var out = {pass_rate: d.p_now, successes: d.k, outcome: d.outcome, kept: d.kept};
+G.evaluate({p0: d.p0, u: uniforms.data.u, stride: stride, gain: gain},
+           {progress: t, K: Kv, filter: flag(filter), band_lo: lo, band_hi: hi}, out);
+d.p_now = out.pass_rate; d.k = out.successes; d.outcome = out.outcome; d.kept = out.kept;
+var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code, hatch = d.hatch;
+for (var x = 0; x < n; x++) {
+  if (kept[x]) { code[x] = oc[x]; hatch[x] = hatches[oc[x]]; } else { code[x] = filtered_code; hatch[x] = " "; }
+}
+state.data.K[0] = Kv;
+source.change.emit();
+var sm = out.summary;
+function fmt(v, f) {
+  if (f === "pct") return G.percent(v);
+  if (f === "int") return String(v);
+  return G.fixed(v, Number(f.slice(3)));
+}
+for (var r = 0; r < readouts.length; r++) {
+  readouts[r].text = templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) { return fmt(sm[k], f); });
+}
+"""
+
+_HOVER = r"""
+var G = window.grpoKernel, i = special_vars.index, d = source.data;
+if (format === "pct") return G.percent(value);
+if (format === "group") return d.kept[i] ? words[value] : filtered_label + ", " + words[value];
+var K = state.data.K[0];
+if (format === "kofK") return value + " of " + K;
+var j = offset.data.offset[K] + value, parts = [];
+["pass", "fail"].forEach(function (side) {
+  var a = adv.data[format + "_" + side][j];
+  if (!isNaN(a)) parts.push(side + " " + (a >= 0 ? "+" : "") + G.fixed(a, 3));
+});
+return parts.join(", ");
+"""
+
+
+def _with_kernel(code: str) -> str:
+    return "if (!window.grpoKernel) {\n" + kernel_source() + "\n}\n" + code
+
+
+def callback_code() -> str:
+    """CustomJS code: the kernel (defined once per page) and the glue that repaints grid and readouts.
+
+    Expects the args of :meth:`Grid.js_args`.
+    """
+    return _with_kernel(_GLUE)
+
+
+def _rgba(color: str, alpha: float) -> str:
+    c = color.lstrip("#")
+    return f"rgba({int(c[0:2], 16)},{int(c[2:4], 16)},{int(c[4:6], 16)},{alpha})"
+
+
+class Grid:
+    """The grid, legend and readouts of one population (see the module docstring for the API)."""
+
+    def __init__(self, population: Population, scenario: Scenario | None = None, *, readouts: str = "full",
+                 width: int = 520, sizing_mode: str | None = None):
+        if readouts not in TEMPLATES:
+            raise ValueError(f"readouts must be one of {sorted(TEMPLATES)}")
+        scenario = scenario or Scenario()
+        self.template = TEMPLATES[readouts]
+        self.source = ColumnDataSource(data={c: [] for c in COLUMNS}, name="grpo_grid")
+        self.uniforms = ColumnDataSource(data={"u": np.zeros(0, np.float32)}, name="grpo_uniforms")
+        self.state = ColumnDataSource(data={"K": [int(scenario.K)]}, name="grpo_grid_state")
+        table = advantage_table()
+        self.adv = ColumnDataSource(data={"offset": np.asarray(table["offset"])}, name="grpo_adv_offset")
+        self.adv_values = ColumnDataSource(data={k: np.asarray(v) for k, v in table.items() if k != "offset"},
+                                           name="grpo_adv")
+        self.figure = figure(width=width, height=width, tools="", toolbar_location=None,
+                             sizing_mode=sizing_mode, min_border=2, outline_line_color=None,
+                             x_range=Range1d(0, 1), y_range=Range1d(0, 1), name="grpo_grid_figure")
+        self.figure.axis.visible = False
+        self.figure.grid.visible = False
+        palette = [OUTCOME_COLORS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)] + [_rgba(FILTERED_COLOR, FILTERED_ALPHA)]
+        mapper = LinearColorMapper(palette=palette, low=-0.5, high=FILTERED + 0.5)
+        cells = self.figure.rect("x", "y", width=0.88, height=0.88, source=self.source,
+                                 fill_color={"field": "code", "transform": mapper}, hatch_pattern="hatch",
+                                 hatch_color="#000000", hatch_alpha=0.45, hatch_scale=5, hatch_weight=1,
+                                 line_color=None)
+        fmt = CustomJSHover(code=_with_kernel(_HOVER), args={
+            "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
+            "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
+        tips = [("prompt", "@prompt"), ("group", "@outcome{group}"), ("pass rate now", "@p_now{pct}"),
+                ("successes", "@k{kofK}")] + [(f"A {name}", f"@k{{{name}}}") for name in ESTIMATORS]
+        formatters = {"@outcome": fmt, "@p_now": fmt, "@k": fmt}
+        self.figure.add_tools(HoverTool(renderers=[cells], tooltips=tips, formatters=formatters))
+        self.legend = Div(text=_legend_html(), sizing_mode="stretch_width", name="grpo_legend")
+        self.readouts = Div(text="", sizing_mode="stretch_width", name="grpo_readouts")
+        self.layout = column(self.figure, self.legend, self.readouts, sizing_mode=sizing_mode)
+        self.set_population(population, scenario)
+
+    # --- server-side painting -------------------------------------------------------------
+    def set_population(self, population: Population, scenario: Scenario) -> None:
+        """Replace the population (uniforms, layout) and paint ``scenario`` on it."""
+        self.population = population
+        self.gain = float(scenario.gain)
+        arr = kernel_arrays(population, self.gain)
+        cols, rows = grid_shape(population.n)
+        order = np.argsort(-population.pass_rates, kind="stable")  # easiest prompts top-left
+        rank = np.empty(population.n, int)
+        rank[order] = np.arange(population.n)
+        self._xy = (rank % cols).astype(float), (rows - 1 - rank // cols).astype(float)
+        self.figure.x_range.update(start=-0.5, end=cols - 0.5)
+        self.figure.y_range.update(start=-0.5, end=rows - 0.5)
+        self.uniforms.data = {"u": arr["u"]}
+        self.show(evaluate(scenario, population), scenario.K)
+
+    def columns(self, view, K: int) -> dict:
+        """The source's columns for an evaluated view (what the browser glue writes for rho = 0)."""
+        kept = view.kept.astype(np.uint8)
+        outcome = view.outcome.astype(np.int8)
+        hatches = np.array([OUTCOME_HATCHES[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], dtype=object)
+        return {
+            "prompt": np.arange(self.population.n, dtype=np.int32), "x": self._xy[0], "y": self._xy[1],
+            "p0": np.ascontiguousarray(self.population.pass_rates, dtype=np.float64),
+            "p_now": np.asarray(view.pass_rate, dtype=np.float64), "k": view.successes.astype(np.int32),
+            "outcome": outcome, "kept": kept,
+            "code": np.where(kept == 1, outcome, FILTERED).astype(np.int8),
+            "hatch": np.where(kept == 1, hatches[outcome], " ").tolist(),
+        }
+
+    def show(self, view, K: int) -> None:
+        """Paint an evaluated view and its readouts from Python."""
+        self.state.data = {"K": [int(K)]}
+        self.source.data = self.columns(view, K)
+        self.readouts.text = readout_html(view.summary, self.template)
+
+    # --- browser-side painting -----------------------------------------------------------
+    def js_args(self, progress=None, K=None, filter=None, band=None, band_lo=None, band_hi=None, rho=None) -> dict:
+        """Args of :func:`callback_code` for these controls (models, Panel widgets or plain values)."""
+        return {
+            "source": self.source, "uniforms": self.uniforms, "state": self.state, "readouts": [self.readouts],
+            "templates": [self.template], "stride": K_MAX, "gain": self.gain,
+            "hatches": [OUTCOME_HATCHES[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_code": FILTERED,
+            "progress": progress, "K": K, "filter": filter, "band": band, "band_lo": band_lo,
+            "band_hi": band_hi, "rho": rho,
+        }
+
+    def callback(self, **controls) -> CustomJS:
+        """A CustomJS that repaints this grid from the given controls (see :meth:`js_args`)."""
+        return CustomJS(args=self.js_args(**controls), code=callback_code())
+
+    def attach(self, **controls) -> CustomJS:
+        """Attach :meth:`callback` to every given Bokeh control (``value`` or ``active``); returns it."""
+        cb = self.callback(**controls)
+        for model in controls.values():
+            if model is None or isinstance(model, (int, float, bool)):
+                continue
+            prop = "active" if "active" in model.properties() else "value"
+            model.js_on_change(prop, cb)
+        return cb
