@@ -1,0 +1,79 @@
+"""``grpo-lab ingest``: convert a TRL, verl or plain-JSONL run into a run record (see docs/ingest.md)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from sims.errors import InputError
+
+from ._io import print_json
+
+
+def _csv(kind):
+    def parse(text: str):
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError("expected a comma-separated list")
+        if kind is float:
+            try:
+                return [float(p) for p in parts]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+        return parts
+    return parse
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ingest", help="convert a TRL, verl or plain-JSONL run into a run record",
+                       description="Read a real run's logs (an output folder, a file, or a .zip of a folder) and "
+                                   "write a grpo-lab run record that `inspect` and the lab's replay tab read.")
+    p.add_argument("path", help="TRL output_dir, verl rollout_data_dir, a JSONL file, or a .zip of a folder")
+    p.add_argument("--format", required=True, choices=("trl", "verl", "jsonl"), dest="fmt", help="source format")
+    p.add_argument("--out", required=True, help="record directory to write, e.g. runs/NAME")
+    p.add_argument("--tolerance", type=float, default=0.0,
+                   help="a group is degenerate when max-min of its rewards <= this (default 0: binary rewards)")
+    p.add_argument("--max-mb", type=float, default=200.0, help="refuse to read more than this many MB (default 200)")
+    p.add_argument("--num-generations", type=int, help="group size (TRL num_generations, verl rollout.n); "
+                                                       "inferred when omitted")
+    p.add_argument("--reward-columns", type=_csv(str), help="TRL: the parquet columns that are reward functions")
+    p.add_argument("--reward-weights", type=_csv(float), help="TRL: GRPOConfig.reward_weights (default 1 each)")
+    p.add_argument("--reward-key", help="verl: the per-row reward key (default score; e.g. acc)")
+    p.add_argument("--scalars", help="verl: the file logger's JSONL, when it is not inside PATH")
+    p.add_argument("--name", help="run name stored in the record (default: the --out folder's name)")
+    p.add_argument("--force", action="store_true", help="replace an existing record at --out")
+    p.add_argument("--json", action="store_true", help="print the record's summary as JSON")
+    p.set_defaults(func=cmd_ingest)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from sims.ingest import ingest
+    from sims.record import summarise, write_record
+
+    if not math.isfinite(args.max_mb) or args.max_mb <= 0:
+        raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")
+    out = Path(args.out)
+    if (out / "run.json").exists() and not args.force:
+        raise InputError(f"{out} already holds a run record; pass --force to replace it")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} exists and is not a directory")
+    rec = ingest(args.path, args.fmt, tolerance=args.tolerance, max_bytes=int(args.max_mb * 1024 * 1024),
+                 name=args.name or out.name, num_generations=args.num_generations,
+                 reward_columns=args.reward_columns, reward_weights=args.reward_weights,
+                 reward_key=args.reward_key, scalars=args.scalars)
+    write_record(out, rec)
+    summary = summarise(rec)
+    if args.json:
+        print_json({**summary, "out": str(out), "missing": rec.meta["missing"]})
+        return 0
+    zs = summary["frac_reward_zero_std"]
+    print(f"wrote {out}: {summary['groups']} groups over {summary['steps']} steps from {args.fmt} "
+          f"({rec.meta['n_prompts']} prompts, G = {rec.meta['num_generations'] or 'variable'})")
+    if summary["groups"]:
+        print(f"frac_reward_zero_std {zs:.4f} (all-pass {summary['frac_all_pass']:.4f}, "
+              f"all-fail {summary['frac_all_fail']:.4f}) at reward tolerance {rec.reward_tolerance:g}")
+    else:
+        print("scalars only: no per-group rewards in the source")
+    print(f"missing: {', '.join(rec.meta['missing']) or 'nothing'}")
+    return 0

@@ -1,0 +1,90 @@
+r"""Bring your own run: convert TRL, verl or plain-JSONL logs into a :class:`sims.record.RunRecord`.
+
+Two entry points, one pipeline:
+
+- :func:`ingest` reads a path (an output folder, one file, or a ``.zip`` of a folder);
+- :func:`ingest_upload` reads the bytes of a file a user uploaded to the lab.
+
+Both enforce the untrusted-input rules of :mod:`sims.ingest.common` (size cap,
+no unpickling, errors that name the file and line) and raise
+:class:`sims.errors.InputError` on any defect. Per-format details (and where each
+field comes from) are in :mod:`.trl`, :mod:`.verl` and :mod:`.jsonl`; docs/ingest.md
+is the user-facing description.
+
+A group is degenerate when the spread of its rewards, max - min, is at most
+``tolerance`` (0 for binary rewards; set it for continuous rewards); the
+tolerance is stored in the record as ``reward_tolerance``.
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..record import RunRecord
+from .common import DEFAULT_MAX_BYTES, Bundle, check_tolerance
+from .jsonl import ingest_jsonl
+from .trl import ingest_trl
+from .verl import ingest_verl
+
+__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "ingest", "ingest_upload"]
+
+FORMATS = ("trl", "verl", "jsonl")
+
+
+def _dispatch(bundle: Bundle, fmt: str, *, tolerance, name, num_generations, reward_columns, reward_weights,
+              reward_key, scalars) -> RunRecord:
+    tol = check_tolerance(tolerance)
+    if num_generations is not None and (not isinstance(num_generations, int) or num_generations < 1):
+        raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
+    if fmt == "jsonl":
+        return ingest_jsonl(bundle, tolerance=tol, name=name)
+    if fmt == "verl":
+        sb = Bundle.from_path(scalars, bundle.max_bytes - bundle.read_bytes) if scalars else None
+        return ingest_verl(bundle, tolerance=tol, name=name, num_generations=num_generations,
+                           reward_key=reward_key or "score", scalars_path=str(scalars) if scalars else None,
+                           scalars_bundle=sb)
+    if fmt == "trl":
+        return ingest_trl(bundle, tolerance=tol, name=name, num_generations=num_generations,
+                          reward_columns=reward_columns, reward_weights=reward_weights)
+    raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_BYTES, *, name: str | None = None,
+           num_generations: int | None = None, reward_columns: list[str] | None = None,
+           reward_weights: list[float] | None = None, reward_key: str | None = None, scalars=None) -> RunRecord:
+    """Convert a run's logs at ``path`` (folder, file or .zip) in format ``fmt`` into a run record.
+
+    Parameters
+    ----------
+    path : folder, file or ``.zip`` archive of a folder.
+    fmt : ``"trl"``, ``"verl"`` or ``"jsonl"``.
+    tolerance : a group is degenerate when max(rewards) - min(rewards) <= tolerance.
+    max_bytes : cap on the bytes read in all (200 MB by default).
+    num_generations : group size (TRL ``num_generations``, verl ``rollout.n``); inferred if None.
+    reward_columns, reward_weights : TRL only: which parquet columns are rewards, and their weights.
+    reward_key : verl only: the per-row reward key (default ``score``; e.g. ``acc``).
+    scalars : verl only: path of the file logger's JSONL, if not inside ``path``.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    bundle = Bundle.from_path(path, max_bytes)
+    return _dispatch(bundle, fmt, tolerance=tolerance, name=name, num_generations=num_generations,
+                     reward_columns=reward_columns, reward_weights=reward_weights, reward_key=reward_key,
+                     scalars=scalars)
+
+
+def ingest_upload(filename: str, data: bytes, fmt: str, tolerance: float = 0.0,
+                  max_bytes: int = DEFAULT_MAX_BYTES, **options) -> RunRecord:
+    """Like :func:`ingest` for an uploaded file's bytes (a ``.zip`` of an output folder works too).
+
+    Nothing is written to disk; the record lives in memory for the session that uploaded it.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InputError("upload data must be bytes")
+    bundle = Bundle.from_bytes(filename, bytes(data), max_bytes)
+    options.setdefault("name", None)
+    for key in ("num_generations", "reward_columns", "reward_weights", "reward_key"):
+        options.setdefault(key, None)
+    options["scalars"] = None
+    return _dispatch(bundle, fmt, tolerance=tolerance, **options)
