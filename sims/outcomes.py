@@ -31,6 +31,8 @@ from scipy import stats
 
 from ._checks import as_group_size, as_prob, as_rho
 
+RHO_IID = 1e-12  #: correlations at or below this are treated as independent rollouts
+
 __all__ = [
     "p_all_pass",
     "p_all_fail",
@@ -58,11 +60,13 @@ def _iid_parts(p: np.ndarray, K: np.ndarray):
 def _betabinom_parts(p: np.ndarray, K: np.ndarray, rho: np.ndarray):
     """(all_pass, all_fail, useful) for beta-binomial rollouts with 0 < rho < 1 and 0 < p < 1."""
     scale = 1.0 / rho - 1.0
-    alpha, beta = p * scale, (1.0 - p) * scale
+    # subnormal shape parameters make scipy return NaN; 1e-300 is indistinguishable in every output
+    alpha, beta = np.maximum(p * scale, 1e-300), np.maximum((1.0 - p) * scale, 1e-300)
     log_pass = stats.betabinom.logpmf(K, K, alpha, beta)
     log_fail = stats.betabinom.logpmf(0, K, alpha, beta)
+    log_pass, log_fail = np.minimum(log_pass, 0.0), np.minimum(log_fail, 0.0)  # scipy may overshoot by an ulp
     useful = -np.expm1(np.logaddexp(log_pass, log_fail))
-    return np.exp(log_pass), np.exp(log_fail), np.maximum(useful, 0.0)
+    return np.exp(log_pass), np.exp(log_fail), np.clip(useful, 0.0, 1.0)
 
 
 def outcome_probabilities(p, K, rho=0.0) -> dict[str, np.ndarray]:
@@ -91,7 +95,8 @@ def outcome_probabilities(p, K, rho=0.0) -> dict[str, np.ndarray]:
     """
     p_arr, K_arr, rho_arr = np.broadcast_arrays(as_prob(p), as_group_size(K), as_rho(rho))
     all_pass, all_fail, useful = _iid_parts(p_arr, K_arr)
-    corr = (rho_arr > 0) & (p_arr > 0) & (p_arr < 1) & (K_arr > 1)
+    # below RHO_IID the beta-binomial equals the binomial to O(K^2 rho); its parameters would overflow
+    corr = (rho_arr > RHO_IID) & (p_arr > 0) & (p_arr < 1) & (K_arr > 1)
     if np.any(corr):
         cp, cf, cu = _betabinom_parts(p_arr[corr], K_arr[corr], rho_arr[corr])
         all_pass, all_fail, useful = (np.array(x, dtype=float) for x in (all_pass, all_fail, useful))

@@ -6,6 +6,11 @@ import os
 import shutil
 
 import pytest
+from hypothesis import settings
+
+# property tests call scipy (quad, betabinom); wall-clock deadlines only measure how loaded the machine is
+settings.register_profile("grpo-lab", deadline=None, max_examples=100, derandomize=True)
+settings.load_profile("grpo-lab")
 
 CHROMIUM = os.environ.get("GRPO_LAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
