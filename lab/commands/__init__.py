@@ -1,6 +1,8 @@
 """Subcommands of ``grpo-lab``. Each module registers its own parsers; keep imports inside handlers light."""
 
 from . import core
+from . import export
 from . import ingest
+from . import train
 
-COMMAND_MODULES = [core, ingest]
+COMMAND_MODULES = [core, export, ingest, train]

@@ -1,0 +1,44 @@
+"""``grpo-lab export``: write the lab's grid as one self-contained interactive HTML file (see lab/export.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from sims.population import DEFAULT_SEED
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "export", help="write a self-contained interactive HTML page (for blog posts)",
+        description="Write one HTML file that runs the lab's grid in the browser with no server and no "
+                    "network: progress (with play), K, the filter and its band, and new draws cycling "
+                    "through populations embedded in the file.")
+    p.add_argument("--out", default="decay.html", help="output file (default decay.html); written atomically")
+    p.add_argument("--n-prompts", type=int, default=600, help="number of prompts (default 600, at most 10000)")
+    p.add_argument("--a", type=float, default=2.0, help="Beta a (default 2)")
+    p.add_argument("--b", type=float, default=3.0, help="Beta b (default 3)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"first population seed (default {DEFAULT_SEED})")
+    p.add_argument("--progress", type=float, default=0.0, help="starting training progress t in [0, 1] (default 0)")
+    p.add_argument("--K", type=int, default=8, help="starting group size, 1 to 64 (default 8)")
+    p.add_argument("--filter", type=float, nargs=2, metavar=("LO", "HI"),
+                   help="start with the difficulty filter on, keeping LO <= p_t <= HI")
+    p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"),
+                   help="the filter's band when it starts off (default 0.2 0.8)")
+    p.add_argument("--draws", type=int, default=None,
+                   help="populations to embed, seeds S, S+1, ... (default: as many as fit in 2.5 MB, at most 5)")
+    p.add_argument("--gain", type=float, default=None, help="decay gain g (default: the core's fitted gain)")
+    p.add_argument("--title", default=None, help="page title")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from lab.export import export, make_spec
+
+    scenario = dict(n_prompts=args.n_prompts, a=args.a, b=args.b, seed=args.seed, progress=args.progress, K=args.K)
+    if args.gain is not None:
+        scenario["gain"] = args.gain
+    spec = make_spec(filter_band=args.filter, band=args.band, draws=args.draws, title=args.title, **scenario)
+    info = export(spec, args.out)
+    print(f"wrote {info['path']} ({info['bytes'] / 1e6:.2f} MB, {info['draws']} population"
+          f"{'s' if info['draws'] != 1 else ''}: seeds {', '.join(map(str, info['seeds']))})")
+    return 0
