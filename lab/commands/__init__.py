@@ -3,6 +3,5 @@
 from . import core
 from . import export
 from . import ingest
-from . import train
 
-COMMAND_MODULES = [core, export, ingest, train]
+COMMAND_MODULES = [core, export, ingest]
