@@ -1,0 +1,136 @@
+r"""View model of a recorded run, step by step: what the lab's replay tab shows.
+
+Everything here is computed from a :class:`sims.record.RunRecord` alone, so a
+run trained by this project and one ingested from TRL, verl or JSONL replay
+alike. Per optimizer step s, over the groups recorded at s:
+
+* ``effective_group_rate`` = share of groups with a reward spread above the
+  record's tolerance (1 - TRL's ``frac_reward_zero_std``), and its rolling mean;
+* ``predicted_d_real`` = mean over those groups' prompts of D(p_x, G), with p_x
+  each prompt's pass rate measured at the nearest evaluation at or before s
+  (the first evaluation for earlier steps), and ``predicted_d_iid`` = D(mean p_x, G):
+  1 - these are the effective rates the two predictions expect;
+* ``all_pass_share`` / ``all_fail_share`` (both tails), ``reward_mean``;
+* rollouts generated and rollouts in groups with a gradient, and their running totals.
+
+:func:`grid_states` gives each prompt's outcome at each step (-1 when the
+prompt was not sampled at that step), the matrix the replay grid scrubs through.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputError
+from .outcomes import p_unanimous
+from .record import RunRecord, group_outcomes
+from .scenario import ALL_FAIL, ALL_PASS, MIXED
+
+__all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean"]
+
+NOT_SAMPLED = -1  #: grid state of a prompt with no group at a step
+
+
+def rolling_mean(x, window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` finite values (fewer at the start); NaNs are skipped."""
+    x = np.asarray(x, dtype=float)
+    if window < 1:
+        raise InputError("rolling window must be >= 1")
+    ok = np.isfinite(x)
+    csum = np.concatenate([[0.0], np.cumsum(np.where(ok, x, 0.0))])
+    ccnt = np.concatenate([[0], np.cumsum(ok)])
+    idx = np.arange(len(x)) + 1
+    lo = np.maximum(idx - window, 0)
+    cnt = ccnt[idx] - ccnt[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, (csum[idx] - csum[lo]) / cnt, np.nan)
+
+
+def _group_size(record: RunRecord) -> int:
+    G = record.meta.get("num_generations")
+    if G:
+        return int(G)
+    r = record.groups["rewards"]
+    return int(np.max(np.sum(~np.isnan(r), axis=1))) if len(r) else 1
+
+
+def eval_index(record: RunRecord, steps) -> np.ndarray:
+    """Index of the evaluation each step uses: the latest at or before it, else the first; -1 without evals."""
+    ev = np.asarray(record.evals.get("step", np.zeros(0, int)))
+    steps = np.asarray(steps)
+    if ev.size == 0:
+        return np.full(steps.shape, -1)
+    order = np.argsort(ev, kind="stable")
+    pos = np.searchsorted(ev[order], steps, side="right") - 1
+    return order[np.maximum(pos, 0)]
+
+
+def step_series(record: RunRecord, window: int = 10) -> dict[str, np.ndarray]:
+    """Per-step series for the replay plots (see the module docstring). All arrays share ``step``'s length."""
+    g = record.groups
+    steps_of_group = np.asarray(g["step"])
+    steps = np.unique(steps_of_group)
+    degenerate, all_pass, all_fail = group_outcomes(g["rewards"], record.reward_tolerance)
+    widths = np.sum(~np.isnan(g["rewards"]), axis=1)
+    inv = np.searchsorted(steps, steps_of_group)
+    n_groups = np.bincount(inv, minlength=len(steps)).astype(float)
+
+    def per_step(values):
+        return np.bincount(inv, weights=np.asarray(values, dtype=float), minlength=len(steps))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        eff = 1.0 - per_step(degenerate) / n_groups
+        rewards = np.nan_to_num(g["rewards"], nan=0.0).sum(axis=1)
+        out = {
+            "step": steps,
+            "groups": n_groups,
+            "effective_group_rate": eff,
+            "effective_group_rate_rolling": rolling_mean(eff, window),
+            "all_pass_share": per_step(all_pass) / n_groups,
+            "all_fail_share": per_step(all_fail) / n_groups,
+            "reward_mean": per_step(rewards) / per_step(widths),
+            "rollouts_generated": per_step(widths),
+            "rollouts_useful": per_step(np.where(degenerate, 0, widths)),
+        }
+    out["rollouts_generated_cum"] = np.cumsum(out["rollouts_generated"])
+    out["rollouts_useful_cum"] = np.cumsum(out["rollouts_useful"])
+    out["predicted_d_real"], out["predicted_d_iid"] = _predictions(record, steps, inv)
+    ev_idx = eval_index(record, steps)
+    rates = record.evals.get("pass_rate")
+    out["eval_pass_rate"] = (np.array([np.nanmean(rates[i]) for i in ev_idx]) if rates is not None and len(ev_idx)
+                             and ev_idx.min() >= 0 else np.full(len(steps), np.nan))
+    return out
+
+
+def _predictions(record: RunRecord, steps: np.ndarray, inv: np.ndarray):
+    rates = record.evals.get("pass_rate")
+    nan = np.full(len(steps), np.nan)
+    if rates is None or len(rates) == 0:
+        return nan, nan.copy()
+    G = _group_size(record)
+    ev_idx = eval_index(record, steps)
+    pid = np.asarray(record.groups["prompt_id"])
+    p = rates[ev_idx[inv], pid]  # each group's prompt, measured at its step's evaluation
+    ok = np.isfinite(p)
+    d = np.where(ok, p_unanimous(np.where(ok, p, 0.0), G), 0.0)
+    cnt = np.bincount(inv, weights=ok, minlength=len(steps))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d_real = np.bincount(inv, weights=d, minlength=len(steps)) / cnt
+        mean_p = np.bincount(inv, weights=np.where(ok, p, 0.0), minlength=len(steps)) / cnt
+    d_iid = np.where(cnt > 0, p_unanimous(np.nan_to_num(mean_p, nan=0.0), G), np.nan)
+    return d_real, d_iid
+
+
+def grid_states(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, states): ``states[i, x]`` is prompt x's outcome at ``steps[i]`` (MIXED / ALL_PASS / ALL_FAIL),
+    or NOT_SAMPLED. Where a prompt has several groups in one step the last recorded one is shown."""
+    g = record.groups
+    steps = np.unique(g["step"])
+    degenerate, all_pass, _ = group_outcomes(g["rewards"], record.reward_tolerance)
+    code = np.where(~degenerate, MIXED, np.where(all_pass, ALL_PASS, ALL_FAIL)).astype(np.int8)
+    states = np.full((len(steps), record.n_prompts), NOT_SAMPLED, dtype=np.int8)
+    pid = np.asarray(g["prompt_id"])
+    if len(pid) and (pid.min() < 0 or pid.max() >= record.n_prompts):
+        raise InputError("run record: prompt_id outside [0, n_prompts)")
+    states[np.searchsorted(steps, g["step"]), pid] = code  # later rows overwrite earlier ones
+    return steps, states
