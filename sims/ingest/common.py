@@ -84,6 +84,7 @@ class Bundle:
     max_bytes: int = DEFAULT_MAX_BYTES
     read_bytes: int = 0
     single: bool = False  # one file given directly (not a folder or archive)
+    _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_path(cls, path, max_bytes: int = DEFAULT_MAX_BYTES) -> "Bundle":
@@ -149,7 +150,9 @@ class Bundle:
         return str(PurePosixPath(self.origin) / name) if not self.origin.endswith(".zip") else f"{self.origin}:{name}"
 
     def read(self, name: str) -> bytes:
-        """The bytes of one file, after the size cap and the pickle check."""
+        """The bytes of one file, after the size cap and the pickle check (read once, then cached)."""
+        if name in self._cache:
+            return self._cache[name]
         size, loader = self.entries[name]
         if self.read_bytes + size > self.max_bytes:
             raise InputError(f"{self.label(name)}: reading it would pass the size cap of {self.max_bytes} bytes "
@@ -160,6 +163,7 @@ class Bundle:
         if self.read_bytes > self.max_bytes:
             raise InputError(f"{self.label(name)}: over the size cap of {self.max_bytes} bytes")
         _refuse_pickle(self.label(name), data[:8])
+        self._cache[name] = data
         return data
 
 

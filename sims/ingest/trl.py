@@ -97,7 +97,7 @@ def _prompt_key(value) -> tuple[object, str]:
     return key, label
 
 
-def _read_parquet(data: bytes, label: str, reward_columns, pa, pq):
+def _read_parquet(data: bytes, label: str, pa, pq):
     if not data.startswith(b"PAR1"):
         raise InputError(f"{label}: not a parquet file (it is {describe(data)})")
     try:
@@ -115,9 +115,15 @@ def _read_parquet(data: bytes, label: str, reward_columns, pa, pq):
 def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num_generations: int | None = None,
                reward_columns: list[str] | None = None, reward_weights: list[float] | None = None) -> RunRecord:
     names = bundle.names()
-    parquets = sorted((f for f in names if _COMPLETIONS.search(f) or (bundle.single and f.endswith(".parquet"))),
-                      key=lambda f: (int(_COMPLETIONS.search(f).group(1)) if _COMPLETIONS.search(f) else -1, f))
-    states = [f for f in names if _STATE.search(f) or (bundle.single and f.endswith(".json"))]
+    if bundle.single:  # one file: a completions parquet or a trainer_state.json, decided by content
+        kind = describe(bundle.read(names[0]))
+        if kind not in ("a parquet file", "JSON"):
+            raise InputError(f"{bundle.label(names[0])}: is {kind}, not a TRL completions parquet "
+                             "or trainer_state.json")
+        parquets, states = (names, []) if kind == "a parquet file" else ([], names)
+    else:
+        parquets = sorted((f for f in names if _COMPLETIONS.search(f)), key=lambda f: int(_COMPLETIONS.search(f).group(1)))
+        states = [f for f in names if _STATE.search(f)]
     if not parquets and not states:
         found = ", ".join(sorted(names)[:4]) or "nothing"
         hint = ""
@@ -146,7 +152,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         for f in parquets:
             label = bundle.label(f)
             data = bundle.read(f)
-            pf, cols = _read_parquet(data, label, reward_columns, pa, pq)
+            pf, cols = _read_parquet(data, label, pa, pq)
             for need in ("step", "prompt"):
                 if need not in cols:
                     raise InputError(f"{label}: missing column {need!r} (TRL completion logs have step, prompt, "
