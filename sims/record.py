@@ -47,6 +47,7 @@ import numpy as np
 
 from .advantages import THRESHOLD
 from .errors import InputError
+from .jsonable import jsonable
 from .outcomes import p_unanimous
 
 __all__ = [
@@ -148,7 +149,7 @@ def write_record(path, record: RunRecord) -> Path:
         files[table] = {"name": name, "sha256": digest}
     meta = dict(record.meta)
     meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
-    text = json.dumps(_jsonable(meta), indent=2, allow_nan=False) + "\n"
+    text = json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
     atomic_write_bytes(path / "run.json", text.encode())
     keep = {f["name"] for f in files.values()}
     for old in path.glob("*.npz"):
@@ -276,19 +277,3 @@ def summarise(record: RunRecord) -> dict:
         "final_eval_pass_rate": evals[-1]["mean_pass_rate"] if evals else float("nan"),
         "evals": evals,
     }
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer, int)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        return float(obj) if np.isfinite(obj) else None
-    return obj

@@ -7,25 +7,7 @@ import math
 import sys
 from typing import Any, Iterable
 
-import numpy as np
-
-
-def jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays to Python and NaN/inf to None (JSON null), recursively."""
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer, int)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    return obj
+from sims.jsonable import jsonable
 
 
 def print_json(obj: Any) -> None:
