@@ -162,3 +162,21 @@ def test_bad_options(tmp_path, capsys):
     assert_one_line_error(code, err, "--reward-weights gives 1 weights for 2 reward columns")
     code, err = run_cli(capsys, tmp_path / "nothing", "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "does not exist")
+
+
+def test_deeply_nested_json_is_one_line(tmp_path, capsys):
+    f = tmp_path / "g.jsonl"
+    f.write_text('{"step": 1, "prompt_id": "a", "rewards": [1, 0]}\n' + "[" * 200_000 + "]" * 200_000 + "\n")
+    code, err = run_cli(capsys, f, "--format", "jsonl", "--out", tmp_path / "r")
+    assert_one_line_error(code, err, "g.jsonl line 2")
+    state = tmp_path / "trainer_state.json"
+    state.write_text('{"log_history": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    code, err = run_cli(capsys, state, "--format", "trl", "--out", tmp_path / "r")
+    assert_one_line_error(code, err, "trainer_state.json", "not valid JSON")
+
+
+def test_missing_pyarrow_is_one_line_naming_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r")
+    assert_one_line_error(code, err, "needs pyarrow", "grpo-lab[ingest]")

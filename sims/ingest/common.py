@@ -158,7 +158,10 @@ class Bundle:
             raise InputError(f"{self.label(name)}: reading it would pass the size cap of {self.max_bytes} bytes "
                              f"({self.read_bytes + size} bytes in all; raise --max-mb if you trust the files)")
         _refuse_pickle(self.label(name), b"")
-        data = loader()
+        try:
+            data = loader()
+        except OSError as exc:
+            raise InputError(f"{self.label(name)}: cannot be read ({exc.strerror or exc})") from None
         self.read_bytes += len(data)
         if self.read_bytes > self.max_bytes:
             raise InputError(f"{self.label(name)}: over the size cap of {self.max_bytes} bytes")
@@ -197,6 +200,8 @@ def iter_json_lines(data: bytes, label: str):
         except ValueError as exc:
             msg = getattr(exc, "msg", str(exc))
             raise InputError(f"{label} line {n}: not valid JSON ({msg})") from None
+        except RecursionError:
+            raise InputError(f"{label} line {n}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise InputError(f"{label} line {n}: expected a JSON object, got {type(obj).__name__}")
         yield n, obj

@@ -62,7 +62,7 @@ def read_trainer_state(data: bytes, label: str) -> tuple[dict[int, dict[str, flo
     """``(scalars by step, info)`` from a trainer_state.json; entries of one step are merged."""
     try:
         state = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise InputError(f"{label}: not valid JSON ({describe(data)}: {getattr(exc, 'msg', exc)})") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise InputError(f"{label}: not a Hugging Face trainer_state.json (no 'log_history' list)")
