@@ -1,0 +1,105 @@
+"""The browser lab: ``panel serve lab/app.py`` (or ``grpo-lab serve``).
+
+The page is built by :func:`build_app`, once per browser session, from fresh state
+objects (``lab.state``); nothing at module level is mutable, so visitors never affect
+each other. Every number comes from ``sims``; the grid and its main readouts repaint in
+the browser through ``lab/static/kernel.js`` (see ``lab.grid``), the plots from Python.
+
+URL query parameters (``progress``, ``K``, ``filter``, ``band_lo``, ``band_hi``, ``rho``,
+``n_prompts``, ``a``, ``b``, ``seed``) set and follow the controls; bad values are
+clamped or replaced with a visible notice. ``?embed=true`` shows only the grid, the
+main controls and the main readouts.
+
+Tabs: :data:`TABS` lists ``(title, builder)``; a builder takes the session's
+:class:`Session` and returns a Panel object. To add a tab (e.g. the replay), add one
+line to TABS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import panel as pn
+
+from lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
+from lab.views.advantages import AdvantageExplorer
+from lab.views.live import LiveLab
+
+__all__ = ["Session", "TABS", "build_app", "session_query"]
+
+TITLE = "grpo-lab: watching an environment expire"
+
+
+@dataclass
+class Session:
+    """One visitor's state: the live lab's controls, the animation, the advantage explorer."""
+
+    lab: LabState
+    play: PlayState
+    advantages: AdvantageState
+    embed: bool = False
+
+
+def _live_tab(s: Session):
+    return LiveLab(s.lab, s.play).panel
+
+
+def _advantages_tab(s: Session):
+    return AdvantageExplorer(s.advantages).panel
+
+
+#: the page's tabs, in order: (title, builder(Session) -> Panel object)
+TABS = [
+    ("Live lab", _live_tab),
+    ("Advantages", _advantages_tab),
+]
+
+
+def session_query() -> dict[str, str]:
+    """This session's URL query arguments as strings (empty outside a server session)."""
+    args = getattr(pn.state, "session_args", None) or {}
+    out = {}
+    for k, v in args.items():
+        v = v[-1] if isinstance(v, (list, tuple)) and v else v
+        out[k] = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    return out
+
+
+def _is_true(value: str | None) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+def build_app(query: dict[str, str] | None = None):
+    """Build one session's page from its URL query (read from the request when not given)."""
+    query = session_query() if query is None else query
+    session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")))
+    values, notices = sanitize(query)
+    session.lab.param.update(**values)
+    if notices:
+        session.lab.notice = "Some URL parameters were corrected: " + "; ".join(notices) + "."
+    _sync_url(session.lab, query, corrected=bool(notices))
+    if session.embed:
+        return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, css_classes=["grpo-lab", "embed"])
+    header = pn.pane.HTML(
+        f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
+        "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
+        "Share a view by copying the URL.</p>", sizing_mode="stretch_width")
+    tabs = pn.Tabs(*[(title, build(session)) for title, build in TABS], sizing_mode="stretch_width", dynamic=False)
+    return pn.Column(header, tabs, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+
+
+def _sync_url(lab: LabState, query: dict[str, str], corrected: bool) -> None:
+    """Keep the URL's query string in step with ``lab`` (after replacing corrected values in it)."""
+    location = getattr(pn.state, "location", None)
+    if location is None:
+        return
+    if corrected:  # replace the bad values before syncing, so the sync never reads them
+        others = {k: v for k, v in query.items() if k not in URL_PARAMS}
+        location.search = "?" + urlencode({**others, **query_values(lab)})
+    location.sync(lab, {name: name for name in URL_PARAMS}, on_error=lambda _bad: None)
+
+
+if __name__.startswith("bokeh"):
+    pn.extension(design="native", notifications=False)
+    build_app().servable(title=TITLE)

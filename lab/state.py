@@ -1,0 +1,237 @@
+"""The lab's state: one ``param.Parameterized`` per view, testable without a browser.
+
+* :class:`LabState`       the live lab's controls; synced to the URL query string under the names
+                          in :data:`URL_PARAMS`. Its defaults are exactly ``sims.scenario.Scenario()``
+                          (plus the filter band used when the filter is switched on).
+* :class:`PlayState`      play / pause of the training-progress animation.
+* :class:`AdvantageState` the advantage explorer (G, number correct or a typed reward vector).
+
+:func:`sanitize` turns raw URL query values into valid ones: a value out of range is
+clamped, one that is not a value of the right kind is replaced by the default, and each
+correction is described in a notice the page shows. The page never fails to render.
+
+Nothing here is module-level mutable state; the app builds one of each per session.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Mapping
+
+import numpy as np
+import param
+
+from sims import advantages as adv
+from sims.errors import InputError
+from sims.population import DEFAULT_SEED
+from sims.scenario import Scenario
+
+__all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
+           "query_values"]
+
+LAB_MAX_PROMPTS = 20_000  #: the most prompts the lab draws (each ships 64 float32 uniforms to the browser)
+RHO_MAX = 0.95  #: the largest rollout correlation the lab offers
+K_MAX = 64  #: the largest group size (one block of the kernel's uniforms)
+BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
+SEED_MAX = 2**32 - 1
+DEFAULT_BAND = (0.2, 0.8)  #: the difficulty filter's default band (seed 002's filter)
+
+#: URL query parameter names, in order (also the LabState parameter names)
+URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b", "seed")
+
+_DEFAULT = Scenario()
+
+
+class LabState(param.Parameterized):
+    """The live lab's controls. ``scenario()`` is the view they describe."""
+
+    progress = param.Number(_DEFAULT.progress, bounds=(0.0, 1.0), doc=(
+        "Training progress t: 0 is the start of the run, 1 the end. Every prompt's pass rate rises "
+        "as p_t = p_0^(1/(1 + g t))."))
+    K = param.Integer(_DEFAULT.K, bounds=(1, K_MAX), doc=(
+        "Group size K: rollouts sampled per prompt. A group with no disagreement carries no gradient."))
+    filter = param.Boolean(False, doc=(
+        "Difficulty filter: keep only prompts whose current pass rate lies in the band; shares are then "
+        "over the kept prompts."))
+    band_lo = param.Number(DEFAULT_BAND[0], bounds=(0.0, 1.0), doc="Lowest pass rate the filter keeps.")
+    band_hi = param.Number(DEFAULT_BAND[1], bounds=(0.0, 1.0), doc="Highest pass rate the filter keeps.")
+    rho = param.Number(_DEFAULT.rho, bounds=(0.0, RHO_MAX), doc=(
+        "Rollout correlation rho within a group (0 = independent). Rollouts that share a prompt tend to "
+        "agree, which makes unanimous groups more likely. With rho > 0 the server repaints the grid."))
+    n_prompts = param.Integer(_DEFAULT.n_prompts, bounds=(1, LAB_MAX_PROMPTS), doc=(
+        "Number of prompts in the population (one cell each)."))
+    a = param.Number(_DEFAULT.a, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: a.")
+    b = param.Number(_DEFAULT.b, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: b.")
+    seed = param.Integer(_DEFAULT.seed, bounds=(0, SEED_MAX), doc=(
+        "Seed of the population draw: the same seed gives the same prompts and the same groups."))
+    notice = param.String("", doc="Corrections made to the URL's values, shown on the page.")
+
+    def scenario(self) -> Scenario:
+        """The view these controls describe (band only when the filter is on; lo <= hi enforced)."""
+        lo, hi = sorted((self.band_lo, self.band_hi))
+        return Scenario(n_prompts=self.n_prompts, a=self.a, b=self.b, seed=self.seed, progress=self.progress,
+                        K=self.K, rho=self.rho, band=(lo, hi) if self.filter else None, gain=_DEFAULT.gain)
+
+    def population_key(self) -> tuple:
+        """What determines the population: (n_prompts, a, b, seed)."""
+        return (self.n_prompts, self.a, self.b, self.seed)
+
+    def values(self) -> dict:
+        """The URL parameters' current values."""
+        return {name: getattr(self, name) for name in URL_PARAMS}
+
+    def reset(self) -> None:
+        """Back to the defaults (``Scenario()``); clears the notice."""
+        self.param.update(**{name: self.param[name].default for name in URL_PARAMS}, notice="")
+
+    def new_draw(self, rng: random.Random | None = None) -> int:
+        """Draw a fresh population: a new random seed (different from the current one). Returns it."""
+        rng = rng or random.SystemRandom()
+        seed = self.seed
+        while seed == self.seed:
+            seed = rng.randrange(0, 2**31)
+        self.seed = seed
+        return seed
+
+    def step(self, dt: float = 0.05) -> float:
+        """Advance progress by dt, stopping at 1. Returns the new progress."""
+        self.progress = min(1.0, round(self.progress + dt, 10))
+        return self.progress
+
+
+class PlayState(param.Parameterized):
+    """Play / pause of the progress animation: ``dt`` per tick, a tick every ``period_ms``."""
+
+    playing = param.Boolean(False, doc="Animate training progress from its current value to 1.")
+    dt = param.Number(0.01, bounds=(0.001, 0.5), doc="Progress added per tick.")
+    period_ms = param.Integer(80, bounds=(20, 2000), doc="Milliseconds between ticks.")
+
+    def tick(self, lab: LabState) -> bool:
+        """One animation tick; returns whether to keep playing (stops at progress 1)."""
+        if not self.playing:
+            return False
+        if lab.progress >= 1.0:
+            self.playing = False
+            return False
+        lab.step(self.dt)
+        if lab.progress >= 1.0:
+            self.playing = False
+        return self.playing
+
+
+class AdvantageState(param.Parameterized):
+    """The advantage explorer: a group of G binary rollouts with ``correct`` successes, or typed rewards."""
+
+    G = param.Integer(8, bounds=(1, K_MAX), doc="Group size G.")
+    correct = param.Integer(1, bounds=(0, K_MAX), doc="Number of correct rollouts in the group (binary rewards).")
+    rewards_text = param.String("", doc=(
+        "Or type a reward vector, e.g. 1, 0, 0, 0.5 (overrides G and the number correct)."))
+    error = param.String("", doc="Why the typed rewards were not used.")
+
+    def rewards(self) -> np.ndarray:
+        """The group's rewards: the typed vector when it parses, else ``correct`` ones then zeros."""
+        text = self.rewards_text.strip()
+        if text:
+            try:
+                values = [float(v) for v in text.replace(";", ",").replace(" ", ",").split(",") if v != ""]
+                r = adv.as_rewards(values)
+                if r.size > 1024:
+                    raise InputError("at most 1024 rewards")
+                self.error = ""
+                return r
+            except (ValueError, InputError) as exc:
+                self.error = f"Rewards not used: {exc}"
+        else:
+            self.error = ""
+        c = min(self.correct, self.G)
+        return (np.arange(self.G) < c).astype(float)
+
+    def table(self) -> dict:
+        """Advantages per estimator for the current rewards, and max |A| of each."""
+        r = self.rewards()
+        rows = {name: adv.advantages(r, name) for name in adv.ESTIMATORS}
+        return {"rewards": r, "advantages": rows, "max_abs": {n: adv.max_abs_advantage(a) for n, a in rows.items()}}
+
+
+# --- URL values ---------------------------------------------------------------------------
+
+def _default(name):
+    return LabState.param[name].default
+
+
+def _as_float(raw) -> float | None:
+    try:
+        v = float(str(raw).strip())
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _as_bool(raw) -> bool | None:
+    s = str(raw).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return True
+    if s in ("false", "0", "no", "off"):
+        return False
+    return None
+
+
+def _clean(name: str, raw) -> tuple[object, str | None]:
+    """A valid value for ``name`` from a raw URL string, and a notice when it had to be changed."""
+    p = LabState.param[name]
+    default = _default(name)
+    if isinstance(p, param.Boolean):
+        v = _as_bool(raw)
+        if v is None:
+            return default, f"{name}={raw!s} is not true/false; using {str(default).lower()}"
+        return v, None
+    v = _as_float(raw)
+    if v is None:
+        return default, f"{name}={raw!s} is not a number; using the default {default}"
+    lo, hi = p.bounds
+    note = None
+    if isinstance(p, param.Integer):
+        if v != round(v):
+            note = f"{name}={raw!s} is not a whole number; rounded"
+        v = int(round(v)) if abs(v) < 1e18 else (hi if v > 0 else lo)
+    if v < lo or v > hi:
+        clamped = min(max(v, lo), hi)
+        note = f"{name}={raw!s} is outside [{lo}, {hi}]; clamped to {clamped}"
+        v = clamped
+    return (int(v) if isinstance(p, param.Integer) else float(v)), note
+
+
+def sanitize(query: Mapping[str, object]) -> tuple[dict, list[str]]:
+    """Valid LabState values from raw URL query values (strings, bytes or lists of them).
+
+    Returns ``(values, notices)``: only the parameters present in ``query`` appear in
+    ``values``; unknown names are ignored. A band with lo > hi is swapped.
+    """
+    values, notices = {}, []
+    for name in URL_PARAMS:
+        if name not in query:
+            continue
+        raw = query[name]
+        if isinstance(raw, (list, tuple)):
+            raw = raw[-1] if raw else ""
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", "replace")
+        value, note = _clean(name, raw)
+        values[name] = value
+        if note:
+            notices.append(note)
+    lo = values.get("band_lo", _default("band_lo"))
+    hi = values.get("band_hi", _default("band_hi"))
+    if lo > hi:
+        values["band_lo"], values["band_hi"] = hi, lo
+        notices.append(f"band_lo > band_hi; swapped to [{hi}, {lo}]")
+    return values, notices
+
+
+def query_values(state: LabState) -> dict[str, str]:
+    """The URL query of a state, as strings (booleans as true/false)."""
+    out = {}
+    for name, v in state.values().items():
+        out[name] = str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
+    return out

@@ -1,0 +1,101 @@
+"""The advantage explorer: one group's advantages under grpo, dr_grpo, sign and tasa, and each estimator's
+expected gradient coefficient and coverage against p."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource
+from bokeh.palettes import Colorblind8
+from bokeh.plotting import figure
+
+from lab.state import AdvantageState
+
+from .controls import tip
+from sims import advantages as adv
+from sims.formatting import fixed
+
+__all__ = ["AdvantageExplorer"]
+
+_P = np.linspace(0.005, 0.995, 199)
+_COLORS = dict(zip(adv.ESTIMATORS, (Colorblind8[0], Colorblind8[2], Colorblind8[4], Colorblind8[6])))
+_DASH = dict(zip(adv.ESTIMATORS, ("solid", "dashed", "dotted", "dashdot")))
+_DOC = {
+    "grpo": "(r \u2212 mean) / (std + 10\u207b\u2074), as TRL",
+    "dr_grpo": "r \u2212 mean (Dr. GRPO)",
+    "sign": "sign(r \u2212 0.5) = 2r \u2212 1",
+    "tasa": "+1/n\u208a above 0.5, \u22121/n\u208b below",
+}
+
+
+class AdvantageExplorer:
+    """Widgets bound to an AdvantageState, a table of advantages, and two curves against p."""
+
+    def __init__(self, state: AdvantageState):
+        self.state = state
+        p = state.param
+        self.G = pn.widgets.IntSlider.from_param(p.G, name="Group size G")
+        self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)
+        self.rewards = pn.widgets.TextInput.from_param(p.rewards_text, name="Or type rewards",
+                                                       placeholder="e.g. 1, 0, 0, 0", description=p.rewards_text.doc)
+        self.table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["adv-table"])
+        self.curves = ColumnDataSource({"p": _P, **{f"c_{n}": _P * 0 for n in adv.ESTIMATORS},
+                                        **{f"v_{n}": _P * 0 for n in adv.ESTIMATORS}})
+        coef = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
+                      title="Expected gradient coefficient (units of |\u2207p|) at group size G")
+        cover = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
+                       y_range=(0, 1.02), title="Coverage: P(group has any non-zero advantage)")
+        for n in adv.ESTIMATORS:
+            coef.line("p", f"c_{n}", source=self.curves, color=_COLORS[n], line_dash=_DASH[n], line_width=2.5,
+                      legend_label=n)
+            cover.line("p", f"v_{n}", source=self.curves, color=_COLORS[n], line_dash=_DASH[n], line_width=2.5,
+                       legend_label=n)
+        for f in (coef, cover):
+            f.xaxis.axis_label = "pass rate p"
+            f.legend.label_text_font_size = "11px"
+        coef.legend.location = "top_center"
+        cover.legend.location = "bottom_center"
+        self.error = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["adv-error"])
+        state.param.watch(self._clamp, ["G"])
+        state.param.watch(lambda _e: self.refresh(), ["G", "correct", "rewards_text"])
+        state.param.watch(lambda _e: self.refresh_curves(), ["G"])
+        self.refresh()
+        self.refresh_curves()
+        self.panel = pn.Column(
+            pn.pane.Markdown("### Advantage explorer\nChoose a group of G binary rollouts (or type any rewards) and "
+                             "compare how the four estimators turn them into advantages."),
+            pn.Row(pn.Column(tip(self.G, p.G.doc), tip(self.correct, p.correct.doc), self.rewards, self.error, width=320), self.table,
+                   sizing_mode="stretch_width"),
+            pn.Row(pn.pane.Bokeh(coef, sizing_mode="stretch_width"), pn.pane.Bokeh(cover, sizing_mode="stretch_width"),
+                   sizing_mode="stretch_width"),
+            sizing_mode="stretch_width")
+
+    def _clamp(self, event) -> None:
+        self.correct.end = event.new
+        if self.state.correct > event.new:
+            self.state.correct = event.new
+
+    def refresh(self) -> None:
+        t = self.state.table()
+        self.error.object = self.state.error
+        self.error.visible = bool(self.state.error)
+        r = t["rewards"]
+        shown = min(r.size, 16)
+        head = "".join(f"<th>{fixed(x, 2) if x % 1 else int(x)}</th>" for x in r[:shown])
+        more = "<th>\u2026</th>" if r.size > shown else ""
+        rows = []
+        for n, a in t["advantages"].items():
+            cells = "".join(f"<td>{fixed(x, 3)}</td>" for x in a[:shown])
+            rows.append(f"<tr><td style='text-align:left' title='{_DOC[n]}'><b>{n}</b></td>{cells}"
+                        f"{'<td></td>' if more else ''}<td class='adv-max-{n}'><b>{fixed(t['max_abs'][n], 3)}</b></td></tr>")
+        self.table.object = ("<table style='border-collapse:collapse;font-size:13px;text-align:right'>"
+                             f"<tr><th style='text-align:left'>reward</th>{head}{more}<th>max |A|</th></tr>"
+                             + "".join(rows) + "</table>")
+
+    def refresh_curves(self) -> None:
+        G = self.state.G
+        data = {"p": _P}
+        for n in adv.ESTIMATORS:
+            data[f"c_{n}"] = np.asarray(adv.expected_gradient_coef(_P, G, n), float)
+            data[f"v_{n}"] = np.asarray(adv.coverage(_P, G, n), float)
+        self.curves.data = data

@@ -1,0 +1,64 @@
+"""The decay curve: share of groups with a gradient against training progress, with and without the filter."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, Span
+from bokeh.plotting import figure
+
+from lab.palette import ALL_PASS_COLOR, MIXED_COLOR
+from sims.scenario import evaluate
+
+from .frame import Frame
+
+__all__ = ["DecayPlot"]
+
+
+class DecayPlot:
+    """Expected (lines) and realised (dots) useful share over t in [0, 1]; a vertical line marks the current t.
+
+    The marker is ``self.marker`` (a Span): the app links it to the progress slider in the browser.
+    """
+
+    def __init__(self):
+        self.source = ColumnDataSource({k: [] for k in ("t", "exp", "real", "exp_f", "real_f")})
+        fig = figure(height=260, sizing_mode="stretch_width", x_range=(0, 1), y_range=(0, 1.02), tools="",
+                     toolbar_location=None, title="Groups with a gradient as training progresses")
+        fig.line("t", "exp", source=self.source, line_width=2.5, color=MIXED_COLOR, legend_label="all prompts")
+        fig.scatter("t", "real", source=self.source, size=4, color=MIXED_COLOR, alpha=0.6)
+        fig.line("t", "exp_f", source=self.source, line_width=2.5, color=ALL_PASS_COLOR, line_dash="dashed",
+                 legend_label="with the filter (its band)")
+        fig.scatter("t", "real_f", source=self.source, size=4, color=ALL_PASS_COLOR, alpha=0.6, marker="square")
+        fig.xaxis.axis_label = "training progress t"
+        fig.yaxis.axis_label = "share of groups with a gradient"
+        fig.legend.location = "bottom_left"
+        self.marker = Span(location=0.0, dimension="height", line_color="#333", line_width=2)
+        fig.add_layout(self.marker)
+        self.figure = fig
+        self._key = None
+        self.panel = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
+                               pn.pane.Markdown("Lines: expected share; dots: realised groups. "
+                                                "The vertical line is the current t.", styles={"font-size": "12px"}),
+                               sizing_mode="stretch_width")
+
+    def update(self, frame: Frame) -> None:
+        s = frame.scenario
+        self.marker.location = float(s.progress)
+        key = (s.K, s.rho, frame.band, frame.population.n, frame.population.seed, frame.population.a, frame.population.b)
+        if key == self._key:
+            return
+        self._key = key
+        ts = np.linspace(0.0, 1.0, 21 if s.rho > 0 else 41)
+        band = frame.band
+        rows = {k: [] for k in ("exp", "real", "exp_f", "real_f")}
+        for t in ts:
+            free = evaluate(replace(s, progress=float(t), band=None), frame.population).summary
+            rows["exp"].append(free["useful_share_expected"])
+            rows["real"].append(free["useful_share_realised"])
+            f = evaluate(replace(s, progress=float(t), band=band), frame.population).summary
+            rows["exp_f"].append(f["useful_share_expected"])
+            rows["real_f"].append(f["useful_share_realised"])
+        self.source.data = {"t": ts, **{k: np.asarray(v, float) for k, v in rows.items()}}

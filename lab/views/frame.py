@@ -1,0 +1,20 @@
+"""One evaluated view of the live lab, shared by every panel that redraws on a change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sims.population import Population
+from sims.scenario import Scenario, View
+
+__all__ = ["Frame"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The scenario, its population and ``sims.scenario.evaluate``'s view of it."""
+
+    scenario: Scenario
+    population: Population
+    view: View
+    band: tuple[float, float] = (0.2, 0.8)  #: the filter's band, also when the filter is off

@@ -1,0 +1,53 @@
+"""The Jensen gap: D_real (per-prompt pass rates) against D_iid (the mean pass rate alone), over K."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, Span
+from bokeh.plotting import figure
+
+from lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR
+from sims.formatting import fixed, percent
+from sims.population import degeneracy_iid, degeneracy_real
+
+from .frame import Frame
+
+__all__ = ["JensenPlot"]
+
+_K = np.arange(1, 65)
+
+
+class JensenPlot:
+    """D_real(K) and D_iid(K) for the current population at the current t (kept prompts)."""
+
+    def __init__(self):
+        self.source = ColumnDataSource({"K": _K, "real": np.zeros(64), "iid": np.zeros(64)})
+        fig = figure(height=240, sizing_mode="stretch_width", x_range=(1, 64), y_range=(0, 1.02), tools="",
+                     toolbar_location=None, title="Degenerate share: D_real (per prompt) vs D_iid (mean p)")
+        fig.line("K", "real", source=self.source, line_width=2.5, color=ALL_FAIL_COLOR, legend_label="D_real")
+        fig.line("K", "iid", source=self.source, line_width=2.5, color=ALL_PASS_COLOR, line_dash="dashed",
+                 legend_label="D_iid")
+        fig.xaxis.axis_label = "group size K"
+        fig.legend.location = "top_right"
+        self.marker = Span(location=8, dimension="height", line_color="#333")
+        fig.add_layout(self.marker)
+        self.text = pn.pane.HTML("", css_classes=["jensen-text"], styles={"font-size": "13px"})
+        self.panel = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self.text, sizing_mode="stretch_width")
+
+    def update(self, frame: Frame) -> None:
+        s, v = frame.scenario, frame.view
+        p = v.pass_rate[v.kept]
+        if p.size == 0:
+            self.source.data = {"K": _K, "real": np.full(64, np.nan), "iid": np.full(64, np.nan)}
+            self.text.object = "No prompt is kept by the filter."
+            return
+        real = np.array([degeneracy_real(p, K, s.rho) for K in _K])
+        iid = np.array([degeneracy_iid(p, K, s.rho) for K in _K])
+        self.source.data = {"K": _K, "real": real, "iid": iid}
+        self.marker.location = s.K
+        sm = v.summary
+        self.text.object = (f"At K = {s.K}: D_real = <b>{percent(sm['d_real'])}</b>, D_iid = <b>{percent(sm['d_iid'])}"
+                            f"</b>; the mean pass rate alone understates the waste by "
+                            f"{percent(sm['d_real'] - sm['d_iid'])} (Jensen: D_real \u2265 D_iid). "
+                            f"DAPO-style resampling would generate {fixed(sm['rollout_amplification'], 2)}\u00d7 the rollouts.")

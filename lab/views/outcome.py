@@ -1,0 +1,59 @@
+"""P(useful) against p for the current K, with the population's pass-rate histogram under it, by outcome."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, Span
+from bokeh.plotting import figure
+
+from lab.palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
+from sims.outcomes import outcome_probabilities
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+
+from .frame import Frame
+
+__all__ = ["OutcomePlot"]
+
+_P = np.linspace(0.0, 1.0, 401)
+_EDGES = np.linspace(0.0, 1.0, 26)
+_STACK = ("mixed", "all_pass", "all_fail", "filtered")
+
+
+class OutcomePlot:
+    """Two figures sharing the p axis: the P(useful) curve and the histogram of current pass rates."""
+
+    def __init__(self):
+        self.curve = ColumnDataSource({"p": _P, "useful": np.zeros_like(_P)})
+        self.hist = ColumnDataSource({"mid": 0.5 * (_EDGES[1:] + _EDGES[:-1]), **{k: np.zeros(25) for k in _STACK}})
+        top = figure(height=220, sizing_mode="stretch_width", title="P(group has a gradient) for the current K (dashed: mean pass rate)",
+                     x_range=(0, 1), y_range=(0, 1.02), tools="", toolbar_location=None)
+        top.line("p", "useful", source=self.curve, line_width=2.5, color=OUTCOME_COLORS[MIXED])
+        top.yaxis.axis_label = "P(useful)"
+        self.mean = Span(location=0.5, dimension="height", line_dash="dashed", line_color="#555")
+        top.add_layout(self.mean)
+        bottom = figure(height=180, sizing_mode="stretch_width", x_range=top.x_range, tools="",
+                        toolbar_location=None, title="Prompts by current pass rate and realised group")
+        colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
+        hatches = [OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HATCHES[ALL_FAIL], " "]
+        labels = ["mixed", "all pass", "all fail", "removed by the filter"]
+        bottom.vbar_stack(list(_STACK), x="mid", width=0.038, source=self.hist, color=colors, hatch_pattern=hatches,
+                          hatch_alpha=0.4, hatch_color="black", legend_label=labels, line_color=None)
+        bottom.legend.location = "top_left"
+        bottom.legend.label_text_font_size = "11px"
+        bottom.xaxis.axis_label = "pass rate p (now)"
+        bottom.yaxis.axis_label = "prompts"
+        self.panel = pn.Column(pn.pane.Bokeh(top, sizing_mode="stretch_width"),
+                               pn.pane.Bokeh(bottom, sizing_mode="stretch_width"), sizing_mode="stretch_width")
+
+    def update(self, frame: Frame) -> None:
+        s, v = frame.scenario, frame.view
+        self.curve.data = {"p": _P, "useful": outcome_probabilities(_P, s.K, s.rho)["p_useful"]}
+        bins = np.clip(np.digitize(v.pass_rate, _EDGES) - 1, 0, 24)
+        counts = {}
+        for key, mask in (("mixed", v.kept & (v.outcome == MIXED)), ("all_pass", v.kept & (v.outcome == ALL_PASS)),
+                          ("all_fail", v.kept & (v.outcome == ALL_FAIL)), ("filtered", ~v.kept)):
+            counts[key] = np.bincount(bins[mask], minlength=25).astype(float)
+        self.hist.data = {"mid": 0.5 * (_EDGES[1:] + _EDGES[:-1]), **counts}
+        mean = v.summary["mean_pass_rate"]
+        self.mean.location = float(mean) if np.isfinite(mean) else 0.5

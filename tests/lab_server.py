@@ -1,0 +1,87 @@
+"""Helpers for the lab's browser tests: serve ``lab/app.py`` on a free port, read text through shadow roots."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "lab" / "app.py"
+
+#: JavaScript: the text of the first element with a CSS class, searched through every shadow root
+READ_CLASS = """cls => {
+  function find(root) {
+    const el = root.querySelector('.' + cls);
+    if (el) return el;
+    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
+    return null;
+  }
+  const e = find(document);
+  return e ? e.textContent.trim() : null;
+}"""
+
+#: JavaScript: the visible text of the whole page, through shadow roots, without <style>/<script>
+PAGE_TEXT = """() => {
+  const out = [];
+  function walk(node) {
+    if (node.nodeType === 3) { out.push(node.textContent); return; }
+    if (node.nodeType !== 1 && node.nodeType !== 11) return;
+    if (node.nodeName === 'STYLE' || node.nodeName === 'SCRIPT') return;
+    if (node.shadowRoot) walk(node.shadowRoot);
+    for (const c of node.childNodes) walk(c);
+  }
+  walk(document.body);
+  return out.join(' ');
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
+        time.sleep(0.3)
+
+
+@contextlib.contextmanager
+def serve(cmd: list[str] | None = None, port: int | None = None, env: dict | None = None, path: str = "/app"):
+    """Run a lab server (``panel serve lab/app.py`` by default) until the block ends; yields its base URL."""
+    port = port or free_port()
+    cmd = cmd or [sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port), "--address", "127.0.0.1",
+                  "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
+    log = open(os.devnull, "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    try:
+        url = f"http://127.0.0.1:{port}{path}"
+        wait_http(url)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def wait_readout(page, cls: str = "readout-useful", timeout: float = 30_000) -> str:
+    page.wait_for_function(f"({READ_CLASS})('{cls}') !== null && ({READ_CLASS})('{cls}') !== ''", timeout=timeout)
+    return page.evaluate(READ_CLASS, cls)
