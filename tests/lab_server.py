@@ -61,13 +61,14 @@ def wait_http(url: str, timeout: float = 60.0) -> None:
 
 
 @contextlib.contextmanager
-def serve(cmd: list[str] | None = None, port: int | None = None, env: dict | None = None, path: str = "/app"):
+def serve(cmd: list[str] | None = None, port: int | None = None, env: dict | None = None, path: str = "/app",
+          cwd: str | Path | None = None):
     """Run a lab server (``panel serve lab/app.py`` by default) until the block ends; yields its base URL."""
     port = port or free_port()
     cmd = cmd or [sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port), "--address", "127.0.0.1",
                   "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
     log = open(os.devnull, "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
     try:
         url = f"http://127.0.0.1:{port}{path}"
         wait_http(url)

@@ -3,5 +3,7 @@
 from . import core
 from . import export
 from . import ingest
+from . import serve
+from . import train
 
-COMMAND_MODULES = [core, export, ingest]
+COMMAND_MODULES = [core, export, ingest, serve, train]

@@ -1,0 +1,54 @@
+"""``grpo-lab serve``: run the browser lab (``panel serve lab/app.py``) with sensible flags."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sims.errors import InputError
+
+__all__ = ["register", "serve_command", "APP_PATH"]
+
+APP_PATH = Path(__file__).resolve().parents[1] / "app.py"  #: lab/app.py, found through the installed package
+
+
+def register(sub) -> None:
+    p = sub.add_parser("serve", help="open the browser lab (panel serve lab/app.py)",
+                       description="Serve the interactive lab. Extra hosts that may open its websocket come from "
+                                   "--allow-websocket-origin or the environment variable GRPO_LAB_ORIGINS "
+                                   "(comma-separated host[:port]).")
+    p.add_argument("--port", type=int, default=5006, help="port (default 5006)")
+    p.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument("--show", action="store_true", help="open the lab in a web browser")
+    p.add_argument("--allow-websocket-origin", action="append", default=[], metavar="HOST[:PORT]",
+                   help="another origin allowed to open the websocket (repeatable)")
+    p.add_argument("--dry-run", action="store_true", help="print the panel serve command and exit")
+    p.set_defaults(func=cmd_serve)
+
+
+def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = False,
+                  origins: list[str] | None = None) -> list[str]:
+    """The ``panel serve`` command line for the lab."""
+    if not 0 < port < 65536:
+        raise InputError(f"--port must be in 1..65535, got {port}")
+    allowed = [f"localhost:{port}", f"127.0.0.1:{port}", *(origins or [])]
+    env_origins = [o.strip() for o in os.environ.get("GRPO_LAB_ORIGINS", "").split(",") if o.strip()]
+    cmd = [sys.executable, "-m", "panel", "serve", str(APP_PATH), "--port", str(port), "--address", address,
+           "--num-procs", "1", "--index", "app"]
+    for origin in dict.fromkeys(allowed + env_origins):
+        cmd += ["--allow-websocket-origin", origin]
+    if show:
+        cmd.append("--show")
+    return cmd
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    print(f"grpo-lab: serving the lab at http://{args.address}:{args.port}/app (Ctrl-C to stop)", file=sys.stderr)
+    return subprocess.call(cmd)
