@@ -93,7 +93,7 @@ def build_document(spec, state: dict):
     stretch = "stretch_width"
     progress = Slider(start=0, end=1, step=0.001, value=spec.progress, title="Training progress t",
                       format="0.000", sizing_mode=stretch, name="progress")
-    play = Toggle(label="\u25b6 Play", active=False, width=90, name="play", button_type="success")
+    play = Toggle(label="\u25b6 Play / pause", active=False, width=130, name="play", button_type="success")
     K = Slider(start=1, end=64, step=1, value=spec.K, title="Group size K", sizing_mode=stretch, name="K")
     filt = Checkbox(label="Difficulty filter: keep prompts whose pass rate lies in the band", active=spec.filter_on,
                     name="filter")

@@ -70,18 +70,15 @@
 
   function play(m) {
     if (raf) { cancelAnimationFrame(raf); raf = 0; }
-    if (!m.play.active) { m.play.label = "\u25b6 Play"; return; }
-    m.play.label = "\u275a\u275a Pause";
+    if (!m.play.active) return;
     if (m.progress.value >= 1) m.progress.value = 0;
-    var last = null;
+    var t0 = m.progress.value, start = null;
     function step(now) {
       if (!m.play.active) { raf = 0; return; }
-      if (last !== null) {
-        var t = Math.min(1, m.progress.value + (now - last) / 1000 / SWEEP_SECONDS);
-        m.progress.value = Math.round(t * 1000) / 1000;  /* the slider's step */
-        if (t >= 1) { raf = 0; m.play.active = false; return; }
-      }
-      last = now;
+      if (start === null) start = now;
+      var t = Math.min(1, t0 + (now - start) / 1000 / SWEEP_SECONDS);
+      m.progress.value = Math.round(t * 1000) / 1000;  /* the slider's step */
+      if (t >= 1) { raf = 0; m.play.active = false; return; }
       raf = requestAnimationFrame(step);
     }
     raf = requestAnimationFrame(step);
