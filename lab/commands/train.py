@@ -1,0 +1,155 @@
+"""``train`` (a small, real GRPO run), ``inspect`` and ``compare`` (any run record, no torch needed)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+
+from sims.errors import InputError
+
+from ._io import print_json, print_table
+
+# option name -> (type, help); defaults come from GRPOConfig so a resumed run can tell what was given
+_TRAIN_OPTIONS = {
+    "estimator": (str, "advantage estimator: grpo, dr_grpo, sign, tasa"),
+    "num_generations": (int, "G, completions per prompt"),
+    "steps": (int, "optimizer steps (with --resume: the new total)"),
+    "seed": (int, "seed of the warm start, sampling and prompt draws"),
+    "prompts_per_step": (int, "groups per optimizer step"),
+    "loss_type": (str, "grpo, dr_grpo or dapo"),
+    "beta": (float, "weight of the k3 KL to the starting policy"),
+    "epsilon": (float, "lower clip range"),
+    "epsilon_high": (float, "upper clip range"),
+    "num_iterations": (int, "optimizer passes per batch"),
+    "temperature": (float, "sampling temperature"),
+    "learning_rate": (float, "Adam learning rate"),
+    "max_num_gen_batches": (int, "dynamic sampling: most sampling rounds per step"),
+    "hard_buffer_frac": (float, "dynamic sampling: share of a round drawn from the all-fail buffer"),
+    "n_prompts": (int, "prompts used (at most 600)"),
+    "eval_every": (int, "evaluate every prompt every so many steps"),
+    "eval_samples": (int, "completions per prompt in an evaluation"),
+    "sft_steps": (int, "steps of the supervised warm start"),
+    "n_layer": (int, "transformer blocks"),
+    "n_head": (int, "attention heads"),
+    "n_embd": (int, "embedding width"),
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train", help="train a tiny policy with GRPO and record every group (needs torch)",
+                       description="A small, real GRPO run on multi-digit addition. Writes a run record to --out "
+                                   "after every step; --resume continues an interrupted run.")
+    p.add_argument("--out", required=True, help="run directory to create (or continue with --resume)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--dynamic-sampling", action="store_true", default=None, help="DAPO dynamic sampling")
+    p.add_argument("--no-retire", action="store_true", help="dynamic sampling: keep drawing all-pass prompts")
+    p.add_argument("--no-cache", action="store_true", help="recompute the warm start instead of reusing a cached one")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for name, (typ, text) in _TRAIN_OPTIONS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=typ, default=None, help=text)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("inspect", help="summarise a run record (any source)",
+                       description="Figures recomputed from a run record's raw arrays.")
+    p.add_argument("run", help="run directory (or its run.json)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("compare", help="side-by-side table of run records",
+                       description="One row per run: degeneracy, both tails, D_real vs D_iid, final pass rate.")
+    p.add_argument("runs", nargs="+", help="run directories")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_compare)
+
+
+def _config_from_args(args):
+    from sims.trainer.config import GRPOConfig
+
+    given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
+    if args.dynamic_sampling:
+        given["dynamic_sampling"] = True
+    if args.no_retire:
+        given["retire_all_pass"] = False
+    if args.resume:
+        extra = sorted(set(given) - {"steps"})
+        if extra:
+            raise InputError(f"--resume continues the recorded config; only --steps may change (got --{extra[0].replace('_', '-')})")
+        return GRPOConfig(steps=given["steps"]) if "steps" in given else None
+    return GRPOConfig(**given).validate()
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    cfg = _config_from_args(args)  # validates before torch is imported
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise InputError("training needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
+    from sims.trainer.loop import train
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    command = "grpo-lab " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    rec = train(cfg, args.out, resume=args.resume, device=args.device, threads=args.threads,
+                progress=not args.no_progress, sft_cache=None if args.no_cache else "default", command=command)
+    s = rec.meta["summary"]
+    print(f"{args.out}: {s['steps']} steps, {s['groups']} groups, frac_reward_zero_std {s['frac_reward_zero_std']:.3f}, "
+          f"final eval pass rate {s['final_eval_pass_rate']:.3f}, {rec.meta['wall_time_s']:.0f} s")
+    return 0
+
+
+def _summary(path):
+    from sims.record import read_record, summarise
+
+    rec = read_record(path)
+    s = summarise(rec)
+    cfg = rec.meta.get("config") if isinstance(rec.meta.get("config"), dict) else {}
+    s["estimator"] = cfg.get("estimator")
+    s["dynamic_sampling"] = cfg.get("dynamic_sampling")
+    s["seed"] = rec.meta.get("seed")
+    s["path"] = str(path)
+    return s
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    s = _summary(args.run)
+    if args.json:
+        print_json(s)
+        return 0
+    for key in ("name", "source", "estimator", "seed", "steps", "groups", "num_generations", "frac_reward_zero_std",
+                "frac_all_pass", "frac_all_fail", "groups_kept", "rollouts_generated", "rollouts_per_kept_group",
+                "reward_mean", "final_eval_pass_rate"):
+        v = s.get(key)
+        print(f"{key:>24}  {v:.4f}" if isinstance(v, float) else f"{key:>24}  {'-' if v is None else v}")
+    if s["evals"]:
+        print()
+        print_table(s["evals"], ["step", "mean_pass_rate", "d_real", "d_iid"],
+                    {"mean_pass_rate": ".3f", "d_real": ".3f", "d_iid": ".3f"})
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    rows = []
+    for path in args.runs:
+        s = _summary(path)
+        last = s["evals"][-1] if s["evals"] else {}
+        rows.append({
+            "run": s["name"] or path, "estimator": s["estimator"] or "-", "DS": "yes" if s["dynamic_sampling"] else "-",
+            "steps": s["steps"], "groups": s["groups"], "zero_std": s["frac_reward_zero_std"],
+            "all_pass": s["frac_all_pass"], "all_fail": s["frac_all_fail"],
+            "D_real": last.get("d_real"), "D_iid": last.get("d_iid"),
+            "pass_0": s["evals"][0]["mean_pass_rate"] if s["evals"] else None,
+            "pass_end": s["final_eval_pass_rate"], "rollouts/kept": s["rollouts_per_kept_group"],
+        })
+    if args.json:
+        print_json(rows)
+        return 0
+    cols = list(rows[0])
+    print_table(rows, cols, {c: ".3f" for c in ("zero_std", "all_pass", "all_fail", "D_real", "D_iid", "pass_0", "pass_end")}
+                | {"rollouts/kept": ".2f"})
+    return 0

@@ -1,0 +1,123 @@
+"""Run configuration, with TRL's ``GRPOConfig`` names where the idea is the same.
+
+=========================  ==========================================================
+option                     meaning (TRL equivalent)
+=========================  ==========================================================
+``estimator``              advantage estimator from :mod:`sims.advantages`:
+                           ``grpo`` (TRL ``scale_rewards=True``), ``dr_grpo``
+                           (``scale_rewards=False``), ``sign``, ``tasa``
+``num_generations``        G, completions per prompt (same)
+``prompts_per_step``       groups per optimizer step; TRL's
+                           ``per_device_train_batch_size`` = this x G
+``loss_type``              ``grpo`` (mean over each sequence's tokens, then over
+                           sequences), ``dr_grpo`` (sum / (batch x
+                           ``max_completion_length``)), ``dapo`` (sum / tokens in
+                           the batch) (same)
+``beta``                   weight of the k3 KL to the starting policy (same)
+``epsilon``, ``epsilon_high``  clip range [1 - epsilon, 1 + epsilon_high] (same)
+``num_iterations``         optimizer passes over each batch (same; 1 = on-policy)
+``temperature``            sampling temperature (same)
+``learning_rate``          Adam learning rate (same)
+``max_completion_length``  tokens a completion may use (same)
+``dynamic_sampling``       DAPO: drop zero-variance groups, draw more prompts until
+                           ``prompts_per_step`` groups are kept, at most
+                           ``max_num_gen_batches`` rounds (verl's name)
+``retire_all_pass``        with dynamic sampling, never draw a prompt again once a
+                           group of it was all-pass
+``hard_buffer_frac``       with dynamic sampling, share of each round drawn from the
+                           buffer of prompts whose last group was all-fail
+``eval_every``, ``eval_samples``  evaluate all prompts every so many steps, M samples each
+``sft_steps``              steps of the deterministic supervised warm start;
+                           ``sft_digit_weights`` skews its problems towards short
+                           operands so that long ones stay mostly unsolved
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..advantages import get_estimator
+from ..errors import InputError
+from .task import MAX_ANSWER_LEN, N_PROMPTS, WIDTH
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo")
+
+
+@dataclass
+class GRPOConfig:
+    estimator: str = "dr_grpo"
+    num_generations: int = 4
+    steps: int = 200
+    seed: int = 0
+    prompts_per_step: int = 32
+    loss_type: str = "dapo"
+    beta: float = 0.0
+    epsilon: float = 0.2
+    epsilon_high: float = 0.28
+    num_iterations: int = 1
+    temperature: float = 1.0
+    learning_rate: float = 1e-4
+    max_completion_length: int = MAX_ANSWER_LEN
+    dynamic_sampling: bool = False
+    max_num_gen_batches: int = 4
+    retire_all_pass: bool = True
+    hard_buffer_frac: float = 0.25
+    n_prompts: int = N_PROMPTS
+    eval_every: int = 50
+    eval_samples: int = 8
+    sft_steps: int = 500
+    sft_batch_size: int = 128
+    sft_digit_weights: tuple = (1.0, 1.0, 1.0, 0.03)
+    sft_learning_rate: float = 3e-3
+    n_layer: int = 2
+    n_head: int = 4
+    n_embd: int = 64
+
+    def validate(self) -> "GRPOConfig":
+        get_estimator(self.estimator)
+        if self.loss_type not in LOSS_TYPES:
+            raise InputError(f"unknown loss_type {self.loss_type!r}; choose from {', '.join(LOSS_TYPES)}")
+        ints = {"num_generations": 2, "steps": 0, "seed": 0, "prompts_per_step": 1, "num_iterations": 1,
+                "max_num_gen_batches": 1, "n_prompts": 1, "eval_every": 1, "eval_samples": 1, "sft_steps": 0,
+                "sft_batch_size": 1, "n_layer": 1, "n_head": 1, "n_embd": 1,
+                "max_completion_length": MAX_ANSWER_LEN}
+        for name, lo in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                what = "G (num_generations)" if name == "num_generations" else name
+                raise InputError(f"{what} must be an integer >= {lo}, got {v!r}")
+        if self.n_prompts > N_PROMPTS:
+            raise InputError(f"n_prompts must be at most {N_PROMPTS}, got {self.n_prompts}")
+        if self.prompts_per_step > self.n_prompts:
+            raise InputError(f"prompts_per_step ({self.prompts_per_step}) exceeds n_prompts ({self.n_prompts})")
+        if self.n_embd % self.n_head:
+            raise InputError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
+        for name in ("beta", "epsilon", "epsilon_high", "hard_buffer_frac"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and v >= 0 and v == v and v != float("inf")):
+                raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
+        w = self.sft_digit_weights
+        if (not isinstance(w, (list, tuple)) or len(w) != WIDTH
+                or not all(isinstance(x, (int, float)) and 0 <= x < float("inf") for x in w) or sum(w) <= 0):
+            raise InputError(f"sft_digit_weights must be {WIDTH} non-negative numbers with a positive sum, got {w!r}")
+        self.sft_digit_weights = tuple(float(x) for x in w)
+        if self.hard_buffer_frac > 1:
+            raise InputError(f"hard_buffer_frac must be in [0, 1], got {self.hard_buffer_frac}")
+        for name in ("temperature", "learning_rate", "sft_learning_rate"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 < v < float("inf")):
+                raise InputError(f"{name} must be a finite number > 0, got {v!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GRPOConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise InputError(f"unknown config option(s): {', '.join(unknown)}")
+        return cls(**d).validate()

@@ -1,0 +1,465 @@
+"""The training loop, readable in one sitting.
+
+Per step: draw prompts, sample G completions each, score them with the verifier,
+compute advantages with :func:`sims.advantages.advantages` (the core's estimators,
+in numpy, then ``torch.as_tensor``), and take ``num_iterations`` Adam steps on the
+clipped surrogate of :mod:`sims.trainer.loss`. With ``dynamic_sampling`` (DAPO),
+zero-variance groups are dropped and more prompts drawn, up to
+``max_num_gen_batches`` rounds, until ``prompts_per_step`` groups are kept.
+
+Every group, kept or dropped, goes into the run record (:mod:`sims.record`), with
+per-step metrics and evaluations of every prompt (``eval_samples`` completions each)
+at step 0, every ``eval_every`` steps and after the last step. After each step the
+record is rewritten atomically, then the model and optimizer state go to
+``checkpoint.pt`` (also atomically), so a run killed at any moment leaves a valid
+record of its completed steps and ``resume=True`` continues it. Every random draw of
+step s comes from generators keyed by (seed, s), so a resumed run repeats exactly
+the draws an uninterrupted one would make.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..advantages import advantages as estimate, max_abs_advantage
+from ..errors import InputError
+from ..record import RunRecord, atomic_write_bytes, group_outcomes, read_record, summarise, write_record
+from .config import GRPOConfig
+from .loss import grpo_loss
+from .model import TinyGPT
+from .rollout import sample, token_logprobs
+from .sft import warm_start
+from .task import MAX_ANSWER_LEN, PROMPT_LEN, VOCAB, encode, prompt_set, rewards as verify
+
+CHECKPOINT = "checkpoint.pt"
+_KEY_STEP, _KEY_EVAL = 2, 3
+
+
+@dataclass
+class Batch:
+    """The groups sampled in one round: G rows per prompt, prompt-major."""
+
+    prompt_ids: np.ndarray  # (n,)
+    completions: torch.Tensor  # (n*G, L)
+    mask: torch.Tensor  # (n*G, L)
+    rewards: np.ndarray  # (n, G)
+    advantages: np.ndarray  # (n, G)
+    lengths: np.ndarray  # (n, G)
+
+
+@dataclass
+class State:
+    """Everything a resumed run needs besides the record: the pools of dynamic sampling."""
+
+    retired: set = field(default_factory=set)
+    hard: list = field(default_factory=list)
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise InputError(f"unknown device {device!r}; choose auto, cpu or cuda")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda was asked for but torch sees no CUDA device")
+    return torch.device(device)
+
+
+def _generators(seed: int, key: int, step: int, device) -> tuple[np.random.Generator, torch.Generator]:
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key, step)))
+    gen = torch.Generator(device=device)
+    gen.manual_seed(int(rng.integers(2**62)))
+    return rng, gen
+
+
+# ---------------------------------------------------------------- stages (pure functions)
+
+def rollout(model, prompt_tokens, prompt_ids, cfg: GRPOConfig, gen) -> tuple[torch.Tensor, torch.Tensor]:
+    """G completions for each prompt id: tokens and masks, shape (n*G, L)."""
+    x = prompt_tokens[torch.as_tensor(prompt_ids, device=prompt_tokens.device)]
+    x = x.repeat_interleave(cfg.num_generations, dim=0)
+    completions, mask, _ = sample(model, x, cfg.max_completion_length, cfg.temperature, gen)
+    return completions, mask
+
+
+def reward(problems, prompt_ids, completions, G: int) -> np.ndarray:
+    """Verifier rewards, shape (n, G)."""
+    rows = [problems[i] for i in prompt_ids for _ in range(G)]
+    return verify(rows, completions.cpu().numpy()).reshape(len(prompt_ids), G)
+
+
+def advantage(rewards: np.ndarray, estimator: str) -> np.ndarray:
+    """The core's estimator, row by row (one implementation for the lab and the trainer)."""
+    return estimate(rewards, estimator) if len(rewards) else np.zeros_like(rewards)
+
+
+def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: GRPOConfig) -> dict:
+    """``num_iterations`` optimizer steps on the kept groups of ``batch``; returns loss diagnostics."""
+    G = cfg.num_generations
+    rows = np.repeat(keep, G) if len(keep) else np.zeros(0, bool)
+    rows_t = torch.as_tensor(rows, device=prompt_tokens.device)
+    x = prompt_tokens[torch.as_tensor(batch.prompt_ids, device=prompt_tokens.device)].repeat_interleave(G, 0)[rows_t]
+    y, mask = batch.completions[rows_t], batch.mask[rows_t]
+    adv = torch.as_tensor(batch.advantages[keep].reshape(-1), device=x.device, dtype=torch.float32)
+    with torch.no_grad():
+        ref_logp = token_logprobs(ref, x, y, cfg.temperature)
+    old_logp, stats = None, {}
+    for it in range(cfg.num_iterations):
+        logp = token_logprobs(model, x, y, cfg.temperature)
+        if old_logp is None:
+            old_logp = logp.detach()
+        loss, s = grpo_loss(logp, old_logp, adv, mask, loss_type=cfg.loss_type, epsilon=cfg.epsilon,
+                            epsilon_high=cfg.epsilon_high, beta=cfg.beta, ref_logp=ref_logp,
+                            max_completion_length=cfg.max_completion_length)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        stats = stats or {"loss": float(loss.detach()), **s}
+    return stats
+
+
+@torch.no_grad()
+def evaluate(model, prompt_tokens, problems, cfg: GRPOConfig, step: int, device, chunk: int = 8192) -> np.ndarray:
+    """Pass rate of every prompt from ``eval_samples`` completions each, keyed by (seed, step)."""
+    _, gen = _generators(cfg.seed, _KEY_EVAL, step, device)
+    M, n = cfg.eval_samples, len(problems)
+    x = prompt_tokens.repeat_interleave(M, dim=0)
+    wins = []
+    for lo in range(0, len(x), chunk):
+        comp, _, _ = sample(model, x[lo:lo + chunk], cfg.max_completion_length, cfg.temperature, gen)
+        rows = [problems[i // M] for i in range(lo, min(lo + chunk, len(x)))]
+        wins.append(verify(rows, comp.cpu().numpy()))
+    return np.concatenate(wins).reshape(n, M).mean(axis=1)
+
+
+# ---------------------------------------------------------------- prompt selection
+
+def draw_prompts(rng, cfg: GRPOConfig, state: State, exclude: set) -> np.ndarray:
+    """Prompt ids for one round: uniform without replacement; with dynamic sampling, retired prompts
+    are skipped and a ``hard_buffer_frac`` share comes from the all-fail buffer."""
+    n = cfg.prompts_per_step
+    pool = np.array([i for i in range(cfg.n_prompts) if i not in state.retired and i not in exclude], dtype=np.int64)
+    if not cfg.dynamic_sampling:
+        return rng.choice(cfg.n_prompts, size=n, replace=False)
+    hard = np.array([i for i in state.hard if i not in exclude], dtype=np.int64)
+    n_hard = min(len(hard), int(round(cfg.hard_buffer_frac * n)))
+    chosen = rng.choice(hard, size=n_hard, replace=False) if n_hard else np.zeros(0, np.int64)
+    rest = np.setdiff1d(pool, chosen)
+    more = rng.choice(rest, size=min(n - n_hard, len(rest)), replace=False) if len(rest) else np.zeros(0, np.int64)
+    return np.concatenate([chosen, more]).astype(np.int64)
+
+
+def update_pools(state: State, prompt_ids, all_pass, all_fail, cfg: GRPOConfig) -> None:
+    for pid, ap, af in zip(prompt_ids.tolist(), all_pass, all_fail):
+        if ap and cfg.retire_all_pass:
+            state.retired.add(pid)
+        if af and pid not in state.hard:
+            state.hard.append(pid)
+        elif not af and pid in state.hard:
+            state.hard.remove(pid)
+
+
+# ---------------------------------------------------------------- the run
+
+class Run:
+    """A run in progress: model, optimizer, pools and the record tables built so far."""
+
+    def __init__(self, cfg: GRPOConfig, out: Path, device: torch.device, command: str | None = None):
+        self.cfg, self.out, self.device, self.command = cfg, Path(out), device, command
+        self.problems = prompt_set()[: cfg.n_prompts]
+        self.prompt_tokens = torch.tensor([encode(p.text) for p in self.problems], device=device)
+        self.groups = {k: [] for k in ("step", "prompt_id", "rewards", "advantages", "lengths", "kept")}
+        self.steps: dict[str, list] = {}
+        self.evals = {"step": [], "pass_rate": [], "samples": []}
+        self.state = State()
+        self.step = 0
+        self.wall_before = 0.0
+        self.sft_seconds = 0.0
+
+    # -- model
+    def build(self, sft_cache: Path | None) -> None:
+        cfg = self.cfg
+        torch.manual_seed(cfg.seed)
+        self.model = TinyGPT(len(VOCAB), PROMPT_LEN + MAX_ANSWER_LEN, cfg.n_layer, cfg.n_head, cfg.n_embd).to(self.device)
+        key = _sft_key(cfg, self.device)
+        cached = sft_cache / f"sft-{key}.pt" if sft_cache else None
+        if cached and cached.is_file():
+            try:
+                self.model.load_state_dict(torch.load(cached, map_location=self.device, weights_only=True))
+            except Exception:
+                cached.unlink(missing_ok=True)
+        if not (cached and cached.is_file()):
+            t0 = time.perf_counter()
+            warm_start(self.model, cfg.sft_steps, cfg.sft_batch_size, cfg.sft_learning_rate, cfg.seed, self.device,
+                       cfg.sft_digit_weights)
+            self.sft_seconds = time.perf_counter() - t0
+            if cached:
+                try:
+                    cached.parent.mkdir(parents=True, exist_ok=True)
+                    _save(cached, self.model.state_dict())
+                except OSError:
+                    pass
+        self.ref = copy.deepcopy(self.model).eval()
+        for p in self.ref.parameters():
+            p.requires_grad_(False)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
+
+    def restore(self) -> None:
+        """Load checkpoint.pt and the record, and cut the record back to the checkpoint's step."""
+        try:
+            ck = torch.load(self.out / CHECKPOINT, map_location=self.device, weights_only=True)
+        except FileNotFoundError:
+            raise InputError(f"cannot resume: {str(self.out / CHECKPOINT)!r} is missing") from None
+        except Exception as exc:
+            raise InputError(f"cannot resume: {CHECKPOINT} is unreadable ({type(exc).__name__})") from None
+        rec = read_record(self.out)
+        torch.manual_seed(self.cfg.seed)
+        self.model = TinyGPT(len(VOCAB), PROMPT_LEN + MAX_ANSWER_LEN, self.cfg.n_layer, self.cfg.n_head,
+                             self.cfg.n_embd).to(self.device)
+        self.model.load_state_dict(ck["model"])
+        self.ref = copy.deepcopy(self.model).eval()
+        self.ref.load_state_dict(ck["ref"])
+        for p in self.ref.parameters():
+            p.requires_grad_(False)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=self.cfg.learning_rate)
+        self.opt.load_state_dict(ck["optimizer"])
+        self.step = int(ck["step"])
+        self.wall_before = float(ck["wall_time_s"])
+        self.state = State(retired=set(ck["retired"]), hard=list(ck["hard"]))
+        g = rec.groups
+        sel = g["step"] < self.step
+        for k in self.groups:
+            self.groups[k] = list(np.asarray(g[k])[sel])
+        ssel = rec.steps["step"] < self.step
+        self.steps = {k: list(np.asarray(v)[ssel]) for k, v in rec.steps.items()}
+        esel = rec.evals["step"] <= self.step if len(rec.evals.get("step", [])) else np.zeros(0, bool)
+        for k in self.evals:
+            self.evals[k] = list(np.asarray(rec.evals[k])[esel]) if len(esel) else []
+        if self.evals["step"] and self.evals["step"][-1] == self.step:
+            for k in self.evals:  # re-run the eval at the checkpoint step: identical draws
+                self.evals[k].pop()
+
+    # -- one step
+    def train_step(self) -> dict:
+        cfg, G, step = self.cfg, self.cfg.num_generations, self.step
+        rng, gen = _generators(cfg.seed, _KEY_STEP, step, self.device)
+        t0 = time.perf_counter()
+        batches, keeps, used = [], [], set()
+        n_kept = 0
+        for _ in range(cfg.max_num_gen_batches if cfg.dynamic_sampling else 1):
+            ids = draw_prompts(rng, cfg, self.state, used)
+            if len(ids) == 0:
+                break
+            used.update(ids.tolist())
+            comp, mask = rollout(self.model, self.prompt_tokens, ids, cfg, gen)
+            r = reward(self.problems, ids, comp, G)
+            b = Batch(ids, comp, mask, r, advantage(r, cfg.estimator), mask.sum(1).cpu().numpy().reshape(-1, G))
+            degenerate, all_pass, all_fail = group_outcomes(r)
+            if cfg.dynamic_sampling:
+                keep = ~degenerate & (np.cumsum(~degenerate) + n_kept <= cfg.prompts_per_step)
+                update_pools(self.state, ids, all_pass, all_fail, cfg)
+            else:
+                keep = np.ones(len(ids), bool)
+            n_kept += int(keep.sum())
+            batches.append(b)
+            keeps.append(keep)
+            if n_kept >= cfg.prompts_per_step:
+                break
+        t1 = time.perf_counter()
+        stats = {"loss": float("nan"), "kl": float("nan"), "clip_frac": float("nan")}
+        if n_kept:
+            merged = Batch(np.concatenate([b.prompt_ids for b in batches]),
+                           torch.cat([b.completions for b in batches]), torch.cat([b.mask for b in batches]),
+                           *(np.concatenate([getattr(b, k) for b in batches]) for k in ("rewards", "advantages", "lengths")))
+            stats = update(self.model, self.ref, self.opt, self.prompt_tokens, merged, np.concatenate(keeps), cfg)
+        t2 = time.perf_counter()
+        rewards_all = np.concatenate([b.rewards for b in batches]) if batches else np.zeros((0, G))
+        adv_all = np.concatenate([b.advantages for b in batches]) if batches else np.zeros((0, G))
+        keep_all = np.concatenate(keeps) if keeps else np.zeros(0, bool)
+        for b, keep in zip(batches, keeps):
+            self.groups["step"].extend([step] * len(b.prompt_ids))
+            self.groups["prompt_id"].extend(b.prompt_ids.tolist())
+            self.groups["rewards"].extend(b.rewards)
+            self.groups["advantages"].extend(b.advantages)
+            self.groups["lengths"].extend(b.lengths)
+            self.groups["kept"].extend(keep.tolist())
+        degenerate, all_pass, all_fail = group_outcomes(rewards_all)
+        share = (lambda m: float(np.mean(m)) if len(m) else float("nan"))
+        return {
+            "step": step,
+            "frac_reward_zero_std": share(degenerate),
+            "frac_all_pass": share(all_pass),
+            "frac_all_fail": share(all_fail),
+            "reward_mean": float(np.mean(rewards_all)) if rewards_all.size else float("nan"),
+            "max_abs_advantage": max_abs_advantage(adv_all[keep_all]),
+            "kl": stats["kl"],
+            "loss": stats["loss"],
+            "clip_frac": stats["clip_frac"],
+            "rollouts_generated": int(rewards_all.size),
+            "rollouts_kept": int(keep_all.sum()) * G,
+            "gen_batches": len(batches),
+            "time_generate_s": t1 - t0,
+            "time_update_s": t2 - t1,
+        }
+
+    def run_eval(self) -> float:
+        t0 = time.perf_counter()
+        rates = evaluate(self.model, self.prompt_tokens, self.problems, self.cfg, self.step, self.device)
+        self.evals["step"].append(self.step)
+        self.evals["pass_rate"].append(rates)
+        self.evals["samples"].append(self.cfg.eval_samples)
+        return time.perf_counter() - t0
+
+    # -- persistence
+    def record(self, wall: float, complete: bool) -> RunRecord:
+        cfg, G = self.cfg, self.cfg.num_generations
+        n = len(self.groups["step"])
+        groups = {
+            "step": np.asarray(self.groups["step"], np.int64).reshape(n),
+            "prompt_id": np.asarray(self.groups["prompt_id"], np.int64).reshape(n),
+            "rewards": np.asarray(self.groups["rewards"], np.float64).reshape(n, G),
+            "advantages": np.asarray(self.groups["advantages"], np.float64).reshape(n, G),
+            "lengths": np.asarray(self.groups["lengths"], np.int64).reshape(n, G),
+            "kept": np.asarray(self.groups["kept"], bool).reshape(n),
+        }
+        steps = {k: np.asarray(v, np.int64 if k in ("step", "rollouts_generated", "rollouts_kept", "gen_batches")
+                               else np.float64) for k, v in self.steps.items()}
+        evals = {"step": np.asarray(self.evals["step"], np.int64),
+                 "pass_rate": np.asarray(self.evals["pass_rate"], np.float64).reshape(-1, cfg.n_prompts),
+                 "samples": np.asarray(self.evals["samples"], np.int64)}
+        meta = {
+            "name": self.out.name,
+            "n_prompts": cfg.n_prompts,
+            "num_generations": G,
+            "seed": cfg.seed,
+            "device": str(self.device),
+            "config": cfg.to_dict(),
+            "versions": {"grpo_lab": __version__, "torch": torch.__version__, "numpy": np.__version__,
+                         "python": platform.python_version()},
+            "torch_threads": torch.get_num_threads(),
+            "wall_time_s": wall,
+            "source": {"kind": "grpo-lab-train", "command": self.command},
+            "reward_tolerance": 0.0,
+            "task": "addition of two 1-4 digit integers, answer written least significant digit first",
+            "prompt_labels": [p.text.replace(" ", "") for p in self.problems],
+            "steps_completed": self.step,
+            "complete": complete,
+            "checkpoint": CHECKPOINT,
+        }
+        rec = RunRecord(meta=meta, groups=groups, steps=steps, evals=evals)
+        s = summarise(rec)
+        s.pop("evals")
+        rec.meta["summary"] = s
+        return rec
+
+    def save(self, wall: float, complete: bool) -> None:
+        write_record(self.out, self.record(wall, complete))
+        _save(self.out / CHECKPOINT, {
+            "step": self.step, "model": self.model.state_dict(), "ref": self.ref.state_dict(),
+            "optimizer": self.opt.state_dict(), "retired": sorted(self.state.retired), "hard": list(self.state.hard),
+            "wall_time_s": wall, "config": json.dumps(self.cfg.to_dict()),
+        })
+
+
+def _save(path: Path, obj) -> None:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _sft_key(cfg: GRPOConfig, device) -> str:
+    d = {k: getattr(cfg, k) for k in ("seed", "sft_steps", "sft_batch_size", "sft_learning_rate", "sft_digit_weights",
+                                      "n_layer", "n_head", "n_embd")}
+    d.update(torch=torch.__version__, device=device.type, task=VOCAB)
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def default_cache() -> Path | None:
+    root = os.environ.get("GRPO_LAB_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                            os.path.expanduser("~/.cache"), "grpo-lab")
+    return Path(root) / "sft"
+
+
+def _check_out(out: Path, resume: bool) -> None:
+    if resume:
+        if not (out / "run.json").is_file():
+            raise InputError(f"cannot resume: {str(out)!r} holds no run record")
+        return
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"{str(out)!r} already exists and is not empty; choose another --out or pass --resume")
+    parent = out.parent if str(out.parent) else Path(".")
+    probe = out if out.exists() else next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
+    if not probe.is_dir() or not os.access(probe, os.W_OK):
+        raise InputError(f"output {str(out)!r} is not writable")
+
+
+def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "auto", threads: int | None = None,
+          progress: bool = False, sft_cache: Path | None | str = "default", command: str | None = None,
+          on_step=None) -> RunRecord:
+    """Train (or resume) a run into directory ``out`` and return its final record.
+
+    With ``resume`` the config comes from the record (``cfg.steps``, if given, may extend it).
+    ``on_step(run, metrics)`` is called after each step is saved (tests interrupt runs with it).
+    """
+    out = Path(out)
+    _check_out(out, resume)
+    if resume:
+        old = read_record(out)
+        saved = GRPOConfig.from_dict({k: tuple(v) if isinstance(v, list) else v for k, v in old.meta["config"].items()})
+        if cfg is not None:
+            saved.steps = cfg.steps
+        cfg = saved.validate()
+        command = command or (old.meta.get("source") or {}).get("command")
+    cfg = (cfg or GRPOConfig()).validate()
+    dev = resolve_device(device)
+    if threads:
+        torch.set_num_threads(int(threads))
+    run = Run(cfg, out, dev, command)
+    if sft_cache == "default":
+        sft_cache = default_cache()
+    if resume:
+        run.restore()
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        run.build(Path(sft_cache) if sft_cache else None)
+    t_start = time.perf_counter() - run.wall_before
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=cfg.steps, initial=run.step, desc=out.name, unit="step", file=sys.stderr, dynamic_ncols=True)
+    eff = []
+    while run.step < cfg.steps:
+        t_eval = run.run_eval() if run.step % cfg.eval_every == 0 else 0.0
+        m = run.train_step()
+        m["time_eval_s"] = t_eval
+        m["wall_time_s"] = time.perf_counter() - t_start
+        for k, v in m.items():
+            run.steps.setdefault(k, []).append(v)
+        run.step += 1
+        run.save(m["wall_time_s"], complete=False)
+        eff.append(1 - m["frac_reward_zero_std"])
+        if bar is not None:
+            bar.set_postfix(reward=f"{m['reward_mean']:.3f}", eff_groups=f"{np.mean(eff[-20:]):.2f}")
+            bar.update(1)
+        if on_step is not None:
+            on_step(run, m)
+    if bar is not None:
+        bar.close()
+    if not run.evals["step"] or run.evals["step"][-1] != run.step:
+        run.run_eval()
+    wall = time.perf_counter() - t_start
+    run.save(wall, complete=True)
+    return read_record(out)

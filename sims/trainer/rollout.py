@@ -1,0 +1,36 @@
+"""Rollout: temperature sampling of completions, and the log-probabilities the loss needs."""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+
+from .task import EOS
+
+
+@torch.no_grad()
+def sample(model, prompts: torch.Tensor, max_len: int, temperature: float, generator: torch.Generator):
+    """Draw one completion per row of ``prompts`` (B, P).
+
+    Returns ``completions`` (B, max_len) token ids, ``mask`` (B, max_len) True up to and
+    including the first end token, and ``lengths`` (B,) = mask.sum(1).
+    """
+    was_training = model.training
+    model.eval()
+    ids = prompts
+    for _ in range(max_len):
+        logits = model(ids)[:, -1, :] / temperature
+        nxt = torch.multinomial(F.softmax(logits.float(), dim=-1), 1, generator=generator)
+        ids = torch.cat([ids, nxt], dim=1)
+    model.train(was_training)
+    completions = ids[:, prompts.shape[1]:]
+    ended_before = torch.cumsum((completions == EOS).int(), dim=1) - (completions == EOS).int()
+    mask = ended_before == 0
+    return completions, mask, mask.sum(dim=1)
+
+
+def token_logprobs(model, prompts: torch.Tensor, completions: torch.Tensor, temperature: float) -> torch.Tensor:
+    """log pi(y_t | x, y_<t) at ``temperature`` for every completion token, shape (B, L)."""
+    ids = torch.cat([prompts, completions], dim=1)
+    logits = model(ids[:, :-1])[:, prompts.shape[1] - 1:, :].float() / temperature
+    return torch.gather(F.log_softmax(logits, dim=-1), 2, completions.unsqueeze(-1)).squeeze(-1)
