@@ -78,7 +78,8 @@ def build_app(query: dict[str, str] | None = None):
     session.lab.param.update(**values)
     if notices:
         session.lab.notice = "Some URL parameters were corrected: " + "; ".join(notices) + "."
-    _sync_url(session.lab, query, corrected=bool(notices))
+    if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
+        pn.state.onload(lambda: _sync_url(session.lab, query, corrected=bool(notices)))
     if session.embed:
         return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, css_classes=["grpo-lab", "embed"])
     header = pn.pane.HTML(
@@ -90,7 +91,11 @@ def build_app(query: dict[str, str] | None = None):
 
 
 def _sync_url(lab: LabState, query: dict[str, str], corrected: bool) -> None:
-    """Keep the URL's query string in step with ``lab`` (after replacing corrected values in it)."""
+    """Keep the URL's query string in step with ``lab``.
+
+    Runs once the page is connected (when ``location`` holds the browser's URL): corrected values are
+    written back first, so the sync never reads a bad one.
+    """
     location = getattr(pn.state, "location", None)
     if location is None:
         return

@@ -1,0 +1,173 @@
+"""The served lab (``panel serve lab/app.py``) in real Chromium: readouts equal the core, URL state, offline.
+
+One server for the module, started on a free port and stopped at the end. Expected
+values come from ``sims.scenario.evaluate`` and ``sims.formatting.percent`` (the same
+text ``grpo-lab population`` prints), never from the lab's own code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from lab_server import PAGE_TEXT, READ_CLASS, serve, wait_readout
+from sims.formatting import percent
+from sims.scenario import Scenario, evaluate
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def lab_url():
+    with serve() as url:
+        yield url
+
+
+@pytest.fixture
+def offline(page, lab_url):
+    """Route every request: our own origin continues, anything else is aborted and recorded."""
+    origin = "{0.scheme}://{0.netloc}".format(urlsplit(lab_url))
+    outside = []
+
+    def handler(route):
+        url = route.request.url
+        if url.startswith(origin + "/") or url == origin:
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.route("**/*", handler)
+    page.outside_requests = outside
+    return page
+
+
+def readouts(page) -> dict:
+    return {cls: page.evaluate(READ_CLASS, cls) for cls in ("readout-useful", "readout-mean-pass", "readout-kept")}
+
+
+def expected(**kw) -> dict:
+    s = evaluate(Scenario(**kw)).summary
+    return {"readout-useful": percent(s["useful_share_realised"]), "readout-mean-pass": percent(s["mean_pass_rate"]),
+            "readout-kept": percent(s["kept_share"])}
+
+
+def press_progress(page, key: str) -> None:
+    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle.focus()
+    handle.press(key)
+
+
+def wait_for_text(page, cls: str, text: str, timeout: float = 15_000) -> None:
+    page.wait_for_function(f"({READ_CLASS})('{cls}') === {text!r}", timeout=timeout)
+
+
+def test_default_view_renders_offline_without_console_errors(offline, lab_url):
+    page = offline
+    page.goto(lab_url)
+    wait_readout(page)
+    page.wait_for_timeout(500)
+    assert readouts(page) == expected()  # the default view is exactly Scenario()
+    text = page.evaluate(PAGE_TEXT)
+    for words in ("mixed", "all pass", "all fail", "removed by the filter", "Training progress", "Group size K"):
+        assert words in text
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "lab-default.png"), full_page=False)
+    assert page.console_errors == []
+    assert page.outside_requests == []
+
+
+def test_progress_drains_useful_share_and_equals_core(offline, lab_url):
+    page = offline
+    page.goto(lab_url)
+    start = wait_readout(page)
+    assert start == percent(evaluate(Scenario(progress=0.0, K=8)).summary["useful_share_realised"])
+    assert 88.0 <= float(start.rstrip("%")) <= 91.0
+    press_progress(page, "End")
+    end_expected = percent(evaluate(Scenario(progress=1.0, K=8)).summary["useful_share_realised"])
+    wait_for_text(page, "readout-useful", end_expected)
+    assert 56.0 <= float(end_expected.rstrip("%")) <= 60.0
+    assert readouts(page) == expected(progress=1.0)
+    press_progress(page, "ArrowLeft")  # one step: t = 0.99
+    wait_for_text(page, "readout-useful", expected(progress=0.99)["readout-useful"])
+    assert readouts(page) == expected(progress=0.99)
+    assert page.console_errors == [] and page.outside_requests == []
+
+
+def test_filter_toggle_changes_kept_share(offline, lab_url):
+    page = offline
+    page.goto(lab_url + "?progress=1")
+    wait_for_text(page, "readout-useful", expected(progress=1.0)["readout-useful"])
+    assert page.evaluate(READ_CLASS, "readout-kept") == "100.0%"
+    page.locator(".ctl-filter input").first.click()
+    want = expected(progress=1.0, band=(0.2, 0.8))
+    wait_for_text(page, "readout-kept", want["readout-kept"])
+    assert readouts(page) == want
+    assert want["readout-kept"] != "100.0%"
+    page.locator(".ctl-filter input").first.click()
+    wait_for_text(page, "readout-kept", "100.0%")
+    assert page.console_errors == []
+
+
+@pytest.mark.parametrize("query, scenario", [
+    ("progress=0.5&K=16&filter=true&band_lo=0.3&band_hi=0.9&n_prompts=900&a=1.5&b=2.5&seed=7",
+     dict(progress=0.5, K=16, band=(0.3, 0.9), n_prompts=900, a=1.5, b=2.5, seed=7)),
+    ("progress=0.4&K=4&rho=0.3", dict(progress=0.4, K=4, rho=0.3)),  # rho > 0: painted by the server
+])
+def test_url_reproduces_the_view(page, lab_url, query, scenario):
+    page.goto(f"{lab_url}?{query}")
+    want = expected(**scenario)
+    wait_for_text(page, "readout-useful", want["readout-useful"])
+    assert readouts(page) == want
+    assert "corrected" not in page.evaluate(PAGE_TEXT)
+    assert page.console_errors == []
+
+
+def test_bad_url_values_are_survived_with_a_notice(page, lab_url):
+    page.goto(f"{lab_url}?K=-3&progress=abc&n_prompts=10^9&seed=x&filter=maybe")
+    want = expected(K=1)  # K clamped to 1; progress, n_prompts, seed and filter back to their defaults
+    wait_for_text(page, "readout-useful", want["readout-useful"])
+    assert readouts(page) == want
+    page.wait_for_function(f"({PAGE_TEXT})().includes('URL parameters were corrected')", timeout=15_000)
+    text = page.evaluate(PAGE_TEXT)
+    for name in ("K=-3", "progress=abc", "n_prompts=10^9"):
+        assert name in text
+    page.wait_for_function("() => !location.search.includes('abc')", timeout=15_000)  # the URL is repaired too
+    assert page.console_errors == []
+
+
+def test_sessions_are_independent(browser, lab_url):
+    ctx_a, ctx_b = browser.new_context(), browser.new_context()
+    try:
+        a, b = ctx_a.new_page(), ctx_b.new_page()
+        a.goto(lab_url)
+        b.goto(lab_url)
+        wait_readout(a)
+        wait_readout(b)
+        handle = a.locator(".ctl-progress .noUi-handle").first
+        handle.focus()
+        handle.press("End")
+        wait_for_text(a, "readout-useful", expected(progress=1.0)["readout-useful"])
+        a.locator("button", has_text="New draw").first.click()
+        a.wait_for_function("() => location.search.includes('seed=')", timeout=15_000)
+        b.wait_for_timeout(1000)
+        assert readouts(b) == expected()
+        query = dict(parse_qsl(urlsplit(b.url).query))
+        assert query.get("seed", "1302") == "1302" and float(query.get("progress", 0)) == 0.0
+    finally:
+        ctx_a.close()
+        ctx_b.close()
+
+
+def test_embed_shows_only_grid_main_controls_and_readouts(page, lab_url):
+    page.goto(f"{lab_url}?embed=true&progress=1")
+    wait_for_text(page, "readout-useful", expected(progress=1.0)["readout-useful"])
+    assert readouts(page) == expected(progress=1.0)
+    assert page.evaluate(READ_CLASS, "readout-all-pass") is None  # only the main readouts
+    text = page.evaluate(PAGE_TEXT)
+    assert "Training progress" in text and "Advantages" not in text and "Jensen" not in text
+    assert page.console_errors == []
