@@ -1,0 +1,85 @@
+"""lab.grid in a standalone Bokeh page (file_html + INLINE): the browser's repaint equals Python's.
+
+For each setting the CustomJS glue (kernel + glue) repaints the grid and readouts in Chromium;
+the cells' codes, hatches, outcomes and successes and the readout text must equal what
+``Grid.columns`` / ``readout_html`` compute from ``sims.scenario.evaluate``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bokeh.embed import file_html
+from bokeh.layouts import column
+from bokeh.models import Checkbox, RangeSlider, Slider
+from bokeh.resources import INLINE
+
+from lab.grid import TEMPLATES, Grid, advantage_table, advantage_text, grid_shape, readout_html
+from sims import advantages as adv
+from sims.formatting import percent
+from sims.scenario import Scenario, evaluate
+
+SETTINGS = [dict(progress=1.0), dict(progress=0.3, K=64), dict(progress=0.7, K=1),
+            dict(progress=1.0, band=(0.2, 0.8)), dict(progress=0.5, K=4, band=(0.95, 1.0))]
+
+
+def test_advantage_table_is_the_core():
+    t = advantage_table()
+    for K, k in [(1, 0), (1, 1), (4, 1), (16, 1), (8, 8), (64, 17)]:
+        r = (np.arange(K) < k).astype(float)
+        for name in adv.ESTIMATORS:
+            a = adv.advantages(r, name)
+            i = t["offset"][K] + k
+            if k > 0:
+                assert t[f"{name}_pass"][i] == np.float32(a[0])
+            if k < K:
+                assert t[f"{name}_fail"][i] == np.float32(a[-1])
+    assert abs(float(advantage_text(16, 1, "grpo").split()[1].rstrip(",")) - 3.75) < 2e-3  # seed 000: A = 3.75
+
+
+def test_grid_shape_is_near_square():
+    for n in (1, 2, 600, 601, 10_000, 20_000):
+        cols, rows = grid_shape(n)
+        assert cols * rows >= n and cols * (rows - 1) < n and abs(cols - rows) <= 1
+
+
+def test_python_readouts_equal_the_summary():
+    view = evaluate(Scenario(progress=1.0))
+    html = readout_html(view.summary, TEMPLATES["main"])
+    assert f'<span class="readout-useful">{percent(view.summary["useful_share_realised"])}</span>' in html
+    assert f'<span class="readout-kept">{percent(1.0)}</span>' in html
+
+
+@pytest.mark.browser
+def test_browser_repaint_equals_python(page, tmp_path):
+    base = Scenario(n_prompts=900, seed=11)
+    pop = base.population()
+    grid = Grid(pop, base)
+    prog = Slider(start=0, end=1, step=0.01, value=0, name="progress")
+    K = Slider(start=1, end=64, step=1, value=8, name="K")
+    flt = Checkbox(active=False, name="filter")
+    band = RangeSlider(start=0, end=1, step=0.01, value=(0.2, 0.8), name="band")
+    grid.attach(progress=prog, K=K, filter=flt, band=band)
+    path = tmp_path / "grid.html"
+    path.write_text(file_html(column(prog, K, flt, band, grid.layout), INLINE, "grid"), encoding="utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
+    for kw in SETTINGS:
+        s = Scenario(n_prompts=900, seed=11, K=kw.get("K", 8), progress=kw["progress"], band=kw.get("band"))
+        lo, hi = s.band or (0.2, 0.8)
+        js = page.evaluate("""async ([t, K, f, lo, hi]) => {
+            const d = Bokeh.documents[0], m = n => d.get_model_by_name(n);
+            m('band').value = [lo, hi]; m('filter').active = f; m('K').value = K; m('progress').value = t;
+            await new Promise(r => setTimeout(r, 100));  // CustomJS runs asynchronously in Bokeh 3
+            const g = m('grpo_grid').data;
+            return {code: Array.from(g.code), hatch: Array.from(g.hatch), k: Array.from(g.k),
+                    outcome: Array.from(g.outcome), kept: Array.from(g.kept), K: m('grpo_grid_state').data.K[0],
+                    readouts: m('grpo_readouts').text};
+        }""", [s.progress, s.K, s.band is not None, lo, hi])
+        view = evaluate(s, pop)
+        py = grid.columns(view, s.K)
+        for col in ("code", "hatch", "k", "outcome", "kept"):
+            assert js[col] == np.asarray(py[col]).tolist(), (kw, col)
+        assert js["K"] == s.K
+        assert js["readouts"] == readout_html(view.summary, grid.template), kw
+    assert page.console_errors == []
