@@ -208,8 +208,10 @@ def test_play_advances_progress_and_pause_stops_it(page, default_page_file):
     start = read(page)
     play = page.get_by_role("button", name="Play / pause")
     play.click()
-    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('progress').value > 0.1", timeout=10_000)
-    play.click()
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('progress').value > 0.1", timeout=60_000)
+    if page.evaluate("() => Bokeh.documents[0].get_model_by_name('play').active"):
+        play.click(timeout=60_000)  # pause (unless a slow machine already finished the sweep)
+    page.wait_for_function("() => !Bokeh.documents[0].get_model_by_name('play').active", timeout=60_000)
     paused = page.evaluate("() => Bokeh.documents[0].get_model_by_name('progress').value")
     settle(page)
     assert page.evaluate("() => Bokeh.documents[0].get_model_by_name('progress').value") == paused
