@@ -1,0 +1,156 @@
+"""``grpo-lab inspect`` / ``compare``: figures recomputed independently from a record's raw arrays.
+
+Also checks the shipped runs under runs/ and that neither command needs torch.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lab.cli import main
+from sims.record import RunRecord, read_record, write_record
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(p for p in (ROOT / "runs").glob("g4-*") if (p / "run.json").is_file())
+
+
+def expected_figures(rec) -> dict:
+    """The inspect figures, from the arrays with plain numpy (no call into sims.record.summarise)."""
+    r = rec.groups["rewards"]
+    G = r.shape[1]
+    spread = r.max(axis=1) - r.min(axis=1)
+    same = spread == 0
+    evals = []
+    for step, rates in zip(rec.evals["step"], rec.evals["pass_rate"]):
+        m = rates.mean()
+        evals.append({"step": int(step), "mean_pass_rate": m, "d_real": np.mean(rates ** G + (1 - rates) ** G),
+                      "d_iid": m ** G + (1 - m) ** G})
+    return {
+        "steps": len(np.unique(rec.steps["step"])),
+        "groups": len(r),
+        "frac_reward_zero_std": same.mean(),
+        "frac_all_pass": (same & (r[:, 0] == 1)).mean(),
+        "frac_all_fail": (same & (r[:, 0] == 0)).mean(),
+        "rollouts_per_kept_group": r.size / rec.groups["kept"].sum(),
+        "final_eval_pass_rate": evals[-1]["mean_pass_rate"],
+        "evals": evals,
+    }
+
+
+def check_inspect(path, capsys) -> dict:
+    """Run ``grpo-lab inspect PATH --json`` and compare every figure with :func:`expected_figures`."""
+    rec = read_record(path)
+    assert main(["inspect", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = expected_figures(rec)
+    for key in ("steps", "groups"):
+        assert got[key] == want[key], key
+    for key in ("frac_reward_zero_std", "frac_all_pass", "frac_all_fail", "rollouts_per_kept_group", "final_eval_pass_rate"):
+        assert got[key] == pytest.approx(want[key], abs=1e-12), key
+    assert len(got["evals"]) == len(want["evals"])
+    for g, w in zip(got["evals"], want["evals"]):
+        assert g["step"] == w["step"]
+        for key in ("mean_pass_rate", "d_real", "d_iid"):
+            assert g[key] == pytest.approx(w[key], abs=1e-12)
+    assert rec.groups["rewards"].shape == (want["groups"], rec.meta["num_generations"])
+    return got
+
+
+def synthetic(tmp_path, name="ingested", G=4, n_prompts=20, seed=0) -> Path:
+    """An ingested-style record (no trainer config) with binary rewards."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    rewards = (rng.random((n, G)) < rng.random((n, 1))).astype(float)
+    groups = {"step": np.repeat(np.arange(15), 4).astype(np.int64), "prompt_id": rng.integers(0, n_prompts, n),
+              "rewards": rewards, "advantages": rewards - rewards.mean(1, keepdims=True),
+              "lengths": np.full((n, G), -1, np.int64), "kept": np.ones(n, bool)}
+    steps = {"step": np.arange(15, dtype=np.int64)}
+    evals = {"step": np.array([0, 14]), "pass_rate": rng.random((2, n_prompts)), "samples": np.array([8, 8])}
+    meta = {"name": name, "n_prompts": n_prompts, "num_generations": G, "source": {"kind": "jsonl"}}
+    return write_record(tmp_path / name, RunRecord(meta, groups, steps, evals))
+
+
+def test_inspect_of_any_record_matches_raw_arrays(tmp_path, capsys):
+    path = synthetic(tmp_path)
+    got = check_inspect(path, capsys)
+    assert got["source"] == "jsonl" and got["estimator"] is None
+    assert main(["inspect", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "frac_reward_zero_std" in text and "d_real" in text
+
+
+def test_compare_lists_each_run(tmp_path, capsys):
+    a, b = synthetic(tmp_path, "a", seed=1), synthetic(tmp_path, "b", seed=2)
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in rows] == ["a", "b"]
+    for row, path in zip(rows, (a, b)):
+        want = expected_figures(read_record(path))
+        assert row["zero_std"] == pytest.approx(want["frac_reward_zero_std"])
+        assert row["D_real"] == pytest.approx(want["evals"][-1]["d_real"])
+    assert main(["compare", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and lines[1].split()[0] == "a"
+
+
+def test_inspect_and_compare_run_without_torch(tmp_path):
+    path = synthetic(tmp_path)
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'torch' or name.startswith('torch.'):\n"
+            "            raise ImportError('torch blocked')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "from lab.cli import main\n"
+            f"assert main(['inspect', {str(path)!r}, '--json']) == 0\n"
+            f"assert main(['compare', {str(path)!r}]) == 0\n"
+            "assert 'torch' not in sys.modules\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("bad", ["missing", "tampered", "version"])
+def test_inspect_bad_record_is_one_line_exit_2(tmp_path, capsys, bad):
+    path = synthetic(tmp_path)
+    if bad == "missing":
+        path = tmp_path / "nope"
+    elif bad == "tampered":
+        f = next(path.glob("groups-*.npz"))
+        data = bytearray(f.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        f.write_bytes(bytes(data))
+    else:
+        meta = json.loads((path / "run.json").read_text())
+        meta["format_version"] = 99
+        (path / "run.json").write_text(json.dumps(meta))
+    assert main(["inspect", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "error" in err
+
+
+def test_shipped_runs_exist():
+    names = {p.name for p in SHIPPED}
+    want = {f"g4-{e}-s{s}" for e in ("dr_grpo", "grpo", "sign", "tasa", "dr_grpo-ds") for s in (0, 1, 2)}
+    assert want <= names, sorted(want - names)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_run_loads_and_matches_its_arrays(path, capsys):
+    got = check_inspect(path, capsys)
+    rec = read_record(path)
+    cfg = rec.meta["config"]
+    assert rec.meta["complete"] and got["steps"] == cfg["steps"] == 200
+    assert cfg["num_generations"] == 4 and rec.meta["source"]["kind"] == "grpo-lab-train"
+    assert not (path / "checkpoint.pt").exists()
+    kept = rec.groups["kept"]
+    if cfg["dynamic_sampling"]:
+        r = rec.groups["rewards"]
+        assert np.all(r[kept].max(1) > r[kept].min(1))  # only mixed groups enter the loss
+    else:
+        assert kept.all()
