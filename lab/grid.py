@@ -47,6 +47,9 @@ Public API (stable; other modules import it)
     (the server repaints; dragging then costs a server round trip).
 ``readout_html(summary, template)``
     Python's rendering of a readout template, identical to the browser's.
+``cell_positions(keys)``, ``outcome_mapper()``, ``legend_html(grey_label)``
+    The cell layout, the outcome colour mapper and the legend, shared with the replay grid
+    (``lab/replay/``), whose grey cells mean "not sampled this step".
 
 The browser does no arithmetic of its own beyond ``lab/static/kernel.js``: advantages are
 looked up in a table computed here by ``sims.advantages`` (row ``offset[K] + k``), and
@@ -80,7 +83,8 @@ from .kernel import K_MAX, kernel_arrays, kernel_source
 from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_HATCHES,
                       OUTCOME_LABELS)
 
-__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "advantage_table", "advantage_text",
+__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "outcome_mapper", "legend_html",
+           "advantage_table", "advantage_text",
            "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
 #: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
@@ -150,6 +154,27 @@ def grid_shape(n: int) -> tuple[int, int]:
     return cols, max(1, math.ceil(n / cols))
 
 
+def cell_positions(keys) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) cell centres for n prompts on the :func:`grid_shape` grid, largest key top-left (ties by id).
+
+    The live lab passes the pass rates (easiest prompt top-left); the replay tab passes each prompt's
+    pass rate at the run's first evaluation.
+    """
+    keys = np.asarray(keys, dtype=float)
+    n = len(keys)
+    cols, rows = grid_shape(n)
+    order = np.argsort(-keys, kind="stable")
+    rank = np.empty(n, int)
+    rank[order] = np.arange(n)
+    return (rank % cols).astype(float), (rows - 1 - rank // cols).astype(float)
+
+
+def outcome_mapper() -> LinearColorMapper:
+    """Colour mapper of a cell ``code``: MIXED, ALL_PASS, ALL_FAIL in the outcome colours, FILTERED in grey."""
+    palette = [OUTCOME_COLORS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)] + [_rgba(FILTERED_COLOR, FILTERED_ALPHA)]
+    return LinearColorMapper(palette=palette, low=-0.5, high=FILTERED + 0.5)
+
+
 @lru_cache(maxsize=1)
 def advantage_table() -> dict[str, np.ndarray]:
     """Advantages of a passing and a failing rollout, per estimator, for every (K, k), as float32.
@@ -192,7 +217,8 @@ def advantage_text(K: int, k: int, name: str) -> str:
     return ", ".join(parts)
 
 
-def _legend_html() -> str:
+def legend_html(grey_label: str = FILTERED_LABEL) -> str:
+    """The legend: the three outcomes in words with colour and hatch, then the grey cell labelled ``grey_label``."""
     def swatch(color, hatch, alpha=1.0):
         pattern = {"/": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px)",
                    "x": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px),"
@@ -202,7 +228,7 @@ def _legend_html() -> str:
                 f'margin-right:5px;opacity:{alpha};border:1px solid #999;{bg}"></span>')
 
     items = [(OUTCOME_COLORS[c], OUTCOME_HATCHES[c], 1.0, OUTCOME_LABELS[c]) for c in (MIXED, ALL_PASS, ALL_FAIL)]
-    items.append((FILTERED_COLOR, " ", max(FILTERED_ALPHA, 0.6), FILTERED_LABEL))
+    items.append((FILTERED_COLOR, " ", max(FILTERED_ALPHA, 0.6), grey_label))
     spans = "".join(f'<span style="margin-right:14px;white-space:nowrap;display:inline-block">'
                     f'{swatch(c, h, a)}{label}</span>' for c, h, a, label in items)
     return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
@@ -303,8 +329,7 @@ class Grid:
                              x_range=Range1d(0, 1), y_range=Range1d(0, 1), name="grpo_grid_figure")
         self.figure.axis.visible = False
         self.figure.grid.visible = False
-        palette = [OUTCOME_COLORS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)] + [_rgba(FILTERED_COLOR, FILTERED_ALPHA)]
-        mapper = LinearColorMapper(palette=palette, low=-0.5, high=FILTERED + 0.5)
+        mapper = outcome_mapper()
         cells = self.figure.rect("x", "y", width=0.88, height=0.88, source=self.source,
                                  fill_color={"field": "code", "transform": mapper}, hatch_pattern="hatch",
                                  hatch_color="#000000", hatch_alpha=0.45, hatch_scale=5, hatch_weight=1,
@@ -316,7 +341,7 @@ class Grid:
                 ("successes", "@k{kofK}")] + [(f"A {name}", f"@k{{{name}}}") for name in ESTIMATORS]
         formatters = {"@outcome": fmt, "@p_now": fmt, "@k": fmt}
         self.figure.add_tools(HoverTool(renderers=[cells], tooltips=tips, formatters=formatters))
-        self.legend = Div(text=_legend_html(), sizing_mode="stretch_width", name="grpo_legend")
+        self.legend = Div(text=legend_html(), sizing_mode="stretch_width", name="grpo_legend")
         self.readouts = Div(text="", sizing_mode="stretch_width", name="grpo_readouts")
         self.layout = column(self.figure, self.legend, self.readouts, sizing_mode=sizing_mode)
         self.set_population(population, scenario)
@@ -328,10 +353,7 @@ class Grid:
         self.gain = float(scenario.gain)
         arr = kernel_arrays(population, self.gain)
         cols, rows = grid_shape(population.n)
-        order = np.argsort(-population.pass_rates, kind="stable")  # easiest prompts top-left
-        rank = np.empty(population.n, int)
-        rank[order] = np.arange(population.n)
-        self._xy = (rank % cols).astype(float), (rows - 1 - rank // cols).astype(float)
+        self._xy = cell_positions(population.pass_rates)
         self.figure.x_range.update(start=-0.5, end=cols - 0.5)
         self.figure.y_range.update(start=-0.5, end=rows - 0.5)
         self.uniforms.data = {"u": arr["u"]}

@@ -26,7 +26,8 @@ from .outcomes import p_unanimous
 from .record import RunRecord, group_outcomes
 from .scenario import ALL_FAIL, ALL_PASS, MIXED
 
-__all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean"]
+__all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean", "HISTOGRAM_STATES",
+           "step_histograms", "scalar_step_series"]
 
 NOT_SAMPLED = -1  #: grid state of a prompt with no group at a step
 
@@ -134,3 +135,78 @@ def grid_states(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
         raise InputError("run record: prompt_id outside [0, n_prompts)")
     states[np.searchsorted(steps, g["step"]), pid] = code  # later rows overwrite earlier ones
     return steps, states
+
+
+# --- additions for the lab's replay tab (lab/replay/) -------------------------------------------
+
+#: the last axis of :func:`step_histograms`: the grid states, then "not sampled"
+HISTOGRAM_STATES = (MIXED, ALL_PASS, ALL_FAIL, NOT_SAMPLED)
+
+
+def step_histograms(record: RunRecord, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Pass-rate histogram at every step, split by each prompt's group state at that step.
+
+    For step ``steps[i]`` (as in :func:`grid_states`) every prompt x with a finite pass rate
+    p_x at the step's evaluation (:func:`eval_index`) falls in bin ``min(floor(bins p_x), bins - 1)``
+    of ``edges = linspace(0, 1, bins + 1)`` (the last bin is closed, as in ``numpy.histogram``).
+
+    Returns
+    -------
+    edges : (bins + 1,) float array
+    counts : (steps, bins, 4) int array; ``counts[i, b, j]`` counts prompts in bin b whose state at
+        ``steps[i]`` is ``HISTOGRAM_STATES[j]``. All zero when the record has no evaluations.
+    """
+    if not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise InputError("bins must be a positive integer")
+    steps, states = grid_states(record)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    counts = np.zeros((len(steps), bins, len(HISTOGRAM_STATES)), dtype=np.int64)
+    rates = record.evals.get("pass_rate")
+    if rates is None or len(rates) == 0 or len(steps) == 0:
+        return edges, counts
+    p = np.asarray(rates, dtype=float)[eval_index(record, steps)]  # (steps, prompts)
+    ok = np.isfinite(p) & (p >= 0) & (p <= 1)
+    b = np.minimum(np.floor(np.where(ok, p, 0.0) * bins).astype(np.int64), bins - 1)
+    cat = np.select([states == c for c in HISTOGRAM_STATES], np.arange(len(HISTOGRAM_STATES)))
+    row = np.broadcast_to(np.arange(len(steps))[:, None], b.shape)
+    flat = (row * bins + b) * len(HISTOGRAM_STATES) + cat
+    counts.ravel()[:] = np.bincount(flat[ok], minlength=counts.size)
+    return edges, counts
+
+
+def scalar_step_series(record: RunRecord, window: int = 10) -> dict[str, np.ndarray]:
+    """What :func:`step_series` can say from a record's per-step scalars alone (no groups recorded).
+
+    ``effective_group_rate`` = 1 - ``frac_reward_zero_std`` (falling back to the ingested scalar
+    ``scalar/frac_reward_zero_std``, TRL's own log), ``all_pass_share`` / ``all_fail_share`` from
+    ``frac_all_pass`` / ``frac_all_fail``, ``reward_mean`` from ``reward_mean`` (else
+    ``scalar/reward``), ``rollouts_generated`` from the step table; every quantity that needs
+    the groups or evaluations (predictions, useful rollouts, eval pass rate) is NaN.
+    Same keys as :func:`step_series`.
+    """
+    st = record.steps
+    steps = np.asarray(st.get("step", np.zeros(0, np.int64)))
+    n = len(steps)
+    nan = np.full(n, np.nan)
+
+    def col(*names):
+        out = nan.copy()
+        for name in names:
+            v = st.get(name)
+            if v is not None:
+                v = np.asarray(v, dtype=float)
+                out = np.where(np.isfinite(out), out, v)
+        return out
+
+    eff = 1.0 - col("frac_reward_zero_std", "scalar/frac_reward_zero_std")
+    generated = col("rollouts_generated")
+    return {
+        "step": steps, "groups": nan.copy(),
+        "effective_group_rate": eff, "effective_group_rate_rolling": rolling_mean(eff, window),
+        "all_pass_share": col("frac_all_pass"), "all_fail_share": col("frac_all_fail"),
+        "reward_mean": col("reward_mean", "scalar/reward"),
+        "rollouts_generated": generated, "rollouts_useful": nan.copy(),
+        "rollouts_generated_cum": np.where(np.isfinite(generated), np.nancumsum(generated), np.nan),
+        "rollouts_useful_cum": nan.copy(), "predicted_d_real": nan.copy(), "predicted_d_iid": nan.copy(),
+        "eval_pass_rate": nan.copy(),
+    }

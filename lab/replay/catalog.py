@@ -1,0 +1,30 @@
+"""The runs the replay tab lists: every record directory (one holding ``run.json``) under a runs folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DEFAULT_RUNS_DIR", "runs_dir", "list_runs"]
+
+DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[2] / "runs"  #: the shipped runs of the repository
+MAX_DEPTH = 3  #: runs/<name>/run.json, runs/<estimator>/<seed>/run.json, ...
+
+
+def runs_dir() -> Path:
+    """The folder listed: ``$GRPO_LAB_RUNS`` if set, else the repository's ``runs/``."""
+    env = os.environ.get("GRPO_LAB_RUNS")
+    return Path(env) if env else DEFAULT_RUNS_DIR
+
+
+def list_runs(root=None) -> dict[str, Path]:
+    """``{label: directory}`` of the record directories under ``root`` (label = path relative to it), sorted."""
+    root = Path(root) if root is not None else runs_dir()
+    if not root.is_dir():
+        return {}
+    found = {}
+    for depth in range(1, MAX_DEPTH + 1):
+        for meta in root.glob("/".join(["*"] * depth) + "/run.json"):
+            if meta.is_file():
+                found[meta.parent.relative_to(root).as_posix()] = meta.parent
+    return dict(sorted(found.items()))

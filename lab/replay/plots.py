@@ -1,0 +1,232 @@
+"""The replay tab's Bokeh models: one :class:`Slot` per run shown (grid, histogram, readouts)
+and :class:`TimePlots` (the per-step series of both runs on one time axis).
+
+Python fills every source from a :class:`~lab.replay.model.RunView` when a run is chosen;
+while scrubbing, the browser indexes those sources (``lab.replay.scrub``) and Python is
+not involved. :meth:`Slot.paint` is the server's rendering of the same indexing, used when
+a run is (re)loaded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from bokeh.layouts import column
+from bokeh.models import ColorBar, ColumnDataSource, Div, HoverTool, LinearColorMapper, Range1d, Span
+from bokeh.palettes import Cividis256
+from bokeh.plotting import figure
+
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+
+from ..grid import STATE_WORDS, legend_html, outcome_mapper, readout_html
+from ..palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
+from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
+
+__all__ = ["Slot", "TimePlots", "readout_template", "HATCHES", "WORDS", "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
+
+NOT_SAMPLED_LABEL = "not sampled at this step"
+#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled)
+HATCHES = [OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HATCHES[ALL_FAIL], " "]
+WORDS = [STATE_WORDS[MIXED], STATE_WORDS[ALL_PASS], STATE_WORDS[ALL_FAIL], NOT_SAMPLED_LABEL]
+#: histogram columns, in the order of sims.replay.HISTOGRAM_STATES
+HIST_COLUMNS = ("mixed", "all_pass", "all_fail", "not_sampled")
+
+#: readout rows: (label, SERIES key, format, CSS class stem)
+READOUTS = (
+    ("Step", "step", "fix0", "step"),
+    ("Groups with a gradient (measured)", "eff", "pct", "effective-rate"),
+    ("  rolling mean", "eff_roll", "pct", "effective-rolling"),
+    ("  predicted, 1 - D_real", "pred_real", "pct", "predicted-real"),
+    ("  predicted, 1 - D_iid", "pred_iid", "pct", "predicted-iid"),
+    ("All-pass groups", "all_pass", "pct", "all-pass"),
+    ("All-fail groups", "all_fail", "pct", "all-fail"),
+    ("Mean reward", "reward", "fix3", "reward"),
+    ("Evaluation pass rate (nearest)", "eval_pass", "pct", "eval-pass"),
+    ("Rollouts generated (so far)", "gen_cum", "fix0", "generated"),
+    ("Rollouts with a gradient (so far)", "useful_cum", "fix0", "useful"),
+)
+assert {r[1] for r in READOUTS} == set(READOUT_KEYS)
+
+_CSS = """<style>
+.replay-readouts table{border-collapse:collapse;font:13px/1.35 system-ui,sans-serif;width:100%}
+.replay-readouts td{padding:1px 6px;border-bottom:1px solid #eee;text-align:right;white-space:pre}
+.replay-readouts td:first-child{text-align:left}
+.replay-readouts span{font-variant-numeric:tabular-nums;font-weight:600}
+</style>"""
+
+
+def readout_template(prefix: str) -> str:
+    """Readout table whose value spans carry the CSS classes ``<prefix><stem>`` (e.g. ``replay-step``)."""
+    rows = "".join(f'<tr><td>{label}</td><td><span class="{prefix}{stem}">{{{{{key}:{fmt}}}}}</span></td></tr>'
+                   for label, key, fmt, stem in READOUTS)
+    return f'{_CSS}<div class="replay-readouts"><table>{rows}</table></div>'
+
+
+class Slot:
+    """Grid (outcome view and pass-rate view), histogram and readouts of one run; ``name`` is "a" or "b"."""
+
+    def __init__(self, name: str, width: int = 360):
+        self.name = name
+        self.prefix = "replay-" if name == "a" else f"replay-{name}-"
+        self.template = readout_template(self.prefix)
+        self.cells = ColumnDataSource(data=self._empty_cells(), name=f"replay_cells_{name}")
+        self.states = ColumnDataSource(data={"s": np.zeros(0, np.int8)}, name=f"replay_states_{name}")
+        self.rates = ColumnDataSource(data={"r": np.zeros(0, np.float32)}, name=f"replay_rates_{name}")
+        self.series = ColumnDataSource(data={k: np.zeros(0) for k in (*SERIES, "step", "ev_row")},
+                                       name=f"replay_series_{name}")
+        self.histall = ColumnDataSource(data={"c": np.zeros(0, np.int32)}, name=f"replay_histall_{name}")
+        self.hist = ColumnDataSource(data={"mid": [], **{c: [] for c in HIST_COLUMNS}}, name=f"replay_hist_{name}")
+        self.title = Div(text="", name=f"replay_title_{name}", styles={"font-weight": "600"})
+
+        self.grid = figure(width=width, height=width, tools="", toolbar_location=None, min_border=2,
+                           outline_line_color=None, x_range=Range1d(-0.5, 0.5), y_range=Range1d(-0.5, 0.5),
+                           name=f"replay_grid_{name}")
+        self.grid.axis.visible = False
+        self.grid.grid.visible = False
+        self.outcome_cells = self.grid.rect(
+            "x", "y", width=0.88, height=0.88, source=self.cells, line_color=None,
+            fill_color={"field": "code", "transform": outcome_mapper()}, hatch_pattern="hatch",
+            hatch_color="#000000", hatch_alpha=0.45, hatch_scale=5, hatch_weight=1)
+        rate_mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0, nan_color=FILTERED_COLOR)
+        self.rate_cells = self.grid.rect("x", "y", width=0.88, height=0.88, source=self.cells, line_color=None,
+                                         fill_color={"field": "rate", "transform": rate_mapper}, visible=False)
+        self.colorbar = ColorBar(color_mapper=rate_mapper, width=10, title="pass rate", visible=False)
+        self.grid.add_layout(self.colorbar, "right")
+        self.grid.add_tools(HoverTool(renderers=[self.outcome_cells, self.rate_cells], tooltips=[
+            ("prompt", "@prompt"), ("group", "@word"), ("pass rate at nearest eval", "@rate{0.0%}")]))
+        self.legend = Div(text=legend_html(NOT_SAMPLED_LABEL), width=width)
+
+        self.hist_fig = figure(width=width, height=200, tools="", toolbar_location=None, x_range=(0, 1),
+                               title="Pass rates at the nearest evaluation (colours: group now)",
+                               name=f"replay_hist_fig_{name}")
+        colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
+        self.hist_fig.vbar_stack(list(HIST_COLUMNS), x="mid", width=0.095, source=self.hist, color=colors)
+        self.hist_fig.xaxis.axis_label = "per-prompt pass rate"
+        self.hist_fig.yaxis.axis_label = "prompts"
+        self.readouts = Div(text="", name=f"replay_readouts_{name}", width=width)
+        self.layout = column(self.title, self.grid, self.legend, self.readouts, self.hist_fig)
+        self.view: RunView | None = None
+
+    @staticmethod
+    def _empty_cells() -> dict:
+        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8), "hatch": [],
+                "word": [], "rate": np.zeros(0, np.float32)}
+
+    def load(self, view: RunView | None) -> None:
+        """Send one run's arrays (or nothing) to the browser's sources."""
+        self.view = view
+        if view is None:
+            self.cells.data = self._empty_cells()
+            self.states.data = {"s": np.zeros(0, np.int8)}
+            self.rates.data = {"r": np.zeros(0, np.float32)}
+            self.series.data = {k: np.zeros(0) for k in (*SERIES, "step", "ev_row")}
+            self.histall.data = {"c": np.zeros(0, np.int32)}
+            self.title.text = ""
+            self.layout.visible = False
+            return
+        self.layout.visible = True
+        n = view.n_prompts
+        self.grid.x_range.update(start=float(view.x.min(initial=0)) - 0.5, end=float(view.x.max(initial=0)) + 0.5)
+        self.grid.y_range.update(start=float(view.y.min(initial=0)) - 0.5, end=float(view.y.max(initial=0)) + 0.5)
+        self.states.data = {"s": np.ascontiguousarray(view.codes.ravel())}
+        self.rates.data = {"r": np.ascontiguousarray(view.eval_rates.ravel(), dtype=np.float32)}
+        self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
+        self.histall.data = {"c": np.ascontiguousarray(view.hist.ravel(), dtype=np.int32)}
+        mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
+        self.hist.data = {"mid": mids, **{c: np.zeros(len(mids), np.int32) for c in HIST_COLUMNS}}
+        self.cells.data = {"prompt": view.prompt_labels, "x": view.x, "y": view.y,
+                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8), "hatch": [" "] * n,
+                           "word": [WORDS[NOT_SAMPLED_CODE]] * n, "rate": np.full(n, np.nan, np.float32)}
+        self.title.text = (f"Run: {view.label}" if self.name == "a" else
+                           f"Compared with: {view.label} (dash-dot lines in the plots)")
+
+    def paint(self, row: int) -> None:
+        """Python's rendering of step row ``row`` (-1: before the run's first step), as the browser does it."""
+        view = self.view
+        if view is None:
+            self.readouts.text = ""
+            return
+        n = view.n_prompts
+        code = view.codes[row] if row >= 0 else np.full(n, NOT_SAMPLED_CODE, np.int8)
+        ev = int(view.ev_row[row]) if row >= 0 else -1
+        rate = view.eval_rates[ev] if ev >= 0 else np.full(n, np.nan, np.float32)
+        self.cells.data.update(code=code.astype(np.int8), hatch=[HATCHES[c] for c in code],
+                               word=[WORDS[c] for c in code], rate=np.asarray(rate, np.float32))
+        counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
+        self.hist.data.update({c: counts[:, j].astype(np.int32) for j, c in enumerate(HIST_COLUMNS)})
+        self.readouts.text = readout_html(view.summary(row), self.template)
+
+    def show_rates(self, rates: bool) -> None:
+        """Switch the grid between the outcome view and the pass-rate view."""
+        self.outcome_cells.visible = not rates
+        self.rate_cells.visible = rates
+        self.colorbar.visible = rates
+        self.legend.visible = not rates
+
+
+class TimePlots:
+    """Per-step series of run A (and B, dashed) on one shared time axis, each with the current step marked."""
+
+    def __init__(self, a: Slot, b: Slot, width: int = 600):
+        self.x_range = Range1d(0, 1)
+        self.spans = []
+        self.b_renderers = []
+
+        def fig(title, y_label, y_range=None):
+            f = figure(width=width, height=210, tools="", toolbar_location=None, title=title,
+                       x_range=self.x_range, y_range=y_range or Range1d(-0.02, 1.02))
+            f.yaxis.axis_label = y_label
+            span = Span(location=0, dimension="height", line_color="#444", line_dash="dotted", line_width=1.5)
+            f.add_layout(span)
+            self.spans.append(span)
+            return f
+
+        green, orange, red = OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL]
+        self.effective = fig("Groups with a gradient per step: measured vs predicted", "share of groups")
+        e = self.effective
+        e.scatter("step", "eff", source=a.series, size=3, color=green, alpha=0.5, legend_label="measured")
+        e.line("step", "eff_roll", source=a.series, color=green, line_width=2.5, legend_label="rolling mean")
+        e.line("step", "pred_real", source=a.series, color="#0072B2", line_width=1.5, legend_label="1 - D_real")
+        e.line("step", "pred_iid", source=a.series, color="#CC79A7", line_dash="dashed", line_width=1.5,
+               legend_label="1 - D_iid")
+        self.b_renderers.append(e.line("step", "eff_roll", source=b.series, color="#000000", line_dash="dashdot",
+                                       line_width=2))
+        self.tails = fig("Both tails: unanimous groups per step", "share of groups")
+        self.tails.line("step", "all_pass", source=a.series, color=orange, line_width=2, legend_label="all pass")
+        self.tails.line("step", "all_fail", source=a.series, color=red, line_width=2, legend_label="all fail")
+        for col, color in (("all_pass", orange), ("all_fail", red)):
+            self.b_renderers.append(self.tails.line("step", col, source=b.series, color=color, line_dash="dashdot",
+                                                    line_width=1.5))
+        self.reward = fig("Reward and evaluation pass rate", "mean")
+        self.reward.line("step", "reward", source=a.series, color="#56B4E9", line_width=2, legend_label="mean reward")
+        self.reward.line("step", "eval_pass", source=a.series, color="#000000", line_width=2,
+                         legend_label="eval pass rate")
+        for col, color in (("reward", "#56B4E9"), ("eval_pass", "#000000")):
+            self.b_renderers.append(self.reward.line("step", col, source=b.series, color=color, line_dash="dashdot",
+                                                     line_width=1.5))
+        self.rollouts = fig("Rollouts generated vs rollouts that carried a gradient", "rollouts (cumulative)",
+                            y_range=Range1d(0, 1))
+        self.rollouts.line("step", "gen_cum", source=a.series, color="#999999", line_width=2, legend_label="generated")
+        self.rollouts.line("step", "useful_cum", source=a.series, color=green, line_width=2,
+                           legend_label="in groups with a gradient")
+        for col, color in (("gen_cum", "#999999"), ("useful_cum", green)):
+            self.b_renderers.append(self.rollouts.line("step", col, source=b.series, color=color, line_dash="dashdot",
+                                                       line_width=1.5))
+        for f in (self.effective, self.tails, self.reward, self.rollouts):
+            f.legend.label_text_font_size = "10px"
+            f.legend.spacing = 0
+            f.legend.padding = 4
+            f.add_layout(f.legend[0], "right")
+            f.xaxis.axis_label = "step"
+        self.figures = [self.effective, self.tails, self.reward, self.rollouts]
+        self.layout = column(*self.figures)
+
+    def fit(self, steps: np.ndarray, slots) -> None:
+        """Fit the shared time axis to ``steps`` and the rollout axis to the runs shown; show B's lines iff loaded."""
+        lo, hi = (float(steps[0]), float(steps[-1])) if len(steps) else (0.0, 1.0)
+        self.x_range.update(start=lo - 0.5, end=max(hi, lo + 1) + 0.5)
+        tops = [np.nanmax(s.view.series["gen_cum"]) for s in slots
+                if s.view is not None and np.isfinite(s.view.series["gen_cum"]).any()]
+        self.rollouts.y_range.update(start=0, end=float(max(tops)) * 1.05 if tops else 1.0)
+        has_b = slots[1].view is not None
+        for r in self.b_renderers:
+            r.visible = has_b

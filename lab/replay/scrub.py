@@ -1,0 +1,75 @@
+"""Browser-side scrubbing: one ``CustomJS`` that repaints both runs' grids, histograms and readouts
+and moves the current-step markers, by indexing arrays sent once (no server round trip).
+
+The browser does no arithmetic of its own: cell codes, pass rates, histogram counts and readout
+values were all computed by ``sims.replay`` and are looked up at ``row * n + x`` (and so on);
+numbers are printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` from ``lab/static/kernel.js``,
+the twins of ``sims.formatting`` that :meth:`lab.replay.plots.Slot.paint` uses on the server.
+
+Args (:func:`scrub_args`): ``slider`` (the step-position control; None: the model the callback is
+attached to, ``cb_obj``), ``axis`` (ColumnDataSource with
+``step`` and each run's ``row_a`` / ``row_b``), ``spans``, and per run ``cells_*``, ``states_*``,
+``rates_*``, ``series_*``, ``histall_*``, ``hist_*``, ``readouts_*``, ``template_*``.
+"""
+
+from __future__ import annotations
+
+from bokeh.models import ColumnDataSource, CustomJS
+
+from ..kernel import kernel_source
+from .plots import HATCHES, HIST_COLUMNS, WORDS, Slot
+
+__all__ = ["SCRUB_JS", "scrub_args", "scrub_callback"]
+
+SCRUB_JS = r"""
+var G = window.grpoKernel;
+var u = axis.data.step, U = u.length;
+if (!U) return;
+var pos = Math.min(Math.max(Math.round(Number((slider || cb_obj).value)), 0), U - 1);
+for (var i = 0; i < spans.length; i++) spans[i].location = u[pos];
+function fmt(v, f) { return f === "pct" ? G.percent(v) : G.fixed(v, Number(f.slice(3))); }
+function paint(row, cells, states, rates, series, histall, hist, readouts, template) {
+  var d = cells.data, code = d.code, n = code.length;
+  if (!n && !series.data.step.length) { readouts.text = ""; return; }
+  var S = states.data.s, R = rates.data.r, ev = row >= 0 ? series.data.ev_row[row] : -1;
+  for (var x = 0; x < n; x++) {
+    var c = row >= 0 ? S[row * n + x] : not_sampled;
+    code[x] = c; d.hatch[x] = hatches[c]; d.word[x] = words[c];
+    d.rate[x] = ev >= 0 ? R[ev * n + x] : NaN;
+  }
+  cells.change.emit();
+  var C = histall.data.c, h = hist.data, bins = h.mid.length;
+  for (var b = 0; b < bins; b++) {
+    for (var j = 0; j < hist_columns.length; j++) {
+      h[hist_columns[j]][b] = row >= 0 ? C[(row * bins + b) * hist_columns.length + j] : 0;
+    }
+  }
+  hist.change.emit();
+  readouts.text = template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
+    return fmt(row >= 0 ? series.data[k][row] : NaN, f);
+  });
+}
+paint(axis.data.row_a[pos], cells_a, states_a, rates_a, series_a, histall_a, hist_a, readouts_a, template_a);
+paint(axis.data.row_b[pos], cells_b, states_b, rates_b, series_b, histall_b, hist_b, readouts_b, template_b);
+"""
+
+
+def scrub_args(slider, axis: ColumnDataSource, spans: list, slots: list[Slot]) -> dict:
+    """The CustomJS args for :data:`SCRUB_JS` (``slider`` may be a Bokeh model or a Panel widget)."""
+    args = {"slider": slider, "axis": axis, "spans": spans, "hatches": HATCHES, "words": WORDS,
+            "hist_columns": list(HIST_COLUMNS), "not_sampled": len(HATCHES) - 1}
+    for s in slots:
+        for key in ("cells", "states", "rates", "series", "histall", "hist", "readouts"):
+            args[f"{key}_{s.name}"] = getattr(s, key)
+        args[f"template_{s.name}"] = s.template
+    return args
+
+
+def scrub_code() -> str:
+    """Kernel (defined once per page, for its formatters) + the scrub glue."""
+    return "if (!window.grpoKernel) {\n" + kernel_source() + "\n}\n" + SCRUB_JS
+
+
+def scrub_callback(slider, axis, spans, slots) -> CustomJS:
+    """A CustomJS repainting every slot at ``slider.value`` (attach it to the slider's ``value``)."""
+    return CustomJS(args=scrub_args(slider, axis, spans, slots), code=scrub_code())

@@ -1,0 +1,227 @@
+"""The "Replay" tab: scrub through a recorded run (shipped, ingested or uploaded), alone or beside another.
+
+``ReplayView(state=None, runs_root=None)`` is a ``pn.viewable.Viewer``; build one per session
+(``lab/app.py`` does, and tests serve it alone). Scrubbing runs entirely in the browser
+(:mod:`lab.replay.scrub`); choosing a run, the view or an upload goes through Python.
+
+Stable CSS classes for tests and scripts: readouts ``replay-step``, ``replay-effective-rate``,
+``replay-effective-rolling``, ``replay-predicted-real``, ``replay-predicted-iid``,
+``replay-all-pass``, ``replay-all-fail``, ``replay-reward``, ``replay-eval-pass``,
+``replay-generated``, ``replay-useful`` (the compared run: ``replay-b-<stem>``);
+``replay-tolerance`` (the tolerance in force), ``replay-error`` (error notice), ``replay-missing``
+(what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-slider``,
+``replay-player``, ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``.
+Bokeh models by name: ``replay_cells_a`` / ``_b`` (one row per prompt; ``code`` is the cell's
+state), ``replay_axis`` (the shared step axis).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+
+from sims.errors import InputError
+from sims.formatting import fixed
+from sims.record import read_record
+
+from .catalog import list_runs
+from .model import RunView, rows_for, union_steps
+from .plots import Slot, TimePlots
+from .scrub import scrub_args, scrub_code
+from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
+from .upload import load_upload
+
+__all__ = ["ReplayView"]
+
+_HELP = """**Replay a run.** Choose a run and drag the step slider (or press play). Each cell is one prompt,
+coloured by its group's outcome at that step: mixed (the rollouts disagree, so the group has a gradient),
+all pass or all fail (unanimous: zero advantage, no gradient); grey cells were not sampled at that step.
+The plots show the share of groups with a gradient per step against two predictions from the pass rates
+measured at the nearest evaluation: 1 - D_real (each prompt's own pass rate) and 1 - D_iid (their mean
+alone); their gap is the Jensen gap. Pick a second run under *Compare with* to draw both on one time axis."""
+
+
+class ReplayView(pn.viewable.Viewer):
+    """One session's replay tab (see the module docstring)."""
+
+    def __init__(self, state: ReplayState | None = None, runs_root=None, **params):
+        super().__init__(**params)
+        self.state = state or ReplayState()
+        self._upload_bytes: tuple[str, bytes] | None = None
+        shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
+        self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
+        if not self.state.run and self.state.choices:
+            self.state.run = next(iter(self.state.choices))
+
+        self.slots = [Slot("a"), Slot("b")]
+        self.plots = TimePlots(*self.slots)
+        self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
+                                           "row_b": np.zeros(0, np.int32)}, name="replay_axis")
+
+        self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"], width=320)
+        self.compare_select = pn.widgets.Select(label="Compare with (same time axis)", css_classes=["replay-compare"],
+                                                width=320)
+        self.view_toggle = pn.widgets.RadioButtonGroup(options=list(VIEWS), value=self.state.view,
+                                                       css_classes=["replay-view"])
+        self.slider = pn.widgets.IntSlider(label="Step (position on the time axis)", start=0, end=1, value=0,
+                                           css_classes=["replay-slider"], width=520)
+        self.player = pn.widgets.Player(start=0, end=1, value=0, interval=150, loop_policy="once",
+                                        show_loop_controls=False, css_classes=["replay-player"], width=520,
+                                        show_value=False)
+        self.player.jslink(self.slider, value="value", bidirectional=True)
+        self.slider.jscallback(value=scrub_code(), args=scrub_args(None, self.axis, self.plots.spans, self.slots))
+
+        self.file_input = pn.widgets.FileInput(accept=".jsonl,.json,.parquet,.zip", css_classes=["replay-upload"])
+        self.format_select = pn.widgets.Select(label="Format of the upload", options=list(self.state.param.upload_format.objects),
+                                               value=self.state.upload_format, css_classes=["replay-format"], width=150)
+        self.tolerance_input = pn.widgets.FloatInput(label="Reward tolerance", value=self.state.tolerance, start=0.0,
+                                                     step=0.01, css_classes=["replay-tolerance-input"], width=150)
+        for w, doc in ((self.run_select, self.state.param.run.doc), (self.compare_select, self.state.param.compare.doc),
+                       (self.format_select, self.state.param.upload_format.doc),
+                       (self.tolerance_input, self.state.param.tolerance.doc)):
+            w.description = doc
+
+        self.tolerance_pane = pn.pane.HTML("", css_classes=["replay-tolerance-pane"], sizing_mode="stretch_width")
+        self.missing_pane = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["replay-missing"])
+        self.error_pane = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["replay-error"])
+
+        self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
+        self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
+        self.view_toggle.param.watch(lambda e: setattr(self.state, "view", e.new), "value")
+        self.format_select.param.watch(self._on_format, "value")
+        self.tolerance_input.param.watch(self._on_tolerance, "value")
+        self.file_input.param.watch(self._on_upload, "value")
+        self.state.param.watch(self._on_runs, ["run", "compare"])
+        self.state.param.watch(self._on_view, "view")
+        self.state.param.watch(self._on_error, "error")
+
+        self._sync_options()
+        self._on_runs()
+        self._layout = self._build_layout()
+
+    # --- layout -------------------------------------------------------------------------
+    def _build_layout(self):
+        upload = pn.Column(
+            pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
+                             "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
+                             "folder. It stays in this browser session."),
+            pn.Row(self.file_input, self.format_select, self.tolerance_input), width=560)
+        controls = pn.Column(pn.pane.Markdown(_HELP, width=560), pn.Row(self.run_select, self.compare_select),
+                             self.view_toggle, self.slider, self.player, self.tolerance_pane, upload)
+        a, b = self.slots
+        grids = pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout))
+        return pn.Column(self.error_pane, self.missing_pane,
+                         pn.Row(pn.Column(controls, grids), pn.pane.Bokeh(self.plots.layout)),
+                         css_classes=["replay-tab"])
+
+    def __panel__(self):
+        return self._layout
+
+    # --- runs -----------------------------------------------------------------------------
+    def _sync_options(self) -> None:
+        labels = list(self.state.choices)
+        self.run_select.options = labels
+        if self.state.run in labels:
+            self.run_select.value = self.state.run
+        self.compare_select.options = [NONE, *labels]
+        self.compare_select.value = self.state.compare if self.state.compare in labels else NONE
+
+    def _load(self, label: str) -> RunView | None:
+        if not label or label == NONE or label not in self.state.choices:
+            return None
+        source = self.state.choices[label]
+        rec = read_record(source) if isinstance(source, str) else source
+        return RunView(label, rec)
+
+    def _on_runs(self, *_events) -> None:
+        try:
+            views = [self._load(self.state.run), self._load(self.state.compare)]
+        except InputError as exc:
+            self.state.error = f"Cannot replay this run: {exc}"
+            return
+        self.state.error = ""
+        for slot, view in zip(self.slots, views):
+            slot.load(view)
+        steps = union_steps(*views)
+        self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
+        self.plots.fit(steps, self.slots)
+        self._describe(views)
+        for s in self.slots:
+            s.show_rates(self.state.view == VIEWS[1])
+        end = max(len(steps) - 1, 1)
+        pos = min(self.slider.value, len(steps) - 1) if len(steps) else 0
+        self.paint(pos)
+        self.slider.param.update(end=end, value=pos, disabled=len(steps) < 2)
+        self.player.param.update(end=end, value=pos, disabled=len(steps) < 2)
+
+    def paint(self, pos: int) -> None:
+        """Python's rendering of axis position ``pos`` (the browser repaints on every slider move)."""
+        steps = self.axis.data["step"]
+        for span in self.plots.spans:
+            span.location = float(steps[pos]) if len(steps) else 0.0
+        for slot, key in zip(self.slots, ("row_a", "row_b")):
+            rows = self.axis.data[key]
+            slot.paint(int(rows[pos]) if len(rows) else -1)
+
+    def _describe(self, views) -> None:
+        parts, missing = [], []
+        for view in views:
+            if view is None:
+                continue
+            tol = view.tolerance
+            how = ("binary rewards: a group is degenerate when all its rewards are equal" if tol == 0 else
+                   f"a group is degenerate when max - min of its rewards is at most {fixed(tol, 3)}")
+            parts.append(f"<b>{view.label}</b>: reward tolerance in force "
+                         f"<span class=\"replay-tolerance\">{fixed(tol, 3)}</span> ({how})")
+            missing += [f"{view.label}: {m}" for m in view.missing()]
+        self.tolerance_pane.object = "<br>".join(parts)
+        self.state.notice = "; ".join(missing)
+        self.missing_pane.object = ("**Not in this record, so not shown:** " + "; ".join(missing)) if missing else ""
+        self.missing_pane.visible = bool(missing)
+
+    def _on_view(self, event) -> None:
+        for s in self.slots:
+            s.show_rates(event.new == VIEWS[1])
+
+    def _on_error(self, event) -> None:
+        self.error_pane.object = event.new
+        self.error_pane.visible = bool(event.new)
+
+    # --- uploads --------------------------------------------------------------------------
+    def _on_upload(self, event) -> None:
+        if event.new is None:
+            return
+        self._upload_bytes = (self.file_input.filename or "upload", bytes(event.new))
+        self._ingest()
+
+    def _on_format(self, event) -> None:
+        self.state.upload_format = event.new
+        if self._upload_bytes:
+            self._ingest()
+
+    def _on_tolerance(self, event) -> None:
+        value = event.new
+        if value is None or not np.isfinite(value) or value < 0:
+            self.state.error = f"Reward tolerance must be a number >= 0, got {value!r}; keeping {self.state.tolerance}"
+            return
+        self.state.tolerance = float(value)
+        if self._upload_bytes:
+            self._ingest()
+
+    def _ingest(self) -> None:
+        name, data = self._upload_bytes
+        rec, error = load_upload(name, data, self.state.upload_format, self.state.tolerance)
+        if rec is None:
+            self.state.error = f"Upload not loaded: {error}"
+            return
+        label = f"{UPLOAD_PREFIX}{name} ({self.state.upload_format}, tolerance {fixed(self.state.tolerance, 3)})"
+        self.state.choices = {**{k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)},
+                              label: rec}
+        self._sync_options()
+        if self.state.run == label:
+            self._on_runs()
+        else:
+            self.state.run = label
+            self.run_select.value = label
