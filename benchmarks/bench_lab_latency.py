@@ -1,0 +1,137 @@
+"""Slider-to-repaint latency of the served lab, measured inside headless Chromium, next to a Python baseline.
+
+For each prompt count (600 and 10,000) the script opens the lab (``panel serve lab/app.py``),
+focuses the training-progress handle and presses ArrowRight N times, one press at a time.
+In the page, ``performance.now()`` is stamped at the ``keydown`` event (the input), a
+``MutationObserver`` watches the readouts, and the time is read in the first
+``requestAnimationFrame`` after the readouts changed (by then Bokeh has repainted the grid,
+which it schedules earlier in the same frame). p50 and p95 are reported.
+
+The baseline, measured in the same run with the same harness: the same ``lab.grid`` recoloured
+by a Python callback (a Panel slider whose watcher calls ``Grid.show(evaluate(...))``), i.e. a
+browser -> Python -> browser round trip, served in-process by ``pn.serve``.
+
+Usage: python benchmarks/bench_lab_latency.py [--presses 40] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from lab_server import free_port, serve, wait_http, wait_readout  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
+                 "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
+
+HARNESS = """() => {
+  function find(root, cls) {
+    const el = root.querySelector('.' + cls); if (el) return el;
+    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot, cls); if (f) return f; }
+    return null;
+  }
+  const span = find(document, 'readout-mean-pass');
+  const root = span.getRootNode();
+  window.__lat = {t0: null, samples: [], mut: [], pending: false};
+  document.addEventListener('keydown', () => { window.__lat.t0 = performance.now(); window.__lat.pending = true; },
+                            true);
+  new MutationObserver(() => {
+    const L = window.__lat;
+    if (!L.pending) return;
+    L.pending = false;
+    L.mut.push(performance.now() - L.t0);
+    requestAnimationFrame(() => L.samples.push(performance.now() - L.t0));
+  }).observe(root, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def measure(page, url: str, presses: int) -> dict:
+    page.goto(url)
+    wait_readout(page, "readout-mean-pass", timeout=120_000)
+    page.wait_for_timeout(1500)
+    page.evaluate(HARNESS)
+    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle.focus()
+    page.set_default_timeout(120_000)
+    missed = 0
+    for i in range(presses):
+        n = page.evaluate("() => window.__lat.samples.length")
+        handle.press("ArrowRight")
+        try:
+            page.wait_for_function(f"() => window.__lat.samples.length > {n}", timeout=5000)
+        except Exception:  # the readout did not change (or the update was lost): count it
+            missed += 1
+            page.evaluate("() => { window.__lat.pending = false; }")
+        page.wait_for_timeout(30)
+    samples = sorted(page.evaluate("() => window.__lat.samples"))
+    mut = sorted(page.evaluate("() => window.__lat.mut"))
+    q = statistics.quantiles(samples, n=20, method="inclusive") if len(samples) > 1 else samples * 19
+    return {"n": len(samples), "missed": missed, "readout_p50_ms": statistics.median(mut), "p50_ms": statistics.median(samples), "p95_ms": q[18],
+            "max_ms": samples[-1]}
+
+
+def baseline_app():
+    """The same grid, recoloured by a Python callback on every slider change (the server round trip)."""
+    import panel as pn
+
+    from lab.grid import Grid
+    from sims.scenario import Scenario, evaluate
+
+    args = pn.state.session_args or {}
+    n = int(args.get("n_prompts", [b"600"])[0])
+    scenario = Scenario(n_prompts=n)
+    pop = scenario.population()
+    grid = Grid(pop, scenario)
+    slider = pn.widgets.FloatSlider(name="t", start=0, end=1, step=0.01, value=0.0, css_classes=["ctl-progress"])
+    slider.param.watch(lambda e: grid.show(evaluate(replace(scenario, progress=e.new), pop), scenario.K), "value")
+    return pn.Column(slider, pn.pane.Bokeh(grid.layout))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--presses", type=int, default=40)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--prompts", type=int, nargs="+", default=[600, 10_000])
+    args = ap.parse_args(argv)
+
+    import panel as pn
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    server = pn.serve({"baseline": baseline_app}, port=port, address="127.0.0.1", show=False, threaded=True,
+                      websocket_origin=[f"127.0.0.1:{port}"])
+    wait_http(f"http://127.0.0.1:{port}/baseline")
+    results = []
+    try:
+        with serve() as lab_url, sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            for n in args.prompts:
+                for label, url in (("browser kernel (lab)", f"{lab_url}?n_prompts={n}"),
+                                   ("python callback (baseline)", f"http://127.0.0.1:{port}/baseline?n_prompts={n}")):
+                    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+                    page = ctx.new_page()
+                    r = measure(page, url, args.presses)
+                    ctx.close()
+                    results.append({"prompts": n, "path": label, **r})
+                    if not args.json:
+                        print(f"{n:>6} prompts  {label:<28} p50 {r['p50_ms']:6.1f} ms  p95 {r['p95_ms']:6.1f} ms  "
+                              f"max {r['max_ms']:6.1f} ms  readout-only p50 {r['readout_p50_ms']:6.1f} ms  (n={r['n']}, no change={r['missed']})", flush=True)
+            browser.close()
+    finally:
+        server.stop()
+        threading.Event().wait(0.2)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
