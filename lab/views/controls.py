@@ -16,6 +16,8 @@ _TIPS = {
     "new_draw": "New draw: the same difficulty distribution, a new random seed.",
 }
 
+_PLAY_LABEL = {False: "\u25b6 Play", True: "\u275a\u275a Pause"}
+
 
 def tip(widget, text: str) -> pn.Row:
     """The widget with a tooltip icon beside it (for widgets without a ``description``)."""
@@ -43,8 +45,9 @@ class Controls:
         self.a = pn.widgets.FloatInput.from_param(p.a, name="Beta a", step=0.1, description=p.a.doc, width=70)
         self.b = pn.widgets.FloatInput.from_param(p.b, name="Beta b", step=0.1, description=p.b.doc, width=70)
         self.seed = pn.widgets.IntInput.from_param(p.seed, name="Seed", description=p.seed.doc, width=100)
-        self.play_button = pn.widgets.Toggle.from_param(play.param.playing, name="\u25b6 Play / \u275a\u275a pause",
-                                                        button_type="primary", width=150)
+        self.play_button = pn.widgets.Toggle.from_param(play.param.playing, name=_PLAY_LABEL[play.playing],
+                                                        button_type="primary", width=110)
+        play.param.watch(lambda e: setattr(self.play_button, "name", _PLAY_LABEL[e.new]), "playing")
         self.step_button = pn.widgets.Button(name="Step", description=_TIPS["step"], width=70)
         self.reset_button = pn.widgets.Button(name="Reset", description=_TIPS["reset"], width=70)
         self.new_draw_button = pn.widgets.Button(name="New draw", description=_TIPS["new_draw"], width=90)

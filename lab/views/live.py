@@ -23,6 +23,8 @@ from .outcome import OutcomePlot
 
 __all__ = ["LiveLab"]
 
+REDRAW_DELAY_MS = 150  #: plots redraw this long after the last control change (the grid needs no wait)
+
 
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
@@ -45,6 +47,7 @@ class LiveLab:
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
         self._periodic = None
+        self._pending = None
         play.param.watch(self._play, "playing")
         self.notice = pn.pane.Alert(lab.notice, alert_type="warning", visible=bool(lab.notice),
                                     css_classes=["lab-notice"], sizing_mode="stretch_width")
@@ -88,6 +91,32 @@ class LiveLab:
             plot.update(frame)
 
     def _changed(self, events) -> None:
+        """Grid changes that only the server can paint happen now; plot redraws wait for a pause.
+
+        While progress, K or the filter move, the browser has already repainted the grid and the
+        readouts; redrawing the plots on every step would keep the server busy and flood the page
+        with plot updates mid-drag, so they are coalesced into one redraw REDRAW_DELAY_MS after
+        the last change.
+        """
+        server_paints = self.lab.rho > 0 or self.lab.population_key() != self._pop_key
+        doc = pn.state.curdoc
+        if server_paints or doc is None or not self.plots:
+            self._cancel_pending(doc)
+            self.refresh(repaint_grid=self.lab.rho > 0)
+            return
+        self._cancel_pending(doc)
+        self._pending = doc.add_timeout_callback(self._flush, REDRAW_DELAY_MS)
+
+    def _cancel_pending(self, doc) -> None:
+        if self._pending is not None and doc is not None:
+            try:
+                doc.remove_timeout_callback(self._pending)
+            except ValueError:  # already ran
+                pass
+        self._pending = None
+
+    def _flush(self) -> None:
+        self._pending = None
         self.refresh(repaint_grid=self.lab.rho > 0)
 
     def _play(self, event) -> None:
