@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -68,6 +70,31 @@ def test_degenerate_group_zero_gradient_under_dr_grpo_not_under_sign(loss_type):
         assert (total == 0.0) == zero, (name, total)
 
 
+def test_cached_decoding_equals_full_forward_and_samples_match():
+    torch.manual_seed(3)
+    model = TinyGPT(len(task.VOCAB), task.PROMPT_LEN + task.MAX_ANSWER_LEN, 2, 4, 32).eval()
+    ids = torch.randint(0, len(task.VOCAB), (5, task.PROMPT_LEN + task.MAX_ANSWER_LEN))
+    with torch.no_grad():
+        full = model(ids)
+        logits, cache = model.decode(ids[:, :task.PROMPT_LEN])
+        parts = [logits]
+        for t in range(task.PROMPT_LEN, ids.shape[1]):
+            logits, cache = model.decode(ids[:, t:t + 1], cache)
+            parts.append(logits)
+    torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=1e-5)
+    # sampling with the cache draws what re-running the whole prefix each token would draw
+    x = ids[:, :task.PROMPT_LEN]
+    y, mask, lengths = sample(model, x, task.MAX_ANSWER_LEN, 1.0, torch.Generator().manual_seed(7))
+    gen, seq = torch.Generator().manual_seed(7), x
+    with torch.no_grad():
+        for _ in range(task.MAX_ANSWER_LEN):
+            p = torch.softmax(model(seq)[:, -1, :], -1)
+            seq = torch.cat([seq, torch.multinomial(p, 1, generator=gen)], 1)
+    torch.testing.assert_close(y, seq[:, task.PROMPT_LEN:], atol=0, rtol=0)
+    first_end = [(list(r) + [task.EOS]).index(task.EOS) for r in y.tolist()]
+    assert lengths.tolist() == [min(e + 1, task.MAX_ANSWER_LEN) for e in first_end]
+
+
 def test_kl_term_moves_a_degenerate_group_only_when_beta_positive():
     torch.manual_seed(0)
     model = TinyGPT(len(task.VOCAB), 16, 1, 2, 16)
@@ -102,8 +129,9 @@ def test_few_step_run_writes_a_record_inspect_agrees_with(tmp_path, capsys):
 
 
 def test_dynamic_sampling_keeps_only_mixed_groups(tmp_path):
-    rec = run(tmp_path, estimator="dr_grpo", dynamic_sampling=True, max_num_gen_batches=3, sft_steps=60,
-              sft_batch_size=64, n_embd=32)
+    # a warm start long enough that some of the 24 prompts give mixed groups
+    rec = run(tmp_path, estimator="dr_grpo", dynamic_sampling=True, max_num_gen_batches=3, sft_steps=300,
+              sft_batch_size=128, n_layer=2, n_head=4, n_embd=64)
     g = rec.groups
     r, kept = g["rewards"], g["kept"]
     mixed = r.max(1) > r.min(1)
@@ -121,14 +149,15 @@ def test_resume_after_interrupt_equals_uninterrupted_run(tmp_path):
     full = run(tmp_path, "full", steps=5)
 
     def stop(run_, metrics):
-        if run_.step == 3:
-            raise KeyboardInterrupt
+        if run_.step == 3:  # a real Ctrl-C between saves (the record is written every 10 steps)
+            os.kill(os.getpid(), signal.SIGINT)
 
     with pytest.raises(KeyboardInterrupt):
         train(tiny(steps=5), tmp_path / "cut", device="cpu", threads=1, sft_cache=None, on_step=stop)
     partial = read_record(tmp_path / "cut")  # valid record of the completed steps
     assert partial.meta["steps_completed"] == 3 and not partial.meta["complete"]
     assert sorted(set(partial.groups["step"].tolist())) == [0, 1, 2]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler given back
     resumed = train(None, tmp_path / "cut", resume=True, device="cpu", threads=1, sft_cache=None)
     for k in ("step", "prompt_id", "rewards", "advantages", "lengths", "kept"):
         np.testing.assert_array_equal(resumed.groups[k], full.groups[k], err_msg=k)
@@ -136,6 +165,40 @@ def test_resume_after_interrupt_equals_uninterrupted_run(tmp_path):
     np.testing.assert_array_equal(resumed.evals["pass_rate"], full.evals["pass_rate"])
     np.testing.assert_array_equal(resumed.steps["reward_mean"], full.steps["reward_mean"])
     assert resumed.meta["complete"] and resumed.meta["steps_completed"] == 5
+
+
+def test_crash_inside_a_step_keeps_the_last_periodic_save(tmp_path, monkeypatch):
+    from sims.trainer import loop
+
+    full = run(tmp_path, "full", steps=5)
+    real = loop.Run.train_step
+
+    def crash_at_3(self):
+        if self.step == 3:
+            real(self)  # the model is updated, then the step dies before it is recorded
+            raise RuntimeError("boom")
+        return real(self)
+
+    monkeypatch.setattr(loop.Run, "train_step", crash_at_3)
+    with pytest.raises(RuntimeError):
+        train(tiny(steps=5), tmp_path / "cut", device="cpu", threads=1, sft_cache=None, save_every=2)
+    partial = read_record(tmp_path / "cut")
+    assert partial.meta["steps_completed"] == 2 and sorted(set(partial.groups["step"].tolist())) == [0, 1]
+    monkeypatch.setattr(loop.Run, "train_step", real)
+    resumed = train(None, tmp_path / "cut", resume=True, device="cpu", threads=1, sft_cache=None, save_every=2)
+    for k in ("prompt_id", "rewards", "advantages"):
+        np.testing.assert_array_equal(resumed.groups[k], full.groups[k], err_msg=k)
+    np.testing.assert_array_equal(resumed.evals["pass_rate"], full.evals["pass_rate"])
+
+
+def test_clipping_warmup_and_adam_options_reach_the_optimizer(tmp_path):
+    rec = run(tmp_path, steps=4, learning_rate=1e-3, warmup_steps=4, max_grad_norm=1e-3, adam_beta2=0.95)
+    np.testing.assert_allclose(rec.steps["learning_rate"], 1e-3 * np.arange(1, 5) / 4)
+    assert np.all(np.isfinite(rec.steps["grad_norm"]) | (rec.steps["rollouts_kept"] == 0))
+    with pytest.raises(ValueError, match="adam_beta2"):
+        tiny(adam_beta2=1.0)
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        tiny(max_grad_norm=-1.0)
 
 
 def _cli(capsys, *argv):

@@ -25,6 +25,11 @@ _TRAIN_OPTIONS = {
     "num_iterations": (int, "optimizer passes per batch"),
     "temperature": (float, "sampling temperature"),
     "learning_rate": (float, "Adam learning rate"),
+    "max_grad_norm": (float, "clip the gradient norm to this before each Adam step (0: no clipping)"),
+    "warmup_steps": (int, "linear learning-rate warm-up over this many steps (0: none)"),
+    "adam_beta1": (float, "Adam beta1"),
+    "adam_beta2": (float, "Adam beta2"),
+    "adam_epsilon": (float, "Adam eps"),
     "max_num_gen_batches": (int, "dynamic sampling: most sampling rounds per step"),
     "hard_buffer_frac": (float, "dynamic sampling: share of a round drawn from the all-fail buffer"),
     "n_prompts": (int, "prompts used (at most 600)"),
@@ -40,7 +45,8 @@ _TRAIN_OPTIONS = {
 def register(sub) -> None:
     p = sub.add_parser("train", help="train a tiny policy with GRPO and record every group (needs torch)",
                        description="A small, real GRPO run on multi-digit addition. Writes a run record to --out "
-                                   "after every step; --resume continues an interrupted run.")
+                                   "every --save-every steps, at the end and when stopped (Ctrl-C, SIGTERM); "
+                                   "--resume continues an interrupted run.")
     p.add_argument("--out", required=True, help="run directory to create (or continue with --resume)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
@@ -49,6 +55,8 @@ def register(sub) -> None:
     p.add_argument("--no-retire", action="store_true", help="dynamic sampling: keep drawing all-pass prompts")
     p.add_argument("--no-cache", action="store_true", help="recompute the warm start instead of reusing a cached one")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--save-every", type=int, default=10,
+                   help="write the record and checkpoint every N steps (and at the end, and on Ctrl-C/SIGTERM); default 10")
     for name, (typ, text) in _TRAIN_OPTIONS.items():
         p.add_argument("--" + name.replace("_", "-"), type=typ, default=None, help=text)
     p.set_defaults(func=cmd_train)
@@ -96,7 +104,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_term)
     command = "grpo-lab " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
     rec = train(cfg, args.out, resume=args.resume, device=args.device, threads=args.threads,
-                progress=not args.no_progress, sft_cache=None if args.no_cache else "default", command=command)
+                progress=not args.no_progress, sft_cache=None if args.no_cache else "default", command=command,
+                save_every=args.save_every)
     s = rec.meta["summary"]
     print(f"{args.out}: {s['steps']} steps, {s['groups']} groups, frac_reward_zero_std {s['frac_reward_zero_std']:.3f}, "
           f"final eval pass rate {s['final_eval_pass_rate']:.3f}, {rec.meta['wall_time_s']:.0f} s")

@@ -18,6 +18,11 @@ option                     meaning (TRL equivalent)
 ``num_iterations``         optimizer passes over each batch (same; 1 = on-policy)
 ``temperature``            sampling temperature (same)
 ``learning_rate``          Adam learning rate (same)
+``max_grad_norm``          clip the global gradient norm to this before each Adam
+                           step; 0 = no clipping (same; TRL's default is 1.0)
+``adam_beta1``, ``adam_beta2``, ``adam_epsilon``  Adam's betas and eps (same)
+``warmup_steps``           linear warm-up of the learning rate over the first steps:
+                           lr_s = learning_rate * min(1, (s + 1) / warmup_steps) (same)
 ``max_completion_length``  tokens a completion may use (same)
 ``dynamic_sampling``       DAPO: drop zero-variance groups, draw more prompts until
                            ``prompts_per_step`` groups are kept, at most
@@ -59,6 +64,11 @@ class GRPOConfig:
     num_iterations: int = 1
     temperature: float = 1.0
     learning_rate: float = 1e-4
+    max_grad_norm: float = 0.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    warmup_steps: int = 0
     max_completion_length: int = MAX_ANSWER_LEN
     dynamic_sampling: bool = False
     max_num_gen_batches: int = 4
@@ -82,7 +92,7 @@ class GRPOConfig:
         ints = {"num_generations": 2, "steps": 0, "seed": 0, "prompts_per_step": 1, "num_iterations": 1,
                 "max_num_gen_batches": 1, "n_prompts": 1, "eval_every": 1, "eval_samples": 1, "sft_steps": 0,
                 "sft_batch_size": 1, "n_layer": 1, "n_head": 1, "n_embd": 1,
-                "max_completion_length": MAX_ANSWER_LEN}
+                "max_completion_length": MAX_ANSWER_LEN, "warmup_steps": 0}
         for name, lo in ints.items():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
@@ -94,7 +104,7 @@ class GRPOConfig:
             raise InputError(f"prompts_per_step ({self.prompts_per_step}) exceeds n_prompts ({self.n_prompts})")
         if self.n_embd % self.n_head:
             raise InputError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
-        for name in ("beta", "epsilon", "epsilon_high", "hard_buffer_frac"):
+        for name in ("beta", "epsilon", "epsilon_high", "hard_buffer_frac", "max_grad_norm"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v >= 0 and v == v and v != float("inf")):
                 raise InputError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -105,7 +115,11 @@ class GRPOConfig:
         self.sft_digit_weights = tuple(float(x) for x in w)
         if self.hard_buffer_frac > 1:
             raise InputError(f"hard_buffer_frac must be in [0, 1], got {self.hard_buffer_frac}")
-        for name in ("temperature", "learning_rate", "sft_learning_rate"):
+        for name in ("adam_beta1", "adam_beta2"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 <= v < 1):
+                raise InputError(f"{name} must be a number in [0, 1), got {v!r}")
+        for name in ("temperature", "learning_rate", "sft_learning_rate", "adam_epsilon"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v < float("inf")):
                 raise InputError(f"{name} must be a finite number > 0, got {v!r}")

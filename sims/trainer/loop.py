@@ -9,12 +9,14 @@ zero-variance groups are dropped and more prompts drawn, up to
 
 Every group, kept or dropped, goes into the run record (:mod:`sims.record`), with
 per-step metrics and evaluations of every prompt (``eval_samples`` completions each)
-at step 0, every ``eval_every`` steps and after the last step. After each step the
-record is rewritten atomically, then the model and optimizer state go to
-``checkpoint.pt`` (also atomically), so a run killed at any moment leaves a valid
-record of its completed steps and ``resume=True`` continues it. Every random draw of
-step s comes from generators keyed by (seed, s), so a resumed run repeats exactly
-the draws an uninterrupted one would make.
+at step 0, every ``eval_every`` steps and after the last step. Every ``save_every``
+steps, at the end, and when the run is stopped (Ctrl-C or SIGTERM: the step in progress
+is finished first), the record is rewritten atomically, then the model and optimizer
+state go to ``checkpoint.pt`` (also atomically); both always describe the same step, so
+a run killed at any moment leaves a valid record of the steps completed by its last save
+and ``resume=True`` continues it from there. Every random draw of step s comes from
+generators keyed by (seed, s), and the learning rate is a function of s alone, so a
+resumed run repeats exactly the draws and updates an uninterrupted one would make.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import io
 import json
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +110,14 @@ def advantage(rewards: np.ndarray, estimator: str) -> np.ndarray:
     return estimate(rewards, estimator) if len(rewards) else np.zeros_like(rewards)
 
 
+def learning_rate(cfg: GRPOConfig, step: int) -> float:
+    """The learning rate of step ``step``: linear warm-up over ``warmup_steps``, then constant."""
+    return cfg.learning_rate * (min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0)
+
+
 def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: GRPOConfig) -> dict:
-    """``num_iterations`` optimizer steps on the kept groups of ``batch``; returns loss diagnostics."""
+    """``num_iterations`` optimizer steps on the kept groups of ``batch`` (gradient norm clipped to
+    ``max_grad_norm`` when positive); returns loss diagnostics, ``grad_norm`` before clipping."""
     G = cfg.num_generations
     rows = np.repeat(keep, G) if len(keep) else np.zeros(0, bool)
     rows_t = torch.as_tensor(rows, device=prompt_tokens.device)
@@ -126,14 +136,19 @@ def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: 
                             max_completion_length=cfg.max_completion_length)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else
+                                              float("inf"))
         opt.step()
-        stats = stats or {"loss": float(loss.detach()), **s}
+        stats = stats or {"loss": float(loss.detach()), "grad_norm": float(norm), **s}
     return stats
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def evaluate(model, prompt_tokens, problems, cfg: GRPOConfig, step: int, device, chunk: int = 8192) -> np.ndarray:
-    """Pass rate of every prompt from ``eval_samples`` completions each, keyed by (seed, step)."""
+    """Pass rate of every prompt from ``eval_samples`` completions each, keyed by (seed, step).
+
+    All n x M completions are sampled in batches of ``chunk`` rows (one batch for the default 600 x 8).
+    """
     _, gen = _generators(cfg.seed, _KEY_EVAL, step, device)
     M, n = cfg.eval_samples, len(problems)
     x = prompt_tokens.repeat_interleave(M, dim=0)
@@ -215,7 +230,7 @@ class Run:
         self.ref = copy.deepcopy(self.model).eval()
         for p in self.ref.parameters():
             p.requires_grad_(False)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate)
+        self.opt = _adam(self.model, cfg)
 
     def restore(self) -> None:
         """Load checkpoint.pt and the record, and cut the record back to the checkpoint's step."""
@@ -234,7 +249,7 @@ class Run:
         self.ref.load_state_dict(ck["ref"])
         for p in self.ref.parameters():
             p.requires_grad_(False)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=self.cfg.learning_rate)
+        self.opt = _adam(self.model, self.cfg)
         self.opt.load_state_dict(ck["optimizer"])
         self.step = int(ck["step"])
         self.wall_before = float(ck["wall_time_s"])
@@ -279,7 +294,10 @@ class Run:
             if n_kept >= cfg.prompts_per_step:
                 break
         t1 = time.perf_counter()
-        stats = {"loss": float("nan"), "kl": float("nan"), "clip_frac": float("nan")}
+        stats = {"loss": float("nan"), "kl": float("nan"), "clip_frac": float("nan"), "grad_norm": float("nan")}
+        lr = learning_rate(cfg, step)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
         if n_kept:
             merged = Batch(np.concatenate([b.prompt_ids for b in batches]),
                            torch.cat([b.completions for b in batches]), torch.cat([b.mask for b in batches]),
@@ -308,6 +326,8 @@ class Run:
             "kl": stats["kl"],
             "loss": stats["loss"],
             "clip_frac": stats["clip_frac"],
+            "grad_norm": stats["grad_norm"],
+            "learning_rate": lr,
             "rollouts_generated": int(rewards_all.size),
             "rollouts_kept": int(keep_all.sum()) * G,
             "gen_batches": len(batches),
@@ -374,6 +394,35 @@ class Run:
         })
 
 
+def _adam(model, cfg: GRPOConfig):
+    return torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2),
+                            eps=cfg.adam_epsilon)
+
+
+class _DeferredStop:
+    """While active (main thread only), the first SIGINT/SIGTERM only sets ``requested``, so the
+    step in progress finishes and is saved; a second one interrupts at once."""
+
+    def __init__(self):
+        self.requested, self._old = False, {}
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        return False
+
+
 def _save(path: Path, obj) -> None:
     buf = io.BytesIO()
     torch.save(obj, buf)
@@ -408,12 +457,16 @@ def _check_out(out: Path, resume: bool) -> None:
 
 def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "auto", threads: int | None = None,
           progress: bool = False, sft_cache: Path | None | str = "default", command: str | None = None,
-          on_step=None) -> RunRecord:
+          on_step=None, save_every: int = 10) -> RunRecord:
     """Train (or resume) a run into directory ``out`` and return its final record.
 
     With ``resume`` the config comes from the record (``cfg.steps``, if given, may extend it).
-    ``on_step(run, metrics)`` is called after each step is saved (tests interrupt runs with it).
+    The record and checkpoint are written every ``save_every`` steps, at the end, and on
+    any exception raised between steps (then re-raised). ``on_step(run, metrics)`` is called
+    after each completed step (tests interrupt runs with it).
     """
+    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
+        raise InputError(f"save_every must be an integer >= 1, got {save_every!r}")
     out = Path(out)
     _check_out(out, resume)
     if resume:
@@ -441,23 +494,36 @@ def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "a
         from tqdm import tqdm
         bar = tqdm(total=cfg.steps, initial=run.step, desc=out.name, unit="step", file=sys.stderr, dynamic_ncols=True)
     eff = []
-    while run.step < cfg.steps:
-        t_eval = run.run_eval() if run.step % cfg.eval_every == 0 else 0.0
-        m = run.train_step()
-        m["time_eval_s"] = t_eval
-        m["wall_time_s"] = time.perf_counter() - t_start
-        for k, v in m.items():
-            run.steps.setdefault(k, []).append(v)
-        run.step += 1
-        run.save(m["wall_time_s"], complete=False)
-        eff.append(1 - m["frac_reward_zero_std"])
+    consistent = True  # False while a step is half done (model updated, record not yet)
+    try:
+        with _DeferredStop() as stop:
+            while run.step < cfg.steps:
+                t_eval = run.run_eval() if run.step % cfg.eval_every == 0 else 0.0
+                consistent = False
+                m = run.train_step()
+                m["time_eval_s"] = t_eval
+                m["wall_time_s"] = time.perf_counter() - t_start
+                for k, v in m.items():
+                    run.steps.setdefault(k, []).append(v)
+                run.step += 1
+                consistent = True
+                if run.step % save_every == 0 and run.step < cfg.steps:
+                    run.save(m["wall_time_s"], complete=False)
+                eff.append(1 - m["frac_reward_zero_std"])
+                if bar is not None:
+                    bar.set_postfix(reward=f"{m['reward_mean']:.3f}", eff_groups=f"{np.mean(eff[-20:]):.2f}")
+                    bar.update(1)
+                if on_step is not None:
+                    on_step(run, m)
+                if stop.requested:
+                    raise KeyboardInterrupt
+    except BaseException:
+        if consistent and run.step > 0:
+            run.save(time.perf_counter() - t_start, complete=False)
+        raise
+    finally:
         if bar is not None:
-            bar.set_postfix(reward=f"{m['reward_mean']:.3f}", eff_groups=f"{np.mean(eff[-20:]):.2f}")
-            bar.update(1)
-        if on_step is not None:
-            on_step(run, m)
-    if bar is not None:
-        bar.close()
+            bar.close()
     if not run.evals["step"] or run.evals["step"][-1] != run.step:
         run.run_eval()
     wall = time.perf_counter() - t_start

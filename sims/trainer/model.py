@@ -1,4 +1,10 @@
-"""A tiny causal transformer (nanoGPT-shaped: pre-norm blocks, learned positions, tied embeddings)."""
+"""A tiny causal transformer (nanoGPT-shaped: pre-norm blocks, learned positions, tied embeddings).
+
+:meth:`TinyGPT.forward` scores whole sequences (training, log-probabilities);
+:meth:`TinyGPT.decode` runs new tokens against a key/value cache of the earlier ones, so
+sampling L tokens after a prompt of P costs P + L token positions instead of
+P + (P + 1) + ... + (P + L - 1).
+"""
 
 from __future__ import annotations
 
@@ -17,13 +23,21 @@ class Block(nn.Module):
         self.ln2 = nn.LayerNorm(n_embd)
         self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, past=None):
+        """Block output for ``x`` (B, T, C); with ``past`` = (k, v) of the earlier positions, also the new (k, v).
+
+        Without ``past`` the attention is causal over ``x`` and only the output is returned.
+        """
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if past is not None and past[0] is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        # new tokens see every cached position; among themselves, causally (one new token: no mask needed)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1)
         x = x + self.proj(y.transpose(1, 2).reshape(B, T, C))
-        return x + self.mlp(self.ln2(x))
+        x = x + self.mlp(self.ln2(x))
+        return x if past is None else (x, (k, v))
 
 
 class TinyGPT(nn.Module):
@@ -54,3 +68,19 @@ class TinyGPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
+
+    def decode(self, idx: torch.Tensor, cache: list | None = None):
+        """Logits (B, T, vocab) of new tokens ``idx`` (B, T) after the cached ones, and the grown cache.
+
+        ``cache`` is None for the first call (then ``idx`` is the whole prefix, attended causally);
+        later calls pass one new token per row (T = 1). Same function as :meth:`forward` on the
+        concatenated sequence, up to floating-point rounding.
+        """
+        start = 0 if cache is None else cache[0][0].shape[2]
+        T = idx.shape[1]
+        x = self.tok(idx) + self.pos(torch.arange(start, start + T, device=idx.device))
+        new = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block(x, (None, None) if cache is None else cache[i])
+            new.append(kv)
+        return self.head(self.ln_f(x)), new

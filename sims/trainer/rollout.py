@@ -17,13 +17,16 @@ def sample(model, prompts: torch.Tensor, max_len: int, temperature: float, gener
     """
     was_training = model.training
     model.eval()
-    ids = prompts
-    for _ in range(max_len):
-        logits = model(ids)[:, -1, :] / temperature
-        nxt = torch.multinomial(F.softmax(logits.float(), dim=-1), 1, generator=generator)
-        ids = torch.cat([ids, nxt], dim=1)
+    logits, cache = model.decode(prompts)  # the prompt once, then one token at a time against the cache
+    out = []
+    for t in range(max_len):
+        probs = F.softmax(logits[:, -1, :].float() / temperature, dim=-1)
+        nxt = torch.multinomial(probs, 1, generator=generator)
+        out.append(nxt)
+        if t + 1 < max_len:
+            logits, cache = model.decode(nxt, cache)
     model.train(was_training)
-    completions = ids[:, prompts.shape[1]:]
+    completions = torch.cat(out, dim=1)
     ended_before = torch.cumsum((completions == EOS).int(), dim=1) - (completions == EOS).int()
     mask = ended_before == 0
     return completions, mask, mask.sum(dim=1)
