@@ -49,10 +49,17 @@ def _advantages_tab(s: Session):
     return AdvantageExplorer(s.advantages).panel
 
 
+def _replay_tab(s: Session):
+    from lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
+
+    return ReplayView()
+
+
 #: the page's tabs, in order: (title, builder(Session) -> Panel object)
 TABS = [
     ("Live lab", _live_tab),
     ("Advantages", _advantages_tab),
+    ("Replay", _replay_tab),
 ]
 
 

@@ -6,16 +6,12 @@ Every expected value is recomputed here from the record with the core (``sims.re
 
 from __future__ import annotations
 
-import json
-import socket
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
-import panel as pn
 import pytest
 
+from lab.replay.serving import serve_local
 from lab.replay.synthetic import synthetic_record
 from lab.replay.view import ReplayView
 from sims.formatting import fixed, percent
@@ -47,12 +43,6 @@ CELL_CODES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).da
 CELL_RATES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).data.rate)"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
@@ -63,16 +53,7 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(runs):
-    port = _free_port()
-    srv = pn.serve(lambda: ReplayView(runs_root=runs), port=port, address="127.0.0.1", threaded=True, show=False,
-                   websocket_origin=[f"127.0.0.1:{port}"])
-    url = f"http://127.0.0.1:{port}/"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            time.sleep(0.1)
+    srv, url = serve_local(lambda: ReplayView(runs_root=runs))
     yield url
     srv.stop()
 

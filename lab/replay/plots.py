@@ -102,7 +102,7 @@ class Slot:
         self.hist_fig.vbar_stack(list(HIST_COLUMNS), x="mid", width=0.095, source=self.hist, color=colors)
         self.hist_fig.xaxis.axis_label = "per-prompt pass rate"
         self.hist_fig.yaxis.axis_label = "prompts"
-        self.readouts = Div(text="", name=f"replay_readouts_{name}", width=width)
+        self.readouts = Div(text="", name=f"replay_readouts_{name}", width=width, height=250)  # fixed: no re-layout
         self.layout = column(self.title, self.grid, self.legend, self.readouts, self.hist_fig)
         self.view: RunView | None = None
 

@@ -26,7 +26,7 @@ from sims.errors import InputError
 from sims.formatting import fixed
 from sims.record import read_record
 
-from .catalog import list_runs
+from .catalog import list_runs, runs_dir
 from .model import RunView, rows_for, union_steps
 from .plots import Slot, TimePlots
 from .scrub import scrub_args, scrub_code
@@ -50,6 +50,7 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
+        self._root = str(runs_root if runs_root is not None else runs_dir())
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
@@ -179,7 +180,11 @@ class ReplayView(pn.viewable.Viewer):
         self.tolerance_pane.object = "<br>".join(parts)
         self.state.notice = "; ".join(missing)
         self.missing_pane.object = ("**Not in this record, so not shown:** " + "; ".join(missing)) if missing else ""
-        self.missing_pane.visible = bool(missing)
+        if views[0] is None:
+            self.missing_pane.object = (f"**No run to replay yet.** No run record was found under `{self._root}`. "
+                                        "Upload a file below, or convert a run with `grpo-lab ingest PATH --format "
+                                        "{trl,verl,jsonl} --out runs/NAME` and reload.")
+        self.missing_pane.visible = bool(self.missing_pane.object)
 
     def _on_view(self, event) -> None:
         for s in self.slots:
