@@ -12,7 +12,7 @@ Public API (stable; other modules import it)
     ``population``). Attributes:
 
     * ``figure``    the Bokeh figure of cells, coloured through a LinearColorMapper on ``code``
-                    (Okabe-Ito outcome colours, grey for filtered), hatched by outcome; hover:
+                    (Okabe-Ito outcome colours, grey for filtered), marked + / - when unanimous; hover:
                     prompt id, group state, pass rate now, successes k of K, and the advantages
                     of a passing / failing rollout under grpo, dr_grpo, sign and tasa;
     * ``source``    ColumnDataSource, one row per prompt in prompt-id order (see COLUMNS); the
@@ -80,15 +80,17 @@ from sims.population import Population
 from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
 
 from .kernel import K_MAX, kernel_arrays, kernel_source
-from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_HATCHES,
+from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_MARK_ALPHA,
+                      OUTCOME_MARKS, OUTCOME_SYMBOLS,
                       OUTCOME_LABELS)
 
 __all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "outcome_mapper", "legend_html",
+           "add_cells", "fit_marks", "mark_columns", "MARKS", "MARK_ALPHAS",
            "advantage_table", "advantage_text",
            "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
 #: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
-COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code", "hatch")
+COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code", "mark", "mark_alpha")
 #: cell code: the outcome (MIXED, ALL_PASS, ALL_FAIL) for a kept prompt, FILTERED for one the filter removed
 FILTERED = 3
 STATE_WORDS = {MIXED: "mixed (has a gradient)", ALL_PASS: "all pass (no gradient)", ALL_FAIL: "all fail (no gradient)"}
@@ -218,20 +220,47 @@ def advantage_text(K: int, k: int, name: str) -> str:
 
 
 def legend_html(grey_label: str = FILTERED_LABEL) -> str:
-    """The legend: the three outcomes in words with colour and hatch, then the grey cell labelled ``grey_label``."""
-    def swatch(color, hatch, alpha=1.0):
-        pattern = {"/": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px)",
-                   "x": "repeating-linear-gradient(45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px),"
-                        "repeating-linear-gradient(-45deg,rgba(0,0,0,.45) 0 1px,transparent 1px 5px)"}.get(hatch)
-        bg = f"background:{pattern},{color}" if pattern else f"background:{color}"
-        return (f'<span style="display:inline-block;width:14px;height:14px;vertical-align:-2px;'
-                f'margin-right:5px;opacity:{alpha};border:1px solid #999;{bg}"></span>')
+    """The legend: the three outcomes in words with colour and mark, then the grey cell labelled ``grey_label``."""
+    def swatch(color, symbol, alpha=1.0):
+        return (f'<span style="display:inline-block;width:14px;height:14px;vertical-align:-2px;margin-right:5px;'
+                f'opacity:{alpha};border:1px solid #999;background:{color};color:#000;font:bold 13px/14px '
+                f'system-ui,sans-serif;text-align:center">{symbol}</span>')
 
-    items = [(OUTCOME_COLORS[c], OUTCOME_HATCHES[c], 1.0, OUTCOME_LABELS[c]) for c in (MIXED, ALL_PASS, ALL_FAIL)]
-    items.append((FILTERED_COLOR, " ", max(FILTERED_ALPHA, 0.6), grey_label))
+    items = [(OUTCOME_COLORS[c], OUTCOME_SYMBOLS[c], 1.0, OUTCOME_LABELS[c]) for c in (MIXED, ALL_PASS, ALL_FAIL)]
+    items.append((FILTERED_COLOR, "", max(FILTERED_ALPHA, 0.6), grey_label))
     spans = "".join(f'<span style="margin-right:14px;white-space:nowrap;display:inline-block">'
-                    f'{swatch(c, h, a)}{label}</span>' for c, h, a, label in items)
+                    f'{swatch(c, s, a)}{label}</span>' for c, s, a, label in items)
     return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
+
+
+#: per cell code (MIXED, ALL_PASS, ALL_FAIL, then FILTERED / not sampled): the mark and its alpha
+MARKS = [OUTCOME_MARKS[MIXED], OUTCOME_MARKS[ALL_PASS], OUTCOME_MARKS[ALL_FAIL], OUTCOME_MARKS[MIXED]]
+MARK_ALPHAS = [OUTCOME_MARK_ALPHA[MIXED], OUTCOME_MARK_ALPHA[ALL_PASS], OUTCOME_MARK_ALPHA[ALL_FAIL], 0.0]
+
+
+def mark_columns(code) -> dict:
+    """``mark`` and ``mark_alpha`` columns for an array of cell codes (0-2 outcomes, 3 filtered / not sampled)."""
+    code = np.asarray(code, dtype=np.int64)
+    return {"mark": np.array(MARKS, dtype=object)[code].tolist(), "mark_alpha": np.array(MARK_ALPHAS)[code]}
+
+
+def add_cells(fig, source: ColumnDataSource, fill_color, **rect_kw):
+    """Draw one square per row of ``source`` at (x, y) and, on top, its mark (+ all pass, - all fail).
+
+    ``source`` needs ``x``, ``y``, ``mark`` and ``mark_alpha``. Returns the squares' renderer (for hover).
+    """
+    cells = fig.rect("x", "y", width=0.88, height=0.88, source=source, fill_color=fill_color, line_color=None,
+                     **rect_kw)
+    fig.scatter("x", "y", marker="mark", size=8, source=source, line_color="#000000",
+                        line_alpha="mark_alpha", line_width=2, fill_color=None, name="cell_marks")
+    return cells
+
+
+def fit_marks(fig, width: int, cols: int) -> None:
+    """Size the marks of every :func:`add_cells` layer in ``fig`` to about half a cell."""
+    size = max(3.0, min(12.0, 0.45 * width / max(cols, 1)))
+    for r in fig.select(name="cell_marks"):
+        r.glyph.size = size
 
 
 _GLUE = r"""
@@ -259,9 +288,10 @@ var out = {pass_rate: d.p_now, successes: d.k, outcome: d.outcome, kept: d.kept}
 G.evaluate({p0: d.p0, u: uniforms.data.u, stride: stride, gain: gain},
            {progress: t, K: Kv, filter: flag(filter), band_lo: lo, band_hi: hi}, out);
 d.p_now = out.pass_rate; d.k = out.successes; d.outcome = out.outcome; d.kept = out.kept;
-var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code, hatch = d.hatch;
+var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code, mark = d.mark, malpha = d.mark_alpha;
 for (var x = 0; x < n; x++) {
-  if (kept[x]) { code[x] = oc[x]; hatch[x] = hatches[oc[x]]; } else { code[x] = filtered_code; hatch[x] = " "; }
+  var c = kept[x] ? oc[x] : filtered_code;
+  code[x] = c; mark[x] = marks[c]; malpha[x] = mark_alphas[c];
 }
 state.data.K[0] = Kv;
 source.change.emit();
@@ -330,10 +360,8 @@ class Grid:
         self.figure.axis.visible = False
         self.figure.grid.visible = False
         mapper = outcome_mapper()
-        cells = self.figure.rect("x", "y", width=0.88, height=0.88, source=self.source,
-                                 fill_color={"field": "code", "transform": mapper}, hatch_pattern="hatch",
-                                 hatch_color="#000000", hatch_alpha=0.45, hatch_scale=5, hatch_weight=1,
-                                 line_color=None)
+        cells = add_cells(self.figure, self.source, {"field": "code", "transform": mapper})
+        self._width = width
         fmt = CustomJSHover(code=_with_kernel(_HOVER), args={
             "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
             "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
@@ -356,6 +384,7 @@ class Grid:
         self._xy = cell_positions(population.pass_rates)
         self.figure.x_range.update(start=-0.5, end=cols - 0.5)
         self.figure.y_range.update(start=-0.5, end=rows - 0.5)
+        fit_marks(self.figure, self._width, cols)
         self.uniforms.data = {"u": arr["u"]}
         self.show(evaluate(scenario, population), scenario.K)
 
@@ -363,14 +392,13 @@ class Grid:
         """The source's columns for an evaluated view (what the browser glue writes for rho = 0)."""
         kept = view.kept.astype(np.uint8)
         outcome = view.outcome.astype(np.int8)
-        hatches = np.array([OUTCOME_HATCHES[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], dtype=object)
         return {
             "prompt": np.arange(self.population.n, dtype=np.int32), "x": self._xy[0], "y": self._xy[1],
             "p0": np.ascontiguousarray(self.population.pass_rates, dtype=np.float64),
             "p_now": np.asarray(view.pass_rate, dtype=np.float64), "k": view.successes.astype(np.int32),
             "outcome": outcome, "kept": kept,
-            "code": np.where(kept == 1, outcome, FILTERED).astype(np.int8),
-            "hatch": np.where(kept == 1, hatches[outcome], " ").tolist(),
+            "code": (code := np.where(kept == 1, outcome, FILTERED).astype(np.int8)),
+            **mark_columns(code),
         }
 
     def show(self, view, K: int) -> None:
@@ -385,7 +413,7 @@ class Grid:
         return {
             "source": self.source, "uniforms": self.uniforms, "state": self.state, "readouts": [self.readouts],
             "templates": [self.template], "stride": K_MAX, "gain": self.gain,
-            "hatches": [OUTCOME_HATCHES[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_code": FILTERED,
+            "marks": MARKS, "mark_alphas": MARK_ALPHAS, "filtered_code": FILTERED,
             "progress": progress, "K": K, "filter": filter, "band": band, "band_lo": band_lo,
             "band_hi": band_hi, "rho": rho,
         }

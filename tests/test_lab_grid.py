@@ -1,7 +1,7 @@
 """lab.grid in a standalone Bokeh page (file_html + INLINE): the browser's repaint equals Python's.
 
 For each setting the CustomJS glue (kernel + glue) repaints the grid and readouts in Chromium;
-the cells' codes, hatches, outcomes and successes and the readout text must equal what
+the cells' codes, marks, outcomes and successes and the readout text must equal what
 ``Grid.columns`` / ``readout_html`` compute from ``sims.scenario.evaluate``.
 """
 
@@ -72,13 +72,13 @@ def test_browser_repaint_equals_python(page, tmp_path):
             m('band').value = [lo, hi]; m('filter').active = f; m('K').value = K; m('progress').value = t;
             await new Promise(r => setTimeout(r, 100));  // CustomJS runs asynchronously in Bokeh 3
             const g = m('grpo_grid').data;
-            return {code: Array.from(g.code), hatch: Array.from(g.hatch), k: Array.from(g.k),
+            return {code: Array.from(g.code), mark: Array.from(g.mark), mark_alpha: Array.from(g.mark_alpha), k: Array.from(g.k),
                     outcome: Array.from(g.outcome), kept: Array.from(g.kept), K: m('grpo_grid_state').data.K[0],
                     readouts: m('grpo_readouts').text};
         }""", [s.progress, s.K, s.band is not None, lo, hi])
         view = evaluate(s, pop)
         py = grid.columns(view, s.K)
-        for col in ("code", "hatch", "k", "outcome", "kept"):
+        for col in ("code", "mark", "mark_alpha", "k", "outcome", "kept"):
             assert js[col] == np.asarray(py[col]).tolist(), (kw, col)
         assert js["K"] == s.K
         assert js["readouts"] == readout_html(view.summary, grid.template), kw

@@ -17,15 +17,14 @@ from bokeh.plotting import figure
 
 from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from ..grid import STATE_WORDS, legend_html, outcome_mapper, readout_html
-from ..palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
+from ..grid import MARK_ALPHAS, MARKS, STATE_WORDS, add_cells, fit_marks, legend_html, mark_columns, outcome_mapper, readout_html
+from ..palette import FILTERED_COLOR, OUTCOME_COLORS
 from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
 
-__all__ = ["Slot", "TimePlots", "readout_template", "HATCHES", "WORDS", "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
+__all__ = ["Slot", "TimePlots", "readout_template", "MARKS", "MARK_ALPHAS", "WORDS", "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
 
 NOT_SAMPLED_LABEL = "not sampled at this step"
-#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled)
-HATCHES = [OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HATCHES[ALL_FAIL], " "]
+#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled); marks: lab.grid.MARKS / MARK_ALPHAS
 WORDS = [STATE_WORDS[MIXED], STATE_WORDS[ALL_PASS], STATE_WORDS[ALL_FAIL], NOT_SAMPLED_LABEL]
 #: histogram columns, in the order of sims.replay.HISTOGRAM_STATES
 HIST_COLUMNS = ("mixed", "all_pass", "all_fail", "not_sampled")
@@ -82,10 +81,8 @@ class Slot:
                            name=f"replay_grid_{name}")
         self.grid.axis.visible = False
         self.grid.grid.visible = False
-        self.outcome_cells = self.grid.rect(
-            "x", "y", width=0.88, height=0.88, source=self.cells, line_color=None,
-            fill_color={"field": "code", "transform": outcome_mapper()}, hatch_pattern="hatch",
-            hatch_color="#000000", hatch_alpha=0.45, hatch_scale=5, hatch_weight=1)
+        self.outcome_cells = add_cells(self.grid, self.cells, {"field": "code", "transform": outcome_mapper()})
+        self._width = width
         rate_mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0, nan_color=FILTERED_COLOR)
         self.rate_cells = self.grid.rect("x", "y", width=0.88, height=0.88, source=self.cells, line_color=None,
                                          fill_color={"field": "rate", "transform": rate_mapper}, visible=False)
@@ -108,7 +105,8 @@ class Slot:
 
     @staticmethod
     def _empty_cells() -> dict:
-        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8), "hatch": [],
+        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8), "mark": [],
+                "mark_alpha": np.zeros(0),
                 "word": [], "rate": np.zeros(0, np.float32)}
 
     def load(self, view: RunView | None) -> None:
@@ -127,6 +125,7 @@ class Slot:
         n = view.n_prompts
         self.grid.x_range.update(start=float(view.x.min(initial=0)) - 0.5, end=float(view.x.max(initial=0)) + 0.5)
         self.grid.y_range.update(start=float(view.y.min(initial=0)) - 0.5, end=float(view.y.max(initial=0)) + 0.5)
+        fit_marks(self.grid, self._width, int(view.x.max(initial=0)) + 1)
         self.states.data = {"s": np.ascontiguousarray(view.codes.ravel())}
         self.rates.data = {"r": np.ascontiguousarray(view.eval_rates.ravel(), dtype=np.float32)}
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
@@ -134,7 +133,8 @@ class Slot:
         mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
         self.hist.data = {"mid": mids, **{c: np.zeros(len(mids), np.int32) for c in HIST_COLUMNS}}
         self.cells.data = {"prompt": view.prompt_labels, "x": view.x, "y": view.y,
-                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8), "hatch": [" "] * n,
+                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8),
+                           **mark_columns(np.full(n, NOT_SAMPLED_CODE)),
                            "word": [WORDS[NOT_SAMPLED_CODE]] * n, "rate": np.full(n, np.nan, np.float32)}
         self.title.text = (f"Run: {view.label}" if self.name == "a" else
                            f"Compared with: {view.label} (dash-dot lines in the plots)")
@@ -149,7 +149,7 @@ class Slot:
         code = view.codes[row] if row >= 0 else np.full(n, NOT_SAMPLED_CODE, np.int8)
         ev = int(view.ev_row[row]) if row >= 0 else -1
         rate = view.eval_rates[ev] if ev >= 0 else np.full(n, np.nan, np.float32)
-        self.cells.data.update(code=code.astype(np.int8), hatch=[HATCHES[c] for c in code],
+        self.cells.data.update(code=code.astype(np.int8), **mark_columns(code),
                                word=[WORDS[c] for c in code], rate=np.asarray(rate, np.float32))
         counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
         self.hist.data.update({c: counts[:, j].astype(np.int32) for j, c in enumerate(HIST_COLUMNS)})

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bokeh.models import ColumnDataSource, CustomJS
 
 from ..kernel import kernel_source
-from .plots import HATCHES, HIST_COLUMNS, WORDS, Slot
+from .plots import HIST_COLUMNS, MARK_ALPHAS, MARKS, WORDS, Slot
 
 __all__ = ["SCRUB_JS", "scrub_args", "scrub_callback"]
 
@@ -34,7 +34,7 @@ function paint(row, cells, states, rates, series, histall, hist, readouts, templ
   var S = states.data.s, R = rates.data.r, ev = row >= 0 ? series.data.ev_row[row] : -1;
   for (var x = 0; x < n; x++) {
     var c = row >= 0 ? S[row * n + x] : not_sampled;
-    code[x] = c; d.hatch[x] = hatches[c]; d.word[x] = words[c];
+    code[x] = c; d.mark[x] = marks[c]; d.mark_alpha[x] = mark_alphas[c]; d.word[x] = words[c];
     d.rate[x] = ev >= 0 ? R[ev * n + x] : NaN;
   }
   cells.change.emit();
@@ -56,8 +56,8 @@ paint(axis.data.row_b[pos], cells_b, states_b, rates_b, series_b, histall_b, his
 
 def scrub_args(slider, axis: ColumnDataSource, spans: list, slots: list[Slot]) -> dict:
     """The CustomJS args for :data:`SCRUB_JS` (``slider`` may be a Bokeh model or a Panel widget)."""
-    args = {"slider": slider, "axis": axis, "spans": spans, "hatches": HATCHES, "words": WORDS,
-            "hist_columns": list(HIST_COLUMNS), "not_sampled": len(HATCHES) - 1}
+    args = {"slider": slider, "axis": axis, "spans": spans, "marks": MARKS, "mark_alphas": MARK_ALPHAS,
+            "words": WORDS, "hist_columns": list(HIST_COLUMNS), "not_sampled": len(MARKS) - 1}
     for s in slots:
         for key in ("cells", "states", "rates", "series", "histall", "hist", "readouts"):
             args[f"{key}_{s.name}"] = getattr(s, key)
