@@ -12,11 +12,19 @@ The warm start is timed separately (it is cached per seed after the first run; p
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+    except OSError:
+        return "unknown"
 
 
 def report(rec, sft_s: float | None = None) -> None:
@@ -36,6 +44,7 @@ def report(rec, sft_s: float | None = None) -> None:
     print(f"evaluation      {ev:8.1f} s  ({100 * ev / wall:4.1f}%)  {ev_rollouts / max(ev, 1e-9):8.0f} rollouts/s "
           f"({len(rec.evals['step'])} evals x {ev_rollouts // max(len(rec.evals['step']), 1)} completions)")
     print(f"other (record, checkpoint) {wall - gen - upd - ev:6.1f} s")
+    print(f"load average    {load_average()} (1, 5, 15 min, now)")
 
 
 def findings(root: str) -> None:

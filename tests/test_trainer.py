@@ -95,6 +95,37 @@ def test_cached_decoding_equals_full_forward_and_samples_match():
     assert lengths.tolist() == [min(e + 1, task.MAX_ANSWER_LEN) for e in first_end]
 
 
+@pytest.mark.parametrize("loss_type", ["grpo", "dr_grpo", "dapo"])
+def test_update_leaving_out_zero_advantage_rows_has_the_full_batch_gradient(loss_type):
+    import copy
+
+    from sims.trainer import loop
+
+    torch.manual_seed(1)
+    cfg = tiny(loss_type=loss_type, estimator="dr_grpo")
+    model = TinyGPT(len(task.VOCAB), task.PROMPT_LEN + task.MAX_ANSWER_LEN, 1, 2, 16)
+    probs = task.prompt_set()[:3]
+    tokens = torch.tensor([task.encode(p.text) for p in probs])
+    ids = np.arange(3)
+    y, mask, logp = loop.rollout(model, tokens, ids, cfg, torch.Generator().manual_seed(2))
+    np.testing.assert_allclose(logp[mask].numpy(), token_logprobs(model, tokens.repeat_interleave(4, 0), y, 1.0)
+                               .detach()[mask].numpy(), rtol=1e-5, atol=1e-5)
+    r = np.array([[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 1.0]])  # set, not verified
+    batch = loop.Batch(ids, y, mask, r, advantages(r, "dr_grpo"), mask.sum(1).numpy().reshape(3, 4), logp)
+    fast = copy.deepcopy(model)
+    stats = loop.update(fast, model, torch.optim.SGD(fast.parameters(), lr=0.0), tokens, batch, np.ones(3, bool), cfg)
+    # the whole batch through grpo_loss, every row included
+    x = tokens.repeat_interleave(4, 0)
+    lp = token_logprobs(model, x, y, 1.0)
+    loss, _ = grpo_loss(lp, lp.detach(), torch.as_tensor(batch.advantages.reshape(-1), dtype=torch.float32), mask,
+                        loss_type=loss_type, epsilon=0.2, epsilon_high=0.28, max_completion_length=task.MAX_ANSWER_LEN)
+    loss.backward()
+    assert stats["loss"] == pytest.approx(float(loss.detach()), abs=1e-7)
+    for (name, a), b in zip(fast.named_parameters(), model.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-7, msg=name)
+    assert stats["kl"] == pytest.approx(0.0, abs=1e-6)  # the reference is the policy itself here
+
+
 def test_kl_term_moves_a_degenerate_group_only_when_beta_positive():
     torch.manual_seed(0)
     model = TinyGPT(len(task.VOCAB), 16, 1, 2, 16)

@@ -62,6 +62,7 @@ class Batch:
     rewards: np.ndarray  # (n, G)
     advantages: np.ndarray  # (n, G)
     lengths: np.ndarray  # (n, G)
+    logprobs: torch.Tensor | None = None  # (n*G, L) sampling log-probabilities
 
 
 @dataclass
@@ -91,12 +92,13 @@ def _generators(seed: int, key: int, step: int, device) -> tuple[np.random.Gener
 
 # ---------------------------------------------------------------- stages (pure functions)
 
-def rollout(model, prompt_tokens, prompt_ids, cfg: GRPOConfig, gen) -> tuple[torch.Tensor, torch.Tensor]:
-    """G completions for each prompt id: tokens and masks, shape (n*G, L)."""
+def rollout(model, prompt_tokens, prompt_ids, cfg: GRPOConfig, gen):
+    """G completions for each prompt id: tokens, masks and sampling log-probabilities, shape (n*G, L)."""
     x = prompt_tokens[torch.as_tensor(prompt_ids, device=prompt_tokens.device)]
     x = x.repeat_interleave(cfg.num_generations, dim=0)
-    completions, mask, _ = sample(model, x, cfg.max_completion_length, cfg.temperature, gen)
-    return completions, mask
+    completions, mask, _, logp = sample(model, x, cfg.max_completion_length, cfg.temperature, gen,
+                                        return_logprobs=True)
+    return completions, mask, logp
 
 
 def reward(problems, prompt_ids, completions, G: int) -> np.ndarray:
@@ -117,15 +119,33 @@ def learning_rate(cfg: GRPOConfig, step: int) -> float:
 
 def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: GRPOConfig) -> dict:
     """``num_iterations`` optimizer steps on the kept groups of ``batch`` (gradient norm clipped to
-    ``max_grad_norm`` when positive); returns loss diagnostics, ``grad_norm`` before clipping."""
+    ``max_grad_norm`` when positive); returns loss diagnostics, ``grad_norm`` before clipping.
+
+    With ``beta = 0`` a completion with zero advantage has zero loss and gradient, so only the others
+    go through the model (the normalisers still count every kept completion: same loss, same
+    gradient, less work); the KL diagnostic then uses the sampling log-probabilities of all kept
+    completions, which are the policy's before this update.
+    """
     G = cfg.num_generations
     rows = np.repeat(keep, G) if len(keep) else np.zeros(0, bool)
     rows_t = torch.as_tensor(rows, device=prompt_tokens.device)
     x = prompt_tokens[torch.as_tensor(batch.prompt_ids, device=prompt_tokens.device)].repeat_interleave(G, 0)[rows_t]
     y, mask = batch.completions[rows_t], batch.mask[rows_t]
     adv = torch.as_tensor(batch.advantages[keep].reshape(-1), device=x.device, dtype=torch.float32)
+    n_rows, n_tokens = int(mask.shape[0]), int(mask.sum())
     with torch.no_grad():
         ref_logp = token_logprobs(ref, x, y, cfg.temperature)
+    kl = float("nan")
+    if cfg.beta == 0 and batch.logprobs is not None:
+        lp = batch.logprobs[rows_t]
+        m = mask.to(lp.dtype)
+        r = ref_logp - lp
+        kl = float(((torch.exp(r) - r - 1) * m).sum() / max(n_tokens, 1))
+        active = adv != 0
+        x, y, mask, adv = x[active], y[active], mask[active], adv[active]
+        ref_logp = None
+        if not len(adv):
+            return {"loss": 0.0, "grad_norm": 0.0, "kl": kl, "clip_frac": 0.0}
     old_logp, stats = None, {}
     for it in range(cfg.num_iterations):
         logp = token_logprobs(model, x, y, cfg.temperature)
@@ -133,7 +153,9 @@ def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: 
             old_logp = logp.detach()
         loss, s = grpo_loss(logp, old_logp, adv, mask, loss_type=cfg.loss_type, epsilon=cfg.epsilon,
                             epsilon_high=cfg.epsilon_high, beta=cfg.beta, ref_logp=ref_logp,
-                            max_completion_length=cfg.max_completion_length)
+                            max_completion_length=cfg.max_completion_length, n_rows=n_rows, n_tokens=n_tokens)
+        if ref_logp is None:
+            s["kl"] = kl
         opt.zero_grad(set_to_none=True)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm if cfg.max_grad_norm > 0 else
@@ -279,9 +301,9 @@ class Run:
             if len(ids) == 0:
                 break
             used.update(ids.tolist())
-            comp, mask = rollout(self.model, self.prompt_tokens, ids, cfg, gen)
+            comp, mask, logp = rollout(self.model, self.prompt_tokens, ids, cfg, gen)
             r = reward(self.problems, ids, comp, G)
-            b = Batch(ids, comp, mask, r, advantage(r, cfg.estimator), mask.sum(1).cpu().numpy().reshape(-1, G))
+            b = Batch(ids, comp, mask, r, advantage(r, cfg.estimator), mask.sum(1).cpu().numpy().reshape(-1, G), logp)
             degenerate, all_pass, all_fail = group_outcomes(r)
             if cfg.dynamic_sampling:
                 keep = ~degenerate & (np.cumsum(~degenerate) + n_kept <= cfg.prompts_per_step)
@@ -301,7 +323,8 @@ class Run:
         if n_kept:
             merged = Batch(np.concatenate([b.prompt_ids for b in batches]),
                            torch.cat([b.completions for b in batches]), torch.cat([b.mask for b in batches]),
-                           *(np.concatenate([getattr(b, k) for b in batches]) for k in ("rewards", "advantages", "lengths")))
+                           *(np.concatenate([getattr(b, k) for b in batches]) for k in ("rewards", "advantages", "lengths")),
+                           torch.cat([b.logprobs for b in batches]))
             stats = update(self.model, self.ref, self.opt, self.prompt_tokens, merged, np.concatenate(keeps), cfg)
         t2 = time.perf_counter()
         rewards_all = np.concatenate([b.rewards for b in batches]) if batches else np.zeros((0, G))

@@ -13,7 +13,9 @@ rho_it = exp(log pi(y_it) - log pi_old(y_it)) and advantage A_i,
     dapo     sum_it m_it l_it / sum_it m_it                     (token mean over the batch)
 
 With A_i = 0 for every completion of a group and beta = 0, every l_it of that
-group is exactly 0 whatever the ratio, so the group adds nothing to the gradient.
+group is exactly 0 whatever the ratio, so the group adds nothing to the gradient;
+the trainer then leaves such rows out of the forward pass and passes the batch's
+``n_rows`` and ``n_tokens`` so that the normalisers (and the loss) are unchanged.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ def per_token_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 
 
 def grpo_loss(logp, old_logp, advantages, mask, *, loss_type: str, epsilon: float, epsilon_high: float,
-              beta: float = 0.0, ref_logp=None, max_completion_length: int | None = None):
+              beta: float = 0.0, ref_logp=None, max_completion_length: int | None = None,
+              n_rows: int | None = None, n_tokens: int | None = None):
     """Scalar loss and a dict of diagnostics (mean token KL when ``ref_logp`` is given, clip fraction).
 
     ``logp``, ``old_logp``, ``ref_logp``, ``mask``: (B, L); ``advantages``: (B,).
+    ``n_rows``, ``n_tokens``: completions and completion tokens of the whole batch when only some
+    of its rows are passed (the others having zero loss); default: B and mask.sum().
     """
     mask = mask.to(logp.dtype)
     ratio = torch.exp(logp - old_logp)
@@ -42,15 +47,16 @@ def grpo_loss(logp, old_logp, advantages, mask, *, loss_type: str, epsilon: floa
     kl = per_token_kl(logp, ref_logp) if ref_logp is not None else None
     if beta > 0:
         per_token = per_token + beta * kl
+    B = mask.shape[0] if n_rows is None else n_rows
+    n_tok = mask.sum().clamp(min=1) if n_tokens is None else max(n_tokens, 1)
     if loss_type == "grpo":
-        loss = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).mean()
+        loss = ((per_token * mask).sum(1) / mask.sum(1).clamp(min=1)).sum() / max(B, 1)
     elif loss_type == "dr_grpo":
-        loss = (per_token * mask).sum() / (mask.shape[0] * (max_completion_length or mask.shape[1]))
+        loss = (per_token * mask).sum() / (max(B, 1) * (max_completion_length or mask.shape[1]))
     elif loss_type == "dapo":
-        loss = (per_token * mask).sum() / mask.sum().clamp(min=1)
+        loss = (per_token * mask).sum() / n_tok
     else:
         raise ValueError(f"unknown loss_type {loss_type!r}")
-    n_tok = mask.sum().clamp(min=1)
     stats = {
         "kl": float(((kl * mask).sum() / n_tok).detach()) if kl is not None else float("nan"),
         "clip_frac": float((((unclipped != clipped).to(logp.dtype)) * mask).sum().detach() / n_tok),
