@@ -302,7 +302,21 @@ function fmt(v, f) {
   return G.fixed(v, Number(f.slice(3)));
 }
 for (var r = 0; r < readouts.length; r++) {
-  readouts[r].text = templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) { return fmt(sm[k], f); });
+  write(readouts[r], templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) { return fmt(sm[k], f); }));
+}
+/* Rewriting a Div's text makes Bokeh lay out the whole page again (tens of ms in the served lab).
+   While the controls move, write the rendered Div's HTML directly; the model's text follows once
+   they pause, so the document (and the server) end with the same text. */
+function write(div, html) {
+  var views = window.__grpoDivViews || (window.__grpoDivViews = {});
+  var view = views[div.id];
+  if (view === undefined && window.Bokeh && Bokeh.index && Bokeh.index.find_one) {
+    view = views[div.id] = Bokeh.index.find_one(div);
+  }
+  if (!view || !view.markup_el || !view.markup_el.isConnected) { div.text = html; return; }
+  view.markup_el.innerHTML = html;
+  clearTimeout(div.__grpoSync);
+  div.__grpoSync = setTimeout(function () { if (div.text !== html) div.text = html; }, 300);
 }
 """
 
@@ -370,7 +384,11 @@ class Grid:
         formatters = {"@outcome": fmt, "@p_now": fmt, "@k": fmt}
         self.figure.add_tools(HoverTool(renderers=[cells], tooltips=tips, formatters=formatters))
         self.legend = Div(text=legend_html(), sizing_mode="stretch_width", name="grpo_legend")
-        self.readouts = Div(text="", sizing_mode="stretch_width", name="grpo_readouts")
+        # a fixed height (and, without a sizing mode, a fixed width): rewriting the text then needs no
+        # layout pass over the whole page, which cost tens of ms per slider step in the served lab
+        rows = len(READOUTS) if readouts == "full" else len(_MAIN)
+        self.readouts = Div(text="", height=28 * rows + 34, name="grpo_readouts",
+                            **({"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}))
         self.layout = column(self.figure, self.legend, self.readouts, sizing_mode=sizing_mode)
         self.set_population(population, scenario)
 

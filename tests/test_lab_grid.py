@@ -51,6 +51,11 @@ def test_python_readouts_equal_the_summary():
 
 
 @pytest.mark.browser
+def _as_rendered(page, html: str) -> str:
+    """``html`` as the browser serialises it once parsed (what innerHTML reads back)."""
+    return page.evaluate("h => { const d = document.createElement('div'); d.innerHTML = h; return d.innerHTML; }", html)
+
+
 def test_browser_repaint_equals_python(page, tmp_path):
     base = Scenario(n_prompts=900, seed=11)
     pop = base.population()
@@ -72,9 +77,11 @@ def test_browser_repaint_equals_python(page, tmp_path):
             m('band').value = [lo, hi]; m('filter').active = f; m('K').value = K; m('progress').value = t;
             await new Promise(r => setTimeout(r, 100));  // CustomJS runs asynchronously in Bokeh 3
             const g = m('grpo_grid').data;
+            const shown = Bokeh.index.find_one(m('grpo_readouts')).markup_el.innerHTML;  // written at once
+            await new Promise(r => setTimeout(r, 500));  // the model's text follows once the controls pause
             return {code: Array.from(g.code), mark: Array.from(g.mark), mark_alpha: Array.from(g.mark_alpha), k: Array.from(g.k),
                     outcome: Array.from(g.outcome), kept: Array.from(g.kept), K: m('grpo_grid_state').data.K[0],
-                    readouts: m('grpo_readouts').text};
+                    readouts: m('grpo_readouts').text, shown};
         }""", [s.progress, s.K, s.band is not None, lo, hi])
         view = evaluate(s, pop)
         py = grid.columns(view, s.K)
@@ -82,4 +89,5 @@ def test_browser_repaint_equals_python(page, tmp_path):
             assert js[col] == np.asarray(py[col]).tolist(), (kw, col)
         assert js["K"] == s.K
         assert js["readouts"] == readout_html(view.summary, grid.template), kw
+        assert js["shown"] == _as_rendered(page, js["readouts"]), kw
     assert page.console_errors == []

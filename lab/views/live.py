@@ -25,6 +25,14 @@ __all__ = ["LiveLab"]
 
 REDRAW_DELAY_MS = 150  #: plots redraw this long after the last control change (the grid needs no wait)
 
+#: Moving the marker repaints the whole decay plot (axes, labels: ~30 ms); at most one move per 100 ms,
+#: to the slider's latest value, so the grid and readouts get the frame first while dragging.
+MARKER_JS = """
+if (marker.__grpoPending) return;
+marker.__grpoPending = true;
+setTimeout(function () { marker.__grpoPending = false; marker.location = slider.value; }, 100);
+"""
+
 
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
@@ -42,8 +50,8 @@ class LiveLab:
             widget.jscallback(args=self.grid.js_args(progress=c.progress, K=c.K, filter=c.filter, band=c.band,
                                                      rho=c.rho), value=code)
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
-        if not embed:
-            c.progress.jslink(self.plots[1].marker, value="location")  # the decay plot's t marker, in the browser
+        if not embed:  # the decay plot's t marker follows in the browser, trailing the grid (see MARKER_JS)
+            c.progress.jscallback(args={"marker": self.plots[1].marker, "slider": c.progress}, value=MARKER_JS)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
         self._periodic = None
