@@ -86,7 +86,7 @@ from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_CO
 
 __all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "outcome_mapper", "legend_html",
            "add_cells", "fit_marks", "mark_columns", "MARKS", "MARK_ALPHAS",
-           "advantage_table", "advantage_text",
+           "advantage_table", "advantage_text", "DIV_WRITER_JS",
            "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
 #: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
@@ -263,7 +263,25 @@ def fit_marks(fig, width: int, cols: int) -> None:
         r.glyph.size = size
 
 
-_GLUE = r"""
+#: JS helper ``write(div, html)``, shared by the grid's glue and the replay's scrubber
+DIV_WRITER_JS = r"""
+/* Rewriting a Div's text makes Bokeh lay out the whole page again (tens of ms in the served lab).
+   While the controls move, write the rendered Div's HTML directly; the model's text follows once
+   they pause, so the document (and the server) end with the same text. */
+function write(div, html) {
+  var views = window.__grpoDivViews || (window.__grpoDivViews = {});
+  var view = views[div.id];
+  if (view === undefined && window.Bokeh && Bokeh.index && Bokeh.index.find_one) {
+    view = views[div.id] = Bokeh.index.find_one(div);
+  }
+  if (!view || !view.markup_el || !view.markup_el.isConnected) { div.text = html; return; }
+  view.markup_el.innerHTML = html;
+  clearTimeout(div.__grpoSync);
+  div.__grpoSync = setTimeout(function () { if (div.text !== html) div.text = html; }, 300);
+}
+"""
+
+_GLUE = DIV_WRITER_JS + r"""
 var G = window.grpoKernel;
 function num(m, d) {
   if (m === null || m === undefined) return d;
@@ -303,20 +321,6 @@ function fmt(v, f) {
 }
 for (var r = 0; r < readouts.length; r++) {
   write(readouts[r], templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) { return fmt(sm[k], f); }));
-}
-/* Rewriting a Div's text makes Bokeh lay out the whole page again (tens of ms in the served lab).
-   While the controls move, write the rendered Div's HTML directly; the model's text follows once
-   they pause, so the document (and the server) end with the same text. */
-function write(div, html) {
-  var views = window.__grpoDivViews || (window.__grpoDivViews = {});
-  var view = views[div.id];
-  if (view === undefined && window.Bokeh && Bokeh.index && Bokeh.index.find_one) {
-    view = views[div.id] = Bokeh.index.find_one(div);
-  }
-  if (!view || !view.markup_el || !view.markup_el.isConnected) { div.text = html; return; }
-  view.markup_el.innerHTML = html;
-  clearTimeout(div.__grpoSync);
-  div.__grpoSync = setTimeout(function () { if (div.text !== html) div.text = html; }, 300);
 }
 """
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bokeh.models import ColumnDataSource, CustomJS
 
+from ..grid import DIV_WRITER_JS
 from ..kernel import kernel_source
 from .plots import HIST_COLUMNS, MARK_ALPHAS, MARKS, WORDS, Slot
 
@@ -45,9 +46,9 @@ function paint(row, cells, states, rates, series, histall, hist, readouts, templ
     }
   }
   hist.change.emit();
-  readouts.text = template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
+  write(readouts, template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
     return fmt(row >= 0 ? series.data[k][row] : NaN, f);
-  });
+  }));
 }
 paint(axis.data.row_a[pos], cells_a, states_a, rates_a, series_a, histall_a, hist_a, readouts_a, template_a);
 paint(axis.data.row_b[pos], cells_b, states_b, rates_b, series_b, histall_b, hist_b, readouts_b, template_b);
@@ -67,7 +68,7 @@ def scrub_args(slider, axis: ColumnDataSource, spans: list, slots: list[Slot]) -
 
 def scrub_code() -> str:
     """Kernel (defined once per page, for its formatters) + the scrub glue."""
-    return "if (!window.grpoKernel) {\n" + kernel_source() + "\n}\n" + SCRUB_JS
+    return "if (!window.grpoKernel) {\n" + kernel_source() + "\n}\n" + DIV_WRITER_JS + SCRUB_JS
 
 
 def scrub_callback(slider, axis, spans, slots) -> CustomJS:
