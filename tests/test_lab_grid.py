@@ -72,17 +72,26 @@ def test_browser_repaint_equals_python(page, tmp_path):
     for kw in SETTINGS:
         s = Scenario(n_prompts=900, seed=11, K=kw.get("K", 8), progress=kw["progress"], band=kw.get("band"))
         lo, hi = s.band or (0.2, 0.8)
-        js = page.evaluate("""async ([t, K, f, lo, hi]) => {
+        page.evaluate("""([t, K, f, lo, hi]) => {
             const d = Bokeh.documents[0], m = n => d.get_model_by_name(n);
+            m('grpo_readouts').text = '';  // so the wait below sees this repaint, not the previous one
             m('band').value = [lo, hi]; m('filter').active = f; m('K').value = K; m('progress').value = t;
-            await new Promise(r => setTimeout(r, 100));  // CustomJS runs asynchronously in Bokeh 3
-            const g = m('grpo_grid').data;
-            const shown = Bokeh.index.find_one(m('grpo_readouts')).markup_el.innerHTML;  // written at once
-            await new Promise(r => setTimeout(r, 500));  // the model's text follows once the controls pause
-            return {code: Array.from(g.code), mark: Array.from(g.mark), mark_alpha: Array.from(g.mark_alpha), k: Array.from(g.k),
-                    outcome: Array.from(g.outcome), kept: Array.from(g.kept), K: m('grpo_grid_state').data.K[0],
-                    readouts: m('grpo_readouts').text, shown};
         }""", [s.progress, s.K, s.band is not None, lo, hi])
+        # the browser writes the rendered readouts at once and the model's text once the controls pause
+        page.wait_for_function("""() => {
+            const m = n => Bokeh.documents[0].get_model_by_name(n), text = m('grpo_readouts').text;
+            if (!text) return false;
+            const v = Bokeh.index.find_one(m('grpo_readouts')), probe = document.createElement('div');
+            probe.innerHTML = text;
+            return v && v.markup_el && v.markup_el.innerHTML === probe.innerHTML;
+        }""", timeout=20_000)
+        js = page.evaluate("""() => {
+            const d = Bokeh.documents[0], m = n => d.get_model_by_name(n), g = m('grpo_grid').data;
+            return {code: Array.from(g.code), mark: Array.from(g.mark), mark_alpha: Array.from(g.mark_alpha),
+                    k: Array.from(g.k), outcome: Array.from(g.outcome), kept: Array.from(g.kept),
+                    K: m('grpo_grid_state').data.K[0], readouts: m('grpo_readouts').text,
+                    shown: Bokeh.index.find_one(m('grpo_readouts')).markup_el.innerHTML};
+        }""")
         view = evaluate(s, pop)
         py = grid.columns(view, s.K)
         for col in ("code", "mark", "mark_alpha", "k", "outcome", "kept"):
