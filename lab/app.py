@@ -93,8 +93,22 @@ def build_app(query: dict[str, str] | None = None):
         f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
         "Share a view by copying the URL.</p>", sizing_mode="stretch_width")
-    tabs = pn.Tabs(*[(title, build(session)) for title, build in TABS], sizing_mode="stretch_width", dynamic=False)
+    tabs = _lazy_tabs(session)
     return pn.Column(header, tabs, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+
+
+def _lazy_tabs(session: Session) -> pn.Tabs:
+    """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone."""
+    holders = [pn.Column(sizing_mode="stretch_width") for _ in TABS]
+    tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width")
+
+    def show(index: int) -> None:
+        if not holders[index].objects:
+            holders[index].objects = [TABS[index][1](session)]
+
+    show(0)
+    tabs.param.watch(lambda event: show(event.new), "active")
+    return tabs
 
 
 def _sync_url(lab: LabState, query: dict[str, str], corrected: bool) -> None:

@@ -387,12 +387,11 @@ class Grid:
                 ("successes", "@k{kofK}")] + [(f"A {name}", f"@k{{{name}}}") for name in ESTIMATORS]
         formatters = {"@outcome": fmt, "@p_now": fmt, "@k": fmt}
         self.figure.add_tools(HoverTool(renderers=[cells], tooltips=tips, formatters=formatters))
-        self.legend = Div(text=legend_html(), sizing_mode="stretch_width", name="grpo_legend")
-        # a fixed height (and, without a sizing mode, a fixed width): rewriting the text then needs no
-        # layout pass over the whole page, which cost tens of ms per slider step in the served lab
+        size_kw = {"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}
+        self.legend = Div(text=legend_html(), name="grpo_legend", **size_kw)  # wraps under the grid
+        # a fixed height, so the page below does not jump as rows change
         rows = len(READOUTS) if readouts == "full" else len(_MAIN)
-        self.readouts = Div(text="", height=28 * rows + 34, name="grpo_readouts",
-                            **({"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}))
+        self.readouts = Div(text="", height=28 * rows + 34, name="grpo_readouts", **size_kw)
         self.layout = column(self.figure, self.legend, self.readouts, sizing_mode=sizing_mode)
         self.set_population(population, scenario)
 

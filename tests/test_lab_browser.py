@@ -171,3 +171,19 @@ def test_embed_shows_only_grid_main_controls_and_readouts(page, lab_url):
     text = page.evaluate(PAGE_TEXT)
     assert "Training progress" in text and "Advantages" not in text and "Jensen" not in text
     assert page.console_errors == []
+
+
+def test_every_tab_opens_in_the_full_page(offline, lab_url):
+    """Tabs are built when first shown: the Advantages and Replay tabs render there, offline, without errors."""
+    page = offline
+    page.goto(lab_url)
+    wait_readout(page)
+    page.locator(".bk-tab", has_text="Advantages").first.click()
+    page.wait_for_function(f"({PAGE_TEXT})().includes('dr_grpo')", timeout=60_000)
+    page.locator(".bk-tab", has_text="Replay").first.click()
+    step = wait_readout(page, "replay-step", timeout=90_000)  # the first shipped run is loaded and painted
+    assert step.strip() != ""
+    page.locator(".bk-tab", has_text="Live lab").first.click()
+    press_progress(page, "End")
+    wait_for_text(page, "readout-useful", expected(progress=1.0)["readout-useful"])
+    assert page.console_errors == [] and page.outside_requests == []
