@@ -67,10 +67,13 @@ def findings(root: str) -> None:
         rows[path.name.rsplit("-s", 1)[0]].append({
             "seed": rec.meta["seed"], "zero_std": s["frac_reward_zero_std"], "all_pass": s["frac_all_pass"],
             "all_fail": s["frac_all_fail"], "d_real": last["d_real"], "d_iid": last["d_iid"],
-            "gap": last["d_real"] - last["d_iid"], "pass0": first["mean_pass_rate"], "pass": last["mean_pass_rate"],
+            "gap": last["d_real"] - last["d_iid"], "never0": float(np.mean(rec.evals["pass_rate"][0] == 0)),
+            "always0": float(np.mean(rec.evals["pass_rate"][0] == 1)), "pass0": first["mean_pass_rate"],
+            "pass": last["mean_pass_rate"], "gain": last["mean_pass_rate"] - first["mean_pass_rate"],
             "per_kept": s["rollouts_per_kept_group"], "per_signal": s["rollouts_generated"] / max(nonzero.sum(), 1),
         })
-    cols = ["zero_std", "all_pass", "all_fail", "d_real", "d_iid", "gap", "pass0", "pass", "per_kept", "per_signal"]
+    cols = ["zero_std", "all_pass", "all_fail", "d_real", "d_iid", "gap", "never0", "always0", "pass0", "pass",
+            "gain", "per_kept", "per_signal"]
     print("| run | seeds | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     for name, rs in rows.items():
