@@ -2,6 +2,7 @@
 
     python benchmarks/bench_trainer.py                 # train the default config (200 steps) in a temp dir
     python benchmarks/bench_trainer.py --steps 50      # a shorter run, same per-step figures
+    python benchmarks/bench_trainer.py --estimator sign  # every completion carries advantage: no rows skipped
     python benchmarks/bench_trainer.py --record runs/g4-sign-s0   # figures from an existing record
     python benchmarks/bench_trainer.py --findings runs            # the findings table of docs/trainer.md
 
@@ -88,6 +89,7 @@ def findings(root: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--estimator", default="dr_grpo")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--record", help="report from this run record instead of training")
@@ -107,7 +109,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        rec = train(GRPOConfig(steps=args.steps), Path(tmp) / "bench", device=args.device, threads=args.threads,
+        rec = train(GRPOConfig(steps=args.steps, estimator=args.estimator), Path(tmp) / "bench", device=args.device, threads=args.threads,
                     sft_cache=None if args.no_cache else "default")
         total = time.perf_counter() - t0
         report(rec, sft_s=total - float(rec.meta["wall_time_s"]))
