@@ -23,15 +23,14 @@ from .outcome import OutcomePlot
 
 __all__ = ["LiveLab"]
 
-REDRAW_DELAY_MS = 150  #: plots redraw this long after the last control change (the grid needs no wait)
+REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 
-#: Moving the marker repaints the whole decay plot (axes, labels: ~30 ms); at most one move per 100 ms,
-#: to the slider's latest value, so the grid and readouts get the frame first while dragging.
+#: Moving the marker repaints the whole decay plot (axes, labels: ~30 ms), so like the Python-drawn
+#: plots it follows once the slider pauses, and the grid and readouts have every frame while dragging.
 MARKER_JS = """
-if (marker.__grpoPending) return;
-marker.__grpoPending = true;
-setTimeout(function () { marker.__grpoPending = false; marker.location = slider.value; }, 100);
-"""
+clearTimeout(marker.__grpoTimer);
+marker.__grpoTimer = setTimeout(function () { marker.location = slider.value; }, %d);
+""" % REDRAW_DELAY_MS
 
 
 class LiveLab:
@@ -50,7 +49,7 @@ class LiveLab:
             widget.jscallback(args=self.grid.js_args(progress=c.progress, K=c.K, filter=c.filter, band=c.band,
                                                      rho=c.rho), value=code)
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
-        if not embed:  # the decay plot's t marker follows in the browser, trailing the grid (see MARKER_JS)
+        if not embed:  # the decay plot's t marker, moved in the browser (see MARKER_JS)
             c.progress.jscallback(args={"marker": self.plots[1].marker, "slider": c.progress}, value=MARKER_JS)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
