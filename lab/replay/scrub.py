@@ -27,7 +27,6 @@ var G = window.grpoKernel;
 var u = axis.data.step, U = u.length;
 if (!U) return;
 var pos = Math.min(Math.max(Math.round(Number((slider || cb_obj).value)), 0), U - 1);
-for (var i = 0; i < spans.length; i++) spans[i].location = u[pos];
 function fmt(v, f) { return f === "pct" ? G.percent(v) : G.fixed(v, Number(f.slice(3))); }
 function paint(row, cells, states, rates, series, histall, hist, readouts, template) {
   var d = cells.data, code = d.code, n = code.length;
@@ -39,6 +38,13 @@ function paint(row, cells, states, rates, series, histall, hist, readouts, templ
     d.rate[x] = ev >= 0 ? R[ev * n + x] : NaN;
   }
   cells.change.emit();
+  write(readouts, template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
+    return fmt(row >= 0 ? series.data[k][row] : NaN, f);
+  }));
+}
+paint(axis.data.row_a[pos], cells_a, states_a, rates_a, series_a, histall_a, hist_a, readouts_a, template_a);
+paint(axis.data.row_b[pos], cells_b, states_b, rates_b, series_b, histall_b, hist_b, readouts_b, template_b);
+function histogram(row, histall, hist) {
   var C = histall.data.c, h = hist.data, bins = h.mid.length;
   for (var b = 0; b < bins; b++) {
     for (var j = 0; j < hist_columns.length; j++) {
@@ -46,12 +52,15 @@ function paint(row, cells, states, rates, series, histall, hist, readouts, templ
     }
   }
   hist.change.emit();
-  write(readouts, template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
-    return fmt(row >= 0 ? series.data[k][row] : NaN, f);
-  }));
 }
-paint(axis.data.row_a[pos], cells_a, states_a, rates_a, series_a, histall_a, hist_a, readouts_a, template_a);
-paint(axis.data.row_b[pos], cells_b, states_b, rates_b, series_b, histall_b, hist_b, readouts_b, template_b);
+/* The step markers and histograms repaint whole plots (axes, labels): they follow once the slider
+   pauses, so while it moves every frame goes to the grids and readouts. */
+clearTimeout(window.__grpoScrubLater);
+window.__grpoScrubLater = setTimeout(function () {
+  for (var i = 0; i < spans.length; i++) spans[i].location = u[pos];
+  histogram(axis.data.row_a[pos], histall_a, hist_a);
+  histogram(axis.data.row_b[pos], histall_b, hist_b);
+}, 200);
 """
 
 
