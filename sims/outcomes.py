@@ -105,7 +105,7 @@ def outcome_probabilities(p, K, rho=0.0) -> dict[str, np.ndarray]:
     never = (K_arr == 1) | (p_arr == 0) | (p_arr == 1)
     useful = np.where(never, 0.0, useful)
     unanimous = np.where(never, 1.0, all_pass + all_fail)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # K / a subnormal P(useful) is inf
         per_useful = np.where(useful > 0, K_arr / np.where(useful > 0, useful, 1.0), np.nan)
     out = {
         "p_all_pass": all_pass,
