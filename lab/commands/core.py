@@ -9,9 +9,9 @@ import numpy as np
 from sims import advantages as adv
 from sims import montecarlo, outcomes
 from sims.errors import InputError
-from sims.population import DEFAULT_SEED
 from sims.scenario import Scenario, evaluate
 
+from ._args import add_view_arguments
 from ._io import print_json, print_table
 
 
@@ -26,12 +26,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("population", help="one lab view of a Beta difficulty population",
                        description="Evaluate the lab's view: pass rates, realised and expected groups, filter, Jensen gap.")
-    p.add_argument("--n-prompts", type=int, default=600, help="number of prompts (default 600)")
-    p.add_argument("--a", type=float, default=2.0, help="Beta a (default 2)")
-    p.add_argument("--b", type=float, default=3.0, help="Beta b (default 3)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"population seed (default {DEFAULT_SEED})")
-    p.add_argument("--progress", type=float, default=0.0, help="training progress t in [0, 1] (default 0)")
-    p.add_argument("--K", type=int, default=8, help="group size (default 8)")
+    add_view_arguments(p)
     p.add_argument("--rho", type=float, default=0.0, help="intra-group correlation in [0, 1) (default 0)")
     p.add_argument("--filter", type=float, nargs=2, metavar=("LO", "HI"), help="keep prompts with LO <= p_t <= HI")
     p.add_argument("--json", action="store_true", help="print JSON")

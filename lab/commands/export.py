@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sims.population import DEFAULT_SEED
+from ._args import add_view_arguments
 
 
 def register(sub) -> None:
@@ -14,12 +14,7 @@ def register(sub) -> None:
                     "network: progress (with play), K, the filter and its band, and new draws cycling "
                     "through populations embedded in the file.")
     p.add_argument("--out", default="decay.html", help="output file (default decay.html); written atomically")
-    p.add_argument("--n-prompts", type=int, default=600, help="number of prompts (default 600, at most 10000)")
-    p.add_argument("--a", type=float, default=2.0, help="Beta a (default 2)")
-    p.add_argument("--b", type=float, default=3.0, help="Beta b (default 3)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"first population seed (default {DEFAULT_SEED})")
-    p.add_argument("--progress", type=float, default=0.0, help="starting training progress t in [0, 1] (default 0)")
-    p.add_argument("--K", type=int, default=8, help="starting group size, 1 to 64 (default 8)")
+    add_view_arguments(p, start=True, max_prompts=", at most 10000")
     p.add_argument("--filter", type=float, nargs=2, metavar=("LO", "HI"),
                    help="start with the difficulty filter on, keeping LO <= p_t <= HI")
     p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"),
