@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.lab_server import block_outside  # noqa: E402
 
 FIRST_READOUT_INIT = """
 (() => {
@@ -94,17 +95,9 @@ def pct(values, q):
 def open_offline(browser, path: Path, wait_ready: bool, timeout_ms: int = 20_000):
     ctx = browser.new_context(viewport={"width": 800, "height": 1000})
     page = ctx.new_page()
-    url, attempted, errors = path.as_uri(), [], []
+    url, errors = path.as_uri(), []
     page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r):
-        if r.request.url == url:
-            r.continue_()
-        else:
-            attempted.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    attempted = block_outside(page, lambda u: u == url)
     page.add_init_script(FIRST_READOUT_INIT)
     page.goto(url)
     ready = True

@@ -13,6 +13,24 @@ from pathlib import Path
 
 APP = Path(__file__).resolve().parents[1] / "lab" / "app.py"
 
+
+def block_outside(page, allowed) -> list[str]:
+    """Route every request of ``page``: continue those ``allowed(url)`` accepts, abort and record the others.
+
+    Returns the list the aborted URLs are appended to (the offline checks assert it stays empty).
+    """
+    attempted: list[str] = []
+
+    def route(r):
+        if allowed(r.request.url):
+            r.continue_()
+        else:
+            attempted.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return attempted
+
 #: JavaScript: the text of the first element with a CSS class, searched through every shadow root
 READ_CLASS = """cls => {
   function find(root) {

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lab import export as ex
+from lab_server import block_outside
 from lab.export_page import READ_HOOKS_JS, SET_CONTROLS_JS
 from sims.errors import InputError
 from sims.formatting import percent
@@ -64,16 +65,7 @@ def custom_page_file(tmp_path_factory):
 def open_offline(page, path):
     """Open the file with every other request aborted; return the list of attempted other requests."""
     url = path.as_uri()
-    attempted = []
-
-    def route(r):
-        if r.request.url == url:
-            r.continue_()
-        else:
-            attempted.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    attempted = block_outside(page, lambda u: u == url)
     page.goto(url)
     page.wait_for_selector("#grpo-export[data-ready=true]", state="attached", timeout=20_000)
     return attempted

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from lab_server import PAGE_TEXT, READ_CLASS, serve, wait_readout
+from lab_server import PAGE_TEXT, READ_CLASS, block_outside, serve, wait_readout
 from sims.formatting import percent
 from sims.scenario import Scenario, evaluate
 
@@ -31,18 +31,7 @@ def lab_url():
 def offline(page, lab_url):
     """Route every request: our own origin continues, anything else is aborted and recorded."""
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(lab_url))
-    outside = []
-
-    def handler(route):
-        url = route.request.url
-        if url.startswith(origin + "/") or url == origin:
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
-    page.route("**/*", handler)
-    page.outside_requests = outside
+    page.outside_requests = block_outside(page, lambda url: url.startswith(origin + "/") or url == origin)
     return page
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lab.replay.serving import serve_local
+from lab_server import block_outside
 from lab.replay.synthetic import synthetic_record
 from lab.replay.view import ReplayView
 from sims.formatting import fixed, percent
@@ -61,17 +62,8 @@ def server(runs):
 @pytest.fixture
 def lab(page, server):
     """The served tab, every request to another host aborted and recorded."""
-    outside = []
     origin = server.rstrip("/")
-
-    def route(r):
-        if r.request.url.startswith(origin) or r.request.url.startswith(origin.replace("http", "ws")):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws")))
     page.goto(server)
     page.wait_for_function(f"() => ({READ_CLASS})('replay-step').length > 0 && "
                            f"({READ_CLASS})('replay-step')[0] !== ''")
