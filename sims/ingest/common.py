@@ -185,6 +185,22 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes: int, ori
     return bytes(out)
 
 
+#: (format, keys a line of it has, how to name it), for telling a user which --format a file needs
+_LINE_SHAPES = (
+    ("verl", ("input", "score"), "a verl rollout dump"),
+    ("jsonl", ("rewards", "prompt_id"), "the plain group format"),
+    ("trl", ("prompt", "completion"), "a per-completion log (TRL?)"),
+)
+
+
+def format_hint(obj: dict, fmt: str) -> str:
+    """``"; it looks like ...: use --format X"`` when a JSON line has another format's shape, else ``""``."""
+    for name, keys, what in _LINE_SHAPES:
+        if name != fmt and all(k in obj for k in keys):
+            return f"; it looks like {what}: use --format {name}"
+    return ""
+
+
 def iter_json_lines(data: bytes, label: str):
     """Yield ``(line_number, object)`` for each non-blank line; a bad line is an InputError naming it."""
     try:

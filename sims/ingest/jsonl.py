@@ -24,19 +24,11 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, GroupTable, build_record, iter_json_lines, numeric_scalars, parse_float
+from .common import Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars, parse_float
 
 __all__ = ["ingest_jsonl", "parse_groups"]
 
 _REQUIRED = ("step", "prompt_id", "rewards")
-
-
-def _hint(obj: dict) -> str:
-    if "input" in obj and "score" in obj:
-        return "; it looks like a verl rollout dump: use --format verl"
-    if "prompt" in obj and "completion" in obj:
-        return "; it looks like a per-completion log (TRL?): use --format trl"
-    return ""
 
 
 def _int_list(value, where: str) -> list[int]:
@@ -51,14 +43,14 @@ def parse_groups(data: bytes, label: str, table: GroupTable, scalars: dict[int, 
     for n, obj in iter_json_lines(data, label):
         step = obj.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-            raise InputError(f"{label} line {n}: 'step' must be an integer >= 0, got {step!r}{_hint(obj)}")
+            raise InputError(f"{label} line {n}: 'step' must be an integer >= 0, got {step!r}{format_hint(obj, 'jsonl')}")
         extra = obj.get("data", obj.get("scalars")) if "rewards" not in obj else None
         if isinstance(extra, dict):
             scalars.setdefault(step, {}).update(numeric_scalars(extra))
             continue
         lacking = [k for k in _REQUIRED if k not in obj]
         if lacking:
-            raise InputError(f"{label} line {n}: missing {', '.join(repr(k) for k in lacking)}{_hint(obj)}")
+            raise InputError(f"{label} line {n}: missing {', '.join(repr(k) for k in lacking)}{format_hint(obj, 'jsonl')}")
         pid = obj["prompt_id"]
         if isinstance(pid, bool) or not isinstance(pid, (str, int)):
             raise InputError(f"{label} line {n}: 'prompt_id' must be a string or integer")

@@ -34,19 +34,11 @@ from functools import reduce
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, GroupTable, build_record, iter_json_lines, numeric_scalars
+from .common import Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars
 
 __all__ = ["ingest_verl"]
 
 _STEP_FILE = re.compile(r"(?:^|/)(\d+)\.jsonl$")
-
-
-def _hint(obj: dict) -> str:
-    if "rewards" in obj and "prompt_id" in obj:
-        return "; it looks like the plain group format: use --format jsonl"
-    if "prompt" in obj and "completion" in obj:
-        return "; it looks like a per-completion log (TRL?): use --format trl"
-    return ""
 
 
 def _parse_scalars(data: bytes, label: str, scalars: dict[int, dict]) -> None:
@@ -54,7 +46,7 @@ def _parse_scalars(data: bytes, label: str, scalars: dict[int, dict]) -> None:
         step, row = obj.get("step"), obj.get("data")
         if not isinstance(step, int) or isinstance(step, bool) or not isinstance(row, dict):
             raise InputError(f"{label} line {n}: expected {{\"step\": N, \"data\": {{...}}}} "
-                             f"(verl's file logger){_hint(obj)}")
+                             f"(verl's file logger){format_hint(obj, 'verl')}")
         scalars.setdefault(step, {}).update(numeric_scalars(row))
 
 
@@ -99,7 +91,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
             lacking = [k for k in ("input", reward_key, "step") if k not in obj]
             if lacking:
                 raise InputError(f"{label} line {n}: missing {', '.join(repr(k) for k in lacking)} "
-                                 f"(a verl rollout dump line has input, output, score, step){_hint(obj)}")
+                                 f"(a verl rollout dump line has input, output, score, step){format_hint(obj, 'verl')}")
             step, text, score = obj["step"], obj["input"], obj[reward_key]
             if not isinstance(step, int) or isinstance(step, bool) or step < 0:
                 raise InputError(f"{label} line {n}: 'step' must be an integer >= 0, got {step!r}")
