@@ -24,7 +24,7 @@ import numpy as np
 from .errors import InputError
 from .outcomes import p_unanimous
 from .record import RunRecord, group_outcomes
-from .scenario import ALL_FAIL, ALL_PASS, MIXED
+from .scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 __all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean", "HISTOGRAM_STATES",
            "step_histograms", "scalar_step_series"]
@@ -165,12 +165,8 @@ def step_histograms(record: RunRecord, bins: int = 10) -> tuple[np.ndarray, np.n
     if rates is None or len(rates) == 0 or len(steps) == 0:
         return edges, counts
     p = np.asarray(rates, dtype=float)[eval_index(record, steps)]  # (steps, prompts)
-    ok = np.isfinite(p) & (p >= 0) & (p <= 1)
-    b = np.minimum(np.floor(np.where(ok, p, 0.0) * bins).astype(np.int64), bins - 1)
     cat = np.select([states == c for c in HISTOGRAM_STATES], np.arange(len(HISTOGRAM_STATES)))
-    row = np.broadcast_to(np.arange(len(steps))[:, None], b.shape)
-    flat = (row * bins + b) * len(HISTOGRAM_STATES) + cat
-    counts.ravel()[:] = np.bincount(flat[ok], minlength=counts.size)
+    counts = outcome_histogram(p, cat, bins, len(HISTOGRAM_STATES))
     return edges, counts
 
 

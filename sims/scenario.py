@@ -30,7 +30,8 @@ from .errors import InputError
 from .outcomes import outcome_probabilities
 from .population import DEFAULT_SEED, Population, draw_population
 
-__all__ = ["MIXED", "ALL_PASS", "ALL_FAIL", "OUTCOME_NAMES", "Scenario", "View", "evaluate", "realise"]
+__all__ = ["MIXED", "ALL_PASS", "ALL_FAIL", "OUTCOME_NAMES", "Scenario", "View", "evaluate", "realise",
+           "outcome_histogram"]
 
 MIXED, ALL_PASS, ALL_FAIL = 0, 1, 2  #: outcome codes of a realised group
 OUTCOME_NAMES = ("mixed", "all-pass", "all-fail")
@@ -145,3 +146,22 @@ def evaluate(scenario: Scenario, population: Population | None = None) -> View:
 
 def _ratio(num: float, den: float) -> float:
     return float(num / den) if den > 0 else float("nan")
+
+
+def outcome_histogram(pass_rate, category, bins: int, n_categories: int) -> np.ndarray:
+    """Pass-rate histogram split by category: ``counts[..., b, c]`` over the last axis of the inputs.
+
+    Prompt x falls in bin ``min(floor(bins p_x), bins - 1)`` of ``linspace(0, 1, bins + 1)`` (the last
+    bin closed, as in ``numpy.histogram``) and column ``category[x]`` (an int in [0, n_categories));
+    prompts whose pass rate is NaN or outside [0, 1] are left out. Leading axes (e.g. steps) are kept.
+    """
+    p = np.asarray(pass_rate, dtype=float)
+    cat = np.broadcast_to(np.asarray(category, dtype=np.int64), p.shape)
+    ok = np.isfinite(p) & (p >= 0) & (p <= 1)
+    b = np.minimum(np.floor(np.where(ok, p, 0.0) * bins).astype(np.int64), bins - 1)
+    lead = p.shape[:-1]
+    row = np.arange(int(np.prod(lead, dtype=np.int64))).reshape(lead + (1,)) if lead else np.zeros((1,), np.int64)
+    flat = (np.broadcast_to(row, p.shape) * bins + b) * n_categories + cat
+    size = int(np.prod(lead, dtype=np.int64)) * bins * n_categories
+    return np.bincount(flat[ok], minlength=size).reshape(lead + (bins, n_categories))
+

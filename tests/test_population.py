@@ -14,7 +14,7 @@ from sims import decay
 from sims.errors import InputError
 from sims.outcomes import p_unanimous
 from sims.population import beta_degeneracy, degeneracy_iid, degeneracy_real, draw_population, from_pass_rates
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate, outcome_histogram
 
 
 @pytest.mark.parametrize("a,b,K", [(2, 3, 8), (0.5, 0.5, 4), (5, 1.5, 16), (1, 1, 1)])
@@ -122,3 +122,16 @@ def test_empty_filter_gives_nan_not_crash():
 def test_bad_scenarios(kw):
     with pytest.raises(InputError):
         evaluate(Scenario(**kw))
+
+
+def test_outcome_histogram_matches_numpy_histogram():
+    rng = np.random.default_rng(4)
+    p = rng.random((3, 500))
+    p[0, :5] = [0.0, 1.0, np.nan, 0.2, 0.4]  # ends of the range, a missing value, exact bin edges
+    cat = rng.integers(0, 4, (3, 500))
+    counts = outcome_histogram(p, cat, 10, 4)
+    assert counts.shape == (3, 10, 4)
+    for i in range(3):
+        for c in range(4):
+            sel = (cat[i] == c) & np.isfinite(p[i])
+            assert np.array_equal(counts[i, :, c], np.histogram(p[i][sel], bins=10, range=(0, 1))[0])

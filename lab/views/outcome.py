@@ -9,7 +9,7 @@ from bokeh.plotting import figure
 
 from lab.palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
 from sims.outcomes import outcome_probabilities
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 from .frame import Frame
 
@@ -49,11 +49,9 @@ class OutcomePlot:
     def update(self, frame: Frame) -> None:
         s, v = frame.scenario, frame.view
         self.curve.data = {"p": _P, "useful": outcome_probabilities(_P, s.K, s.rho)["p_useful"]}
-        bins = np.clip(np.digitize(v.pass_rate, _EDGES) - 1, 0, 24)
-        counts = {}
-        for key, mask in (("mixed", v.kept & (v.outcome == MIXED)), ("all_pass", v.kept & (v.outcome == ALL_PASS)),
-                          ("all_fail", v.kept & (v.outcome == ALL_FAIL)), ("filtered", ~v.kept)):
-            counts[key] = np.bincount(bins[mask], minlength=25).astype(float)
+        category = np.where(v.kept, v.outcome, len(_STACK) - 1)  # the outcome, or "filtered"
+        counts = outcome_histogram(v.pass_rate, category, len(_EDGES) - 1, len(_STACK))
+        counts = {key: counts[:, j].astype(float) for j, key in enumerate(_STACK)}
         self.hist.data = {"mid": 0.5 * (_EDGES[1:] + _EDGES[:-1]), **counts}
         mean = v.summary["mean_pass_rate"]
         self.mean.location = float(mean) if np.isfinite(mean) else 0.5
