@@ -25,13 +25,6 @@ __all__ = ["LiveLab"]
 
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 
-#: Moving the marker repaints the whole decay plot (axes, labels: ~30 ms), so like the Python-drawn
-#: plots it follows once the slider pauses, and the grid and readouts have every frame while dragging.
-MARKER_JS = """
-clearTimeout(marker.__grpoTimer);
-marker.__grpoTimer = setTimeout(function () { marker.location = slider.value; }, %d);
-""" % REDRAW_DELAY_MS
-
 
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
@@ -49,8 +42,6 @@ class LiveLab:
             widget.jscallback(args=self.grid.js_args(progress=c.progress, K=c.K, filter=c.filter, band=c.band,
                                                      rho=c.rho), value=code)
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
-        if not embed:  # the decay plot's t marker, moved in the browser (see MARKER_JS)
-            c.progress.jscallback(args={"marker": self.plots[1].marker, "slider": c.progress}, value=MARKER_JS)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
         self._periodic = None
