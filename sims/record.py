@@ -40,6 +40,7 @@ import io
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -212,22 +213,12 @@ def group_outcomes(rewards, tolerance: float = 0.0):
     if r.shape[0] == 0:
         e = np.zeros(0, bool)
         return e, e, e
-    with np.errstate(invalid="ignore"), _quiet():
+    with warnings.catch_warnings():  # all-NaN rows (empty groups) warn in nanmax / nanmean
+        warnings.simplefilter("ignore", RuntimeWarning)
         spread = np.nanmax(r, axis=1) - np.nanmin(r, axis=1)
         mean = np.nanmean(r, axis=1)
     degenerate = spread <= tolerance
     return degenerate, degenerate & (mean > THRESHOLD), degenerate & ~(mean > THRESHOLD)
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)
 
 
 def summarise(record: RunRecord) -> dict:
