@@ -86,7 +86,7 @@ def build_app(query: dict[str, str] | None = None):
     if notices:
         session.lab.notice = "Some URL parameters were corrected: " + "; ".join(notices) + "."
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
-        pn.state.onload(lambda: _sync_url(session.lab, query, corrected=bool(notices)))
+        pn.state.onload(lambda: _sync_url(session.lab, query))
     if session.embed:
         return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, css_classes=["grpo-lab", "embed"])
     header = pn.pane.HTML(
@@ -111,19 +111,44 @@ def _lazy_tabs(session: Session) -> pn.Tabs:
     return tabs
 
 
-def _sync_url(lab: LabState, query: dict[str, str], corrected: bool) -> None:
-    """Keep the URL's query string in step with ``lab``.
+#: the URL follows the controls this long after they stop moving (one history entry per pause, not per step)
+URL_DELAY_MS = 300
 
-    Runs once the page is connected (when ``location`` holds the browser's URL): corrected values are
-    written back first, so the sync never reads a bad one.
+
+def _sync_url(lab: LabState, query: dict[str, str]) -> None:
+    """Keep the URL's query string in step with ``lab``: now, then after each pause in the controls.
+
+    Runs once the page is connected (when ``location`` holds the browser's URL). Query arguments
+    that are not controls (``embed``) are kept. Writing the URL costs a server message, a history
+    entry and a browser -> server echo, so while a control moves the write waits until it has been
+    still for URL_DELAY_MS (like the plots' redraw); dragging then costs the browser nothing extra.
     """
     location = getattr(pn.state, "location", None)
+    doc = getattr(pn.state, "curdoc", None)
     if location is None:
         return
-    if corrected:  # replace the bad values before syncing, so the sync never reads them
-        others = {k: v for k, v in query.items() if k not in URL_PARAMS}
-        location.search = "?" + urlencode({**others, **query_values(lab)})
-    location.sync(lab, {name: name for name in URL_PARAMS}, on_error=lambda _bad: None)
+    others = {k: v for k, v in query.items() if k not in URL_PARAMS}
+    pending = []
+
+    def write() -> None:
+        pending.clear()
+        search = "?" + urlencode({**others, **query_values(lab)})
+        if location.search != search:
+            location.search = search
+
+    def schedule(_events) -> None:
+        if doc is None:
+            write()
+            return
+        while pending:
+            try:
+                doc.remove_timeout_callback(pending.pop())
+            except ValueError:  # already ran
+                pass
+        pending.append(doc.add_timeout_callback(write, URL_DELAY_MS))
+
+    write()  # at once: corrected values replace the bad ones, and a bare URL gets the full state
+    lab.param.watch(schedule, list(URL_PARAMS))
 
 
 if __name__.startswith("bokeh"):
