@@ -11,12 +11,18 @@ Public API (stable; other modules import it)
     (``sims.scenario.Scenario``; its n_prompts/a/b/seed are ignored in favour of
     ``population``). Attributes:
 
-    * ``figure``    the Bokeh figure of cells, coloured through a LinearColorMapper on ``code``
-                    (Okabe-Ito outcome colours, grey for filtered), marked + / - when unanimous; hover:
-                    prompt id, group state, pass rate now, successes k of K, and the advantages
-                    of a passing / failing rollout under grpo, dr_grpo, sign and tasa;
+    * ``figure``    the Bokeh figure of cells: one ``image_rgba`` (``cells``) that
+                    ``lab/static/cells.js`` paints in the browser from the source's ``code``,
+                    ``x``, ``y`` with the tiles of :func:`cell_tiles` (Okabe-Ito outcome colours,
+                    grey for filtered, a + / - mark when unanimous), so a repaint is one picture
+                    however many prompts; hover: prompt id, group state, pass rate now, successes
+                    k of K, and the advantages of a passing / failing rollout under grpo,
+                    dr_grpo, sign and tasa;
     * ``source``    ColumnDataSource, one row per prompt in prompt-id order (see COLUMNS); the
-                    kernel writes ``p_now``, ``k``, ``outcome``, ``kept`` into it in place;
+                    kernel writes ``p_now``, ``k``, ``outcome``, ``kept``, ``code`` into it in place;
+                    no glyph draws it (the hover reads it);
+    * ``geometry``, ``tiles``, ``pixels``  the picture's shape {cols, rows, P}, its tiles, and
+                    the one-row source of the image (its column is a CustomJSExpr that paints);
     * ``uniforms``  ColumnDataSource with the kernel's float32 uniforms ``u`` (n * 64);
     * ``state``     ColumnDataSource {"K": [K]}: the K last painted (read by the hover);
     * ``adv``, ``adv_values``  the advantage lookup table (:func:`advantage_table`);
@@ -49,9 +55,14 @@ Public API (stable; other modules import it)
     Python's rendering of a readout template, identical to the browser's.
 ``cell_positions(keys)``, ``outcome_mapper()``, ``legend_html(grey_label)``
     The cell layout, the outcome colour mapper and the legend, shared with the replay grid
-    (``lab/replay/``), whose grey cells mean "not sampled this step".
+    (``lab/replay/``), whose grey cells mean "not sampled this step" (the replay still draws
+    its cells as glyphs: :func:`add_cells`).
+``cell_pixels(width, cols)``, ``cell_tiles(P)``, ``cell_image(code, x, y, tiles, cols, rows)``
+    The picture's resolution, the tile of each cell code, and the Python twin of the browser's
+    painter (``grpoCells.paint``); tests check the two agree pixel for pixel.
 
-The browser does no arithmetic of its own beyond ``lab/static/kernel.js``: advantages are
+The browser does no arithmetic of its own beyond ``lab/static/kernel.js`` (``cells.js`` only copies
+tiles): advantages are
 looked up in a table computed here by ``sims.advantages`` (row ``offset[K] + k``), and
 every number is printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` (twins of
 ``sims.formatting``), so Python's rendering (:meth:`Grid.show`) and the browser's agree.
@@ -68,10 +79,13 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, CustomJS, CustomJSHover, Div, HoverTool, LinearColorMapper, Range1d
+from bokeh.core.properties import expr
+from bokeh.models import (ColumnDataSource, CustomJS, CustomJSExpr, CustomJSHover, Div, HoverTool, LinearColorMapper,
+                          Range1d)
 from bokeh.plotting import figure
 
 from sims.advantages import ESTIMATORS, advantages
@@ -85,12 +99,14 @@ from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_CO
                       OUTCOME_LABELS)
 
 __all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "outcome_mapper", "legend_html",
-           "add_cells", "fit_marks", "mark_columns", "MARKS", "MARK_ALPHAS",
+           "add_cells", "fit_marks", "mark_columns", "MARKS", "MARK_ALPHAS", "cell_pixels", "cell_tiles", "cell_image",
            "advantage_table", "advantage_text", "DIV_WRITER_JS",
            "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
 #: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
-COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code", "mark", "mark_alpha")
+COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code")
+CELLS_PATH = Path(__file__).with_name("static") / "cells.js"
+CELL_GAP = 0.12  #: share of a cell's side left blank between neighbours
 #: cell code: the outcome (MIXED, ALL_PASS, ALL_FAIL) for a kept prompt, FILTERED for one the filter removed
 FILTERED = 3
 STATE_WORDS = {MIXED: "mixed (has a gradient)", ALL_PASS: "all pass (no gradient)", ALL_FAIL: "all fail (no gradient)"}
@@ -263,6 +279,67 @@ def fit_marks(fig, width: int, cols: int) -> None:
         r.glyph.size = size
 
 
+def cell_pixels(width: int, cols: int) -> int:
+    """Image pixels per side of a cell at the grid's nominal width: the repaint's cost grows with their square.
+
+    Cells under 10 screen pixels get one image pixel per screen pixel (at least 3); larger ones
+    one per two screen pixels (at most 12), which Bokeh draws unsmoothed, so edges stay crisp.
+    """
+    screen = width // max(cols, 1)
+    return int(max(3, screen if screen < 10 else min(12, screen // 2)))
+
+
+def _rgba32(color: str, alpha: float) -> int:
+    """A colour as one little-endian RGBA uint32 (the byte order of a canvas ImageData)."""
+    c = color.lstrip("#")
+    r, g, b = (int(c[i:i + 2], 16) for i in (0, 2, 4))
+    return r | g << 8 | b << 16 | int(round(255 * alpha)) << 24
+
+
+@lru_cache(maxsize=32)
+def cell_tiles(P: int) -> np.ndarray:
+    """The pictures of one cell, P x P RGBA (uint32, row 0 at the bottom), indexed by cell code.
+
+    Tiles 0-2 are the outcomes MIXED, ALL_PASS, ALL_FAIL in their colours, tile 3 the grey of a
+    prompt the filter removed (or, in the replay, one not sampled). A gap of about CELL_GAP of the
+    side is left blank, and unanimous cells carry their mark (palette.OUTCOME_MARKS: a black + on
+    all-pass, - on all-fail) when P >= 5, so colour is never the only cue.
+    """
+    gap = max(1, int(round(CELL_GAP * P)))
+    lo, hi = gap // 2, P - (gap - gap // 2)
+    tiles = np.zeros((FILTERED + 1, P, P), np.uint32)
+    for code in (MIXED, ALL_PASS, ALL_FAIL):
+        tiles[code, lo:hi, lo:hi] = _rgba32(OUTCOME_COLORS[code], 1.0)
+    tiles[FILTERED, lo:hi, lo:hi] = _rgba32(FILTERED_COLOR, FILTERED_ALPHA)
+    side = hi - lo
+    if P >= 5:
+        thick = max(1, int(round(side / 8)))
+        arm = max(1, int(round(0.2 * side)))
+        b0 = lo + (side - thick) // 2  # the bar's rows [b0, b0 + thick), centred in the cell
+        a0, a1 = b0 - arm, b0 + thick + arm  # its columns: the same centre, so + is symmetric
+        black = _rgba32("#000000", 1.0)
+        for code in (MIXED, ALL_PASS, ALL_FAIL):
+            if OUTCOME_MARK_ALPHA[code] == 0:
+                continue
+            tiles[code, b0:b0 + thick, a0:a1] = black  # the bar of - and +
+            if OUTCOME_MARKS[code] == "cross":
+                tiles[code, a0:a1, b0:b0 + thick] = black  # the upright of +
+    tiles.setflags(write=False)
+    return tiles
+
+
+def cell_image(code, x, y, tiles: np.ndarray, cols: int, rows: int) -> np.ndarray:
+    """The grid as one image, (rows * P, cols * P) uint32, row 0 at the bottom: tile ``code[i]`` at cell (x[i], y[i]).
+
+    The Python twin of ``grpoCells.paint`` (``lab/static/cells.js``), which draws the grid in the
+    browser; cells no prompt occupies stay transparent.
+    """
+    P = tiles.shape[1]
+    img = np.zeros((rows, P, cols, P), np.uint32)
+    img[np.asarray(y, int), :, np.asarray(x, int), :] = tiles[np.asarray(code, int)]
+    return img.reshape(rows * P, cols * P)
+
+
 #: JS helper ``write(div, html)``, shared by the grid's glue and the replay's scrubber
 DIV_WRITER_JS = r"""
 /* Rewriting a Div's text makes Bokeh lay out the whole page again (tens of ms in the served lab).
@@ -306,13 +383,12 @@ var out = {pass_rate: d.p_now, successes: d.k, outcome: d.outcome, kept: d.kept}
 G.evaluate({p0: d.p0, u: uniforms.data.u, stride: stride, gain: gain},
            {progress: t, K: Kv, filter: flag(filter), band_lo: lo, band_hi: hi}, out);
 d.p_now = out.pass_rate; d.k = out.successes; d.outcome = out.outcome; d.kept = out.kept;
-var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code, mark = d.mark, malpha = d.mark_alpha;
-for (var x = 0; x < n; x++) {
-  var c = kept[x] ? oc[x] : filtered_code;
-  code[x] = c; mark[x] = marks[c]; malpha[x] = mark_alphas[c];
-}
+var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code;
+for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : filtered_code;
 state.data.K[0] = Kv;
-source.change.emit();
+/* the source itself is drawn by nothing (the hover reads it in place): repaint the cells' image alone */
+window.grpoCells.image(pixels, d, geometry.data, tiles.data.t);
+pixels.change.emit();
 var sm = out.summary;
 function fmt(v, f) {
   if (f === "pct") return G.percent(v);
@@ -325,12 +401,22 @@ for (var r = 0; r < readouts.length; r++) {
 """
 
 _HOVER = r"""
-var G = window.grpoKernel, i = special_vars.index, d = source.data;
-if (format === "pct") return G.percent(value);
-if (format === "group") return d.kept[i] ? words[value] : filtered_label + ", " + words[value];
-var K = state.data.K[0];
-if (format === "kofK") return value + " of " + K;
-var j = offset.data.offset[K] + value, parts = [];
+/* the prompt under the mouse: its cell from the data coordinates, then the cell's prompt */
+var G = window.grpoKernel, d = source.data, g = geometry.data, cols = g.cols[0], rows = g.rows[0];
+if (source.__grpoSlotsFor !== d.x || !source.__grpoSlots || source.__grpoSlots.length !== cols * rows) {
+  var slots = new Int32Array(cols * rows).fill(-1);
+  for (var p = 0; p < d.x.length; p++) slots[d.y[p] * cols + d.x[p]] = p;
+  source.__grpoSlots = slots; source.__grpoSlotsFor = d.x;
+}
+var cx = Math.round(special_vars.x), cy = Math.round(special_vars.y);
+var i = (cx >= 0 && cx < cols && cy >= 0 && cy < rows) ? source.__grpoSlots[cy * cols + cx] : -1;
+if (i < 0) return "";
+if (format === "prompt") return String(d.prompt[i]);
+if (format === "pct") return G.percent(d.p_now[i]);
+if (format === "group") return d.kept[i] ? words[d.outcome[i]] : filtered_label + ", " + words[d.outcome[i]];
+var K = state.data.K[0], k = d.k[i];
+if (format === "kofK") return k + " of " + K;
+var j = offset.data.offset[K] + k, parts = [];
 ["pass", "fail"].forEach(function (side) {
   var a = adv.data[format + "_" + side][j];
   if (!isNaN(a)) parts.push(side + " " + (a >= 0 ? "+" : "") + G.fixed(a, 3));
@@ -340,7 +426,10 @@ return parts.join(", ");
 
 
 def _with_kernel(code: str) -> str:
-    return "if (!window.grpoKernel) {\n" + kernel_source() + "\n}\n" + code
+    """``code`` preceded by the kernel and the cell painter, each defined once per page."""
+    cells = CELLS_PATH.read_text(encoding="utf-8")
+    return ("if (!window.grpoKernel) {\n" + kernel_source() + "\n}\nif (!window.grpoCells) {\n" + cells + "\n}\n"
+            + code)
 
 
 def callback_code() -> str:
@@ -377,16 +466,27 @@ class Grid:
                              x_range=Range1d(0, 1), y_range=Range1d(0, 1), name="grpo_grid_figure")
         self.figure.axis.visible = False
         self.figure.grid.visible = False
-        mapper = outcome_mapper()
-        cells = add_cells(self.figure, self.source, {"field": "code", "transform": mapper})
+        self.figure.title.visible = False
+        # the cells are one image (lab/static/cells.js paints it from the source's code, x and y), so a
+        # repaint draws one picture however many prompts there are; geometry and tiles come from Python
+        self.geometry = ColumnDataSource(data={"cols": [1], "rows": [1], "P": [3]}, name="grpo_grid_geometry")
+        self.tiles = ColumnDataSource(data={"t": np.zeros(0, np.uint32)}, name="grpo_grid_tiles")
+        self.pixels = ColumnDataSource(data={"row": [0]}, name="grpo_grid_pixels")
+        picture = CustomJSExpr(args={"cells": self.source, "geometry": self.geometry, "tiles": self.tiles},
+                               code=_with_kernel("return [window.grpoCells.image(this, cells.data, geometry.data, "
+                                                 "tiles.data.t)];"))
+        self.cells = self.figure.image_rgba(image=expr(picture), x=-0.5, y=-0.5, dw=1, dh=1, source=self.pixels,
+                                            name="grpo_cells")
+        # a repaint from Python (new population, rho > 0) replaces the source's data: redraw the picture then
+        self.source.js_on_change("data", CustomJS(args={"pixels": self.pixels}, code="pixels.change.emit();"))
         self._width = width
         fmt = CustomJSHover(code=_with_kernel(_HOVER), args={
             "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
+            "geometry": self.geometry,
             "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
-        tips = [("prompt", "@prompt"), ("group", "@outcome{group}"), ("pass rate now", "@p_now{pct}"),
-                ("successes", "@k{kofK}")] + [(f"A {name}", f"@k{{{name}}}") for name in ESTIMATORS]
-        formatters = {"@outcome": fmt, "@p_now": fmt, "@k": fmt}
-        self.figure.add_tools(HoverTool(renderers=[cells], tooltips=tips, formatters=formatters))
+        tips = [("prompt", "$x{prompt}"), ("group", "$x{group}"), ("pass rate now", "$x{pct}"),
+                ("successes", "$x{kofK}")] + [(f"A {name}", f"$x{{{name}}}") for name in ESTIMATORS]
+        self.figure.add_tools(HoverTool(renderers=[self.cells], tooltips=tips, formatters={"$x": fmt}))
         size_kw = {"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}
         self.legend = Div(text=legend_html(), name="grpo_legend", **size_kw)  # wraps under the grid
         # a fixed height, so the page below does not jump as rows change
@@ -405,7 +505,10 @@ class Grid:
         self._xy = cell_positions(population.pass_rates)
         self.figure.x_range.update(start=-0.5, end=cols - 0.5)
         self.figure.y_range.update(start=-0.5, end=rows - 0.5)
-        fit_marks(self.figure, self._width, cols)
+        self.cells.glyph.update(dw=cols, dh=rows)
+        P = cell_pixels(self._width, cols)
+        self.geometry.data = {"cols": [cols], "rows": [rows], "P": [P]}
+        self.tiles.data = {"t": cell_tiles(P).ravel()}
         self.uniforms.data = {"u": arr["u"]}
         self.show(evaluate(scenario, population), scenario.K)
 
@@ -418,8 +521,7 @@ class Grid:
             "p0": np.ascontiguousarray(self.population.pass_rates, dtype=np.float64),
             "p_now": np.asarray(view.pass_rate, dtype=np.float64), "k": view.successes.astype(np.int32),
             "outcome": outcome, "kept": kept,
-            "code": (code := np.where(kept == 1, outcome, FILTERED).astype(np.int8)),
-            **mark_columns(code),
+            "code": np.where(kept == 1, outcome, FILTERED).astype(np.int8),
         }
 
     def show(self, view, K: int) -> None:
@@ -433,8 +535,8 @@ class Grid:
         """Args of :func:`callback_code` for these controls (models, Panel widgets or plain values)."""
         return {
             "source": self.source, "uniforms": self.uniforms, "state": self.state, "readouts": [self.readouts],
-            "templates": [self.template], "stride": K_MAX, "gain": self.gain,
-            "marks": MARKS, "mark_alphas": MARK_ALPHAS, "filtered_code": FILTERED,
+            "templates": [self.template], "stride": K_MAX, "gain": self.gain, "filtered_code": FILTERED,
+            "pixels": self.pixels, "geometry": self.geometry, "tiles": self.tiles,
             "progress": progress, "K": K, "filter": filter, "band": band, "band_lo": band_lo,
             "band_hi": band_hi, "rho": rho,
         }
