@@ -140,9 +140,11 @@ def _readout_template(which: str) -> str:
     rows = [r for r in READOUTS if which == "full" or r[4] in _MAIN]
     body = []
     for label, exp, real, fmt, stem in rows:
-        e = f'<span class="readout-{stem}-expected">{{{{{exp}:{fmt}}}}}</span>' if exp else ""
-        r = f'<span class="readout-{stem}">{{{{{real}:{fmt}}}}}</span>'
-        extra = ' <small>({{n_kept:int}} of {{n_prompts:int}})</small>' if stem == "kept" else ""
+        # every value sits alone in a span marked data-v, so the browser can rewrite just its text
+        e = f'<span class="readout-{stem}-expected" data-v>{{{{{exp}:{fmt}}}}}</span>' if exp else ""
+        r = f'<span class="readout-{stem}" data-v>{{{{{real}:{fmt}}}}}</span>'
+        extra = (' <small>(<span data-v>{{n_kept:int}}</span> of <span data-v>{{n_prompts:int}}</span>)</small>'
+                 if stem == "kept" else "")
         cls = ' class="main"' if stem in _MAIN else ""
         body.append(f"<tr{cls}><td>{label}</td><td>{e}</td><td>{r}{extra}</td></tr>")
     head = "<tr><th></th><th>expected</th><th>realised</th></tr>"
@@ -340,19 +342,30 @@ def cell_image(code, x, y, tiles: np.ndarray, cols: int, rows: int) -> np.ndarra
     return img.reshape(rows * P, cols * P)
 
 
-#: JS helper ``write(div, html)``, shared by the grid's glue and the replay's scrubber
+#: JS helper ``write(div, html, values, key)``, shared by the grid's glue and the replay's scrubber
 DIV_WRITER_JS = r"""
 /* Rewriting a Div's text makes Bokeh lay out the whole page again (tens of ms in the served lab).
    While the controls move, write the rendered Div's HTML directly; the model's text follows once
-   they pause, so the document (and the server) end with the same text. */
-function write(div, html) {
+   they pause, so the document (and the server) end with the same text. Given `values` (the texts
+   of the html's data-v spans, in order) and `key` (what the html was filled from), a Div already
+   showing that key only has those texts replaced: no parsing, and the browser restyles nothing. */
+function write(div, html, values, key) {
   var views = window.__grpoDivViews || (window.__grpoDivViews = {});
   var view = views[div.id];
   if (view === undefined && window.Bokeh && Bokeh.index && Bokeh.index.find_one) {
     view = views[div.id] = Bokeh.index.find_one(div);
   }
   if (!view || !view.markup_el || !view.markup_el.isConnected) { div.text = html; return; }
-  view.markup_el.innerHTML = html;
+  var el = view.markup_el, slots = el.__grpoSlots;
+  if (values && slots && el.__grpoKey === key && slots.length === values.length && slots[0].isConnected) {
+    for (var i = 0; i < values.length; i++) if (slots[i].data !== values[i]) slots[i].data = values[i];
+  } else {
+    el.innerHTML = html;
+    el.__grpoKey = key;
+    el.__grpoSlots = Array.prototype.map.call(el.querySelectorAll("[data-v]"), function (s) {
+      return s.firstChild || s.appendChild(document.createTextNode(""));
+    });
+  }
   clearTimeout(div.__grpoSync);
   div.__grpoSync = setTimeout(function () { if (div.text !== html) div.text = html; }, 300);
 }
@@ -396,7 +409,11 @@ function fmt(v, f) {
   return G.fixed(v, Number(f.slice(3)));
 }
 for (var r = 0; r < readouts.length; r++) {
-  write(readouts[r], templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) { return fmt(sm[k], f); }));
+  var values = [];
+  var html = templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
+    var v = fmt(sm[k], f); values.push(v); return v;
+  });
+  write(readouts[r], html, values, templates[r]);
 }
 """
 

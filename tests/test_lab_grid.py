@@ -48,8 +48,8 @@ def test_grid_shape_is_near_square():
 def test_python_readouts_equal_the_summary():
     view = evaluate(Scenario(progress=1.0))
     html = readout_html(view.summary, TEMPLATES["main"])
-    assert f'<span class="readout-useful">{percent(view.summary["useful_share_realised"])}</span>' in html
-    assert f'<span class="readout-kept">{percent(1.0)}</span>' in html
+    assert f'<span class="readout-useful" data-v>{percent(view.summary["useful_share_realised"])}</span>' in html
+    assert f'<span class="readout-kept" data-v>{percent(1.0)}</span>' in html
 
 
 def _rgb(v) -> str:
