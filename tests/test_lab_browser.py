@@ -129,6 +129,25 @@ def test_bad_url_values_are_survived_with_a_notice(page, lab_url):
     assert page.console_errors == []
 
 
+def test_url_follows_the_controls_once_they_pause(page, lab_url):
+    """Dragging does not push one history entry per step: the URL is written once the control is still."""
+    page.goto(lab_url)
+    wait_readout(page)
+    page.wait_for_function("() => location.search.includes('progress=0.0')", timeout=15_000)
+    before = page.evaluate("() => history.length")
+    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle.focus()
+    for _ in range(6):  # six steps of 0.01, quicker than the URL's delay
+        handle.press("ArrowRight")
+    wait_for_text(page, "readout-useful", expected(progress=0.06)["readout-useful"])
+    page.wait_for_function("() => Math.abs(new URLSearchParams(location.search).get('progress') - 0.06) < 1e-9",
+                           timeout=15_000)
+    assert page.evaluate("() => history.length") - before <= 3  # a write per pause, not one per step
+    query = dict(parse_qsl(urlsplit(page.url).query))
+    assert query["K"] == "8" and query["seed"] == "1302"  # the whole state, not just what moved
+    assert page.console_errors == []
+
+
 def test_sessions_are_independent(browser, lab_url):
     ctx_a, ctx_b = browser.new_context(), browser.new_context()
     try:
