@@ -53,10 +53,9 @@ Public API (stable; other modules import it)
     (the server repaints; dragging then costs a server round trip).
 ``readout_html(summary, template)``
     Python's rendering of a readout template, identical to the browser's.
-``cell_positions(keys)``, ``outcome_mapper()``, ``legend_html(grey_label)``
-    The cell layout, the outcome colour mapper and the legend, shared with the replay grid
-    (``lab/replay/``), whose grey cells mean "not sampled this step" (the replay still draws
-    its cells as glyphs: :func:`add_cells`).
+``cell_positions(keys)``, ``legend_html(grey_label)``, ``Picture(fig, cells, name, column)``
+    The cell layout, the legend and a grid drawn as one image, shared with the replay grid
+    (``lab/replay/``), whose grey cells mean "not sampled this step".
 ``cell_pixels(width, cols)``, ``cell_tiles(P)``, ``cell_image(code, x, y, tiles, cols, rows)``
     The picture's resolution, the tile of each cell code, and the Python twin of the browser's
     painter (``grpoCells.paint``); tests check the two agree pixel for pixel.
@@ -84,8 +83,7 @@ from pathlib import Path
 import numpy as np
 from bokeh.layouts import column
 from bokeh.core.properties import expr
-from bokeh.models import (ColumnDataSource, CustomJS, CustomJSExpr, CustomJSHover, Div, HoverTool, LinearColorMapper,
-                          Range1d)
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSExpr, CustomJSHover, Div, HoverTool, Range1d
 from bokeh.plotting import figure
 
 from sims.advantages import ESTIMATORS, advantages
@@ -98,8 +96,9 @@ from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_CO
                       OUTCOME_MARKS, OUTCOME_SYMBOLS,
                       OUTCOME_LABELS)
 
-__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "outcome_mapper", "legend_html",
-           "add_cells", "fit_marks", "mark_columns", "MARKS", "MARK_ALPHAS", "cell_pixels", "cell_tiles", "cell_image",
+__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "legend_html",
+           "cell_pixels", "cell_tiles", "cell_image",
+           "colour_tiles", "Picture", "with_browser_code", "CELL_UNDER_MOUSE_JS",
            "advantage_table", "advantage_text", "DIV_WRITER_JS",
            "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
@@ -189,12 +188,6 @@ def cell_positions(keys) -> tuple[np.ndarray, np.ndarray]:
     return (rank % cols).astype(float), (rows - 1 - rank // cols).astype(float)
 
 
-def outcome_mapper() -> LinearColorMapper:
-    """Colour mapper of a cell ``code``: MIXED, ALL_PASS, ALL_FAIL in the outcome colours, FILTERED in grey."""
-    palette = [OUTCOME_COLORS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)] + [_rgba(FILTERED_COLOR, FILTERED_ALPHA)]
-    return LinearColorMapper(palette=palette, low=-0.5, high=FILTERED + 0.5)
-
-
 @lru_cache(maxsize=1)
 def advantage_table() -> dict[str, np.ndarray]:
     """Advantages of a passing and a failing rollout, per estimator, for every (K, k), as float32.
@@ -251,36 +244,6 @@ def legend_html(grey_label: str = FILTERED_LABEL) -> str:
     return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
 
 
-#: per cell code (MIXED, ALL_PASS, ALL_FAIL, then FILTERED / not sampled): the mark and its alpha
-MARKS = [OUTCOME_MARKS[MIXED], OUTCOME_MARKS[ALL_PASS], OUTCOME_MARKS[ALL_FAIL], OUTCOME_MARKS[MIXED]]
-MARK_ALPHAS = [OUTCOME_MARK_ALPHA[MIXED], OUTCOME_MARK_ALPHA[ALL_PASS], OUTCOME_MARK_ALPHA[ALL_FAIL], 0.0]
-
-
-def mark_columns(code) -> dict:
-    """``mark`` and ``mark_alpha`` columns for an array of cell codes (0-2 outcomes, 3 filtered / not sampled)."""
-    code = np.asarray(code, dtype=np.int64)
-    return {"mark": np.array(MARKS, dtype=object)[code].tolist(), "mark_alpha": np.array(MARK_ALPHAS)[code]}
-
-
-def add_cells(fig, source: ColumnDataSource, fill_color, **rect_kw):
-    """Draw one square per row of ``source`` at (x, y) and, on top, its mark (+ all pass, - all fail).
-
-    ``source`` needs ``x``, ``y``, ``mark`` and ``mark_alpha``. Returns the squares' renderer (for hover).
-    """
-    cells = fig.rect("x", "y", width=0.88, height=0.88, source=source, fill_color=fill_color, line_color=None,
-                     **rect_kw)
-    fig.scatter("x", "y", marker="mark", size=8, source=source, line_color="#000000",
-                        line_alpha="mark_alpha", line_width=2, fill_color=None, name="cell_marks")
-    return cells
-
-
-def fit_marks(fig, width: int, cols: int) -> None:
-    """Size the marks of every :func:`add_cells` layer in ``fig`` to about half a cell."""
-    size = max(3.0, min(12.0, 0.45 * width / max(cols, 1)))
-    for r in fig.select(name="cell_marks"):
-        r.glyph.size = size
-
-
 def cell_pixels(width: int, cols: int) -> int:
     """Image pixels per side of a cell at the grid's nominal width: the repaint's cost grows with their square.
 
@@ -298,6 +261,22 @@ def _rgba32(color: str, alpha: float) -> int:
     return r | g << 8 | b << 16 | int(round(255 * alpha)) << 24
 
 
+def _cell_span(P: int) -> tuple[int, int]:
+    """The pixels [lo, hi) of a cell's side that are painted; the rest is the gap to its neighbours."""
+    gap = max(1, int(round(CELL_GAP * P)))
+    return gap // 2, P - (gap - gap // 2)
+
+
+def colour_tiles(P: int, colours) -> np.ndarray:
+    """One plain P x P tile (uint32 RGBA, with the cell gap) per ``(colour, alpha)`` in ``colours``."""
+    lo, hi = _cell_span(P)
+    tiles = np.zeros((len(colours), P, P), np.uint32)
+    for i, (colour, alpha) in enumerate(colours):
+        tiles[i, lo:hi, lo:hi] = _rgba32(colour, alpha)
+    tiles.setflags(write=False)
+    return tiles
+
+
 @lru_cache(maxsize=32)
 def cell_tiles(P: int) -> np.ndarray:
     """The pictures of one cell, P x P RGBA (uint32, row 0 at the bottom), indexed by cell code.
@@ -307,12 +286,10 @@ def cell_tiles(P: int) -> np.ndarray:
     side is left blank, and unanimous cells carry their mark (palette.OUTCOME_MARKS: a black + on
     all-pass, - on all-fail) when P >= 5, so colour is never the only cue.
     """
-    gap = max(1, int(round(CELL_GAP * P)))
-    lo, hi = gap // 2, P - (gap - gap // 2)
-    tiles = np.zeros((FILTERED + 1, P, P), np.uint32)
-    for code in (MIXED, ALL_PASS, ALL_FAIL):
-        tiles[code, lo:hi, lo:hi] = _rgba32(OUTCOME_COLORS[code], 1.0)
-    tiles[FILTERED, lo:hi, lo:hi] = _rgba32(FILTERED_COLOR, FILTERED_ALPHA)
+    colours = [(OUTCOME_COLORS[c], 1.0) for c in (MIXED, ALL_PASS, ALL_FAIL)] + [(FILTERED_COLOR, FILTERED_ALPHA)]
+    tiles = colour_tiles(P, colours)
+    tiles.setflags(write=True)
+    lo, hi = _cell_span(P)
     side = hi - lo
     if P >= 5:
         thick = max(1, int(round(side / 8)))
@@ -400,7 +377,7 @@ var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code;
 for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : filtered_code;
 state.data.K[0] = Kv;
 /* the source itself is drawn by nothing (the hover reads it in place): repaint the cells' image alone */
-window.grpoCells.image(pixels, d, geometry.data, tiles.data.t);
+window.grpoCells.image(pixels, d, geometry.data, tiles.data.t, "code");
 pixels.change.emit();
 var sm = out.summary;
 function fmt(v, f) {
@@ -417,9 +394,10 @@ for (var r = 0; r < readouts.length; r++) {
 }
 """
 
-_HOVER = r"""
-/* the prompt under the mouse: its cell from the data coordinates, then the cell's prompt */
-var G = window.grpoKernel, d = source.data, g = geometry.data, cols = g.cols[0], rows = g.rows[0];
+#: CustomJSHover prelude for a :class:`Picture`: ``i``, the row of ``source`` whose cell is under the mouse
+#: (-1: none), from the data coordinates; needs args ``source`` (the cells) and ``geometry``
+CELL_UNDER_MOUSE_JS = r"""
+var d = source.data, g = geometry.data, cols = g.cols[0], rows = g.rows[0];
 if (source.__grpoSlotsFor !== d.x || !source.__grpoSlots || source.__grpoSlots.length !== cols * rows) {
   var slots = new Int32Array(cols * rows).fill(-1);
   for (var p = 0; p < d.x.length; p++) slots[d.y[p] * cols + d.x[p]] = p;
@@ -427,6 +405,10 @@ if (source.__grpoSlotsFor !== d.x || !source.__grpoSlots || source.__grpoSlots.l
 }
 var cx = Math.round(special_vars.x), cy = Math.round(special_vars.y);
 var i = (cx >= 0 && cx < cols && cy >= 0 && cy < rows) ? source.__grpoSlots[cy * cols + cx] : -1;
+"""
+
+_HOVER = CELL_UNDER_MOUSE_JS + r"""
+var G = window.grpoKernel;
 if (i < 0) return "";
 if (format === "prompt") return String(d.prompt[i]);
 if (format === "pct") return G.percent(d.p_now[i]);
@@ -442,7 +424,7 @@ return parts.join(", ");
 """
 
 
-def _with_kernel(code: str) -> str:
+def with_browser_code(code: str) -> str:
     """``code`` preceded by the kernel and the cell painter, each defined once per page."""
     cells = CELLS_PATH.read_text(encoding="utf-8")
     return ("if (!window.grpoKernel) {\n" + kernel_source() + "\n}\nif (!window.grpoCells) {\n" + cells + "\n}\n"
@@ -454,12 +436,42 @@ def callback_code() -> str:
 
     Expects the args of :meth:`Grid.js_args`.
     """
-    return _with_kernel(_GLUE)
+    return with_browser_code(_GLUE)
 
 
-def _rgba(color: str, alpha: float) -> str:
-    c = color.lstrip("#")
-    return f"rgba({int(c[0:2], 16)},{int(c[2:4], 16)},{int(c[4:6], 16)},{alpha})"
+class Picture:
+    """A grid of cells drawn as one image on ``fig``: tile ``cells.data[column][i]`` at (x[i], y[i]).
+
+    ``geometry`` ({cols, rows, P}) and ``tiles`` ({"t": flat uint32 tiles}) are ColumnDataSources
+    Python fills (:meth:`set`); the pixels are painted in the browser by ``lab/static/cells.js``
+    whenever the picture's one-row source ``pixels`` changes. A repaint from Python (new data in
+    ``cells``) repaints it by itself; browser code that changes ``cells`` in place calls
+    ``grpoCells.image(pixels, cells.data, geometry.data, tiles.data.t, column)`` then
+    ``pixels.change.emit()``, or the :attr:`repaint_js` line.
+    """
+
+    def __init__(self, fig, cells: ColumnDataSource, name: str, column: str = "code",
+                 geometry: ColumnDataSource | None = None, **renderer_kw):
+        self.cells, self.column = cells, column
+        self.geometry = geometry or ColumnDataSource(data={"cols": [1], "rows": [1], "P": [3]},
+                                                     name=f"{name}_geometry")
+        self.tiles = ColumnDataSource(data={"t": np.zeros(0, np.uint32)}, name=f"{name}_tiles")
+        self.pixels = ColumnDataSource(data={"row": [0]}, name=f"{name}_pixels")
+        paint = CustomJSExpr(args={"cells": cells, "geometry": self.geometry, "tiles": self.tiles},
+                             code=with_browser_code(f"return [window.grpoCells.image(this, cells.data, geometry.data, "
+                                               f"tiles.data.t, {column!r})];"))
+        self.renderer = fig.image_rgba(image=expr(paint), x=-0.5, y=-0.5, dw=1, dh=1, source=self.pixels,
+                                       name=f"{name}_picture", **renderer_kw)
+        cells.js_on_change("data", CustomJS(args={"pixels": self.pixels}, code="pixels.change.emit();"))
+
+    def set(self, cols: int, rows: int, P: int, tiles: np.ndarray) -> None:
+        """The grid's shape and the tiles (``(n_tiles, P, P)`` uint32) its codes index."""
+        self.renderer.glyph.update(dw=cols, dh=rows)
+        self.geometry.data = {"cols": [int(cols)], "rows": [int(rows)], "P": [int(P)]}
+        self.tiles.data = {"t": np.ascontiguousarray(tiles, np.uint32).ravel()}
+
+    def js_args(self, prefix: str = "") -> dict:
+        return {f"{prefix}pixels": self.pixels, f"{prefix}geometry": self.geometry, f"{prefix}tiles": self.tiles}
 
 
 class Grid:
@@ -486,18 +498,11 @@ class Grid:
         self.figure.title.visible = False
         # the cells are one image (lab/static/cells.js paints it from the source's code, x and y), so a
         # repaint draws one picture however many prompts there are; geometry and tiles come from Python
-        self.geometry = ColumnDataSource(data={"cols": [1], "rows": [1], "P": [3]}, name="grpo_grid_geometry")
-        self.tiles = ColumnDataSource(data={"t": np.zeros(0, np.uint32)}, name="grpo_grid_tiles")
-        self.pixels = ColumnDataSource(data={"row": [0]}, name="grpo_grid_pixels")
-        picture = CustomJSExpr(args={"cells": self.source, "geometry": self.geometry, "tiles": self.tiles},
-                               code=_with_kernel("return [window.grpoCells.image(this, cells.data, geometry.data, "
-                                                 "tiles.data.t)];"))
-        self.cells = self.figure.image_rgba(image=expr(picture), x=-0.5, y=-0.5, dw=1, dh=1, source=self.pixels,
-                                            name="grpo_cells")
-        # a repaint from Python (new population, rho > 0) replaces the source's data: redraw the picture then
-        self.source.js_on_change("data", CustomJS(args={"pixels": self.pixels}, code="pixels.change.emit();"))
+        self.picture = Picture(self.figure, self.source, "grpo_grid")
+        self.cells, self.geometry, self.tiles, self.pixels = (self.picture.renderer, self.picture.geometry,
+                                                              self.picture.tiles, self.picture.pixels)
         self._width = width
-        fmt = CustomJSHover(code=_with_kernel(_HOVER), args={
+        fmt = CustomJSHover(code=with_browser_code(_HOVER), args={
             "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
             "geometry": self.geometry,
             "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
@@ -522,10 +527,8 @@ class Grid:
         self._xy = cell_positions(population.pass_rates)
         self.figure.x_range.update(start=-0.5, end=cols - 0.5)
         self.figure.y_range.update(start=-0.5, end=rows - 0.5)
-        self.cells.glyph.update(dw=cols, dh=rows)
         P = cell_pixels(self._width, cols)
-        self.geometry.data = {"cols": [cols], "rows": [rows], "P": [P]}
-        self.tiles.data = {"t": cell_tiles(P).ravel()}
+        self.picture.set(cols, rows, P, cell_tiles(P))
         self.uniforms.data = {"u": arr["u"]}
         self.show(evaluate(scenario, population), scenario.K)
 

@@ -3,9 +3,8 @@
 Okabe-Ito colours (Bokeh's ``Colorblind8``) chosen to keep seed 002's story of
 green draining into amber while staying distinguishable under colour-vision
 deficiencies; a mark drawn on each unanimous cell (+ all pass, - all fail) and the
-legend's words are a second cue, so colour is never the only one. (Marks, not hatch
-patterns: Bokeh builds a canvas pattern per hatched glyph, which made every repaint of
-600 cells cost about a second.)
+legend's words are a second cue, so colour is never the only one. The grids draw each
+cell from a tile (``lab.grid.cell_tiles``) that carries its colour and mark.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ FILTERED_ALPHA = 0.35
 
 #: index by outcome code (sims.scenario.MIXED / ALL_PASS / ALL_FAIL)
 OUTCOME_COLORS = {MIXED: MIXED_COLOR, ALL_PASS: ALL_PASS_COLOR, ALL_FAIL: ALL_FAIL_COLOR}
-#: Bokeh marker drawn on a cell, and whether it shows (mixed cells carry no mark)
+#: the mark drawn on a cell's tile (cross: +, dash: -), and whether it shows (mixed cells carry no mark)
 OUTCOME_MARKS = {MIXED: "dash", ALL_PASS: "cross", ALL_FAIL: "dash"}
 OUTCOME_MARK_ALPHA = {MIXED: 0.0, ALL_PASS: 1.0, ALL_FAIL: 1.0}
 OUTCOME_SYMBOLS = {MIXED: "", ALL_PASS: "+", ALL_FAIL: "\u2212"}  # the same marks as text, for legends

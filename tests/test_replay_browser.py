@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bokeh.palettes import Cividis256
+
+from lab.grid import cell_image, cell_tiles
 from lab.replay.serving import serve_local
 from lab_server import block_outside
 from lab.replay.synthetic import synthetic_record
@@ -42,6 +45,18 @@ READ_CLASS = """(cls) => {
 }"""
 CELL_CODES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).data.code)"
 CELL_RATES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).data.rate)"
+#: the picture a grid shows: [shape, pixels] of the image lab/static/cells.js painted for its renderer
+PICTURE = """(name) => {
+  const img = Bokeh.documents[0].get_model_by_name(name).__grpoImage;
+  return [Array.from(img.shape), Array.from(img)];
+}"""
+
+
+def picture(page, name: str):
+    """The image of a grid's picture (``name``: its pixels source): (rows * P, cols * P) uint32 RGBA, row 0 at
+    the bottom."""
+    (h, w), flat = page.evaluate(PICTURE, name)
+    return np.array(flat, dtype=np.uint32).reshape(h, w)
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +144,13 @@ def test_scrub_changes_grid_and_readouts_to_the_record(lab, runs):
         codes = lab.evaluate(CELL_CODES, "replay_cells_a")
         assert codes == expected_codes(rec, i)
         seen.append(tuple(codes))
+        # the picture on screen shows those codes: the tiles of lab.grid placed at the cells' positions
+        x, y = (np.array(lab.evaluate(f"() => Array.from(Bokeh.documents[0].get_model_by_name("
+                                      f"'replay_cells_a').data.{c})")) for c in "xy")
+        cols, rows = int(x.max()) + 1, int(y.max()) + 1
+        shown = picture(lab, "replay_outcome_a_pixels")
+        P = shown.shape[1] // cols
+        np.testing.assert_array_equal(shown, cell_image(codes, x, y, cell_tiles(P), cols, rows))
     assert len(set(seen)) == len(seen), "scrubbing must change the grid"
 
 
@@ -143,6 +165,15 @@ def test_pass_rate_view_colours_by_the_nearest_evaluation(lab, runs):
     ev = rec.evals["step"]
     want = rec.evals["pass_rate"][np.flatnonzero(ev <= rec.groups["step"].max())[-1]]
     np.testing.assert_allclose(rates, want.astype(np.float32), rtol=0, atol=0)
+    # each cell is painted in the Cividis colour of its rate's bin (floor(256 r), as Bokeh's colour mappers bin)
+    x, y = (np.array(lab.evaluate(f"() => Array.from(Bokeh.documents[0].get_model_by_name("
+                                  f"'replay_cells_a').data.{c})")) for c in "xy")
+    shown = picture(lab, "replay_rate_a_pixels")
+    P = shown.shape[1] // (int(x.max()) + 1)
+    for i in range(len(rates)):
+        v = int(shown[int(y[i]) * P, int(x[i]) * P])  # the cell's first pixel
+        colour = "#%02x%02x%02x" % (v & 255, v >> 8 & 255, v >> 16 & 255)
+        assert colour == Cividis256[min(255, int(np.floor(rates[i] * 256)))].lower(), (i, rates[i])
     assert last > 0
 
 

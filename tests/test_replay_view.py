@@ -73,3 +73,11 @@ def test_uploads_do_not_leak_between_sessions(tmp_path):
     assert any(k.startswith("upload: ") for k in one.state.choices)
     assert list(two.state.choices) == ["r"] and list(two.run_select.options) == ["r"]
     assert two.state.run == "r"
+
+
+def test_rate_codes_bin_like_a_linear_colour_mapper():
+    from lab.replay.plots import NAN_RATE_CODE, RATE_COLOURS, rate_codes
+
+    got = rate_codes(np.array([0.0, 1 / 256 - 1e-9, 1 / 256, 0.5, 0.999, 1.0, np.nan], np.float32)).tolist()
+    assert got == [0, 0, 1, 128, 255, 255, NAN_RATE_CODE]
+    assert NAN_RATE_CODE == 256 and len(RATE_COLOURS) == 257

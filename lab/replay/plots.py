@@ -11,21 +11,46 @@ from __future__ import annotations
 
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColorBar, ColumnDataSource, Div, HoverTool, LinearColorMapper, Range1d, Span
+from bokeh.models import ColorBar, ColumnDataSource, CustomJSHover, Div, HoverTool, LinearColorMapper, Range1d, Span
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from ..grid import MARK_ALPHAS, MARKS, STATE_WORDS, add_cells, fit_marks, legend_html, mark_columns, outcome_mapper, readout_html
+from ..grid import (CELL_UNDER_MOUSE_JS, STATE_WORDS, Picture, cell_pixels, cell_tiles, colour_tiles, legend_html,
+                    readout_html, with_browser_code)
 from ..palette import FILTERED_COLOR, OUTCOME_COLORS
 from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
 
-__all__ = ["Slot", "TimePlots", "readout_template", "MARKS", "MARK_ALPHAS", "WORDS", "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
+__all__ = ["Slot", "TimePlots", "readout_template", "rate_codes", "RATE_COLOURS", "NAN_RATE_CODE", "WORDS",
+           "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
 
 NOT_SAMPLED_LABEL = "not sampled at this step"
-#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled); marks: lab.grid.MARKS / MARK_ALPHAS
+#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled): the hover's words; the tiles: lab.grid.cell_tiles
 WORDS = [STATE_WORDS[MIXED], STATE_WORDS[ALL_PASS], STATE_WORDS[ALL_FAIL], NOT_SAMPLED_LABEL]
+#: the pass-rate view's colours: Cividis by pass rate in 256 bins of [0, 1], then grey for "no evaluation yet"
+RATE_COLOURS = list(Cividis256) + [FILTERED_COLOR]
+NAN_RATE_CODE = len(RATE_COLOURS) - 1
+
+
+def rate_codes(rates) -> np.ndarray:
+    """The pass-rate view's tile of each rate: bin ``floor(256 r)`` of Cividis256 (1.0 in the last), NaN grey.
+
+    The binning of Bokeh's ``LinearColorMapper(low=0, high=1)``, done here once per run so the browser
+    only looks the codes up while scrubbing.
+    """
+    r = np.asarray(rates, dtype=np.float64)
+    code = np.clip(np.floor(np.nan_to_num(r, nan=0.0) * 256), 0, 255).astype(np.int16)
+    return np.where(np.isnan(r), NAN_RATE_CODE, code).astype(np.int16)
+
+
+_REPLAY_HOVER = CELL_UNDER_MOUSE_JS + r"""
+if (i < 0) return "";
+if (format === "prompt") return String(d.prompt[i]);
+if (format === "group") return words[d.code[i]];
+return isNaN(d.rate[i]) ? "none yet" : window.grpoKernel.percent(d.rate[i]);
+"""
+
 #: histogram columns, in the order of sims.replay.HISTOGRAM_STATES
 HIST_COLUMNS = ("mixed", "all_pass", "all_fail", "not_sampled")
 
@@ -81,15 +106,21 @@ class Slot:
                            name=f"replay_grid_{name}")
         self.grid.axis.visible = False
         self.grid.grid.visible = False
-        self.outcome_cells = add_cells(self.grid, self.cells, {"field": "code", "transform": outcome_mapper()})
+        self.rcodes = ColumnDataSource(data={"c": np.zeros(0, np.int16)}, name=f"replay_rcodes_{name}")
+        # both views are one picture each (lab.grid.Picture): outcome tiles with marks, or a colour per rate bin
+        self.outcome = Picture(self.grid, self.cells, f"replay_outcome_{name}", "code")
+        self.rate = Picture(self.grid, self.cells, f"replay_rate_{name}", "rate_code", geometry=self.outcome.geometry,
+                            visible=False)
+        self.outcome_cells, self.rate_cells = self.outcome.renderer, self.rate.renderer
         self._width = width
         rate_mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0, nan_color=FILTERED_COLOR)
-        self.rate_cells = self.grid.rect("x", "y", width=0.88, height=0.88, source=self.cells, line_color=None,
-                                         fill_color={"field": "rate", "transform": rate_mapper}, visible=False)
         self.colorbar = ColorBar(color_mapper=rate_mapper, width=10, title="pass rate", visible=False)
         self.grid.add_layout(self.colorbar, "right")
+        fmt = CustomJSHover(code=with_browser_code(_REPLAY_HOVER),
+                            args={"source": self.cells, "geometry": self.outcome.geometry, "words": WORDS})
         self.grid.add_tools(HoverTool(renderers=[self.outcome_cells, self.rate_cells], tooltips=[
-            ("prompt", "@prompt"), ("group", "@word"), ("pass rate at nearest eval", "@rate{0.0%}")]))
+            ("prompt", "$x{prompt}"), ("group", "$x{group}"), ("pass rate at nearest eval", "$x{rate}")],
+            formatters={"$x": fmt}))
         self.legend = Div(text=legend_html(NOT_SAMPLED_LABEL), width=width)
 
         self.hist_fig = figure(width=width, height=200, tools="", toolbar_location=None, x_range=(0, 1),
@@ -105,9 +136,8 @@ class Slot:
 
     @staticmethod
     def _empty_cells() -> dict:
-        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8), "mark": [],
-                "mark_alpha": np.zeros(0),
-                "word": [], "rate": np.zeros(0, np.float32)}
+        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8),
+                "rate": np.zeros(0, np.float32), "rate_code": np.zeros(0, np.int16)}
 
     def load(self, view: RunView | None) -> None:
         """Send one run's arrays (or nothing) to the browser's sources."""
@@ -116,6 +146,7 @@ class Slot:
             self.cells.data = self._empty_cells()
             self.states.data = {"s": np.zeros(0, np.int8)}
             self.rates.data = {"r": np.zeros(0, np.float32)}
+            self.rcodes.data = {"c": np.zeros(0, np.int16)}
             self.series.data = {k: np.zeros(0) for k in (*SERIES, "step", "ev_row")}
             self.histall.data = {"c": np.zeros(0, np.int32)}
             self.title.text = ""
@@ -125,17 +156,20 @@ class Slot:
         n = view.n_prompts
         self.grid.x_range.update(start=float(view.x.min(initial=0)) - 0.5, end=float(view.x.max(initial=0)) + 0.5)
         self.grid.y_range.update(start=float(view.y.min(initial=0)) - 0.5, end=float(view.y.max(initial=0)) + 0.5)
-        fit_marks(self.grid, self._width, int(view.x.max(initial=0)) + 1)
+        cols, rows = int(view.x.max(initial=0)) + 1, int(view.y.max(initial=0)) + 1
+        P = cell_pixels(self._width, cols)
+        self.outcome.set(cols, rows, P, cell_tiles(P))
+        self.rate.set(cols, rows, P, colour_tiles(P, [(c, 1.0) for c in RATE_COLOURS]))
         self.states.data = {"s": np.ascontiguousarray(view.codes.ravel())}
         self.rates.data = {"r": np.ascontiguousarray(view.eval_rates.ravel(), dtype=np.float32)}
+        self.rcodes.data = {"c": np.ascontiguousarray(rate_codes(view.eval_rates).ravel())}
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
         self.histall.data = {"c": np.ascontiguousarray(view.hist.ravel(), dtype=np.int32)}
         mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
         self.hist.data = {"mid": mids, **{c: np.zeros(len(mids), np.int32) for c in HIST_COLUMNS}}
         self.cells.data = {"prompt": view.prompt_labels, "x": view.x, "y": view.y,
-                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8),
-                           **mark_columns(np.full(n, NOT_SAMPLED_CODE)),
-                           "word": [WORDS[NOT_SAMPLED_CODE]] * n, "rate": np.full(n, np.nan, np.float32)}
+                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8), "rate": np.full(n, np.nan, np.float32),
+                           "rate_code": np.full(n, NAN_RATE_CODE, np.int16)}
         self.title.text = (f"Run: {view.label}" if self.name == "a" else
                            f"Compared with: {view.label} (dash-dot lines in the plots)")
 
@@ -149,8 +183,8 @@ class Slot:
         code = view.codes[row] if row >= 0 else np.full(n, NOT_SAMPLED_CODE, np.int8)
         ev = int(view.ev_row[row]) if row >= 0 else -1
         rate = view.eval_rates[ev] if ev >= 0 else np.full(n, np.nan, np.float32)
-        self.cells.data.update(code=code.astype(np.int8), **mark_columns(code),
-                               word=[WORDS[c] for c in code], rate=np.asarray(rate, np.float32))
+        self.cells.data.update(code=code.astype(np.int8), rate=np.asarray(rate, np.float32),
+                               rate_code=rate_codes(rate))
         counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
         self.hist.data.update({c: counts[:, j].astype(np.int32) for j, c in enumerate(HIST_COLUMNS)})
         self.readouts.text = readout_html(view.summary(row), self.template)

@@ -13,9 +13,10 @@
  *     x, y   per prompt, its cell's column and row
  *     tiles  Uint32Array(n_tiles * P * P): tile t's row r (from the bottom) at (t * P + r) * P
  *
- *   image(holder, cells, geometry, tiles)
- *     paint the grid source's data `cells` (code, x, y) into a Bokeh ndarray kept on `holder`
- *     (reused while the grid's shape {cols, rows, P} holds) and return it, for image_rgba.
+ *   image(holder, cells, geometry, tiles, column)
+ *     paint the grid source's data `cells` (cells[column] as the codes, x, y) into a Bokeh ndarray
+ *     kept on `holder` (reused while the grid's shape {cols, rows, P} holds) and return it, for
+ *     image_rgba (lab.grid.Picture).
  */
 (function (root) {
   "use strict";
@@ -29,9 +30,9 @@
     return out;
   }
 
-  function image(holder, cells, geometry, tiles) {
-    var cols = geometry.cols[0], rows = geometry.rows[0], P = geometry.P[0];
-    var H = rows * P, W = cols * P, n = cells.code.length, img = holder.__grpoImage;
+  function image(holder, cells, geometry, tiles, column) {
+    var cols = geometry.cols[0], rows = geometry.rows[0], P = geometry.P[0], code = cells[column || "code"];
+    var H = rows * P, W = cols * P, n = code.length, img = holder.__grpoImage;
     if (!img || img.shape[0] !== H || img.shape[1] !== W) {
       var nd = root.Bokeh.require("core/util/ndarray");
       img = holder.__grpoImage = nd.ndarray(new Uint32Array(H * W), {dtype: "uint32", shape: [H, W]});
@@ -39,7 +40,7 @@
       img.fill(0);  /* fewer prompts on the same grid: clear the cells left over */
     }
     holder.__grpoCount = n;
-    return paint(img, cols, P, cells.code, cells.x, cells.y, tiles);
+    return paint(img, cols, P, code, cells.x, cells.y, tiles);
   }
 
   root.grpoCells = { paint: paint, image: image };
