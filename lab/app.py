@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import panel as pn
 
+from lab.debounce import Debounce
 from lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from lab.views.advantages import AdvantageExplorer
 from lab.views.live import LiveLab
@@ -128,27 +129,15 @@ def _sync_url(lab: LabState, query: dict[str, str]) -> None:
     if location is None:
         return
     others = {k: v for k, v in query.items() if k not in URL_PARAMS}
-    pending = []
 
     def write() -> None:
-        pending.clear()
         search = "?" + urlencode({**others, **query_values(lab)})
         if location.search != search:
             location.search = search
 
-    def schedule(_events) -> None:
-        if doc is None:
-            write()
-            return
-        while pending:
-            try:
-                doc.remove_timeout_callback(pending.pop())
-            except ValueError:  # already ran
-                pass
-        pending.append(doc.add_timeout_callback(write, URL_DELAY_MS))
-
+    later = Debounce(write, URL_DELAY_MS)
     write()  # at once: corrected values replace the bad ones, and a bare URL gets the full state
-    lab.param.watch(schedule, list(URL_PARAMS))
+    lab.param.watch(lambda _events: later.trigger(doc), list(URL_PARAMS))
 
 
 if __name__.startswith("bokeh"):

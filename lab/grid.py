@@ -11,7 +11,7 @@ Public API (stable; other modules import it)
     (``sims.scenario.Scenario``; its n_prompts/a/b/seed are ignored in favour of
     ``population``). Attributes:
 
-    * ``figure``    the Bokeh figure of cells: one ``image_rgba`` (``cells``) that
+    * ``figure``    the Bokeh figure of cells: one ``image_rgba`` that
                     ``lab/static/cells.js`` paints in the browser from the source's ``code``,
                     ``x``, ``y`` with the tiles of :func:`cell_tiles` (Okabe-Ito outcome colours,
                     grey for filtered, a + / - mark when unanimous), so a repaint is one picture
@@ -21,8 +21,8 @@ Public API (stable; other modules import it)
     * ``source``    ColumnDataSource, one row per prompt in prompt-id order (see COLUMNS); the
                     kernel writes ``p_now``, ``k``, ``outcome``, ``kept``, ``code`` into it in place;
                     no glyph draws it (the hover reads it);
-    * ``geometry``, ``tiles``, ``pixels``  the picture's shape {cols, rows, P}, its tiles, and
-                    the one-row source of the image (its column is a CustomJSExpr that paints);
+    * ``picture``   the :class:`Picture` drawing the cells (its ``geometry``, ``tiles`` and
+                    one-row ``pixels`` sources: the image's shape, its tiles, and its painter);
     * ``uniforms``  ColumnDataSource with the kernel's float32 uniforms ``u`` (n * 64);
     * ``state``     ColumnDataSource {"K": [K]}: the K last painted (read by the hover);
     * ``adv``, ``adv_values``  the advantage lookup table (:func:`advantage_table`);
@@ -273,7 +273,6 @@ def colour_tiles(P: int, colours) -> np.ndarray:
     tiles = np.zeros((len(colours), P, P), np.uint32)
     for i, (colour, alpha) in enumerate(colours):
         tiles[i, lo:hi, lo:hi] = _rgba32(colour, alpha)
-    tiles.setflags(write=False)
     return tiles
 
 
@@ -288,7 +287,6 @@ def cell_tiles(P: int) -> np.ndarray:
     """
     colours = [(OUTCOME_COLORS[c], 1.0) for c in (MIXED, ALL_PASS, ALL_FAIL)] + [(FILTERED_COLOR, FILTERED_ALPHA)]
     tiles = colour_tiles(P, colours)
-    tiles.setflags(write=True)
     lo, hi = _cell_span(P)
     side = hi - lo
     if P >= 5:
@@ -377,8 +375,7 @@ var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code;
 for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : filtered_code;
 state.data.K[0] = Kv;
 /* the source itself is drawn by nothing (the hover reads it in place): repaint the cells' image alone */
-window.grpoCells.image(pixels, d, geometry.data, tiles.data.t, "code");
-pixels.change.emit();
+window.grpoCells.repaint(picture, d);
 var sm = out.summary;
 function fmt(v, f) {
   if (f === "pct") return G.percent(v);
@@ -446,8 +443,7 @@ class Picture:
     Python fills (:meth:`set`); the pixels are painted in the browser by ``lab/static/cells.js``
     whenever the picture's one-row source ``pixels`` changes. A repaint from Python (new data in
     ``cells``) repaints it by itself; browser code that changes ``cells`` in place calls
-    ``grpoCells.image(pixels, cells.data, geometry.data, tiles.data.t, column)`` then
-    ``pixels.change.emit()``, or the :attr:`repaint_js` line.
+    ``grpoCells.repaint(picture, cells.data)`` with :meth:`js_arg` passed in as ``picture``.
     """
 
     def __init__(self, fig, cells: ColumnDataSource, name: str, column: str = "code",
@@ -470,8 +466,9 @@ class Picture:
         self.geometry.data = {"cols": [int(cols)], "rows": [int(rows)], "P": [int(P)]}
         self.tiles.data = {"t": np.ascontiguousarray(tiles, np.uint32).ravel()}
 
-    def js_args(self, prefix: str = "") -> dict:
-        return {f"{prefix}pixels": self.pixels, f"{prefix}geometry": self.geometry, f"{prefix}tiles": self.tiles}
+    def js_arg(self) -> dict:
+        """The picture as a CustomJS arg, for ``grpoCells.repaint``."""
+        return {"pixels": self.pixels, "geometry": self.geometry, "tiles": self.tiles, "column": self.column}
 
 
 class Grid:
@@ -499,16 +496,14 @@ class Grid:
         # the cells are one image (lab/static/cells.js paints it from the source's code, x and y), so a
         # repaint draws one picture however many prompts there are; geometry and tiles come from Python
         self.picture = Picture(self.figure, self.source, "grpo_grid")
-        self.cells, self.geometry, self.tiles, self.pixels = (self.picture.renderer, self.picture.geometry,
-                                                              self.picture.tiles, self.picture.pixels)
         self._width = width
         fmt = CustomJSHover(code=with_browser_code(_HOVER), args={
             "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
-            "geometry": self.geometry,
+            "geometry": self.picture.geometry,
             "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
         tips = [("prompt", "$x{prompt}"), ("group", "$x{group}"), ("pass rate now", "$x{pct}"),
                 ("successes", "$x{kofK}")] + [(f"A {name}", f"$x{{{name}}}") for name in ESTIMATORS]
-        self.figure.add_tools(HoverTool(renderers=[self.cells], tooltips=tips, formatters={"$x": fmt}))
+        self.figure.add_tools(HoverTool(renderers=[self.picture.renderer], tooltips=tips, formatters={"$x": fmt}))
         size_kw = {"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}
         self.legend = Div(text=legend_html(), name="grpo_legend", **size_kw)  # wraps under the grid
         # a fixed height, so the page below does not jump as rows change
@@ -556,7 +551,7 @@ class Grid:
         return {
             "source": self.source, "uniforms": self.uniforms, "state": self.state, "readouts": [self.readouts],
             "templates": [self.template], "stride": K_MAX, "gain": self.gain, "filtered_code": FILTERED,
-            "pixels": self.pixels, "geometry": self.geometry, "tiles": self.tiles,
+            "picture": self.picture.js_arg(),
             "progress": progress, "K": K, "filter": filter, "band": band, "band_lo": band_lo,
             "band_hi": band_hi, "rho": rho,
         }

@@ -40,10 +40,7 @@ function paint(row, cells, states, rates, rcodes, series, readouts, template, pi
     d.rate_code[x] = ev >= 0 ? RC[ev * n + x] : nan_rate_code;
   }
   /* the cells' source is drawn by nothing (the hover reads it in place): repaint the two pictures */
-  for (var p = 0; p < pics.length; p++) {
-    window.grpoCells.image(pics[p].pixels, d, pics[p].geometry.data, pics[p].tiles.data.t, pics[p].column);
-    pics[p].pixels.change.emit();
-  }
+  for (var p = 0; p < pics.length; p++) window.grpoCells.repaint(pics[p], d);
   write(readouts, template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
     return fmt(row >= 0 ? series.data[k][row] : NaN, f);
   }));
@@ -78,8 +75,7 @@ def scrub_args(slider, axis: ColumnDataSource, spans: list, slots: list[Slot]) -
         for key in ("cells", "states", "rates", "rcodes", "series", "histall", "hist", "readouts"):
             args[f"{key}_{s.name}"] = getattr(s, key)
         args[f"template_{s.name}"] = s.template
-        args[f"pictures_{s.name}"] = [{"pixels": pic.pixels, "geometry": pic.geometry, "tiles": pic.tiles,
-                                       "column": pic.column} for pic in (s.outcome, s.rate)]
+        args[f"pictures_{s.name}"] = [s.outcome.js_arg(), s.rate.js_arg()]
     return args
 
 

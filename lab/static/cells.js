@@ -17,6 +17,10 @@
  *     paint the grid source's data `cells` (cells[column] as the codes, x, y) into a Bokeh ndarray
  *     kept on `holder` (reused while the grid's shape {cols, rows, P} holds) and return it, for
  *     image_rgba (lab.grid.Picture).
+ *
+ *   repaint(picture, cells)
+ *     after browser code changed `cells` in place: paint the picture ({pixels, geometry, tiles,
+ *     column}: lab.grid.Picture.js_arg()) and tell Bokeh its image changed.
  */
 (function (root) {
   "use strict";
@@ -43,5 +47,10 @@
     return paint(img, cols, P, code, cells.x, cells.y, tiles);
   }
 
-  root.grpoCells = { paint: paint, image: image };
+  function repaint(picture, cells) {
+    image(picture.pixels, cells, picture.geometry.data, picture.tiles.data.t, picture.column);
+    picture.pixels.change.emit();
+  }
+
+  root.grpoCells = { paint: paint, image: image, repaint: repaint };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from lab.debounce import Debounce
 from lab.grid import Grid, callback_code
 from lab.state import LabState, PlayState
 from sims.scenario import evaluate
@@ -45,7 +46,7 @@ class LiveLab:
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
         self._periodic = None
-        self._pending = None
+        self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
         play.param.watch(self._play, "playing")
         self.notice = pn.pane.Alert(lab.notice, alert_type="warning", visible=bool(lab.notice),
                                     css_classes=["lab-notice"], sizing_mode="stretch_width")
@@ -99,23 +100,10 @@ class LiveLab:
         server_paints = self.lab.rho > 0 or self.lab.population_key() != self._pop_key
         doc = pn.state.curdoc
         if server_paints or doc is None or not self.plots:
-            self._cancel_pending(doc)
+            self._redraw.cancel()
             self.refresh(repaint_grid=self.lab.rho > 0)
             return
-        self._cancel_pending(doc)
-        self._pending = doc.add_timeout_callback(self._flush, REDRAW_DELAY_MS)
-
-    def _cancel_pending(self, doc) -> None:
-        if self._pending is not None and doc is not None:
-            try:
-                doc.remove_timeout_callback(self._pending)
-            except ValueError:  # already ran
-                pass
-        self._pending = None
-
-    def _flush(self) -> None:
-        self._pending = None
-        self.refresh(repaint_grid=self.lab.rho > 0)
+        self._redraw.trigger(doc)
 
     def _play(self, event) -> None:
         if event.new and self._periodic is None:
