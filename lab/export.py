@@ -1,12 +1,13 @@
 """``grpo-lab export``: the lab's grid as one self-contained, interactive HTML file for a blog post.
 
-The page needs no server and no network. It carries, inline:
+The page needs no server and no network, and no BokehJS: it is plain HTML (native
+range inputs, a <canvas>, the lab's readout table) plus, inline:
 
-* BokehJS (``bokeh.resources.INLINE``, only the bundles the page's models need);
 * the browser kernel ``lab/static/kernel.js`` (the project's only browser-side
   arithmetic, proven equal to :func:`sims.scenario.evaluate` by
-  ``tests/test_kernel_parity.py``) and the page glue ``lab/static/export_page.js``,
-  which only reads controls, calls the kernel and writes its results;
+  ``tests/test_kernel_parity.py``), the lab's cell painter ``lab/static/cells.js``
+  and the page glue ``lab/static/export_page.js``, which only reads controls,
+  calls the kernel and writes its results (``lab/export_page.py`` writes the HTML);
 * a few pre-drawn populations (seeds S, S+1, ...), each packed by
   :func:`lab.kernel.kernel_data_b64` from :func:`sims.population.draw_population`,
   because a browser cannot re-run numpy's Beta sampler. "New draw" cycles
@@ -98,7 +99,12 @@ def validate(spec: ExportSpec) -> ExportSpec:
         t = float(_progress(sc.progress))
     except InputError as exc:
         raise InputError(f"--progress: {exc}") from None
+    if round(t, 3) != t:
+        raise InputError(f"--progress must have at most three decimals (the page's slider step is 0.001), got {t!r}")
     lo, hi = _band(spec.band)
+    if round(lo, 2) != lo or round(hi, 2) != hi:
+        raise InputError(f"--filter / --band ends must have at most two decimals (the page's slider step is 0.01), "
+                         f"got {lo!r} {hi!r}")
     if sc.band is not None and tuple(_band(sc.band)) != (lo, hi):
         raise InputError("the filter's band and the starting band differ")
     a, b = positive(sc.a, "--a"), positive(sc.b, "--b")

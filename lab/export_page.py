@@ -1,40 +1,40 @@
-"""The HTML of an exported page: the lab's grid (:class:`lab.grid.Grid`) and controls in a small shell.
+"""The HTML of an exported page: plain HTML controls, the grid on a <canvas>, the lab's readouts.
 
-The Bokeh part is the lab's own grid, legend and main readouts (with the stable
-hooks ``readout-useful``, ``readout-mean-pass``, ``readout-kept``) driven by the
-grid's browser callback, plus Bokeh controls: progress (slider with play/pause),
-K, the filter and its band, and "new draw". ``lab/static/export_page.js`` adds
-what a server would otherwise do: the play loop, swapping in an embedded
-population, and the provenance line that names the view shown. It does no
-arithmetic; the grid callback runs ``grpoKernel.evaluate``.
+No BokehJS: a Bokeh page spends most of a second starting BokehJS before it shows anything,
+and an exported page needs none of Bokeh's machinery. What it shares with the lab is the
+part that matters, each defined once:
 
-The page is written with ``bokeh.embed.file_html`` and INLINE resources into a
-template extending Bokeh's own, so it needs no network.
+* the arithmetic, ``lab/static/kernel.js`` (``grpoKernel.evaluate``, the twin of
+  :func:`sims.scenario.evaluate`, and ``grpoKernel.fill``, the twin of :func:`lab.grid.readout_html`);
+* the cell painter, ``lab/static/cells.js`` (``grpoCells.canvas``), with the lab's tiles
+  (:func:`lab.grid.cell_tiles`), layout (:func:`lab.grid.cell_positions`) and legend;
+* the readout template with the stable hooks ``readout-useful``, ``readout-mean-pass`` and
+  ``readout-kept`` (:data:`lab.grid.TEMPLATES`), filled here by Python for the starting view so
+  the numbers show before any script runs.
+
+``lab/static/export_page.js`` is the glue: it reads the controls, calls the kernel, paints,
+writes the readouts' text, and adds what a server would otherwise do (play, new draw, the
+provenance line naming the view shown, the hover tip).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 
-from jinja2 import Template
+import numpy as np
 
 STATE_ID = "grpo-export-state"
-ROOT_NAME = "grpo_export"
+GRID_WIDTH = 560  #: the grid's nominal width in CSS pixels (it scales down with its column)
 
-_TEMPLATE = Template("""{% extends base %}
-{% from macros import embed %}
-{% block title %}{{ page_title }}{% endblock %}
-{% block preamble %}<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="grpo-lab {{ version }}">
-<style>{{ css }}</style>
-<script type="application/json" id="{{ state_id }}">{{ state_json }}</script>
-<script>{{ page_js }}</script>{% endblock %}
-{% block contents %}<main class="gx" id="grpo-export">
-{{ shell_top }}
-<div class="gx-app">{% for doc in docs %}{% for root in doc.roots %}{{ embed(root) }}{% endfor %}{% endfor %}</div>
-{{ shell_bottom }}
-</main>{% endblock %}
-""")
+CONTROL_TIPS = {
+    "play": "Animate training progress from here up to 1 (press again to pause)",
+    "progress": "How far training has gone: each prompt's pass rate rises from p0 to p0^(1/(1 + g t))",
+    "K": "Rollouts per prompt; a group teaches nothing when all K agree",
+    "filter": "Keep only prompts whose current pass rate lies inside the band (dynamic sampling)",
+    "band": "The pass rates the filter keeps, low to high",
+    "new_draw": "Show the next population embedded in this file (another seed)",
+}
 
 
 def _shell_top(spec) -> str:
@@ -44,6 +44,49 @@ def _shell_top(spec) -> str:
   fail) the group's advantage is zero and it teaches nothing. Push training progress and watch the groups
   that still carry a gradient drain away.</p>
 </header>"""
+
+
+def _controls(spec, n_draws: int, seed: int) -> str:
+    tip = {k: html.escape(v, quote=True) for k, v in CONTROL_TIPS.items()}
+    lo, hi = spec.band
+    checked = " checked" if spec.filter_on else ""
+    return f"""<form class="gx-controls" id="gx-controls" autocomplete="off" onsubmit="return false">
+  <div class="gx-row">
+    <button type="button" class="gx-button gx-play" id="gx-play" aria-pressed="false" title="{tip['play']}">\u25b6
+      Play / pause</button>
+    <label class="gx-field gx-grow" title="{tip['progress']}"><span>Training progress t
+      <output id="gx-progress-out">{spec.progress:.3f}</output></span>
+      <input type="range" id="gx-progress" name="progress" min="0" max="1" step="0.001" value="{spec.progress!r}"></label>
+  </div>
+  <label class="gx-field" title="{tip['K']}"><span>Group size K <output id="gx-K-out">{spec.K}</output></span>
+    <input type="range" id="gx-K" name="K" min="1" max="64" step="1" value="{spec.K}"></label>
+  <label class="gx-check" title="{tip['filter']}"><input type="checkbox" id="gx-filter" name="filter"{checked}>
+    Difficulty filter: keep prompts whose pass rate lies in the band</label>
+  <fieldset class="gx-field gx-band" title="{tip['band']}"><legend>Filter band
+    <output id="gx-band-out">{lo:.2f} \u2013 {hi:.2f}</output></legend>
+    <input type="range" id="gx-band-lo" name="band_lo" aria-label="Filter band, low end" min="0" max="1"
+      step="0.01" value="{lo!r}">
+    <input type="range" id="gx-band-hi" name="band_hi" aria-label="Filter band, high end" min="0" max="1"
+      step="0.01" value="{hi!r}"></fieldset>
+  <div class="gx-row">
+    <button type="button" class="gx-button" id="gx-new-draw" title="{tip['new_draw']}">New draw</button>
+    <span class="gx-draw-label" id="gx-draw-label">seed {seed} (draw 1 of {n_draws})</span>
+  </div>
+</form>"""
+
+
+def _grid(spec, geometry: dict, first_readouts: str) -> str:
+    from lab.grid import legend_html
+
+    W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
+    label = html.escape(f"{spec.n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
+    return f"""<div class="gx-readouts" id="gx-readouts">{first_readouts}</div>
+<div class="gx-grid" id="gx-grid-box">
+  <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
+  <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>
+</div>
+{legend_html()}
+<noscript><p class="gx-noscript">The controls need JavaScript; the numbers above are the starting view.</p></noscript>"""
 
 
 def _shell_bottom(spec, state) -> str:
@@ -63,86 +106,74 @@ def _shell_bottom(spec, state) -> str:
 </footer>"""
 
 
-def _extra_draws(spec, grid, draws: list[dict]) -> list[dict]:
-    """Layout (cell x, y) of every embedded draw, computed by the grid itself; draw 0 is already in the grid."""
+def grid_state(n_prompts: int) -> dict:
+    """The picture's geometry ({cols, rows, P}) and its tiles (little-endian uint32, base64) for n prompts."""
+    from lab.grid import cell_pixels, cell_tiles, grid_shape
+
+    cols, rows = grid_shape(n_prompts)
+    P = cell_pixels(GRID_WIDTH, cols)
+    tiles = np.ascontiguousarray(cell_tiles(P), dtype="<u4")
+    return {"geometry": {"cols": cols, "rows": rows, "P": P},
+            "tiles": base64.b64encode(tiles.tobytes()).decode()}
+
+
+def browser_state(spec, state: dict) -> dict:
+    """What the glue reads: the page state plus the grid's layout per draw, tiles, template and words."""
+    from lab.grid import FILTERED, STATE_WORDS, TEMPLATES, cell_positions
+    from lab.palette import FILTERED_LABEL
     from sims.population import draw_population
+    from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-    scenario = spec.scenario
-    out = []
-    for d in draws[1:]:
-        grid.set_population(draw_population(spec.n_prompts, spec.a, spec.b, d["seed"]), scenario)
-        out.append({**d, "x": [int(v) for v in grid.source.data["x"]], "y": [int(v) for v in grid.source.data["y"]]})
-    grid.set_population(draw_population(spec.n_prompts, spec.a, spec.b, spec.seed), scenario)
-    return out
-
-
-def build_document(spec, state: dict):
-    """The Bokeh document: controls, grid, legend and main readouts, wired for the browser."""
-    from bokeh.document import Document
-    from bokeh.layouts import column, row
-    from bokeh.models import Button, Checkbox, CustomJS, Div, RangeSlider, Slider, Toggle
-
-    from lab.grid import Grid
-    from sims.population import draw_population
-
-    scenario = spec.scenario
-    grid = Grid(draw_population(spec.n_prompts, spec.a, spec.b, spec.seed), scenario, readouts="main",
-                width=560, sizing_mode="scale_width")
-    state["draws"] = [state["draws"][0]] + _extra_draws(spec, grid, state["draws"])
-    grid.figure.name = "grpo_grid_figure"
-    stretch = "stretch_width"
-    progress = Slider(start=0, end=1, step=0.001, value=spec.progress, title="Training progress t",
-                      format="0.000", sizing_mode=stretch, name="progress")
-    play = Toggle(label="\u25b6 Play / pause", active=False, width=130, name="play", button_type="success")
-    K = Slider(start=1, end=64, step=1, value=spec.K, title="Group size K", sizing_mode=stretch, name="K")
-    filt = Checkbox(label="Difficulty filter: keep prompts whose pass rate lies in the band", active=spec.filter_on,
-                    name="filter")
-    band = RangeSlider(start=0, end=1, step=0.01, value=spec.band, title="Filter band", format="0.00",
-                       sizing_mode=stretch, name="band")
-    new_draw = Button(label="New draw", width=110, name="new_draw")
-    draw_label = Div(text="", name="draw_label", css_classes=["gx-draw-label"])
-    repaint = grid.attach(progress=progress, K=K, filter=filt, band=band)
-    hooks = dict(progress=progress, K=K, filter=filt, band=band, play=play, source=grid.source,
-                 uniforms=grid.uniforms, repaint=repaint, draw_label=draw_label)
-    describe = CustomJS(args=hooks, code="window.grpoExport.describe({progress, K, filter, band, draw_label});")
-    for model, prop in ((progress, "value"), (K, "value"), (filt, "active"), (band, "value")):
-        model.js_on_change(prop, describe)
-    play.js_on_change("active", CustomJS(args=hooks, code="window.grpoExport.play({progress, play});"))
-    new_draw.js_on_event("button_click", CustomJS(
-        args=hooks, code="window.grpoExport.nextDraw({source, uniforms, repaint, progress, K, filter, band, draw_label});"))
-    controls = column(row(play, progress, sizing_mode=stretch), K, filt, band,
-                      row(new_draw, draw_label, sizing_mode=stretch), sizing_mode=stretch)
-    layout = column(controls, grid.readouts, grid.figure, grid.legend, sizing_mode=stretch, name=ROOT_NAME)
-    doc = Document()
-    doc.add_root(layout)
-    doc.js_on_event("document_ready", CustomJS(args=hooks, code="window.grpoExport.ready({progress, K, filter, band, draw_label});"))
-    return doc
+    draws = []
+    for d in state["draws"]:
+        x, y = cell_positions(draw_population(spec.n_prompts, spec.a, spec.b, d["seed"]).pass_rates)
+        draws.append({**d, "x": x.astype(int).tolist(), "y": y.astype(int).tolist()})
+    return {**state, "draws": draws, **grid_state(spec.n_prompts), "template": TEMPLATES["main"],
+            "filtered_code": FILTERED, "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)],
+            "filtered_label": FILTERED_LABEL}
 
 
 def page_html(spec, state: dict) -> str:
-    """The whole page: Bokeh's standalone file template with the shell, state and glue inlined."""
-    from bokeh.embed import file_html
-    from bokeh.resources import INLINE
-
+    """The whole page: shell, controls, readouts (filled for the starting view), canvas, state and scripts."""
     from lab.export import STATIC, _script_json
+    from lab.grid import TEMPLATES, readout_html
+    from sims.population import draw_population
+    from sims.scenario import evaluate
 
-    doc = build_document(spec, state)
-    variables = {
-        "page_title": spec.title,
-        "version": state["version"],
-        "css": (STATIC / "export.css").read_text(encoding="utf-8"),
-        "shell_top": _shell_top(spec),
-        "shell_bottom": _shell_bottom(spec, state),
-        "state_id": STATE_ID,
-        "state_json": _script_json({**state, "draws": [{k: v for k, v in d.items() if k not in ("p0", "u")}
-                                                       if i == 0 else d for i, d in enumerate(state["draws"])]}),
-        "page_js": (STATIC / "export_page.js").read_text(encoding="utf-8"),
-    }
-    return file_html(doc, INLINE, spec.title, template=_TEMPLATE, template_variables=variables)
+    full = browser_state(spec, state)
+    first = evaluate(spec.scenario, draw_population(spec.n_prompts, spec.a, spec.b, spec.seed))
+    scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>"
+                        for name in ("kernel.js", "cells.js", "export_page.js"))
+    css = (STATIC / "export.css").read_text(encoding="utf-8")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="grpo-lab {html.escape(state["version"])}">
+<title>{html.escape(spec.title)}</title>
+<style>
+{css}</style>
+</head>
+<body>
+<main class="gx" id="grpo-export">
+{_shell_top(spec)}
+<div class="gx-app">
+{_controls(spec, len(state["draws"]), state["draws"][0]["seed"])}
+{_grid(spec, full["geometry"], readout_html(first.summary, TEMPLATES["main"]))}
+</div>
+{_shell_bottom(spec, state)}
+</main>
+<script type="application/json" id="{STATE_ID}">{_script_json(full)}</script>
+{scripts}
+</body>
+</html>
+"""
 
 
 #: JavaScript (for tests, the benchmark and people scripting the page): the text of every element with
-#: one of the given CSS classes, looking inside Bokeh's shadow roots. Call with an array of class names.
+#: one of the given CSS classes, looking inside shadow roots too (the served lab's Bokeh views have them).
+#: Call with an array of class names.
 READ_HOOKS_JS = """(classes) => {
   const found = {};
   const visit = (root) => {
@@ -155,12 +186,15 @@ READ_HOOKS_JS = """(classes) => {
   return found;
 }"""
 
-#: JavaScript: set Bokeh controls of the exported page by name, e.g. {progress: 1, K: 16, filter: true,
-#: band: [0.2, 0.8]}, in that order, as a reader's input would (each change runs the grid's callback).
+#: JavaScript: set the exported page's controls by name, e.g. {progress: 1, K: 16, filter: true,
+#: band: [0.2, 0.8]}, in that order, as a reader's input would (each fires the control's own event).
 SET_CONTROLS_JS = """(values) => {
-  const doc = Bokeh.documents[0];
+  const set = (id, v) => {
+    const el = document.getElementById(id);
+    if (el.type === "checkbox") el.checked = !!v; else el.value = String(v);
+    el.dispatchEvent(new Event(el.type === "checkbox" ? "change" : "input", {bubbles: true}));
+  };
   for (const [name, v] of Object.entries(values)) {
-    const m = doc.get_model_by_name(name);
-    if (name === "filter") m.active = v; else m.value = v;
+    if (name === "band") { set("gx-band-lo", v[0]); set("gx-band-hi", v[1]); } else set("gx-" + name, v);
   }
 }"""

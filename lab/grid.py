@@ -1,8 +1,9 @@
 """The prompt grid: one cell per prompt, recoloured in the browser by the browser kernel.
 
-Pure Bokeh (no Panel import), so it serves both the Panel app (``lab/app.py``)
-and a standalone page written with ``bokeh.embed.file_html`` and INLINE
-resources (``grpo-lab export``, ``lab/export.py``).
+Pure Bokeh (no Panel import), so it serves the Panel app (``lab/app.py``) and any
+standalone Bokeh page (``bokeh.embed.file_html`` with INLINE resources). The exported page
+(``grpo-lab export``, ``lab/export_page.py``) has no Bokeh; it shares this module's tiles,
+layout, legend and readout template, and the same browser kernel and painter.
 
 Public API (stable; other modules import it)
 --------------------------------------------
@@ -66,7 +67,7 @@ looked up in a table computed here by ``sims.advantages`` (row ``offset[K] + k``
 every number is printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` (twins of
 ``sims.formatting``), so Python's rendering (:meth:`Grid.show`) and the browser's agree.
 
-Standalone use (what ``grpo-lab export`` does)::
+Standalone use (a Bokeh page of your own)::
 
     grid = Grid(scenario.population(), scenario, sizing_mode="scale_width")
     grid.attach(progress=slider, K=k_slider, filter=checkbox, band=range_slider)
@@ -376,18 +377,9 @@ for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : filtered_code;
 state.data.K[0] = Kv;
 /* the source itself is drawn by nothing (the hover reads it in place): repaint the cells' image alone */
 window.grpoCells.repaint(picture, d);
-var sm = out.summary;
-function fmt(v, f) {
-  if (f === "pct") return G.percent(v);
-  if (f === "int") return String(v);
-  return G.fixed(v, Number(f.slice(3)));
-}
 for (var r = 0; r < readouts.length; r++) {
-  var values = [];
-  var html = templates[r].replace(/\{\{(\w+):(\w+)\}\}/g, function (m, k, f) {
-    var v = fmt(sm[k], f); values.push(v); return v;
-  });
-  write(readouts[r], html, values, templates[r]);
+  var filled = G.fill(templates[r], out.summary);
+  write(readouts[r], filled.html, filled.values, templates[r]);
 }
 """
 

@@ -148,6 +148,53 @@ def test_custom_export_and_its_second_draw_equal_core(page, custom_page_file):
     assert page.console_errors == []
 
 
+PAINTED_JS = """() => {
+  const c = document.getElementById("gx-grid");
+  return {w: c.width, h: c.height, px: Array.from(c.__grpoPixels)};
+}"""
+
+
+def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_file):
+    """On both draws the image the page puts on its canvas is lab.grid.cell_image of the core's view,
+    pixel for pixel (filtered prompts grey), and hovering a cell names that prompt as the core sees it."""
+    from lab.export_page import grid_state
+    from lab.grid import FILTERED, cell_image, cell_positions, cell_tiles
+    from sims.scenario import Scenario, evaluate
+
+    geometry = grid_state(300)["geometry"]
+    cols, rows, P = geometry["cols"], geometry["rows"], geometry["P"]
+    open_offline(page, custom_page_file)
+    for seed, t, K in ((7, 0.6, 12), (8, 0.9, 6)):
+        if seed == 8:
+            page.get_by_role("button", name="New draw").click()
+            page.evaluate(SET_CONTROLS_JS, {"progress": t, "K": K})
+        scenario = Scenario(n_prompts=300, a=0.5, b=0.5, seed=seed, progress=t, K=K, band=(0.1, 0.9))
+        pop = scenario.population()
+        view = evaluate(scenario, pop)
+        settle(page, core_readouts(seed=seed, n_prompts=300, a=0.5, b=0.5, progress=t, K=K, band=(0.1, 0.9)))
+        x, y = cell_positions(pop.pass_rates)
+        code = np.where(view.kept, view.outcome, FILTERED)
+        assert (code == FILTERED).any() and (code != FILTERED).any()
+        want = cell_image(code, x, y, cell_tiles(P), cols, rows)
+        js = page.evaluate(PAINTED_JS)
+        assert (js["h"], js["w"]) == want.shape
+        assert js["px"] == want.ravel().tolist(), seed
+        box = page.locator("#gx-grid").bounding_box()
+        for i in (0, 123, 299):
+            page.mouse.move(box["x"] + (x[i] + 0.5) / cols * box["width"],
+                            box["y"] + (rows - 1 - y[i] + 0.5) / rows * box["height"])
+            tip = page.locator("#gx-tip")
+            tip.wait_for(state="visible", timeout=5_000)
+            text = tip.text_content()
+            assert text.startswith(f"prompt {i} \u00b7 "), text
+            assert f"pass rate now {percent(view.pass_rate[i])}" in text
+            assert f"successes {view.successes[i]} of {K}" in text
+            assert ("removed by the filter" in text) == (not view.kept[i])
+        page.mouse.move(0, 0)
+        assert page.locator("#gx-tip").is_hidden()
+    assert page.console_errors == []
+
+
 def test_embedded_draws_are_the_cores_populations(custom_page_file):
     """Every population in the file is exactly draw_population(seed) and its uniforms."""
     state = ex._state_of(custom_page_file.read_text(encoding="utf-8"))
@@ -164,8 +211,7 @@ def test_embedded_draws_are_the_cores_populations(custom_page_file):
 
 def test_offline_no_request_and_no_console_error(page, default_page_file):
     attempted = open_offline(page, default_page_file)
-    handles = page.locator(".noUi-handle")
-    handles.nth(0).focus()
+    page.locator("#gx-progress").focus()
     page.keyboard.press("End")
     page.get_by_role("button", name="New draw").click()
     page.wait_for_function("() => window.grpoExport.drawShown().index === 1", timeout=5_000)
@@ -178,15 +224,14 @@ def test_offline_no_request_and_no_console_error(page, default_page_file):
 def test_keyboard_progress_and_K_move_readouts_the_expected_way(page, default_page_file):
     open_offline(page, default_page_file)
     start = settle(page)
-    handles = page.locator(".noUi-handle")  # progress, K, band low, band high
-    handles.nth(0).focus()
+    page.locator("#gx-progress").focus()
     page.keyboard.press("End")  # progress -> 1
     late = settle(page)
     as_num = lambda s: float(s.rstrip("%"))  # noqa: E731
     assert as_num(late["readout-useful"]) < as_num(start["readout-useful"]) - 20  # ~89% -> ~58%
     assert as_num(late["readout-mean-pass"]) > as_num(start["readout-mean-pass"]) + 40
     assert late == core_readouts(seed=DEFAULT_SEED, progress=1.0, K=8)
-    handles.nth(1).focus()
+    page.locator("#gx-K").focus()
     for _ in range(8):
         page.keyboard.press("ArrowRight")  # K 8 -> 16
     bigger_k = settle(page)
@@ -200,14 +245,18 @@ def test_play_advances_progress_and_pause_stops_it(page, default_page_file):
     start = read(page)
     play = page.get_by_role("button", name="Play / pause")
     play.click()
-    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('progress').value > 0.1", timeout=60_000)
-    if page.evaluate("() => Bokeh.documents[0].get_model_by_name('play').active"):
+    progress = "() => Number(document.getElementById('gx-progress').value)"
+    page.wait_for_function(f"({progress})() > 0.1", timeout=60_000)
+    if page.evaluate("() => window.grpoExport.playing()"):
         play.click(timeout=60_000)  # pause (unless a slow machine already finished the sweep)
-    page.wait_for_function("() => !Bokeh.documents[0].get_model_by_name('play').active", timeout=60_000)
-    paused = page.evaluate("() => Bokeh.documents[0].get_model_by_name('progress').value")
+    page.wait_for_function("() => !window.grpoExport.playing()", timeout=60_000)
+    paused = page.evaluate(progress)
+    page.wait_for_timeout(300)
     settle(page)
-    assert page.evaluate("() => Bokeh.documents[0].get_model_by_name('progress').value") == paused
+    assert page.evaluate(progress) == paused
+    assert page.locator("#gx-progress-out").text_content() == f"{paused:.3f}"
     assert read(page)["readout-mean-pass"] != start["readout-mean-pass"]
+    assert read(page) == core_readouts(seed=DEFAULT_SEED, progress=paused, K=8)
     assert page.console_errors == []
 
 
@@ -249,6 +298,8 @@ def test_default_export_fits_the_size_budget_and_names_its_provenance(tmp_path):
     (["--filter", "-0.1", "0.5"], "band low"),
     (["--filter", "0.8", "0.2"], "LO <= HI"),
     (["--progress", "1.5"], "--progress"),
+    (["--progress", "0.12345"], "three decimals"),
+    (["--filter", "0.125", "0.8"], "two decimals"),
     (["--n-prompts", "0"], "--n-prompts"),
     (["--draws", "0"], "--draws"),
     (["--a", "-1"], "--a"),

@@ -21,6 +21,11 @@
  *   repaint(picture, cells)
  *     after browser code changed `cells` in place: paint the picture ({pixels, geometry, tiles,
  *     column}: lab.grid.Picture.js_arg()) and tell Bokeh its image changed.
+ *
+ *   canvas(el, geometry, code, x, y, tiles)
+ *     the same picture on a plain <canvas> (the exported page, which has no Bokeh): sizes the
+ *     canvas to cols * P by rows * P, paints and puts the image. Rows stay in Bokeh's order
+ *     (row 0 at the bottom), so the page shows the canvas flipped (CSS scaleY(-1)).
  */
 (function (root) {
   "use strict";
@@ -52,5 +57,21 @@
     picture.pixels.change.emit();
   }
 
-  root.grpoCells = { paint: paint, image: image, repaint: repaint };
+  function canvas(el, geometry, code, x, y, tiles) {
+    var cols = geometry.cols, P = geometry.P, W = cols * P, H = geometry.rows * P;
+    var ctx = el.__grpoCtx || (el.__grpoCtx = el.getContext("2d"));
+    if (el.width !== W || el.height !== H) { el.width = W; el.height = H; el.__grpoImage = null; }
+    var img = el.__grpoImage;
+    if (!img) {
+      img = el.__grpoImage = ctx.createImageData(W, H);
+      el.__grpoPixels = new Uint32Array(img.data.buffer);
+    } else if (el.__grpoCount !== code.length) {
+      el.__grpoPixels.fill(0);
+    }
+    el.__grpoCount = code.length;
+    paint(el.__grpoPixels, cols, P, code, x, y, tiles);
+    ctx.putImageData(img, 0, 0);
+  }
+
+  root.grpoCells = { paint: paint, image: image, repaint: repaint, canvas: canvas };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -14,6 +14,8 @@
  *   outcome 0 mixed, 1 all-pass, 2 all-fail;  kept = !filter || band_lo <= p_t <= band_hi;
  *   expected P(useful) = 1 - p^K - (1 - p)^K (0 when K = 1 or p is 0 or 1).
  *   Shares are over the kept prompts; NaN when none is kept.
+ *
+ * percent / fixed / fill print numbers exactly as sims.formatting and lab.grid.readout_html do.
  */
 (function (root) {
   "use strict";
@@ -82,5 +84,19 @@
     return x.toFixed(digits === undefined ? 1 : digits);
   }
 
-  root.grpoKernel = { evaluate: evaluate, percent: percent, fixed: fixed };
+  /* A readout template filled from a summary, the twin of lab.grid.readout_html:
+   * every {{key:fmt}} (fmt pct, int or fixN) becomes the formatted value. Returns
+   * {html, values}: the filled text and the values in order (one per data-v span). */
+  function fill(template, summary) {
+    var values = [];
+    var html = template.replace(/\{\{(\w+):(\w+)\}\}/g, function (m, key, f) {
+      var v = summary[key];
+      var text = f === "pct" ? percent(v) : f === "int" ? String(v) : fixed(v, Number(f.slice(3)));
+      values.push(text);
+      return text;
+    });
+    return {html: html, values: values};
+  }
+
+  root.grpoKernel = { evaluate: evaluate, percent: percent, fixed: fixed, fill: fill };
 })(typeof window !== "undefined" ? window : globalThis);
