@@ -137,7 +137,7 @@ def _sync_url(lab: LabState, query: dict[str, str]) -> None:
 
     later = Debounce(write, URL_DELAY_MS)
     write()  # at once: corrected values replace the bad ones, and a bare URL gets the full state
-    lab.param.watch(lambda _events: later.trigger(doc), list(URL_PARAMS))
+    lab.param.watch(lambda *_events: later.trigger(doc), list(URL_PARAMS))
 
 
 if __name__.startswith("bokeh"):

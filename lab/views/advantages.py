@@ -57,7 +57,7 @@ class AdvantageExplorer:
         cover.legend.location = "bottom_center"
         self.error = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["adv-error"])
         state.param.watch(self._clamp, ["G"])
-        state.param.watch(lambda _e: self.refresh(), ["G", "correct", "rewards_text"])
+        state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text"])
         state.param.watch(lambda _e: self.refresh_curves(), ["G"])
         self.refresh()
         self.refresh_curves()
