@@ -1,20 +1,21 @@
 """Slider-to-repaint latency of the served lab, measured inside headless Chromium, next to a Python baseline.
 
 For each prompt count (600 and 10,000) the script opens the lab (``panel serve lab/app.py``),
-focuses the training-progress handle and presses ArrowRight N times, one press at a time.
-In the page, ``performance.now()`` is stamped at the ``keydown`` event (the input), a
-``MutationObserver`` watches the readouts, and the time is read when the next frame is done: in
-a task posted from that frame's first ``requestAnimationFrame`` callback after the readouts
-changed, which runs after every callback of the frame (Bokeh repaints the grid in one of them)
-and after the frame's style, layout and paint. p50 and p95 are reported, and also the "work":
-the key's handling up to the readouts plus that frame's work, without the idle wait for the
-frame to begin (the same split ``bench_export.py`` reports), and the page's own share of it, "to
-grid painted": the same up to the end of the grid's canvas paint (timed by wrapping the grid
-figure's Bokeh view), leaving out the browser's style, layout, raster and commit.
+focuses the training-progress slider (the grid view's range input) and presses ArrowRight N times,
+one press at a time. In the page, ``performance.now()`` is stamped at the ``keydown`` event (the
+input), a ``MutationObserver`` watches the readouts, and the time is read when the next frame is
+done: in a task posted from that frame's first ``requestAnimationFrame`` callback after the readouts
+changed, which runs after every callback of the frame and after the frame's style, layout, paint and
+commit. p50 and p95 are reported, and also the "work": the key's handling up to the readouts plus
+that frame's work, without the idle wait for the frame to begin (the same split ``bench_export.py``
+reports), and the page's own share, "to grid painted": the key's handling up to the readouts, which
+includes the kernel and the grid's image put on its canvas (both run in the input event, before the
+readouts change), leaving out the browser's style, layout, raster and commit.
 
-The baseline, measured in the same run with the same harness: the same ``lab.grid`` recoloured
-by a Python callback (a Panel slider whose watcher calls ``Grid.show(evaluate(...))``), i.e. a
-browser -> Python -> browser round trip, served in-process by ``pn.serve``.
+The baseline, measured in the same run with the same harness: the same grid view repainted by a
+Python callback (a ``LiveGrid`` with ``server_paints``: every move goes to Python, whose watcher
+evaluates the view with ``sims.scenario.evaluate`` and sends it back), i.e. a browser -> Python ->
+browser round trip, served in-process by ``pn.serve``.
 
 Usage: python benchmarks/bench_lab_latency.py [--presses 40] [--json]
 """
@@ -45,21 +46,12 @@ HARNESS = """() => {
   }
   function afterFrame(fn) { const ch = new MessageChannel(); ch.port1.onmessage = fn; ch.port2.postMessage(0); }
   const span = find(document, 'readout-mean-pass');
-  const root = span.getRootNode();
-  window.__lat = {t0: null, samples: [], mut: [], work: [], painted: [], pending: false, frameStart: null,
-                  paintEnd: null};
-  // the grid's own canvas paint, timed by wrapping its Bokeh view's paint() (BokehJS internals: fine for a
-  // benchmark), so the page's share (script + grid paint) can be told apart from the browser's rendering
-  const fig = [...Bokeh.documents[0].all_models].find(m => m.name === 'grpo_grid_figure');
-  const fview = fig && Bokeh.index.find_one(fig);
-  if (fview) {
-    const paint = fview.paint.bind(fview);
-    fview.paint = (...a) => { const r = paint(...a); window.__lat.paintEnd = performance.now(); return r; };
-  }
+  const root = span.closest('.gx-readouts') || span.getRootNode();  // the readouts alone, not the controls' labels
+  window.__lat = {t0: null, samples: [], mut: [], work: [], pending: false, frameStart: null};
   document.addEventListener('keydown', () => {
     const L = window.__lat;
-    L.t0 = performance.now(); L.pending = true; L.frameStart = null; L.paintEnd = null;
-    // registered before the slider handles the key, so it runs before Bokeh's repaint in the next frame
+    L.t0 = performance.now(); L.pending = true; L.frameStart = null;
+    // registered before the slider handles the key, so it runs first in the next frame
     requestAnimationFrame(() => { L.frameStart = performance.now(); });
   }, true);
   new MutationObserver(() => {
@@ -69,7 +61,7 @@ HARNESS = """() => {
     const tReadout = performance.now();
     L.mut.push(tReadout - L.t0);
     // the end of the frame that shows the change: a task posted from a frame callback runs once that
-    // frame's callbacks (Bokeh paints the grid in one registered after ours) and its rendering are done
+    // frame's callbacks and its rendering are done
     requestAnimationFrame(() => afterFrame(() => {
       const tEnd = performance.now();
       L.samples.push(tEnd - L.t0);
@@ -77,9 +69,6 @@ HARNESS = """() => {
       // the frame; if a frame began mid-handling the two cannot be separated and the whole span counts
       const fs = L.frameStart;
       L.work.push(fs !== null && fs >= tReadout ? (tReadout - L.t0) + (tEnd - fs) : tEnd - L.t0);
-      // the page's share: the same, up to the end of the grid's paint instead of the frame's end
-      const pe = L.paintEnd;
-      if (pe !== null) L.painted.push(fs !== null && fs >= tReadout && pe >= fs ? (tReadout - L.t0) + (pe - fs) : pe - L.t0);
     }));
   }).observe(root, {subtree: true, childList: true, characterData: true});
 }"""
@@ -90,7 +79,7 @@ def measure(page, url: str, presses: int) -> dict:
     wait_readout(page, "readout-mean-pass", timeout=120_000)
     page.wait_for_timeout(1500)
     page.evaluate(HARNESS)
-    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle = page.locator("#gx-progress")
     handle.focus()
     page.set_default_timeout(120_000)
     missed = 0
@@ -106,7 +95,7 @@ def measure(page, url: str, presses: int) -> dict:
     samples = sorted(page.evaluate("() => window.__lat.samples"))
     mut = sorted(page.evaluate("() => window.__lat.mut"))
     work = sorted(page.evaluate("() => window.__lat.work"))
-    painted = sorted(page.evaluate("() => window.__lat.painted")) or [float("nan")]
+    painted = mut  # the kernel and the grid's canvas image run in the input event, before the readouts change
     qp = statistics.quantiles(painted, n=20, method="inclusive") if len(painted) > 1 else painted * 19
     qw = statistics.quantiles(work, n=20, method="inclusive") if len(work) > 1 else work * 19
     q = statistics.quantiles(samples, n=20, method="inclusive") if len(samples) > 1 else samples * 19
@@ -116,20 +105,26 @@ def measure(page, url: str, presses: int) -> dict:
 
 
 def baseline_app():
-    """The same grid, recoloured by a Python callback on every slider change (the server round trip)."""
+    """The same grid view, repainted by a Python callback on every move (the server round trip)."""
     import panel as pn
 
-    from lab.grid import Grid
+    from lab.live_grid import LiveGrid, server_view
     from sims.scenario import Scenario, evaluate
 
     args = pn.state.session_args or {}
     n = int(args.get("n_prompts", [b"600"])[0])
     scenario = Scenario(n_prompts=n)
     pop = scenario.population()
-    grid = Grid(pop, scenario)
-    slider = pn.widgets.FloatSlider(name="t", start=0, end=1, step=0.01, value=0.0, css_classes=["ctl-progress"])
-    slider.param.watch(lambda e: grid.show(evaluate(replace(scenario, progress=e.new), pop), scenario.K), "value")
-    return pn.Column(slider, pn.pane.Bokeh(grid.layout))
+    values = {"progress": scenario.progress, "K": scenario.K, "filter": False, "band_lo": 0.2, "band_hi": 0.8}
+    grid = LiveGrid.build(pop, values, scenario.gain, server_paints=True, width=560)
+
+    def paint(*_events):
+        s = replace(scenario, progress=grid.progress, K=grid.K, band=(grid.band_lo, grid.band_hi) if grid.filter else None)
+        grid.view = server_view(evaluate(s, pop), s.K)
+
+    paint()
+    grid.param.watch(paint, ["progress", "K", "filter", "band_lo", "band_hi"])
+    return pn.Column(grid)
 
 
 def main(argv=None) -> int:

@@ -3,11 +3,11 @@
 The page needs no server and no network, and no BokehJS: it is plain HTML (native
 range inputs, a <canvas>, the lab's readout table) plus, inline:
 
-* the browser kernel ``lab/static/kernel.js`` (the project's only browser-side
-  arithmetic, proven equal to :func:`sims.scenario.evaluate` by
-  ``tests/test_kernel_parity.py``), the lab's cell painter ``lab/static/cells.js``
-  and the page glue ``lab/static/export_page.js``, which only reads controls,
-  calls the kernel and writes its results (``lab/export_page.py`` writes the HTML);
+* the lab's grid view: the browser kernel ``lab/static/kernel.js`` (the project's only
+  browser-side arithmetic, proven equal to :func:`sims.scenario.evaluate` by
+  ``tests/test_kernel_parity.py``), the cell painter ``lab/static/cells.js`` and the view
+  ``lab/static/gridview.js``, with the page glue ``lab/static/export_page.js`` (play, new
+  draw, provenance); ``lab/export_page.py`` writes the HTML;
 * a few pre-drawn populations (seeds S, S+1, ...), each packed by
   :func:`lab.kernel.kernel_data_b64` from :func:`sims.population.draw_population`,
   because a browser cannot re-run numpy's Beta sampler. "New draw" cycles
@@ -148,11 +148,11 @@ def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
 
 
 def embedded_draw(spec: ExportSpec, seed: int) -> dict:
-    """One population as the page embeds it: the core's draw for ``seed``, packed for the kernel."""
-    from lab.kernel import kernel_data_b64
+    """One population as the page embeds it: the core's draw for ``seed``, packed for the grid view."""
+    from lab.grid_html import grid_data
 
     pop = draw_population(spec.n_prompts, spec.a, spec.b, seed)
-    return {"seed": seed, **kernel_data_b64(pop, spec.gain)}
+    return {"seed": seed, **grid_data(pop, spec.gain)}
 
 
 def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:

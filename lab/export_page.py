@@ -1,38 +1,30 @@
-"""The HTML of an exported page: plain HTML controls, the grid on a <canvas>, the lab's readouts.
+"""The HTML of an exported page: the lab's grid view (controls, readouts, canvas) in a small shell.
 
 No BokehJS: a Bokeh page spends most of a second starting BokehJS before it shows anything,
-and an exported page needs none of Bokeh's machinery. What it shares with the lab is the
-part that matters, each defined once:
+and an exported page needs none of Bokeh's machinery. It is the served lab's own grid view,
+each part defined once and shared:
 
-* the arithmetic, ``lab/static/kernel.js`` (``grpoKernel.evaluate``, the twin of
-  :func:`sims.scenario.evaluate`, and ``grpoKernel.fill``, the twin of :func:`lab.grid.readout_html`);
-* the cell painter, ``lab/static/cells.js`` (``grpoCells.canvas``), with the lab's tiles
-  (:func:`lab.grid.cell_tiles`), layout (:func:`lab.grid.cell_positions`) and legend;
-* the readout template with the stable hooks ``readout-useful``, ``readout-mean-pass`` and
-  ``readout-kept`` (:data:`lab.grid.TEMPLATES`), filled here by Python for the starting view so
-  the numbers show before any script runs.
+* the markup and data, :mod:`lab.grid_html` (the lab's LiveGrid component uses the same);
+* the view, ``lab/static/gridview.js``, over the arithmetic of ``lab/static/kernel.js``
+  (``grpoKernel.evaluate``, the twin of :func:`sims.scenario.evaluate`; ``grpoKernel.fill``, the twin
+  of :func:`lab.grid.readout_html`) and the painter ``lab/static/cells.js``;
+* the readouts, filled here by Python for the starting view so the numbers show before any script runs.
 
-``lab/static/export_page.js`` is the glue: it reads the controls, calls the kernel, paints,
-writes the readouts' text, and adds what a server would otherwise do (play, new draw, the
-provenance line naming the view shown, the hover tip).
+``lab/static/export_page.js`` is the page's glue: play, new draw (populations embedded in the
+page state), and the provenance line naming the view shown.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 
-import numpy as np
+from lab.grid_html import STYLE_PATH, controls_html, grid_html
 
 STATE_ID = "grpo-export-state"
-GRID_WIDTH = 560  #: the grid's nominal width in CSS pixels (it scales down with its column)
+SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "export_page.js")  #: in lab/static, in this order
 
-CONTROL_TIPS = {
+TIPS = {
     "play": "Animate training progress from here up to 1 (press again to pause)",
-    "progress": "How far training has gone: each prompt's pass rate rises from p0 to p0^(1/(1 + g t))",
-    "K": "Rollouts per prompt; a group teaches nothing when all K agree",
-    "filter": "Keep only prompts whose current pass rate lies inside the band (dynamic sampling)",
-    "band": "The pass rates the filter keeps, low to high",
     "new_draw": "Show the next population embedded in this file (another seed)",
 }
 
@@ -46,47 +38,14 @@ def _shell_top(spec) -> str:
 </header>"""
 
 
-def _controls(spec, n_draws: int, seed: int) -> str:
-    tip = {k: html.escape(v, quote=True) for k, v in CONTROL_TIPS.items()}
-    lo, hi = spec.band
-    checked = " checked" if spec.filter_on else ""
-    return f"""<form class="gx-controls" id="gx-controls" autocomplete="off" onsubmit="return false">
-  <div class="gx-row">
-    <button type="button" class="gx-button gx-play" id="gx-play" aria-pressed="false" title="{tip['play']}">\u25b6
-      Play / pause</button>
-    <label class="gx-field gx-grow" title="{tip['progress']}"><span>Training progress t
-      <output id="gx-progress-out">{spec.progress:.3f}</output></span>
-      <input type="range" id="gx-progress" name="progress" min="0" max="1" step="0.001" value="{spec.progress!r}"></label>
-  </div>
-  <label class="gx-field" title="{tip['K']}"><span>Group size K <output id="gx-K-out">{spec.K}</output></span>
-    <input type="range" id="gx-K" name="K" min="1" max="64" step="1" value="{spec.K}"></label>
-  <label class="gx-check" title="{tip['filter']}"><input type="checkbox" id="gx-filter" name="filter"{checked}>
-    Difficulty filter: keep prompts whose pass rate lies in the band</label>
-  <fieldset class="gx-field gx-band" title="{tip['band']}"><legend>Filter band
-    <output id="gx-band-out">{lo:.2f} \u2013 {hi:.2f}</output></legend>
-    <input type="range" id="gx-band-lo" name="band_lo" aria-label="Filter band, low end" min="0" max="1"
-      step="0.01" value="{lo!r}">
-    <input type="range" id="gx-band-hi" name="band_hi" aria-label="Filter band, high end" min="0" max="1"
-      step="0.01" value="{hi!r}"></fieldset>
-  <div class="gx-row">
-    <button type="button" class="gx-button" id="gx-new-draw" title="{tip['new_draw']}">New draw</button>
-    <span class="gx-draw-label" id="gx-draw-label">seed {seed} (draw 1 of {n_draws})</span>
-  </div>
-</form>"""
-
-
-def _grid(spec, geometry: dict, first_readouts: str) -> str:
-    from lab.grid import legend_html
-
-    W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
-    label = html.escape(f"{spec.n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
-    return f"""<div class="gx-readouts" id="gx-readouts">{first_readouts}</div>
-<div class="gx-grid" id="gx-grid-box">
-  <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
-  <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>
-</div>
-{legend_html()}
-<noscript><p class="gx-noscript">The controls need JavaScript; the numbers above are the starting view.</p></noscript>"""
+def _buttons(n_draws: int, seed: int) -> str:
+    tip = {k: html.escape(v, quote=True) for k, v in TIPS.items()}
+    return f"""<div class="gx-row">
+  <button type="button" class="gx-button gx-play" id="gx-play" aria-pressed="false" title="{tip['play']}">\u25b6
+    Play / pause</button>
+  <button type="button" class="gx-button" id="gx-new-draw" title="{tip['new_draw']}">New draw</button>
+  <span class="gx-draw-label" id="gx-draw-label">seed {seed} (draw 1 of {n_draws})</span>
+</div>"""
 
 
 def _shell_bottom(spec, state) -> str:
@@ -106,45 +65,18 @@ def _shell_bottom(spec, state) -> str:
 </footer>"""
 
 
-def grid_state(n_prompts: int) -> dict:
-    """The picture's geometry ({cols, rows, P}) and its tiles (little-endian uint32, base64) for n prompts."""
-    from lab.grid import cell_pixels, cell_tiles, grid_shape
-
-    cols, rows = grid_shape(n_prompts)
-    P = cell_pixels(GRID_WIDTH, cols)
-    tiles = np.ascontiguousarray(cell_tiles(P), dtype="<u4")
-    return {"geometry": {"cols": cols, "rows": rows, "P": P},
-            "tiles": base64.b64encode(tiles.tobytes()).decode()}
-
-
-def browser_state(spec, state: dict) -> dict:
-    """What the glue reads: the page state plus the grid's layout per draw, tiles, template and words."""
-    from lab.grid import FILTERED, STATE_WORDS, TEMPLATES, cell_positions
-    from lab.palette import FILTERED_LABEL
-    from sims.population import draw_population
-    from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
-
-    draws = []
-    for d in state["draws"]:
-        x, y = cell_positions(draw_population(spec.n_prompts, spec.a, spec.b, d["seed"]).pass_rates)
-        draws.append({**d, "x": x.astype(int).tolist(), "y": y.astype(int).tolist()})
-    return {**state, "draws": draws, **grid_state(spec.n_prompts), "template": TEMPLATES["main"],
-            "filtered_code": FILTERED, "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)],
-            "filtered_label": FILTERED_LABEL}
-
-
 def page_html(spec, state: dict) -> str:
-    """The whole page: shell, controls, readouts (filled for the starting view), canvas, state and scripts."""
+    """The whole page: shell, buttons, controls, readouts (filled for the starting view), canvas, scripts."""
     from lab.export import STATIC, _script_json
     from lab.grid import TEMPLATES, readout_html
     from sims.population import draw_population
     from sims.scenario import evaluate
 
-    full = browser_state(spec, state)
     first = evaluate(spec.scenario, draw_population(spec.n_prompts, spec.a, spec.b, spec.seed))
-    scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>"
-                        for name in ("kernel.js", "cells.js", "export_page.js"))
-    css = (STATIC / "export.css").read_text(encoding="utf-8")
+    scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>" for name in SCRIPTS)
+    css = STYLE_PATH.read_text(encoding="utf-8") + (STATIC / "export.css").read_text(encoding="utf-8")
+    controls = controls_html(spec.progress, spec.K, spec.filter_on, spec.band)
+    grid = grid_html(spec.n_prompts, state["draws"][0]["geometry"], readout_html(first.summary, TEMPLATES["main"]))
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -158,13 +90,15 @@ def page_html(spec, state: dict) -> str:
 <body>
 <main class="gx" id="grpo-export">
 {_shell_top(spec)}
-<div class="gx-app">
-{_controls(spec, len(state["draws"]), state["draws"][0]["seed"])}
-{_grid(spec, full["geometry"], readout_html(first.summary, TEMPLATES["main"]))}
+<div class="gx-app gx-view">
+{_buttons(len(state["draws"]), state["draws"][0]["seed"])}
+{controls}
+{grid}
+<noscript><p class="gx-noscript">The controls need JavaScript; the numbers above are the starting view.</p></noscript>
 </div>
 {_shell_bottom(spec, state)}
 </main>
-<script type="application/json" id="{STATE_ID}">{_script_json(full)}</script>
+<script type="application/json" id="{STATE_ID}">{_script_json(state)}</script>
 {scripts}
 </body>
 </html>

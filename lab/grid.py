@@ -1,77 +1,31 @@
-"""The prompt grid: one cell per prompt, recoloured in the browser by the browser kernel.
+"""The prompt grid's parts, shared by the live lab, the exported page and the replay.
 
-Pure Bokeh (no Panel import), so it serves the Panel app (``lab/app.py``) and any
-standalone Bokeh page (``bokeh.embed.file_html`` with INLINE resources). The exported page
-(``grpo-lab export``, ``lab/export_page.py``) has no Bokeh; it shares this module's tiles,
-layout, legend and readout template, and the same browser kernel and painter.
+The live lab and the exported page draw the grid with the browser grid view
+(``lab/static/gridview.js``; markup and data from :mod:`lab.grid_html`; the served lab's
+component is :class:`lab.live_grid.LiveGrid`); the replay draws its grids as Bokeh images
+(:class:`Picture`). What they share is here:
 
-Public API (stable; other modules import it)
---------------------------------------------
-``Grid(population, scenario=None, *, readouts="full", width=520, sizing_mode=None)``
-    Builds the models for one population and paints them for ``scenario``
-    (``sims.scenario.Scenario``; its n_prompts/a/b/seed are ignored in favour of
-    ``population``). Attributes:
-
-    * ``figure``    the Bokeh figure of cells: one ``image_rgba`` that
-                    ``lab/static/cells.js`` paints in the browser from the source's ``code``,
-                    ``x``, ``y`` with the tiles of :func:`cell_tiles` (Okabe-Ito outcome colours,
-                    grey for filtered, a + / - mark when unanimous), so a repaint is one picture
-                    however many prompts; hover: prompt id, group state, pass rate now, successes
-                    k of K, and the advantages of a passing / failing rollout under grpo,
-                    dr_grpo, sign and tasa;
-    * ``source``    ColumnDataSource, one row per prompt in prompt-id order (see COLUMNS); the
-                    kernel writes ``p_now``, ``k``, ``outcome``, ``kept``, ``code`` into it in place;
-                    no glyph draws it (the hover reads it);
-    * ``picture``   the :class:`Picture` drawing the cells (its ``geometry``, ``tiles`` and
-                    one-row ``pixels`` sources: the image's shape, its tiles, and its painter);
-    * ``uniforms``  ColumnDataSource with the kernel's float32 uniforms ``u`` (n * 64);
-    * ``state``     ColumnDataSource {"K": [K]}: the K last painted (read by the hover);
-    * ``adv``, ``adv_values``  the advantage lookup table (:func:`advantage_table`);
-    * ``legend``    a Div naming the three outcomes in words plus the filtered-out state;
-    * ``readouts``  a Div holding a table whose value spans carry the stable CSS classes
-                    ``readout-useful`` (share of groups with a gradient, realised),
-                    ``readout-mean-pass``, ``readout-kept``, and ``readout-<stem>`` /
-                    ``readout-<stem>-expected`` for the other rows of READOUTS
-                    (``readouts="main"`` keeps only the three stable rows, for embeds);
-    * ``layout``    column(figure, legend, readouts), ready to show.
-
-``Grid.show(view, K)``
-    Paint an evaluated view (``sims.scenario.evaluate``) from Python: the server path,
-    used at start-up, after a new population, and whenever rho > 0 (the kernel covers
-    rho = 0 only).
-``Grid.set_population(population, scenario)``
-    Replace the population (new draw, other n/a/b) and repaint.
-``Grid.js_args(progress, K, filter, band=None, band_lo=None, band_hi=None, rho=None)``
-    The ``args`` dict for a ``CustomJS`` running :func:`callback_code`. Each control is a
-    Bokeh model (Slider ``value``, Checkbox/Toggle ``active``, RangeSlider ``value``) or a
-    plain number/bool; Panel widgets may be passed to ``widget.jscallback(args=...)``,
-    which resolves them to their models.
-``Grid.callback(**controls) -> CustomJS`` and ``Grid.attach(**controls)``
-    The CustomJS, and the same attached to every given Bokeh control's value/active.
-``callback_code() -> str``
-    Kernel source + glue: recolours the grid and rewrites the readouts from
-    (progress, K, filter, band) entirely in the browser. With rho > 0 it does nothing
-    (the server repaints; dragging then costs a server round trip).
-``readout_html(summary, template)``
-    Python's rendering of a readout template, identical to the browser's.
-``cell_positions(keys)``, ``legend_html(grey_label)``, ``Picture(fig, cells, name, column)``
-    The cell layout, the legend and a grid drawn as one image, shared with the replay grid
-    (``lab/replay/``), whose grey cells mean "not sampled this step".
-``cell_pixels(width, cols)``, ``cell_tiles(P)``, ``cell_image(code, x, y, tiles, cols, rows)``
-    The picture's resolution, the tile of each cell code, and the Python twin of the browser's
-    painter (``grpoCells.paint``); tests check the two agree pixel for pixel.
+``READOUTS``, ``TEMPLATES``, ``readout_html(summary, template)``
+    The readout rows and their templates: a table whose value spans carry the stable CSS classes
+    ``readout-useful`` (share of groups with a gradient, realised), ``readout-mean-pass``,
+    ``readout-kept``, and ``readout-<stem>`` / ``readout-<stem>-expected`` for the other rows
+    ("main" keeps only the three stable rows, for embeds). ``readout_html`` is Python's rendering,
+    identical to the browser's (``grpoKernel.fill``).
+``grid_shape(n)``, ``cell_positions(keys)``, ``legend_html(grey_label)``
+    The near-square layout (largest key top-left) and the legend naming the outcomes in words.
+``cell_pixels(width, cols)``, ``cell_tiles(P)``, ``colour_tiles(P, colours)``, ``cell_image(...)``
+    The picture's resolution, the tile of each cell code (Okabe-Ito outcome colours, grey for
+    filtered, a + / - mark when unanimous), and the Python twin of the browser's painter
+    (``grpoCells.paint``); tests check the two agree pixel for pixel.
+``advantage_table()``, ``advantage_text(K, k, name)``
+    The advantages of a passing / failing rollout under every estimator for every (K, k), computed
+    by ``sims.advantages``; the grid's hover looks them up and computes none.
+``Picture(fig, cells, name, column)``, ``CELL_UNDER_MOUSE_JS``, ``DIV_WRITER_JS``, ``with_browser_code``
+    A grid drawn as one Bokeh image, its hover lookup, and the Div writer (the replay's).
 
 The browser does no arithmetic of its own beyond ``lab/static/kernel.js`` (``cells.js`` only copies
-tiles): advantages are
-looked up in a table computed here by ``sims.advantages`` (row ``offset[K] + k``), and
-every number is printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` (twins of
-``sims.formatting``), so Python's rendering (:meth:`Grid.show`) and the browser's agree.
-
-Standalone use (a Bokeh page of your own)::
-
-    grid = Grid(scenario.population(), scenario, sizing_mode="scale_width")
-    grid.attach(progress=slider, K=k_slider, filter=checkbox, band=range_slider)
-    html = file_html(column(slider, k_slider, checkbox, range_slider, grid.layout), INLINE)
+tiles), and every number is printed by ``grpoKernel.percent`` / ``grpoKernel.fixed`` (twins of
+``sims.formatting``), so Python's rendering and the browser's agree.
 """
 
 from __future__ import annotations
@@ -82,29 +36,23 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from bokeh.layouts import column
 from bokeh.core.properties import expr
-from bokeh.models import ColumnDataSource, CustomJS, CustomJSExpr, CustomJSHover, Div, HoverTool, Range1d
-from bokeh.plotting import figure
+from bokeh.models import ColumnDataSource, CustomJS, CustomJSExpr
 
 from sims.advantages import ESTIMATORS, advantages
 from sims.formatting import fixed, percent
-from sims.population import Population
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
+from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from .kernel import K_MAX, kernel_arrays, kernel_source
+from .kernel import K_MAX, kernel_source
 from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_MARK_ALPHA,
-                      OUTCOME_MARKS, OUTCOME_SYMBOLS,
-                      OUTCOME_LABELS)
+                      OUTCOME_MARKS, OUTCOME_SYMBOLS, OUTCOME_LABELS)
 
-__all__ = ["Grid", "callback_code", "readout_html", "grid_shape", "cell_positions", "legend_html",
+__all__ = ["readout_html", "grid_shape", "cell_positions", "legend_html",
            "cell_pixels", "cell_tiles", "cell_image",
            "colour_tiles", "Picture", "with_browser_code", "CELL_UNDER_MOUSE_JS",
            "advantage_table", "advantage_text", "DIV_WRITER_JS",
-           "READOUTS", "COLUMNS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
+           "READOUTS", "TEMPLATES", "STATE_WORDS", "FILTERED"]
 
-#: columns of Grid.source, one row per prompt (prompt-id order); the kernel writes p_now, k, outcome, kept in place
-COLUMNS = ("prompt", "x", "y", "p0", "p_now", "k", "outcome", "kept", "code")
 CELLS_PATH = Path(__file__).with_name("static") / "cells.js"
 CELL_GAP = 0.12  #: share of a cell's side left blank between neighbours
 #: cell code: the outcome (MIXED, ALL_PASS, ALL_FAIL) for a kept prompt, FILTERED for one the filter removed
@@ -347,42 +295,6 @@ function write(div, html, values, key) {
 }
 """
 
-_GLUE = DIV_WRITER_JS + r"""
-var G = window.grpoKernel;
-function num(m, d) {
-  if (m === null || m === undefined) return d;
-  if (typeof m === "number") return m;
-  if (typeof m === "boolean") return m ? 1 : 0;
-  return m.value !== undefined && m.value !== null ? Number(m.value) : d;
-}
-function flag(m) {
-  if (m === null || m === undefined) return false;
-  if (typeof m === "boolean" || typeof m === "number") return !!m;
-  if (m.active !== undefined) return Array.isArray(m.active) ? m.active.length > 0 : !!m.active;
-  return !!m.value;
-}
-if (num(rho, 0) > 0) return;  /* the kernel covers rho = 0; with rho > 0 the server repaints */
-var lo = 0, hi = 1;
-if (band && band.value) { lo = Number(band.value[0]); hi = Number(band.value[1]); }
-lo = num(band_lo, lo); hi = num(band_hi, hi);
-var Kv = Math.min(Math.max(Math.round(num(K, 8)), 1), stride);
-var t = Math.min(Math.max(num(progress, 0), 0), 1);
-var d = source.data;
-var out = {pass_rate: d.p_now, successes: d.k, outcome: d.outcome, kept: d.kept};
-G.evaluate({p0: d.p0, u: uniforms.data.u, stride: stride, gain: gain},
-           {progress: t, K: Kv, filter: flag(filter), band_lo: lo, band_hi: hi}, out);
-d.p_now = out.pass_rate; d.k = out.successes; d.outcome = out.outcome; d.kept = out.kept;
-var n = d.p0.length, oc = out.outcome, kept = out.kept, code = d.code;
-for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : filtered_code;
-state.data.K[0] = Kv;
-/* the source itself is drawn by nothing (the hover reads it in place): repaint the cells' image alone */
-window.grpoCells.repaint(picture, d);
-for (var r = 0; r < readouts.length; r++) {
-  var filled = G.fill(templates[r], out.summary);
-  write(readouts[r], filled.html, filled.values, templates[r]);
-}
-"""
-
 #: CustomJSHover prelude for a :class:`Picture`: ``i``, the row of ``source`` whose cell is under the mouse
 #: (-1: none), from the data coordinates; needs args ``source`` (the cells) and ``geometry``
 CELL_UNDER_MOUSE_JS = r"""
@@ -396,36 +308,11 @@ var cx = Math.round(special_vars.x), cy = Math.round(special_vars.y);
 var i = (cx >= 0 && cx < cols && cy >= 0 && cy < rows) ? source.__grpoSlots[cy * cols + cx] : -1;
 """
 
-_HOVER = CELL_UNDER_MOUSE_JS + r"""
-var G = window.grpoKernel;
-if (i < 0) return "";
-if (format === "prompt") return String(d.prompt[i]);
-if (format === "pct") return G.percent(d.p_now[i]);
-if (format === "group") return d.kept[i] ? words[d.outcome[i]] : filtered_label + ", " + words[d.outcome[i]];
-var K = state.data.K[0], k = d.k[i];
-if (format === "kofK") return k + " of " + K;
-var j = offset.data.offset[K] + k, parts = [];
-["pass", "fail"].forEach(function (side) {
-  var a = adv.data[format + "_" + side][j];
-  if (!isNaN(a)) parts.push(side + " " + (a >= 0 ? "+" : "") + G.fixed(a, 3));
-});
-return parts.join(", ");
-"""
-
-
 def with_browser_code(code: str) -> str:
     """``code`` preceded by the kernel and the cell painter, each defined once per page."""
     cells = CELLS_PATH.read_text(encoding="utf-8")
     return ("if (!window.grpoKernel) {\n" + kernel_source() + "\n}\nif (!window.grpoCells) {\n" + cells + "\n}\n"
             + code)
-
-
-def callback_code() -> str:
-    """CustomJS code: the kernel (defined once per page) and the glue that repaints grid and readouts.
-
-    Expects the args of :meth:`Grid.js_args`.
-    """
-    return with_browser_code(_GLUE)
 
 
 class Picture:
@@ -461,103 +348,3 @@ class Picture:
     def js_arg(self) -> dict:
         """The picture as a CustomJS arg, for ``grpoCells.repaint``."""
         return {"pixels": self.pixels, "geometry": self.geometry, "tiles": self.tiles, "column": self.column}
-
-
-class Grid:
-    """The grid, legend and readouts of one population (see the module docstring for the API)."""
-
-    def __init__(self, population: Population, scenario: Scenario | None = None, *, readouts: str = "full",
-                 width: int = 520, sizing_mode: str | None = None):
-        if readouts not in TEMPLATES:
-            raise ValueError(f"readouts must be one of {sorted(TEMPLATES)}")
-        scenario = scenario or Scenario()
-        self.template = TEMPLATES[readouts]
-        self.source = ColumnDataSource(data={c: [] for c in COLUMNS}, name="grpo_grid")
-        self.uniforms = ColumnDataSource(data={"u": np.zeros(0, np.float32)}, name="grpo_uniforms")
-        self.state = ColumnDataSource(data={"K": [int(scenario.K)]}, name="grpo_grid_state")
-        table = advantage_table()
-        self.adv = ColumnDataSource(data={"offset": np.asarray(table["offset"])}, name="grpo_adv_offset")
-        self.adv_values = ColumnDataSource(data={k: np.asarray(v) for k, v in table.items() if k != "offset"},
-                                           name="grpo_adv")
-        self.figure = figure(width=width, height=width, tools="", toolbar_location=None,
-                             sizing_mode=sizing_mode, min_border=2, outline_line_color=None,
-                             x_range=Range1d(0, 1), y_range=Range1d(0, 1), name="grpo_grid_figure")
-        self.figure.axis.visible = False
-        self.figure.grid.visible = False
-        self.figure.title.visible = False
-        # the cells are one image (lab/static/cells.js paints it from the source's code, x and y), so a
-        # repaint draws one picture however many prompts there are; geometry and tiles come from Python
-        self.picture = Picture(self.figure, self.source, "grpo_grid")
-        self._width = width
-        fmt = CustomJSHover(code=with_browser_code(_HOVER), args={
-            "source": self.source, "state": self.state, "adv": self.adv_values, "offset": self.adv,
-            "geometry": self.picture.geometry,
-            "words": [STATE_WORDS[c] for c in (MIXED, ALL_PASS, ALL_FAIL)], "filtered_label": FILTERED_LABEL})
-        tips = [("prompt", "$x{prompt}"), ("group", "$x{group}"), ("pass rate now", "$x{pct}"),
-                ("successes", "$x{kofK}")] + [(f"A {name}", f"$x{{{name}}}") for name in ESTIMATORS]
-        self.figure.add_tools(HoverTool(renderers=[self.picture.renderer], tooltips=tips, formatters={"$x": fmt}))
-        size_kw = {"width": width} if sizing_mode is None else {"sizing_mode": "stretch_width"}
-        self.legend = Div(text=legend_html(), name="grpo_legend", **size_kw)  # wraps under the grid
-        # a fixed height, so the page below does not jump as rows change
-        rows = len(READOUTS) if readouts == "full" else len(_MAIN)
-        self.readouts = Div(text="", height=28 * rows + 34, name="grpo_readouts", **size_kw)
-        self.layout = column(self.figure, self.legend, self.readouts, sizing_mode=sizing_mode)
-        self.set_population(population, scenario)
-
-    # --- server-side painting -------------------------------------------------------------
-    def set_population(self, population: Population, scenario: Scenario) -> None:
-        """Replace the population (uniforms, layout) and paint ``scenario`` on it."""
-        self.population = population
-        self.gain = float(scenario.gain)
-        arr = kernel_arrays(population, self.gain)
-        cols, rows = grid_shape(population.n)
-        self._xy = cell_positions(population.pass_rates)
-        self.figure.x_range.update(start=-0.5, end=cols - 0.5)
-        self.figure.y_range.update(start=-0.5, end=rows - 0.5)
-        P = cell_pixels(self._width, cols)
-        self.picture.set(cols, rows, P, cell_tiles(P))
-        self.uniforms.data = {"u": arr["u"]}
-        self.show(evaluate(scenario, population), scenario.K)
-
-    def columns(self, view, K: int) -> dict:
-        """The source's columns for an evaluated view (what the browser glue writes for rho = 0)."""
-        kept = view.kept.astype(np.uint8)
-        outcome = view.outcome.astype(np.int8)
-        return {
-            "prompt": np.arange(self.population.n, dtype=np.int32), "x": self._xy[0], "y": self._xy[1],
-            "p0": np.ascontiguousarray(self.population.pass_rates, dtype=np.float64),
-            "p_now": np.asarray(view.pass_rate, dtype=np.float64), "k": view.successes.astype(np.int32),
-            "outcome": outcome, "kept": kept,
-            "code": np.where(kept == 1, outcome, FILTERED).astype(np.int8),
-        }
-
-    def show(self, view, K: int) -> None:
-        """Paint an evaluated view and its readouts from Python."""
-        self.state.data = {"K": [int(K)]}
-        self.source.data = self.columns(view, K)
-        self.readouts.text = readout_html(view.summary, self.template)
-
-    # --- browser-side painting -----------------------------------------------------------
-    def js_args(self, progress=None, K=None, filter=None, band=None, band_lo=None, band_hi=None, rho=None) -> dict:
-        """Args of :func:`callback_code` for these controls (models, Panel widgets or plain values)."""
-        return {
-            "source": self.source, "uniforms": self.uniforms, "state": self.state, "readouts": [self.readouts],
-            "templates": [self.template], "stride": K_MAX, "gain": self.gain, "filtered_code": FILTERED,
-            "picture": self.picture.js_arg(),
-            "progress": progress, "K": K, "filter": filter, "band": band, "band_lo": band_lo,
-            "band_hi": band_hi, "rho": rho,
-        }
-
-    def callback(self, **controls) -> CustomJS:
-        """A CustomJS that repaints this grid from the given controls (see :meth:`js_args`)."""
-        return CustomJS(args=self.js_args(**controls), code=callback_code())
-
-    def attach(self, **controls) -> CustomJS:
-        """Attach :meth:`callback` to every given Bokeh control (``value`` or ``active``); returns it."""
-        cb = self.callback(**controls)
-        for model in controls.values():
-            if model is None or isinstance(model, (int, float, bool)):
-                continue
-            prop = "active" if "active" in model.properties() else "value"
-            model.js_on_change(prop, cb)
-        return cb

@@ -104,3 +104,12 @@ def serve(cmd: list[str] | None = None, port: int | None = None, env: dict | Non
 def wait_readout(page, cls: str = "readout-useful", timeout: float = 30_000) -> str:
     page.wait_for_function(f"({READ_CLASS})('{cls}') !== null && ({READ_CLASS})('{cls}') !== ''", timeout=timeout)
     return page.evaluate(READ_CLASS, cls)
+
+
+def grid_tip(page, x: float, y: float, cols: int, rows: int) -> str:
+    """Point at the grid view's cell (x, y) (row 0 at the bottom) and return the hover tip's text."""
+    box = page.locator("#gx-grid").bounding_box()
+    page.mouse.move(box["x"] + (x + 0.5) / cols * box["width"], box["y"] + (rows - 1 - y + 0.5) / rows * box["height"])
+    tip = page.locator("#gx-tip")
+    tip.wait_for(state="visible", timeout=5_000)
+    return tip.text_content()

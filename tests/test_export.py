@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from lab import export as ex
-from lab_server import block_outside
+from lab_server import block_outside, grid_tip
 from lab.export_page import READ_HOOKS_JS, SET_CONTROLS_JS
 from sims.errors import InputError
 from sims.formatting import percent
@@ -157,11 +157,11 @@ PAINTED_JS = """() => {
 def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_file):
     """On both draws the image the page puts on its canvas is lab.grid.cell_image of the core's view,
     pixel for pixel (filtered prompts grey), and hovering a cell names that prompt as the core sees it."""
-    from lab.export_page import grid_state
     from lab.grid import FILTERED, cell_image, cell_positions, cell_tiles
+    from lab.grid_html import geometry as grid_geometry
     from sims.scenario import Scenario, evaluate
 
-    geometry = grid_state(300)["geometry"]
+    geometry = grid_geometry(300)
     cols, rows, P = geometry["cols"], geometry["rows"], geometry["P"]
     open_offline(page, custom_page_file)
     for seed, t, K in ((7, 0.6, 12), (8, 0.9, 6)):
@@ -179,13 +179,8 @@ def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_fi
         js = page.evaluate(PAINTED_JS)
         assert (js["h"], js["w"]) == want.shape
         assert js["px"] == want.ravel().tolist(), seed
-        box = page.locator("#gx-grid").bounding_box()
         for i in (0, 123, 299):
-            page.mouse.move(box["x"] + (x[i] + 0.5) / cols * box["width"],
-                            box["y"] + (rows - 1 - y[i] + 0.5) / rows * box["height"])
-            tip = page.locator("#gx-tip")
-            tip.wait_for(state="visible", timeout=5_000)
-            text = tip.text_content()
+            text = grid_tip(page, x[i], y[i], cols, rows)
             assert text.startswith(f"prompt {i} \u00b7 "), text
             assert f"pass rate now {percent(view.pass_rate[i])}" in text
             assert f"successes {view.successes[i]} of {K}" in text
@@ -270,6 +265,13 @@ def test_fits_a_360px_column(browser, default_page_file):
         box = pg.locator(".gx-app").bounding_box()
         assert box["width"] <= 360 and box["height"] > 300
         assert all(v.endswith("%") for v in read(pg).values())
+        # turning the phone (or resizing the window) re-measures the readouts: nothing is clipped
+        clipped = "() => { const r = document.getElementById('gx-readouts'); return r.scrollHeight - r.clientHeight; }"
+        for width in (800, 300, 360):
+            pg.set_viewport_size({"width": width, "height": 740})
+            pg.evaluate(SET_CONTROLS_JS, {"progress": 0.5})
+            settle(pg)
+            assert pg.evaluate(clipped) <= 1, width
     finally:
         context.close()
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+import numpy as np
 import pytest
 
-from lab_server import PAGE_TEXT, READ_CLASS, block_outside, serve, wait_readout
+from lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, serve, wait_readout
 from sims.formatting import percent
 from sims.scenario import Scenario, evaluate
 
@@ -46,7 +47,7 @@ def expected(**kw) -> dict:
 
 
 def press_progress(page, key: str) -> None:
-    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle = page.locator("#gx-progress")
     handle.focus()
     handle.press(key)
 
@@ -92,12 +93,12 @@ def test_filter_toggle_changes_kept_share(offline, lab_url):
     page.goto(lab_url + "?progress=1")
     wait_for_text(page, "readout-useful", expected(progress=1.0)["readout-useful"])
     assert page.evaluate(READ_CLASS, "readout-kept") == "100.0%"
-    page.locator(".ctl-filter input").first.click()
+    page.locator("#gx-filter").click()
     want = expected(progress=1.0, band=(0.2, 0.8))
     wait_for_text(page, "readout-kept", want["readout-kept"])
     assert readouts(page) == want
     assert want["readout-kept"] != "100.0%"
-    page.locator(".ctl-filter input").first.click()
+    page.locator("#gx-filter").click()
     wait_for_text(page, "readout-kept", "100.0%")
     assert page.console_errors == []
 
@@ -135,7 +136,7 @@ def test_url_follows_the_controls_once_they_pause(page, lab_url):
     wait_readout(page)
     page.wait_for_function("() => location.search.includes('progress=0.0')", timeout=15_000)
     before = page.evaluate("() => history.length")
-    handle = page.locator(".ctl-progress .noUi-handle").first
+    handle = page.locator("#gx-progress")
     handle.focus()
     for _ in range(6):  # six steps of 0.01, quicker than the URL's delay
         handle.press("ArrowRight")
@@ -156,7 +157,7 @@ def test_sessions_are_independent(browser, lab_url):
         b.goto(lab_url)
         wait_readout(a)
         wait_readout(b)
-        handle = a.locator(".ctl-progress .noUi-handle").first
+        handle = a.locator("#gx-progress")
         handle.focus()
         handle.press("End")
         wait_for_text(a, "readout-useful", expected(progress=1.0)["readout-useful"])
@@ -195,3 +196,83 @@ def test_every_tab_opens_in_the_full_page(offline, lab_url):
     press_progress(page, "End")
     wait_for_text(page, "readout-useful", expected(progress=1.0)["readout-useful"])
     assert page.console_errors == [] and page.outside_requests == []
+
+
+# --- the grid view: the picture, the readouts and the hover equal the core ----------------------------
+
+GRID_SETTINGS = [dict(progress=1.0), dict(progress=0.3, K=64), dict(progress=0.7, K=1),
+                 dict(progress=1.0, band=(0.2, 0.8)), dict(progress=0.5, K=4, band=(0.95, 1.0))]
+
+SET_INPUT = """(el, v) => {
+  if (el.type === "checkbox") { if (el.checked !== v) el.click(); return; }
+  el.value = String(v);
+  el.dispatchEvent(new Event("input", {bubbles: true}));
+}"""
+
+
+def test_grid_picture_readouts_and_hover_equal_the_core(page, lab_url):
+    """After each move of the controls, the canvas holds exactly lab.grid.cell_image of the core's view, the
+    whole readout table is readout_html of its summary, and hovering a cell names that prompt, its successes
+    and its advantages under every estimator as sims computes them."""
+    from lab.grid import FILTERED, TEMPLATES, advantage_text, cell_image, cell_positions, cell_tiles, readout_html
+    from lab.grid_html import geometry
+    from sims.advantages import ESTIMATORS
+
+    page.goto(f"{lab_url}?n_prompts=900&seed=11")
+    wait_readout(page)
+    geo = geometry(900)
+    cols, rows, P = geo["cols"], geo["rows"], geo["P"]
+    for kw in GRID_SETTINGS:
+        s = Scenario(n_prompts=900, seed=11, progress=kw["progress"], K=kw.get("K", 8), band=kw.get("band"))
+        lo, hi = s.band or (0.2, 0.8)
+        for sel, value in (("#gx-band-lo", 0.0), ("#gx-band-hi", hi), ("#gx-band-lo", lo),
+                           ("#gx-filter", s.band is not None), ("#gx-K", s.K), ("#gx-progress", s.progress)):
+            page.locator(sel).evaluate(SET_INPUT, value)
+        pop = s.population()
+        view = evaluate(s, pop)
+        want = readout_html(view.summary, TEMPLATES["full"])
+        shown = page.locator("#gx-readouts").evaluate(
+            "(el, h) => { const d = document.createElement('div'); d.innerHTML = h; return [el.innerHTML, d.innerHTML]; }",
+            want)
+        assert shown[0] == shown[1], kw  # the whole table, as Python renders it
+        x, y = cell_positions(pop.pass_rates)
+        code = np.where(view.kept, view.outcome, FILTERED)
+        img = page.locator("#gx-grid").evaluate("c => [c.height, c.width, Array.from(c.__grpoPixels)]")
+        assert img[:2] == [rows * P, cols * P]
+        assert img[2] == cell_image(code, x, y, cell_tiles(P), cols, rows).ravel().tolist(), kw
+    # hover (last setting): the cell under the pointer names its prompt as the core sees it
+    for i in (0, 417, 899):
+        text = grid_tip(page, x[i], y[i], cols, rows)
+        assert text.startswith(f"prompt {i} \u00b7 "), text
+        assert f"pass rate now {percent(view.pass_rate[i])}" in text
+        assert f"successes {view.successes[i]} of {s.K}" in text
+        for name in ESTIMATORS:
+            assert f"A {name}: {advantage_text(s.K, int(view.successes[i]), name)}" in text, (name, text)
+    page.mouse.move(0, 0)
+    assert page.console_errors == []
+
+
+def test_server_paints_the_grid_while_rho_is_positive(page, lab_url):
+    """With rho > 0 the kernel does not apply: moving progress sends the value to Python, whose view is shown."""
+    page.goto(f"{lab_url}?progress=0.4&K=4&rho=0.3")
+    want = expected(progress=0.4, K=4, rho=0.3)
+    wait_for_text(page, "readout-useful", want["readout-useful"])
+    press_progress(page, "End")
+    want = expected(progress=1.0, K=4, rho=0.3)
+    wait_for_text(page, "readout-useful", want["readout-useful"])
+    assert readouts(page) == want
+    assert want != expected(progress=1.0, K=4)  # rho matters, so this is not the kernel's answer
+    assert page.console_errors == []
+
+
+def test_reset_restores_the_defaults_and_the_url(page, lab_url):
+    """Reset changes every control at once (one batch of state changes); the grid and the URL follow."""
+    page.goto(f"{lab_url}?K=16&progress=0.5")
+    wait_for_text(page, "readout-useful", expected(K=16, progress=0.5)["readout-useful"])
+    page.locator("button", has_text="Reset").first.click()
+    wait_for_text(page, "readout-useful", expected()["readout-useful"])
+    assert readouts(page) == expected()
+    page.wait_for_function("() => new URLSearchParams(location.search).get('K') === '8'", timeout=15_000)
+    assert float(dict(parse_qsl(urlsplit(page.url).query))["progress"]) == 0.0
+    assert page.locator("#gx-K-out").text_content() == "8"
+    assert page.console_errors == []

@@ -1,28 +1,20 @@
-"""lab.grid in a standalone Bokeh page (file_html + INLINE): the browser's repaint equals Python's.
+"""lab.grid's shared parts in Python: advantage table, layout, tiles, the picture and the readout templates.
 
-For each setting the CustomJS glue (kernel + glue) repaints the grid and readouts in Chromium;
-the cells' codes, outcomes and successes, the picture of the cells and the readout text must
-equal what ``Grid.columns`` / ``cell_image`` / ``readout_html`` compute from ``sims.scenario.evaluate``.
+The browser's side (the grid view painting exactly ``cell_image`` of the core's view, its readouts and
+hover) is checked in a real browser by tests/test_lab_browser.py (served lab) and tests/test_export.py.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from lab.grid import (FILTERED, TEMPLATES, Grid, advantage_table, advantage_text, cell_image, cell_pixels, cell_tiles,
+from lab.grid import (FILTERED, TEMPLATES, advantage_table, advantage_text, cell_image, cell_pixels, cell_tiles,
                       grid_shape, readout_html)
 from lab.palette import FILTERED_COLOR, OUTCOME_COLORS
 from sims import advantages as adv
 from sims.formatting import percent
-from lab_server import PAGE_TEXT
 from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
-
-SETTINGS = [dict(progress=1.0), dict(progress=0.3, K=64), dict(progress=0.7, K=1),
-            dict(progress=1.0, band=(0.2, 0.8)), dict(progress=0.5, K=4, band=(0.95, 1.0))]
 
 
 def test_advantage_table_is_the_core():
@@ -98,94 +90,3 @@ def test_cell_image_places_each_prompts_tile():
 def test_cell_pixels_keeps_small_cells_one_to_one_and_halves_large_ones():
     assert cell_pixels(560, 100) == 5 and cell_pixels(560, 142) == 3 and cell_pixels(560, 300) == 3
     assert cell_pixels(560, 25) == 11 and cell_pixels(560, 2) == 12
-
-
-def _as_rendered(page, html: str) -> str:
-    """``html`` as the browser serialises it once parsed (what innerHTML reads back)."""
-    return page.evaluate("h => { const d = document.createElement('div'); d.innerHTML = h; return d.innerHTML; }", html)
-
-
-STANDALONE = """
-import sys
-from bokeh.embed import file_html
-from bokeh.layouts import column
-from bokeh.models import Checkbox, RangeSlider, Slider
-from bokeh.resources import INLINE
-from lab.grid import Grid
-from sims.scenario import Scenario
-
-base = Scenario(n_prompts=900, seed=11)
-grid = Grid(base.population(), base)
-prog = Slider(start=0, end=1, step=0.01, value=0, name="progress")
-K = Slider(start=1, end=64, step=1, value=8, name="K")
-flt = Checkbox(active=False, name="filter")
-band = RangeSlider(start=0, end=1, step=0.01, value=(0.2, 0.8), name="band")
-grid.attach(progress=prog, K=K, filter=flt, band=band)
-open(sys.argv[1], "w", encoding="utf-8").write(file_html(column(prog, K, flt, band, grid.layout), INLINE, "grid"))
-"""
-
-
-@pytest.mark.browser
-def test_browser_repaint_equals_python(page, tmp_path):
-    base = Scenario(n_prompts=900, seed=11)
-    pop = base.population()
-    grid = Grid(pop, base)  # Python's side of the comparison
-    # the standalone page is written by a fresh interpreter: once Panel is imported (as other tests in this
-    # process do), Bokeh's file_html also links Panel's extension bundles, which a file:// page cannot load
-    path = tmp_path / "grid.html"
-    subprocess.run([sys.executable, "-c", STANDALONE, str(path)], check=True, timeout=300)
-    page.goto(path.as_uri())
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0")
-    for kw in SETTINGS:
-        s = Scenario(n_prompts=900, seed=11, K=kw.get("K", 8), progress=kw["progress"], band=kw.get("band"))
-        lo, hi = s.band or (0.2, 0.8)
-        page.evaluate("""([t, K, f, lo, hi]) => {
-            const d = Bokeh.documents[0], m = n => d.get_model_by_name(n);
-            m('grpo_readouts').text = '';  // so the wait below sees this repaint, not the previous one
-            m('band').value = [lo, hi]; m('filter').active = f; m('K').value = K; m('progress').value = t;
-        }""", [s.progress, s.K, s.band is not None, lo, hi])
-        # the browser writes the rendered readouts at once and the model's text once the controls pause
-        page.wait_for_function("""() => {
-            const m = n => Bokeh.documents[0].get_model_by_name(n), text = m('grpo_readouts').text;
-            if (!text) return false;
-            const v = Bokeh.index.find_one(m('grpo_readouts')), probe = document.createElement('div');
-            probe.innerHTML = text;
-            return v && v.markup_el && v.markup_el.innerHTML === probe.innerHTML;
-        }""", timeout=20_000)
-        js = page.evaluate("""() => {
-            const d = Bokeh.documents[0], m = n => d.get_model_by_name(n), g = m('grpo_grid').data;
-            const img = window.grpoCells.image(m('grpo_grid_pixels'), g, m('grpo_grid_geometry').data,
-                                               m('grpo_grid_tiles').data.t);
-            return {code: Array.from(g.code), image: Array.from(img), shape: Array.from(img.shape),
-                    k: Array.from(g.k), outcome: Array.from(g.outcome), kept: Array.from(g.kept),
-                    K: m('grpo_grid_state').data.K[0], readouts: m('grpo_readouts').text,
-                    shown: Bokeh.index.find_one(m('grpo_readouts')).markup_el.innerHTML};
-        }""")
-        view = evaluate(s, pop)
-        py = grid.columns(view, s.K)
-        for col in ("code", "k", "outcome", "kept"):
-            assert js[col] == np.asarray(py[col]).tolist(), (kw, col)
-        cols, rows = grid_shape(900)
-        want = cell_image(py["code"], py["x"], py["y"], cell_tiles(cell_pixels(520, cols)), cols, rows)
-        assert js["shape"] == list(want.shape)
-        assert js["image"] == want.ravel().tolist(), kw  # the browser's picture is Python's, pixel for pixel
-        assert js["K"] == s.K
-        assert js["readouts"] == readout_html(view.summary, grid.template), kw
-        assert js["shown"] == _as_rendered(page, js["readouts"]), kw
-    # hover: the cell under the mouse names its prompt, pass rate now and successes (last setting above)
-    for i in (0, 417, 899):
-        xy = page.evaluate("""(i) => {
-            const d = Bokeh.documents[0], g = d.get_model_by_name('grpo_grid').data;
-            const v = Bokeh.index.find_one(d.get_model_by_name('grpo_grid_figure'));
-            v.canvas_view.el.scrollIntoView({block: "center"});
-            const r = v.canvas_view.el.getBoundingClientRect();
-            return [r.left + v.frame.x_scale.compute(g.x[i]), r.top + v.frame.y_scale.compute(g.y[i])];
-        }""", i)
-        page.mouse.move(*xy)
-        text = f"prompt: {i} "
-        page.wait_for_function(f"({PAGE_TEXT})().replace(/\\s+/g, ' ').includes({text!r})", timeout=10_000)
-        shown = " ".join(page.evaluate(PAGE_TEXT).split())
-        assert f"pass rate now: {percent(view.pass_rate[i])}" in shown, shown[-400:]
-        assert f"successes: {view.successes[i]} of {s.K}" in shown
-        page.mouse.move(0, 0)
-    assert page.console_errors == []

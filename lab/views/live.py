@@ -1,8 +1,10 @@
 """The "Live lab" tab: controls, the prompt grid with its readouts, and the plots.
 
-The grid and its readouts repaint in the browser (``lab.grid`` + the kernel) as the
-progress, K and filter controls move; Python redraws the plots, and repaints the grid
-itself when the population changes or rho > 0 (the kernel covers rho = 0 only).
+The grid, its readouts and the controls that move it (progress, K, the filter and its band)
+are one :class:`lab.live_grid.LiveGrid`, which repaints in the browser through the kernel and
+whose values are linked both ways to the session's :class:`lab.state.LabState`. Python redraws
+the plots once the controls pause, sends a new population when it changes, and evaluates the
+grid itself while rho > 0 (the kernel covers rho = 0 only).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 import panel as pn
 
 from lab.debounce import Debounce
-from lab.grid import Grid, callback_code
+from lab.grid_html import grid_data
+from lab.live_grid import LiveGrid, server_view
 from lab.state import LabState, PlayState
 from sims.scenario import evaluate
 
@@ -25,6 +28,7 @@ from .outcome import OutcomePlot
 __all__ = ["LiveLab"]
 
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
+GRID_VALUES = ("progress", "K", "filter", "band_lo", "band_hi", "rho")  #: LabState <-> LiveGrid, both ways
 
 
 class LiveLab:
@@ -36,12 +40,15 @@ class LiveLab:
         scenario = lab.scenario()
         self.population = scenario.population()
         self._pop_key = lab.population_key()
-        self.grid = Grid(self.population, scenario, readouts="main" if embed else "full", width=560)
+        self._readouts = "main" if embed else "full"
+        # an embed follows its iframe's width (down to a phone's); the full page gives the grid a column
+        size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else {"width": 560}
+        self.grid = LiveGrid.build(self.population, self._grid_values(), scenario.gain, readouts=self._readouts,
+                                   css_classes=["lab-grid"], **size)
+        self.grid.param.watch(lambda *events: lab.param.update(**{e.name: e.new for e in events}),
+                              list(GRID_VALUES[:-1]))
+        lab.param.watch(lambda *_events: self.grid.param.update(**self._grid_values()), list(GRID_VALUES))
         c = self.controls
-        code = callback_code()
-        for widget in (c.progress, c.K, c.filter, c.band, c.rho):
-            widget.jscallback(args=self.grid.js_args(progress=c.progress, K=c.K, filter=c.filter, band=c.band,
-                                                     rho=c.rho), value=code)
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
@@ -51,16 +58,15 @@ class LiveLab:
         self.notice = pn.pane.Alert(lab.notice, alert_type="warning", visible=bool(lab.notice),
                                     css_classes=["lab-notice"], sizing_mode="stretch_width")
         lab.param.watch(lambda e: self.notice.param.update(object=e.new, visible=bool(e.new)), "notice")
-        self.refresh(repaint_grid=False)
-        grid_pane = pn.pane.Bokeh(self.grid.layout, css_classes=["lab-grid"])
+        self.refresh(repaint_grid=lab.rho > 0)
+        grid_pane = self.grid
         if embed:
-            self.panel = pn.Column(self.notice, pn.Row(grid_pane, pn.Column(c.main(), width=320)),
-                                   css_classes=["lab-embed"])
+            self.panel = pn.Column(self.notice, c.main(), grid_pane, css_classes=["lab-embed"])
         else:
             o, d, k, j = self.plots
             self.panel = pn.Column(
                 self.notice,
-                pn.Row(pn.Column(c.all(), width=340), grid_pane,
+                pn.Row(pn.Column(c.all(), width=380), grid_pane,
                        pn.Column(pn.pane.Markdown("#### The arithmetic"), formulas_pane(), width=360)),
                 pn.Row(pn.Column(o.panel, sizing_mode="stretch_width"), pn.Column(d.panel, sizing_mode="stretch_width"),
                        sizing_mode="stretch_width"),
@@ -68,6 +74,12 @@ class LiveLab:
                        pn.Column(pn.pane.Markdown("#### The Jensen gap"), j.panel, sizing_mode="stretch_width"),
                        sizing_mode="stretch_width"),
                 sizing_mode="stretch_width")
+
+    def _grid_values(self) -> dict:
+        """The grid's control values from the state (the band in order, as the scenario reads it)."""
+        lo, hi = sorted((self.lab.band_lo, self.lab.band_hi))
+        return {"progress": self.lab.progress, "K": self.lab.K, "filter": self.lab.filter, "band_lo": lo,
+                "band_hi": hi, "rho": self.lab.rho}
 
     def frame(self) -> Frame:
         scenario = self.lab.scenario()
@@ -81,15 +93,19 @@ class LiveLab:
         key = self.lab.population_key()
         new_population = key != self._pop_key
         frame = self.frame()
+        update = {}
         if new_population:
             self._pop_key = key
-            self.grid.set_population(frame.population, frame.scenario)
-        elif repaint_grid:
-            self.grid.show(frame.view, frame.scenario.K)
+            update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts,
+                                       advantages=True)
+        if repaint_grid or (new_population and frame.scenario.rho > 0):
+            update["view"] = server_view(frame.view, frame.scenario.K)
+        if update:
+            self.grid.param.update(**update)
         for plot in self.plots:
             plot.update(frame)
 
-    def _changed(self, events) -> None:
+    def _changed(self, *_events) -> None:
         """Grid changes that only the server can paint happen now; plot redraws wait for a pause.
 
         While progress, K or the filter move, the browser has already repainted the grid and the

@@ -1,0 +1,208 @@
+/* grpo-lab grid view: one prompt grid with its controls, readouts and hover tip, in the browser.
+ *
+ * Shared by the served lab (the LiveGrid component, lab/live_grid.py) and the exported page
+ * (lab/static/export_page.js). The markup comes from Python (lab/grid_html.py); this file does
+ * no arithmetic: grpoKernel.evaluate computes a view, grpoKernel.fill writes the readouts'
+ * values, grpoCells.canvas paints the cells, and hover looks advantages up in Python's table.
+ *
+ *   view = grpoGridView(root)   root: the element (or shadow root) holding the markup
+ *   view.setData(data)          a population as lab.grid_html.grid_data packs it: p0 and u
+ *                               (base64), stride, gain, x, y, geometry, tiles (base64), template,
+ *                               filtered_code, words, filtered_label, optional adv table
+ *   view.values                 the controls' values {progress, K, filter, band_lo, band_hi}: the
+ *                               values painted, exactly (an input shows the nearest step)
+ *   view.set(values)            change some values (the inputs follow; no input event)
+ *   view.paint()                evaluate the values with the kernel and show the result
+ *   view.show(server)           show a view computed by Python instead (lab.live_grid.server_view:
+ *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
+ *                               the kernel does not cover)
+ *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
+ */
+(function (root) {
+  "use strict";
+  var G = root.grpoKernel, cells = root.grpoCells;
+  var NAMES = ["progress", "K", "filter", "band_lo", "band_hi"];
+
+  function bytes(b64) {
+    var s = atob(b64), buf = new Uint8Array(s.length);
+    for (var i = 0; i < s.length; i++) buf[i] = s.charCodeAt(i);
+    return buf.buffer;
+  }
+
+  /* base64 arrays to typed arrays, and the cell -> prompt lookup of the hover; kept on the object */
+  function decode(data) {
+    if (data.__decoded) return data.__decoded;
+    var g = data.geometry, n = data.x.length, slot = new Int32Array(g.cols * g.rows).fill(-1);
+    for (var p = 0; p < n; p++) slot[data.y[p] * g.cols + data.x[p]] = p;
+    data.__decoded = {p0: new Float64Array(bytes(data.p0)), u: new Float32Array(bytes(data.u)),
+                      stride: data.stride, gain: data.gain, x: Int32Array.from(data.x),
+                      y: Int32Array.from(data.y), slot: slot, tiles: new Uint32Array(bytes(data.tiles))};
+    return data.__decoded;
+  }
+
+  function grpoGridView(host) {
+    var q = function (sel) { return host.querySelector(sel); };
+    var el = {progress: q("#gx-progress"), K: q("#gx-K"), filter: q("#gx-filter"), band_lo: q("#gx-band-lo"),
+              band_hi: q("#gx-band-hi"), band: q(".gx-band"), grid: q("#gx-grid"), tip: q("#gx-tip"),
+              readouts: q("#gx-readouts")};
+    var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
+    var view = {values: {}}, data = null, d = null, shown = null, code = null, slots = null, listeners = [];
+
+    function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
+
+    function labels() {
+      var v = view.values;
+      setText(out.progress, v.progress.toFixed(Number(out.progress.getAttribute("data-digits") || 3)));
+      setText(out.K, String(v.K));
+      setText(out.band, v.band_lo.toFixed(2) + " \u2013 " + v.band_hi.toFixed(2));
+      if (el.band) el.band.classList.toggle("gx-off", !v.filter);
+    }
+
+    view.set = function (values) {
+      for (var i = 0; i < NAMES.length; i++) {
+        var name = NAMES[i];
+        if (!(name in values)) continue;
+        var v = name === "filter" ? !!values[name] : Number(values[name]);
+        view.values[name] = v;
+        if (name === "filter") el.filter.checked = v;
+        else if (Number(el[name].value) !== v) el[name].value = String(v);
+      }
+      labels();
+    };
+
+    function readouts(summary) {
+      if (!slots) {
+        var filled = G.fill(data.template, summary);
+        el.readouts.innerHTML = filled.html;
+        slots = Array.prototype.map.call(el.readouts.querySelectorAll("[data-v]"), function (s) {
+          return s.firstChild || s.appendChild(document.createTextNode(""));
+        });
+        return;
+      }
+      var values = G.fill(data.template, summary).values;
+      for (var i = 0; i < slots.length; i++) if (slots[i].data !== values[i]) slots[i].data = values[i];
+      fix(el.readouts);
+    }
+
+    /* once shown, a box whose text changes while a control moves gets a fixed height and full
+       containment, so rewriting its values lays out nothing outside it */
+    function fix(box) {
+      if (box.__grpoFixed) return;
+      var h = box.offsetHeight;
+      if (!h) return;  /* not displayed yet: try on the next paint */
+      box.style.height = h + "px";
+      box.classList.add("gx-fixed");
+      box.__grpoFixed = true;
+    }
+
+    function unfix(box) {
+      box.__grpoFixed = false;
+      box.classList.remove("gx-fixed");
+      box.style.height = "";
+    }
+
+    function draw(result, K) {
+      var n = d.p0.length, oc = result.outcome, kept = result.kept;
+      if (!code || code.length !== n) code = new Int8Array(n);
+      for (var x = 0; x < n; x++) code[x] = kept[x] ? oc[x] : data.filtered_code;
+      shown = {result: result, K: K};
+      cells.canvas(el.grid, data.geometry, code, d.x, d.y, d.tiles);
+      readouts(result.summary);
+      labels();
+      if (!el.tip.hidden) tip(el.tip.__at);
+    }
+
+    view.setData = function (next) {
+      if (data && next.template !== data.template) {
+        slots = null;
+        unfix(el.readouts);
+      }
+      data = next;
+      d = decode(next);
+      shown = null;
+    };
+
+    var result = {};
+    view.paint = function () {
+      if (!d) return;
+      var v = view.values;
+      result = G.evaluate(d, {progress: v.progress, K: v.K, filter: v.filter, band_lo: v.band_lo,
+                              band_hi: v.band_hi}, result);
+      draw(result, v.K);
+    };
+
+    view.show = function (server) {
+      if (!d) return;
+      var r = {outcome: new Int8Array(bytes(server.outcome)), kept: new Uint8Array(bytes(server.kept)),
+               pass_rate: new Float64Array(bytes(server.p_now)), successes: new Int32Array(bytes(server.k)),
+               summary: {}};
+      if (r.outcome.length !== d.p0.length) return;  /* a view of another population */
+      for (var key in server.summary) r.summary[key] = server.summary[key] === null ? NaN : server.summary[key];
+      draw(r, server.K);
+    };
+
+    view.onInput = function (fn) { listeners.push(fn); };
+
+    function moved(name, value) {
+      var changed = {};
+      changed[name] = value;
+      /* the band's ends never cross: moving one past the other carries the other along */
+      if (name === "band_lo" && value > view.values.band_hi) changed.band_hi = value;
+      if (name === "band_hi" && value < view.values.band_lo) changed.band_lo = value;
+      view.set(changed);
+      for (var i = 0; i < listeners.length; i++) listeners[i](changed);
+    }
+
+    NAMES.forEach(function (name) {
+      var input = el[name];
+      if (name === "filter") input.addEventListener("change", function () { moved(name, input.checked); });
+      else input.addEventListener("input", function () { moved(name, Number(input.value)); });
+    });
+
+    function signed(a) { return (a >= 0 ? "+" : "") + G.fixed(a, 3); }
+
+    function tip(at) {
+      if (!at || !shown) return;
+      var box = el.grid.getBoundingClientRect(), g = data.geometry;
+      var cx = Math.floor((at.x - box.left) / box.width * g.cols);
+      var cy = g.rows - 1 - Math.floor((at.y - box.top) / box.height * g.rows);  /* row 0 at the bottom */
+      var i = (cx >= 0 && cx < g.cols && cy >= 0 && cy < g.rows) ? d.slot[cy * g.cols + cx] : -1;
+      if (i < 0) { el.tip.hidden = true; return; }
+      var r = shown.result, K = shown.K, k = r.successes[i], group = data.words[r.outcome[i]];
+      if (!r.kept[i]) group = data.filtered_label + ", " + group;
+      var lines = ["prompt " + i, group, "pass rate now " + G.percent(r.pass_rate[i]), "successes " + k + " of " + K];
+      if (data.adv) {
+        var row = data.adv.offset[K] + k;
+        data.adv.names.forEach(function (name) {
+          var parts = [];
+          ["pass", "fail"].forEach(function (side) {
+            var a = data.adv[name + "_" + side][row];
+            if (a !== null && !isNaN(a)) parts.push(side + " " + signed(a));
+          });
+          lines.push("A " + name + ": " + parts.join(", "));
+        });
+      }
+      el.tip.textContent = lines.join(" \u00b7 ");
+      el.tip.__at = at;
+      el.tip.hidden = false;
+      var hostBox = el.grid.parentNode.getBoundingClientRect(), w = el.tip.offsetWidth;
+      el.tip.style.left = Math.max(0, Math.min(at.x - hostBox.left + 12, hostBox.width - w)) + "px";
+      el.tip.style.top = (at.y - hostBox.top + 14) + "px";
+    }
+
+    /* a new width may wrap the readouts differently: measure their height again on the next paint */
+    window.addEventListener("resize", function () {
+      if (el.readouts.__grpoFixed) { unfix(el.readouts); fix(el.readouts); }
+    });
+
+    el.grid.addEventListener("pointermove", function (e) { tip({x: e.clientX, y: e.clientY}); });
+    el.grid.addEventListener("pointerdown", function (e) { tip({x: e.clientX, y: e.clientY}); });
+    el.grid.addEventListener("pointerleave", function () { el.tip.hidden = true; el.tip.__at = null; });
+
+    view.set({progress: Number(el.progress.value), K: Number(el.K.value), filter: el.filter.checked,
+              band_lo: Number(el.band_lo.value), band_hi: Number(el.band_hi.value)});
+    return view;
+  }
+
+  root.grpoGridView = grpoGridView;
+})(typeof window !== "undefined" ? window : globalThis);
