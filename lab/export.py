@@ -156,10 +156,11 @@ def embedded_draw(spec: ExportSpec, seed: int) -> dict:
 
 
 def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
-    """Everything the page glue reads at load (JSON): initial controls, embedded draws, provenance."""
+    """Everything the page glue reads at load (JSON): the population, embedded draws, provenance.
+
+    The starting controls are the inputs' own values in the page's HTML.
+    """
     return {
-        "initial": {"progress": spec.progress, "K": spec.K, "filter": spec.filter_on,
-                    "band_lo": spec.band[0], "band_hi": spec.band[1], "draw": 0},
         "population": {"n_prompts": spec.n_prompts, "a": spec.a, "b": spec.b, "gain": spec.gain},
         "draws": draws,
         "version": __version__,

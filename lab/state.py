@@ -24,7 +24,6 @@ import param
 
 from sims import advantages as adv
 from sims.errors import InputError
-from sims.population import DEFAULT_SEED
 from sims.scenario import Scenario
 
 __all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource
 
 from sims.errors import InputError
