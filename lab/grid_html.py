@@ -18,8 +18,9 @@ The element ids (``gx-progress``, ``gx-K``, ``gx-filter``, ``gx-band-lo``, ``gx-
 
 from __future__ import annotations
 
-import base64
 import html
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -27,13 +28,13 @@ from sims.population import Population
 
 from .grid import (FILTERED, STATE_WORDS, TEMPLATES, advantage_table, cell_pixels, cell_positions, cell_tiles,
                    grid_shape, legend_html)
-from .kernel import kernel_data_b64
+from .kernel import b64, kernel_data_b64
 from .palette import FILTERED_LABEL
 
-__all__ = ["GRID_WIDTH", "CONTROL_TIPS", "controls_html", "grid_html", "grid_data", "STYLE_PATH"]
+__all__ = ["GRID_WIDTH", "CONTROL_TIPS", "controls_html", "grid_html", "grid_data", "hover_advantages", "STYLE_PATH"]
 
 GRID_WIDTH = 560  #: the grid's nominal width in CSS pixels (it scales down with its column)
-STYLE_PATH = __import__("pathlib").Path(__file__).with_name("static") / "gridview.css"
+STYLE_PATH = Path(__file__).with_name("static") / "gridview.css"
 
 CONTROL_TIPS = {
     "progress": "How far training has gone: each prompt's pass rate rises from p0 to p0^(1/(1 + g t))",
@@ -85,7 +86,10 @@ def geometry(n_prompts: int, width: int = GRID_WIDTH) -> dict:
     return {"cols": cols, "rows": rows, "P": cell_pixels(width, cols)}
 
 
-def _advantages() -> dict:
+@lru_cache(maxsize=1)
+def hover_advantages() -> dict:
+    """:func:`lab.grid.advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``;
+    JSON-ready, NaN as null). The same for every population, so it is sent once per view."""
     from sims.advantages import ESTIMATORS
 
     t = advantage_table()
@@ -96,20 +100,15 @@ def _advantages() -> dict:
     return out
 
 
-def grid_data(population: Population, gain: float, *, readouts: str = "main", width: int = GRID_WIDTH,
-              advantages: bool = False) -> dict:
+def grid_data(population: Population, gain: float, *, readouts: str = "main", width: int = GRID_WIDTH) -> dict:
     """One population packed for ``grpoGridView.setData`` (JSON-ready).
 
-    ``readouts`` picks the readout template ("main": the three stable hooks; "full": every row);
-    ``advantages`` adds the hover's advantage table (the served lab; the export leaves it out).
+    ``readouts`` picks the readout template ("main": the three stable hooks; "full": every row).
     """
     geo = geometry(population.n, width)
     x, y = cell_positions(population.pass_rates)
-    tiles = np.ascontiguousarray(cell_tiles(geo["P"]), dtype="<u4")
     data = {**kernel_data_b64(population, gain), "x": x.astype(int).tolist(), "y": y.astype(int).tolist(),
-            "geometry": geo, "tiles": base64.b64encode(tiles.tobytes()).decode(),
+            "geometry": geo, "tiles": b64(cell_tiles(geo["P"]), "<u4"),
             "template": TEMPLATES[readouts], "filtered_code": FILTERED,
             "words": [STATE_WORDS[c] for c in sorted(STATE_WORDS)], "filtered_label": FILTERED_LABEL}
-    if advantages:
-        data["adv"] = _advantages()
     return data

@@ -31,9 +31,13 @@ def kernel_arrays(population: Population, gain: float) -> dict:
             "stride": K_MAX, "gain": float(gain)}
 
 
+def b64(array, dtype: str) -> str:
+    """``array`` as ``dtype`` (a little-endian numpy type such as ``"<f8"``), base64: how typed arrays reach
+    the browser (``atob`` and a typed-array view over the bytes)."""
+    return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode()
+
+
 def kernel_data_b64(population: Population, gain: float) -> dict:
     """The same, with the arrays as little-endian base64 strings (for embedding in a page)."""
     arr = kernel_arrays(population, gain)
-    return {"p0": base64.b64encode(arr["p0"].astype("<f8").tobytes()).decode(),
-            "u": base64.b64encode(arr["u"].astype("<f4").tobytes()).decode(),
-            "stride": arr["stride"], "gain": arr["gain"]}
+    return {"p0": b64(arr["p0"], "<f8"), "u": b64(arr["u"], "<f4"), "stride": arr["stride"], "gain": arr["gain"]}

@@ -17,7 +17,6 @@ frame as the main cost.
 
 from __future__ import annotations
 
-import base64
 import math
 
 import numpy as np
@@ -26,8 +25,8 @@ from panel.custom import JSComponent
 
 from sims.population import Population
 
-from .grid_html import STYLE_PATH, controls_html, grid_data, grid_html
-from .kernel import kernel_source
+from .grid_html import STYLE_PATH, controls_html, grid_data, grid_html, hover_advantages
+from .kernel import b64, kernel_source
 
 __all__ = ["LiveGrid", "server_view"]
 
@@ -53,9 +52,6 @@ def server_view(view, K: int) -> dict:
     """An evaluated view (``sims.scenario.evaluate``) as ``grpoGridView.show`` takes it: per-prompt arrays
     as little-endian base64 (int8 outcome, uint8 kept, float64 pass rate now, int32 successes), the summary's numbers."""
     summary = {k: _json_number(v) for k, v in view.summary.items() if isinstance(v, (int, float, np.number))}
-    def b64(a, dtype) -> str:
-        return base64.b64encode(np.ascontiguousarray(a, dtype=dtype).tobytes()).decode()
-
     return {"K": int(K), "outcome": b64(view.outcome, "<i1"), "kept": b64(view.kept, "<u1"),
             "p_now": b64(view.pass_rate, "<f8"), "k": b64(view.successes, "<i4"), "summary": summary}
 
@@ -73,6 +69,8 @@ class LiveGrid(JSComponent):
         "Show Python's `view` whatever rho is: every move is a browser -> Python -> browser round trip "
         "(benchmarks/bench_lab_latency.py's baseline)."))
     data = param.Dict(default={}, doc="The population, packed by lab.grid_html.grid_data.")
+    advantages = param.Dict(default=None, allow_None=True, doc=(
+        "The hover's advantage table (lab.grid_html.hover_advantages); set once, whatever the population."))
     view = param.Dict(default=None, allow_None=True, doc="Python's view (server_view), shown while rho > 0.")
     markup = param.String(default="", doc="The view's HTML (lab.grid_html); set once.")
 
@@ -82,10 +80,9 @@ class LiveGrid(JSComponent):
     @classmethod
     def build(cls, population: Population, values: dict, gain: float, *, readouts: str = "full",
               progress_step: float = 0.01, **layout) -> "LiveGrid":
-        """A LiveGrid for a population and control values {progress, K, filter, band_lo, band_hi, rho}."""
-        data = grid_data(population, gain, readouts=readouts, advantages=True)
-        band = tuple(sorted((values["band_lo"], values["band_hi"])))
-        markup = (controls_html(values["progress"], values["K"], values["filter"], band, progress_step=progress_step)
+        """A LiveGrid for a population and control values {progress, K, filter, band_lo <= band_hi[, rho]}."""
+        data = grid_data(population, gain, readouts=readouts)
+        markup = (controls_html(values["progress"], values["K"], values["filter"], (values["band_lo"], values["band_hi"]),
+                                progress_step=progress_step)
                   + grid_html(population.n, data["geometry"]))
-        return cls(markup=markup, data=data, progress=values["progress"], K=values["K"], filter=values["filter"],
-                   band_lo=band[0], band_hi=band[1], rho=values.get("rho", 0.0), **layout)
+        return cls(markup=markup, data=data, advantages=hover_advantages(), **values, **layout)

@@ -8,7 +8,8 @@
  *   view = grpoGridView(root)   root: the element (or shadow root) holding the markup
  *   view.setData(data)          a population as lab.grid_html.grid_data packs it: p0 and u
  *                               (base64), stride, gain, x, y, geometry, tiles (base64), template,
- *                               filtered_code, words, filtered_label, optional adv table
+ *                               filtered_code, words, filtered_label
+ *   view.advantages             the hover's advantage table (lab.grid_html.hover_advantages), or null
  *   view.values                 the controls' values {progress, K, filter, band_lo, band_hi}: the
  *                               values painted, exactly (an input shows the nearest step)
  *   view.set(values)            change some values (the inputs follow; no input event)
@@ -17,6 +18,7 @@
  *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
  *                               the kernel does not cover)
  *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
+ *   grpoGridView.NAMES          the names of the values, in order
  */
 (function (root) {
   "use strict";
@@ -46,7 +48,7 @@
               band_hi: q("#gx-band-hi"), band: q(".gx-band"), grid: q("#gx-grid"), tip: q("#gx-tip"),
               readouts: q("#gx-readouts")};
     var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
-    var view = {values: {}}, data = null, d = null, shown = null, code = null, slots = null, listeners = [];
+    var view = {values: {}, advantages: null}, data = null, d = null, shown = null, code = null, slots = null, listeners = [];
 
     function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
 
@@ -171,12 +173,13 @@
       var r = shown.result, K = shown.K, k = r.successes[i], group = data.words[r.outcome[i]];
       if (!r.kept[i]) group = data.filtered_label + ", " + group;
       var lines = ["prompt " + i, group, "pass rate now " + G.percent(r.pass_rate[i]), "successes " + k + " of " + K];
-      if (data.adv) {
-        var row = data.adv.offset[K] + k;
-        data.adv.names.forEach(function (name) {
+      var adv = view.advantages;
+      if (adv) {
+        var row = adv.offset[K] + k;
+        adv.names.forEach(function (name) {
           var parts = [];
           ["pass", "fail"].forEach(function (side) {
-            var a = data.adv[name + "_" + side][row];
+            var a = adv[name + "_" + side][row];
             if (a !== null && !isNaN(a)) parts.push(side + " " + signed(a));
           });
           lines.push("A " + name + ": " + parts.join(", "));
@@ -204,5 +207,6 @@
     return view;
   }
 
+  grpoGridView.NAMES = NAMES;
   root.grpoGridView = grpoGridView;
 })(typeof window !== "undefined" ? window : globalThis);

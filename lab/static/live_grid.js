@@ -7,7 +7,6 @@
  * cover), the view it computed (`view`): the browser then shows Python's view instead (and always
  * with `server_paints`, the benchmark's round-trip baseline).
  */
-var NAMES = ["progress", "K", "filter", "band_lo", "band_hi"];
 var SYNC_MS = 150;
 
 export function render({ model, el }) {
@@ -15,7 +14,8 @@ export function render({ model, el }) {
   box.className = "gx-view";
   box.innerHTML = model.markup;
   el.appendChild(box);
-  var view = window.grpoGridView(box);
+  var view = window.grpoGridView(box), NAMES = window.grpoGridView.NAMES;
+  view.advantages = model.advantages;
 
   function fromModel() {
     var v = {};

@@ -96,8 +96,7 @@ class LiveLab:
         update = {}
         if new_population:
             self._pop_key = key
-            update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts,
-                                       advantages=True)
+            update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts)
         if repaint_grid or (new_population and frame.scenario.rho > 0):
             update["view"] = server_view(frame.view, frame.scenario.K)
         if update:
