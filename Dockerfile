@@ -13,7 +13,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 RUN useradd --create-home --uid 10001 lab
 WORKDIR /home/lab/grpo-lab
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY sims ./sims
 COPY lab ./lab
 RUN pip install --no-cache-dir . && chown -R 10001:10001 /home/lab

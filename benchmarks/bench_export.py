@@ -165,7 +165,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         out = tmp / "decay.html"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "lab.cli", "export", "--out", str(out), "--n-prompts",
+        subprocess.run([sys.executable, "-m", "grpo_lab.cli", "export", "--out", str(out), "--n-prompts",
                         str(args.n_prompts)], check=True, cwd=ROOT)
         export_s = time.perf_counter() - t0
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sims.ingest import ingest
-from sims.record import write_record
+from grpo_lab.sims.ingest import ingest
+from grpo_lab.sims.record import write_record
 
 
 def make_plain(path: Path, groups: int, G: int, rng) -> None:

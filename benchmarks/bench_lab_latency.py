@@ -108,8 +108,8 @@ def baseline_app():
     """The same grid view, repainted by a Python callback on every move (the server round trip)."""
     import panel as pn
 
-    from lab.live_grid import LiveGrid, server_view
-    from sims.scenario import Scenario, evaluate
+    from grpo_lab.live_grid import LiveGrid, server_view
+    from grpo_lab.sims.scenario import Scenario, evaluate
 
     args = pn.state.session_args or {}
     n = int(args.get("n_prompts", [b"600"])[0])

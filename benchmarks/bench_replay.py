@@ -69,7 +69,7 @@ def pct(values, q):
 def serve(root: Path):
     import panel as pn
 
-    from lab.replay.view import ReplayView
+    from grpo_lab.replay.view import ReplayView
 
     def app():
         view = ReplayView(runs_root=root)
@@ -77,7 +77,7 @@ def serve(root: Path):
         view.slider.param.watch(lambda e: setattr(echo, "object", f"<span>{e.new}</span>"), "value")
         return pn.Column(view, echo)
 
-    from lab.replay.serving import serve_local
+    from grpo_lab.replay.serving import serve_local
 
     return serve_local(app)
 
@@ -108,8 +108,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from lab.replay.synthetic import synthetic_record
-    from sims.record import write_record
+    from grpo_lab.replay.synthetic import synthetic_record
+    from grpo_lab.sims.record import write_record
 
     print(f"replay scrub latency, {args.presses} slider steps per size, headless Chromium (ms)")
     print(f"{'prompts':>8} {'steps':>6} | {'to readout p50':>14} {'p95':>6} | {'to next frame p50':>17} {'p95':>6} | "

@@ -52,7 +52,7 @@ def findings(root: str) -> None:
     """Mean and spread (sample sd) over seeds of each shipped configuration, as a Markdown table."""
     from collections import defaultdict
 
-    from sims.record import read_record, summarise
+    from grpo_lab.sims.record import read_record, summarise
 
     rows = defaultdict(list)
     for path in sorted(Path(root).glob("g4-*")):
@@ -96,7 +96,7 @@ def main() -> None:
     ap.add_argument("--findings", metavar="DIR", help="print the findings table of the runs in DIR")
     ap.add_argument("--no-cache", action="store_true")
     args = ap.parse_args()
-    from sims.record import read_record
+    from grpo_lab.sims.record import read_record
 
     if args.findings:
         findings(args.findings)
@@ -104,8 +104,8 @@ def main() -> None:
     if args.record:
         report(read_record(args.record))
         return
-    from sims.trainer.config import GRPOConfig
-    from sims.trainer.loop import train
+    from grpo_lab.sims.trainer.config import GRPOConfig
+    from grpo_lab.sims.trainer.loop import train
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

@@ -14,7 +14,7 @@ import argparse
 import statistics
 import time
 
-from sims.montecarlo import DEFAULT_GRID, simulate_groups, simulate_groups_matrix, validate
+from grpo_lab.sims.montecarlo import DEFAULT_GRID, simulate_groups, simulate_groups_matrix, validate
 
 
 def timed(fn, repeats):

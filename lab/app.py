@@ -22,10 +22,10 @@ from urllib.parse import urlencode
 
 import panel as pn
 
-from lab.debounce import Debounce
-from lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
-from lab.views.advantages import AdvantageExplorer
-from lab.views.live import LiveLab
+from grpo_lab.debounce import Debounce
+from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
+from grpo_lab.views.advantages import AdvantageExplorer
+from grpo_lab.views.live import LiveLab
 
 __all__ = ["Session", "TABS", "build_app", "session_query"]
 
@@ -51,7 +51,7 @@ def _advantages_tab(s: Session):
 
 
 def _replay_tab(s: Session):
-    from lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
+    from grpo_lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
 
     return ReplayView()
 

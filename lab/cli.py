@@ -1,6 +1,6 @@
 """The ``grpo-lab`` command line: one entry point, one module per group of subcommands.
 
-Every subcommand module in :mod:`lab.commands` exposes ``register(subparsers)``
+Every subcommand module in :mod:`grpo_lab.commands` exposes ``register(subparsers)``
 and sets ``func`` on its parser. Bad input never produces a traceback: argparse
 errors and the core's :class:`sims.errors.InputError` become one line on stderr
 and exit status 2.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sims import __version__
-from sims.errors import InputError
+from grpo_lab.sims import __version__
+from grpo_lab.sims.errors import InputError
 
 from .commands import COMMAND_MODULES
 

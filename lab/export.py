@@ -28,12 +28,12 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sims import __version__
-from sims._checks import as_group_size, band as check_band, positive
-from sims.decay import DEFAULT_GAIN, _progress
-from sims.errors import InputError
-from sims.population import draw_population
-from sims.scenario import Scenario
+from grpo_lab.sims import __version__
+from grpo_lab.sims._checks import as_group_size, band as check_band, positive
+from grpo_lab.sims.decay import DEFAULT_GAIN, _progress
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.population import draw_population
+from grpo_lab.sims.scenario import Scenario
 
 STATIC = Path(__file__).with_name("static")
 SIZE_BUDGET = 2_500_000  #: bytes; "auto" draws embed as many populations as fit under this
@@ -86,7 +86,7 @@ def make_spec(*, filter_band=None, band=None, draws=None, title=None, **scenario
 
 def validate(spec: ExportSpec) -> ExportSpec:
     """Check every field; raise :class:`~sims.errors.InputError` with one clear line, or return a clean spec."""
-    from lab.kernel import K_MAX
+    from grpo_lab.kernel import K_MAX
 
     sc = spec.scenario
     n = int(as_group_size(sc.n_prompts, "--n-prompts"))
@@ -149,7 +149,7 @@ def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
 
 def embedded_draw(spec: ExportSpec, seed: int) -> dict:
     """One population as the page embeds it: the core's draw for ``seed``, packed for the grid view."""
-    from lab.grid_html import grid_data
+    from grpo_lab.grid_html import grid_data
 
     pop = draw_population(spec.n_prompts, spec.a, spec.b, seed)
     return {"seed": seed, **grid_data(pop, spec.gain)}
@@ -189,7 +189,7 @@ def render(spec: ExportSpec, out_name: str = DEFAULT_OUT) -> str:
 
 
 def _render(spec: ExportSpec, draws: list[dict], out_name: str) -> str:
-    from lab.export_page import page_html
+    from grpo_lab.export_page import page_html
 
     return page_html(spec, page_state(spec, draws, out_name))
 
@@ -252,7 +252,7 @@ def export(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> dict:
 
 def _state_of(text: str) -> dict:
     """Read the embedded page state back from a rendered page (used by export() and the tests)."""
-    from lab.export_page import STATE_ID
+    from grpo_lab.export_page import STATE_ID
 
     start = text.index(f'id="{STATE_ID}">') + len(f'id="{STATE_ID}">')
     end = text.index("</script>", start)

@@ -4,7 +4,7 @@ No BokehJS: a Bokeh page spends most of a second starting BokehJS before it show
 and an exported page needs none of Bokeh's machinery. It is the served lab's own grid view,
 each part defined once and shared:
 
-* the markup and data, :mod:`lab.grid_html` (the lab's LiveGrid component uses the same);
+* the markup and data, :mod:`grpo_lab.grid_html` (the lab's LiveGrid component uses the same);
 * the view, ``lab/static/gridview.js``, over the arithmetic of ``lab/static/kernel.js``
   (``grpoKernel.evaluate``, the twin of :func:`sims.scenario.evaluate`; ``grpoKernel.fill``, the twin
   of :func:`lab.grid.readout_html`) and the painter ``lab/static/cells.js``;
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 
-from lab.grid_html import STYLE_PATH, controls_html, grid_html
+from grpo_lab.grid_html import STYLE_PATH, controls_html, grid_html
 
 STATE_ID = "grpo-export-state"
 SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "export_page.js")  #: in lab/static, in this order
@@ -49,7 +49,7 @@ def _buttons(n_draws: int, seed: int) -> str:
 
 
 def _shell_bottom(spec, state) -> str:
-    from lab.export import footer_text
+    from grpo_lab.export import footer_text
 
     e = html.escape
     seeds = [d["seed"] for d in state["draws"]]
@@ -67,10 +67,10 @@ def _shell_bottom(spec, state) -> str:
 
 def page_html(spec, state: dict) -> str:
     """The whole page: shell, buttons, controls, readouts (filled for the starting view), canvas, scripts."""
-    from lab.export import STATIC, _script_json
-    from lab.grid import TEMPLATES, readout_html
-    from sims.population import draw_population
-    from sims.scenario import evaluate
+    from grpo_lab.export import STATIC, _script_json
+    from grpo_lab.grid import TEMPLATES, readout_html
+    from grpo_lab.sims.population import draw_population
+    from grpo_lab.sims.scenario import evaluate
 
     first = evaluate(spec.scenario, draw_population(spec.n_prompts, spec.a, spec.b, spec.seed))
     scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>" for name in SCRIPTS)

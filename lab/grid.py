@@ -1,7 +1,7 @@
 """The prompt grid's parts, shared by the live lab, the exported page and the replay.
 
 The live lab and the exported page draw the grid with the browser grid view
-(``lab/static/gridview.js``; markup and data from :mod:`lab.grid_html`; the served lab's
+(``lab/static/gridview.js``; markup and data from :mod:`grpo_lab.grid_html`; the served lab's
 component is :class:`lab.live_grid.LiveGrid`); the replay draws its grids as Bokeh images
 (:class:`Picture`). What they share is here:
 
@@ -39,9 +39,9 @@ import numpy as np
 from bokeh.core.properties import expr
 from bokeh.models import ColumnDataSource, CustomJS, CustomJSExpr
 
-from sims.advantages import ESTIMATORS, advantages
-from sims.formatting import fixed, percent
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.advantages import ESTIMATORS, advantages
+from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from .kernel import K_MAX, kernel_source
 from .palette import (FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_MARK_ALPHA,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sims.population import Population
+from grpo_lab.sims.population import Population
 
 from .grid import (FILTERED, STATE_WORDS, TEMPLATES, advantage_table, cell_pixels, cell_positions, cell_tiles,
                    grid_shape, legend_html)
@@ -90,7 +90,7 @@ def geometry(n_prompts: int, width: int = GRID_WIDTH) -> dict:
 def hover_advantages() -> dict:
     """:func:`lab.grid.advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``;
     JSON-ready, NaN as null). The same for every population, so it is sent once per view."""
-    from sims.advantages import ESTIMATORS
+    from grpo_lab.sims.advantages import ESTIMATORS
 
     t = advantage_table()
     out = {"names": list(ESTIMATORS), "offset": t["offset"].tolist()}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sims.population import UNIFORM_BLOCK, Population
+from grpo_lab.sims.population import UNIFORM_BLOCK, Population
 
 KERNEL_PATH = Path(__file__).with_name("static") / "kernel.js"
 K_MAX = UNIFORM_BLOCK  #: the largest K the browser kernel can show (one block of uniforms)

@@ -23,7 +23,7 @@ import numpy as np
 import param
 from panel.custom import JSComponent
 
-from sims.population import Population
+from grpo_lab.sims.population import Population
 
 from .grid_html import STYLE_PATH, controls_html, grid_data, grid_html, hover_advantages
 from .kernel import b64, kernel_source

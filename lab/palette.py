@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bokeh.palettes import Colorblind8
 
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 MIXED_COLOR = Colorblind8[3]  # bluish green  #009E73
 ALL_PASS_COLOR = Colorblind8[1]  # orange      #E69F00

@@ -22,9 +22,9 @@ from typing import Mapping
 import numpy as np
 import param
 
-from sims import advantages as adv
-from sims.errors import InputError
-from sims.scenario import Scenario
+from grpo_lab.sims import advantages as adv
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.scenario import Scenario
 
 __all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
            "query_values"]

@@ -12,7 +12,7 @@ and D_real >= D_iid whenever D is convex in p on [0, 1] (Jensen; paper in seed
 003), which holds for independent rollouts. For a Beta(a, b) population the
 expectation is exact: E[p^K] = B(a + K, b) / B(a, b) and
 E[(1 - p)^K] = B(a, b + K) / B(a, b); at training progress t (see
-:mod:`sims.decay`) E[p_t^K] = B(a + sK, b) / B(a, b) and the all-fail term is
+:mod:`grpo_lab.sims.decay`) E[p_t^K] = B(a + sK, b) / B(a, b) and the all-fail term is
 integrated numerically against the Beta density.
 
 Each drawn prompt also owns its random numbers (common random numbers):

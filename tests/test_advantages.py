@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sims.advantages import (EPS, ESTIMATORS, advantages, coverage, expected_gradient_coef, max_abs_advantage)
-from sims.errors import InputError
+from grpo_lab.sims.advantages import (EPS, ESTIMATORS, advantages, coverage, expected_gradient_coef, max_abs_advantage)
+from grpo_lab.sims.errors import InputError
 
 groups = arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(2, 9)), elements=st.sampled_from([0.0, 1.0]))
 cont = arrays(np.float64, st.tuples(st.integers(1, 5), st.integers(2, 9)), elements=st.floats(-5, 5))

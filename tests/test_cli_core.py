@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from lab.cli import main
-from sims.advantages import advantages, coverage, expected_gradient_coef
-from sims.outcomes import outcome_probabilities
-from sims.scenario import Scenario, evaluate
+from grpo_lab.cli import main
+from grpo_lab.sims.advantages import advantages, coverage, expected_gradient_coef
+from grpo_lab.sims.outcomes import outcome_probabilities
+from grpo_lab.sims.scenario import Scenario, evaluate
 
 
 def run(capsys, *argv):
@@ -86,7 +86,7 @@ def test_validate_json(capsys):
     ["advantages", "--p", "1.0", "--G", "4"], ["validate", "--groups", "0"], ["nonsense"],
 ])
 def test_bad_input_is_one_line_and_exit_2(argv):
-    proc = subprocess.run([sys.executable, "-m", "lab.cli", *argv], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", *argv], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("grpo-lab") and "error" in proc.stderr

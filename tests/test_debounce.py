@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab.debounce import Debounce
+from grpo_lab.debounce import Debounce
 
 
 class FakeDoc:

@@ -12,17 +12,17 @@ import sys
 import numpy as np
 import pytest
 
-from lab import export as ex
+from grpo_lab import export as ex
 from lab_server import block_outside, grid_tip
-from lab.export_page import READ_HOOKS_JS, SET_CONTROLS_JS
-from sims.errors import InputError
-from sims.formatting import percent
-from sims.population import DEFAULT_SEED, draw_population
+from grpo_lab.export_page import READ_HOOKS_JS, SET_CONTROLS_JS
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.population import DEFAULT_SEED, draw_population
 
 HOOKS = ["readout-useful", "readout-mean-pass", "readout-kept"]
 KEYS = {"readout-useful": "useful_share_realised", "readout-mean-pass": "mean_pass_rate",
         "readout-kept": "kept_share"}
-CLI = [sys.executable, "-m", "lab.cli"]
+CLI = [sys.executable, "-m", "grpo_lab.cli"]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -157,9 +157,9 @@ PAINTED_JS = """() => {
 def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_file):
     """On both draws the image the page puts on its canvas is lab.grid.cell_image of the core's view,
     pixel for pixel (filtered prompts grey), and hovering a cell names that prompt as the core sees it."""
-    from lab.grid import FILTERED, cell_image, cell_positions, cell_tiles
-    from lab.grid_html import geometry as grid_geometry
-    from sims.scenario import Scenario, evaluate
+    from grpo_lab.grid import FILTERED, cell_image, cell_positions, cell_tiles
+    from grpo_lab.grid_html import geometry as grid_geometry
+    from grpo_lab.sims.scenario import Scenario, evaluate
 
     geometry = grid_geometry(300)
     cols, rows, P = geometry["cols"], geometry["rows"], geometry["P"]
@@ -286,7 +286,7 @@ def test_default_export_fits_the_size_budget_and_names_its_provenance(tmp_path):
     assert len(text.encode()) <= ex.SIZE_BUDGET
     state = ex._state_of(text)
     assert len(state["draws"]) >= 2
-    from sims import __version__
+    from grpo_lab.sims import __version__
     assert f"grpo-lab {__version__}" in text
     assert state["command"].startswith(f"grpo-lab export --out decay.html --n-prompts 600")
     assert f"--seed {DEFAULT_SEED}" in state["command"]

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from sims.ingest import ingest, ingest_upload
-from sims.record import read_record, summarise, write_record
+from grpo_lab.sims.ingest import ingest, ingest_upload
+from grpo_lab.sims.record import read_record, summarise, write_record
 
 FIX = Path(__file__).parent / "fixtures" / "ingest"
 TRL = FIX / "trl_run"
@@ -143,7 +143,7 @@ def test_verl_tolerance_changes_the_answer():
 def test_plain_jsonl_round_trip_through_inspect(tmp_path):
     lines = [json.loads(x) for x in PLAIN.read_text().splitlines()]
     out = tmp_path / "plain"
-    res = subprocess.run([sys.executable, "-m", "lab.cli", "ingest", str(PLAIN), "--format", "jsonl",
+    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "ingest", str(PLAIN), "--format", "jsonl",
                           "--out", str(out), "--json"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     s = summarise(read_record(out))
@@ -186,13 +186,13 @@ def test_inspect_command_reads_an_ingested_record(tmp_path):
     """If `grpo-lab inspect` exists (issue 5), its JSON agrees with summarise()."""
     out = tmp_path / "v"
     write_record(out, ingest(VERL, "verl", tolerance=0.05))
-    res = subprocess.run([sys.executable, "-m", "lab.cli", "--help"], capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "--help"], capture_output=True, text=True, timeout=60)
     if " inspect" not in res.stdout:
         res = None
     expected = summarise(read_record(out))
     assert expected["reward_tolerance"] == 0.05 and expected["groups"] == 31
     if res is not None:
-        got = subprocess.run([sys.executable, "-m", "lab.cli", "inspect", str(out), "--json"],
+        got = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "inspect", str(out), "--json"],
                              capture_output=True, text=True, timeout=60)
         assert got.returncode == 0, got.stderr
         data = json.loads(got.stdout)

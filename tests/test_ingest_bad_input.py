@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lab.cli import main
-from sims.errors import InputError
-from sims.ingest import ingest_upload
+from grpo_lab.cli import main
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest import ingest_upload
 
 FIX = Path(__file__).parent / "fixtures" / "ingest"
 
@@ -134,7 +134,7 @@ def test_pickle_is_refused_without_being_unpickled(tmp_path, name, fmt):
     marker = tmp_path / "UNPICKLED"
     f = tmp_path / name
     f.write_bytes(pickle.dumps(_Trap(str(marker)), protocol=4))
-    res = subprocess.run([sys.executable, "-m", "lab.cli", "ingest", str(f), "--format", fmt,
+    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "ingest", str(f), "--format", fmt,
                           "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

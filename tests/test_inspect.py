@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.cli import main
-from sims.record import RunRecord, read_record, write_record
+from grpo_lab.cli import main
+from grpo_lab.sims.record import RunRecord, read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p for p in (ROOT / "runs").glob("g4-*") if (p / "run.json").is_file())
@@ -107,7 +107,7 @@ def test_inspect_and_compare_run_without_torch(tmp_path):
             "        if name == 'torch' or name.startswith('torch.'):\n"
             "            raise ImportError('torch blocked')\n"
             "sys.meta_path.insert(0, Block())\n"
-            "from lab.cli import main\n"
+            "from grpo_lab.cli import main\n"
             f"assert main(['inspect', {str(path)!r}, '--json']) == 0\n"
             f"assert main(['compare', {str(path)!r}]) == 0\n"
             "assert 'torch' not in sys.modules\n")

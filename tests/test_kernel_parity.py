@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from lab.kernel import kernel_arrays, kernel_source
-from sims.formatting import percent
-from sims.population import draw_population
-from sims.scenario import Scenario, evaluate
+from grpo_lab.kernel import kernel_arrays, kernel_source
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.population import draw_population
+from grpo_lab.sims.scenario import Scenario, evaluate
 
 pytestmark = pytest.mark.browser
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, serve, wait_readout
-from sims.formatting import percent
-from sims.scenario import Scenario, evaluate
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.scenario import Scenario, evaluate
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -214,9 +214,9 @@ def test_grid_picture_readouts_and_hover_equal_the_core(page, lab_url):
     """After each move of the controls, the canvas holds exactly lab.grid.cell_image of the core's view, the
     whole readout table is readout_html of its summary, and hovering a cell names that prompt, its successes
     and its advantages under every estimator as sims computes them."""
-    from lab.grid import FILTERED, TEMPLATES, advantage_text, cell_image, cell_positions, cell_tiles, readout_html
-    from lab.grid_html import geometry
-    from sims.advantages import ESTIMATORS
+    from grpo_lab.grid import FILTERED, TEMPLATES, advantage_text, cell_image, cell_positions, cell_tiles, readout_html
+    from grpo_lab.grid_html import geometry
+    from grpo_lab.sims.advantages import ESTIMATORS
 
     page.goto(f"{lab_url}?n_prompts=900&seed=11")
     wait_readout(page)

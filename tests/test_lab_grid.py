@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.grid import (FILTERED, TEMPLATES, advantage_table, advantage_text, cell_image, cell_pixels, cell_tiles,
+from grpo_lab.grid import (FILTERED, TEMPLATES, advantage_table, advantage_text, cell_image, cell_pixels, cell_tiles,
                       grid_shape, readout_html)
-from lab.palette import FILTERED_COLOR, OUTCOME_COLORS
-from sims import advantages as adv
-from sims.formatting import percent
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
+from grpo_lab.palette import FILTERED_COLOR, OUTCOME_COLORS
+from grpo_lab.sims import advantages as adv
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate
 
 
 def test_advantage_table_is_the_core():

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
-from sims import advantages as adv
-from sims.scenario import Scenario
+from grpo_lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
+from grpo_lab.sims import advantages as adv
+from grpo_lab.sims.scenario import Scenario
 
 
 def test_default_state_is_exactly_the_default_scenario():

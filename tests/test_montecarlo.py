@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sims.dynamic_sampling import dynamic_sampling_cost, p_batch_not_full, rollout_amplification
-from sims.montecarlo import DEFAULT_GRID, simulate_groups, simulate_groups_matrix, validate
-from sims.outcomes import outcome_probabilities, p_useful
+from grpo_lab.sims.dynamic_sampling import dynamic_sampling_cost, p_batch_not_full, rollout_amplification
+from grpo_lab.sims.montecarlo import DEFAULT_GRID, simulate_groups, simulate_groups_matrix, validate
+from grpo_lab.sims.outcomes import outcome_probabilities, p_useful
 
 
 def test_grid_covers_limits_and_fifteen_pairs():

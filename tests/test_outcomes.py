@@ -9,9 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from sims.errors import InputError
-from sims.formatting import fixed
-from sims.outcomes import outcome_probabilities, p_all_fail, p_all_pass, p_unanimous, p_useful, rollouts_per_useful
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.formatting import fixed
+from grpo_lab.sims.outcomes import outcome_probabilities, p_all_fail, p_all_pass, p_unanimous, p_useful, rollouts_per_useful
 
 probs = st.floats(0.0, 1.0, allow_nan=False, allow_subnormal=False)
 inner = st.floats(1e-6, 1 - 1e-6)

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import integrate, stats
 
-from sims import decay
-from sims.errors import InputError
-from sims.outcomes import p_unanimous
-from sims.population import beta_degeneracy, degeneracy_iid, degeneracy_real, draw_population, from_pass_rates
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate, outcome_histogram
+from grpo_lab.sims import decay
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.outcomes import p_unanimous
+from grpo_lab.sims.population import beta_degeneracy, degeneracy_iid, degeneracy_real, draw_population, from_pass_rates
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, Scenario, evaluate, outcome_histogram
 
 
 @pytest.mark.parametrize("a,b,K", [(2, 3, 8), (0.5, 0.5, 4), (5, 1.5, 16), (1, 1, 1)])

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from sims import record as rmod
-from sims.errors import InputError
-from sims.record import RunRecord, read_record, write_record
+from grpo_lab.sims import record as rmod
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.record import RunRecord, read_record, write_record
 
 
 def make(seed=0, n=12, G=4, n_prompts=10):

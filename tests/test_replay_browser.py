@@ -13,15 +13,15 @@ import pytest
 
 from bokeh.palettes import Cividis256
 
-from lab.grid import cell_image, cell_tiles
-from lab.replay.serving import serve_local
+from grpo_lab.grid import cell_image, cell_tiles
+from grpo_lab.replay.serving import serve_local
 from lab_server import block_outside
-from lab.replay.synthetic import synthetic_record
-from lab.replay.view import ReplayView
-from sims.formatting import fixed, percent
-from sims.ingest import ingest
-from sims.record import read_record, write_record
-from sims.replay import NOT_SAMPLED, grid_states, step_series
+from grpo_lab.replay.synthetic import synthetic_record
+from grpo_lab.replay.view import ReplayView
+from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.ingest import ingest
+from grpo_lab.sims.record import read_record, write_record
+from grpo_lab.sims.replay import NOT_SAMPLED, grid_states, step_series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 RUN_A, RUN_B = "dr_grpo/seed0", "sign/seed0"

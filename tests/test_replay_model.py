@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sims.outcomes import p_unanimous
-from sims.record import RunRecord
-from sims.replay import NOT_SAMPLED, eval_index, grid_states, rolling_mean, step_series
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.outcomes import p_unanimous
+from grpo_lab.sims.record import RunRecord
+from grpo_lab.sims.replay import NOT_SAMPLED, eval_index, grid_states, rolling_mean, step_series
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 
 def make_record(seed=0, n_prompts=30, steps=12, per_step=6, G=4, tol=0.0, continuous=False):

@@ -7,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lab.replay.model import NOT_SAMPLED_CODE, RunView, rows_for, union_steps
-from lab.replay.synthetic import synthetic_record
-from sims.errors import InputError
-from sims.ingest import ingest
-from sims.record import RunRecord
-from sims.replay import (HISTOGRAM_STATES, NOT_SAMPLED, grid_states, scalar_step_series, step_histograms,
+from grpo_lab.replay.model import NOT_SAMPLED_CODE, RunView, rows_for, union_steps
+from grpo_lab.replay.synthetic import synthetic_record
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest import ingest
+from grpo_lab.sims.record import RunRecord
+from grpo_lab.sims.replay import (HISTOGRAM_STATES, NOT_SAMPLED, grid_states, scalar_step_series, step_histograms,
                          step_series)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.replay.catalog import list_runs
-from lab.replay.synthetic import synthetic_record
-from lab.replay.view import ReplayView
-from sims.formatting import fixed, percent
-from sims.ingest import ingest
-from sims.record import write_record
-from sims.replay import scalar_step_series, step_series
+from grpo_lab.replay.catalog import list_runs
+from grpo_lab.replay.synthetic import synthetic_record
+from grpo_lab.replay.view import ReplayView
+from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.ingest import ingest
+from grpo_lab.sims.record import write_record
+from grpo_lab.sims.replay import scalar_step_series, step_series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 
@@ -76,7 +76,7 @@ def test_uploads_do_not_leak_between_sessions(tmp_path):
 
 
 def test_rate_codes_bin_like_a_linear_colour_mapper():
-    from lab.replay.plots import NAN_RATE_CODE, RATE_COLOURS, rate_codes
+    from grpo_lab.replay.plots import NAN_RATE_CODE, RATE_COLOURS, rate_codes
 
     got = rate_codes(np.array([0.0, 1 / 256 - 1e-9, 1 / 256, 0.5, 0.999, 1.0, np.nan], np.float32)).tolist()
     assert got == [0, 0, 1, 128, 255, 255, NAN_RATE_CODE]

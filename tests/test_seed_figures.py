@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sims.decay import DEFAULT_GAIN
-from sims.scenario import Scenario, evaluate
+from grpo_lab.sims.decay import DEFAULT_GAIN
+from grpo_lab.sims.scenario import Scenario, evaluate
 
 PUBLISHED = {  # seed 002, "Watching an environment expire"
     "mean_pass_t0": 0.391, "useful_t0": 0.895,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sims.population import DEFAULT_SEED
+from grpo_lab.sims.population import DEFAULT_SEED
 
 
 def add_view_arguments(p, *, start: bool = False, max_prompts: str = "") -> None:

@@ -7,7 +7,7 @@ import math
 import sys
 from typing import Any, Iterable
 
-from sims.jsonable import jsonable
+from grpo_lab.sims.jsonable import jsonable
 
 
 def print_json(obj: Any) -> None:

@@ -6,10 +6,10 @@ import argparse
 
 import numpy as np
 
-from sims import advantages as adv
-from sims import montecarlo, outcomes
-from sims.errors import InputError
-from sims.scenario import Scenario, evaluate
+from grpo_lab.sims import advantages as adv
+from grpo_lab.sims import montecarlo, outcomes
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.scenario import Scenario, evaluate
 
 from ._args import add_view_arguments
 from ._io import print_json, print_table

@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from lab.export import export, make_spec
+    from grpo_lab.export import export, make_spec
 
     scenario = dict(n_prompts=args.n_prompts, a=args.a, b=args.b, seed=args.seed, progress=args.progress, K=args.K)
     if args.gain is not None:

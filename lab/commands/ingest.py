@@ -6,7 +6,7 @@ import argparse
 import math
 from pathlib import Path
 
-from sims.errors import InputError
+from grpo_lab.sims.errors import InputError
 
 from ._io import print_json
 
@@ -48,8 +48,8 @@ def register(sub) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from sims.ingest import ingest
-    from sims.record import summarise, write_record
+    from grpo_lab.sims.ingest import ingest
+    from grpo_lab.sims.record import summarise, write_record
 
     if not math.isfinite(args.max_mb) or args.max_mb <= 0:
         raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")

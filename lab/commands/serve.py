@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sims.errors import InputError
+from grpo_lab.sims.errors import InputError
 
 __all__ = ["register", "serve_command", "APP_PATH"]
 

@@ -7,7 +7,7 @@ import shlex
 import signal
 import sys
 
-from sims.errors import InputError
+from grpo_lab.sims.errors import InputError
 
 from ._io import print_json, print_table
 
@@ -75,7 +75,7 @@ def register(sub) -> None:
 
 
 def _config_from_args(args):
-    from sims.trainer.config import GRPOConfig
+    from grpo_lab.sims.trainer.config import GRPOConfig
 
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
     if args.dynamic_sampling:
@@ -96,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise InputError("training needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
-    from sims.trainer.loop import train
+    from grpo_lab.sims.trainer.loop import train
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -113,7 +113,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _summary(path):
-    from sims.record import read_record, summarise
+    from grpo_lab.sims.record import read_record, summarise
 
     rec = read_record(path)
     s = summarise(rec)

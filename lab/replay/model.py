@@ -1,6 +1,6 @@
 """What the replay tab sends to the browser for one run: arrays indexed by step, computed once.
 
-Every number comes from :mod:`sims.replay` (``step_series``, ``grid_states``,
+Every number comes from :mod:`grpo_lab.sims.replay` (``step_series``, ``grid_states``,
 ``step_histograms``, ``eval_index``) on the record; this module only reshapes them into
 the flat tables the browser indexes while scrubbing (no arithmetic happens there).
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sims.record import RunRecord
-from sims.replay import eval_index, grid_states, scalar_step_series, step_histograms, step_series
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.record import RunRecord
+from grpo_lab.sims.replay import eval_index, grid_states, scalar_step_series, step_histograms, step_series
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from ..grid import FILTERED, cell_positions
 

@@ -15,7 +15,7 @@ from bokeh.models import ColorBar, ColumnDataSource, CustomJSHover, Div, HoverTo
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from ..grid import (CELL_UNDER_MOUSE_JS, STATE_WORDS, Picture, cell_pixels, cell_tiles, colour_tiles, legend_html,
                     readout_html, with_browser_code)

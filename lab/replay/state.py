@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import param
 
-from sims.ingest import FORMATS
+from grpo_lab.sims.ingest import FORMATS
 
 __all__ = ["ReplayState", "NONE", "VIEWS", "UPLOAD_PREFIX"]
 

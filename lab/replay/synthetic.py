@@ -1,7 +1,7 @@
 """A made-up run record, for the replay tab's tests and benchmark only (never listed in the app).
 
 Prompts draw starting pass rates from Beta(a, b) and improve along the decay model of
-:mod:`sims.decay` (``p_t = p_0 ** (1 / (1 + g t))``, t = step / steps); every step samples
+:mod:`grpo_lab.sims.decay` (``p_t = p_0 ** (1 / (1 + g t))``, t = step / steps); every step samples
 ``prompts_per_step`` prompts and G Bernoulli(p_t) rewards each; every ``eval_every`` steps the
 record holds each prompt's pass rate measured with ``eval_samples`` samples.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.decay import pass_rate_at
-from sims.record import RunRecord
+from grpo_lab.sims.decay import pass_rate_at
+from grpo_lab.sims.record import RunRecord
 
 __all__ = ["synthetic_record"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 
-from sims.errors import InputError
-from sims.ingest import DEFAULT_MAX_BYTES, ingest_upload
-from sims.record import RunRecord
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest import DEFAULT_MAX_BYTES, ingest_upload
+from grpo_lab.sims.record import RunRecord
 
 __all__ = ["load_upload", "MAX_UPLOAD_BYTES"]
 

@@ -2,7 +2,7 @@
 
 ``ReplayView(state=None, runs_root=None)`` is a ``pn.viewable.Viewer``; build one per session
 (``lab/app.py`` does, and tests serve it alone). Scrubbing runs entirely in the browser
-(:mod:`lab.replay.scrub`); choosing a run, the view or an upload goes through Python.
+(:mod:`grpo_lab.replay.scrub`); choosing a run, the view or an upload goes through Python.
 
 Stable CSS classes for tests and scripts: readouts ``replay-step``, ``replay-effective-rate``,
 ``replay-effective-rolling``, ``replay-predicted-real``, ``replay-predicted-iid``,
@@ -21,9 +21,9 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from sims.errors import InputError
-from sims.formatting import fixed
-from sims.record import read_record
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.formatting import fixed
+from grpo_lab.sims.record import read_record
 
 from .catalog import list_runs, runs_dir
 from .model import RunView, rows_for, union_steps

@@ -4,12 +4,12 @@ Each module exposes a builder taking the session's state objects (``lab.state``)
 returning a Panel object that keeps itself up to date by watching that state. Numbers
 come from ``sims``; these modules only lay them out.
 
-- :mod:`lab.views.controls`    the live lab's widgets (with tooltips) and buttons
-- :mod:`lab.views.outcome`     P(useful) against p for the current K, population histogram by outcome
-- :mod:`lab.views.decay`       useful share against t, with and without the filter, current t marked
-- :mod:`lab.views.kcost`       the K-cost table
-- :mod:`lab.views.jensen`      D_real against D_iid for the current population
-- :mod:`lab.views.advantages`  the advantage explorer
-- :mod:`lab.views.formulas`    the formulas, typeset as MathML (no CDN)
-- :mod:`lab.views.live`        the "Live lab" tab: grid + controls + readouts + plots
+- :mod:`grpo_lab.views.controls`    the live lab's widgets (with tooltips) and buttons
+- :mod:`grpo_lab.views.outcome`     P(useful) against p for the current K, population histogram by outcome
+- :mod:`grpo_lab.views.decay`       useful share against t, with and without the filter, current t marked
+- :mod:`grpo_lab.views.kcost`       the K-cost table
+- :mod:`grpo_lab.views.jensen`      D_real against D_iid for the current population
+- :mod:`grpo_lab.views.advantages`  the advantage explorer
+- :mod:`grpo_lab.views.formulas`    the formulas, typeset as MathML (no CDN)
+- :mod:`grpo_lab.views.live`        the "Live lab" tab: grid + controls + readouts + plots
 """

@@ -9,11 +9,11 @@ from bokeh.models import ColumnDataSource
 from bokeh.palettes import Colorblind8
 from bokeh.plotting import figure
 
-from lab.state import AdvantageState
+from grpo_lab.state import AdvantageState
 
 from .controls import tip
-from sims import advantages as adv
-from sims.formatting import fixed
+from grpo_lab.sims import advantages as adv
+from grpo_lab.sims.formatting import fixed
 
 __all__ = ["AdvantageExplorer"]
 

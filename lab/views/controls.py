@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import panel as pn
 
-from lab.state import LabState, PlayState
+from grpo_lab.state import LabState, PlayState
 
 __all__ = ["Controls", "tip"]
 

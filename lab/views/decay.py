@@ -9,8 +9,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
-from lab.palette import ALL_PASS_COLOR, MIXED_COLOR
-from sims.scenario import evaluate
+from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
+from grpo_lab.sims.scenario import evaluate
 
 from .frame import Frame
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sims.population import Population
-from sims.scenario import Scenario, View
+from grpo_lab.sims.population import Population
+from grpo_lab.sims.scenario import Scenario, View
 
 __all__ = ["Frame"]
 

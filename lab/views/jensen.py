@@ -7,9 +7,9 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
-from lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR
-from sims.formatting import fixed, percent
-from sims.population import degeneracy_iid, degeneracy_real
+from grpo_lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR
+from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 
 from .frame import Frame
 

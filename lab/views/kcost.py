@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 
-from sims.formatting import percent
-from sims.outcomes import outcome_probabilities
-from sims.population import degeneracy_real
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.outcomes import outcome_probabilities
+from grpo_lab.sims.population import degeneracy_real
 
 from .frame import Frame
 

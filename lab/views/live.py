@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import panel as pn
 
-from lab.debounce import Debounce
-from lab.grid_html import grid_data
-from lab.live_grid import LiveGrid, server_view
-from lab.state import LabState, PlayState
-from sims.scenario import evaluate
+from grpo_lab.debounce import Debounce
+from grpo_lab.grid_html import grid_data
+from grpo_lab.live_grid import LiveGrid, server_view
+from grpo_lab.state import LabState, PlayState
+from grpo_lab.sims.scenario import evaluate
 
 from .controls import Controls
 from .decay import DecayPlot

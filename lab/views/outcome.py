@@ -7,9 +7,9 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
-from lab.palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
-from sims.outcomes import outcome_probabilities
-from sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
+from grpo_lab.palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
+from grpo_lab.sims.outcomes import outcome_probabilities
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 from .frame import Frame
 

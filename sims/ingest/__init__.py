@@ -5,7 +5,7 @@ Two entry points, one pipeline:
 - :func:`ingest` reads a path (an output folder, one file, or a ``.zip`` of a folder);
 - :func:`ingest_upload` reads the bytes of a file a user uploaded to the lab.
 
-Both enforce the untrusted-input rules of :mod:`sims.ingest.common` (size cap,
+Both enforce the untrusted-input rules of :mod:`grpo_lab.sims.ingest.common` (size cap,
 no unpickling, errors that name the file and line) and raise
 :class:`sims.errors.InputError` on any defect. Per-format details (and where each
 field comes from) are in :mod:`.trl`, :mod:`.verl` and :mod:`.jsonl`; docs/ingest.md

@@ -3,7 +3,7 @@
 =========================  ==========================================================
 option                     meaning (TRL equivalent)
 =========================  ==========================================================
-``estimator``              advantage estimator from :mod:`sims.advantages`:
+``estimator``              advantage estimator from :mod:`grpo_lab.sims.advantages`:
                            ``grpo`` (TRL ``scale_rewards=True``), ``dr_grpo``
                            (``scale_rewards=False``), ``sign``, ``tasa``
 ``num_generations``        G, completions per prompt (same)

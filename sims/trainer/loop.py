@@ -3,11 +3,11 @@
 Per step: draw prompts, sample G completions each, score them with the verifier,
 compute advantages with :func:`sims.advantages.advantages` (the core's estimators,
 in numpy, then ``torch.as_tensor``), and take ``num_iterations`` Adam steps on the
-clipped surrogate of :mod:`sims.trainer.loss`. With ``dynamic_sampling`` (DAPO),
+clipped surrogate of :mod:`grpo_lab.sims.trainer.loss`. With ``dynamic_sampling`` (DAPO),
 zero-variance groups are dropped and more prompts drawn, up to
 ``max_num_gen_batches`` rounds, until ``prompts_per_step`` groups are kept.
 
-Every group, kept or dropped, goes into the run record (:mod:`sims.record`), with
+Every group, kept or dropped, goes into the run record (:mod:`grpo_lab.sims.record`), with
 per-step metrics and evaluations of every prompt (``eval_samples`` completions each)
 at step 0, every ``eval_every`` steps and after the last step. Every ``save_every``
 steps, at the end, and when the run is stopped (Ctrl-C or SIGTERM: the step in progress

@@ -1,0 +1,44 @@
+"""The wheel installs one import name, grpo_lab, and the installed package works from it."""
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_wheel_installs_only_grpo_lab(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(wheels), str(ROOT)], check=True, timeout=300)
+    (wheel,) = wheels.glob("grpo_lab-*.whl")
+    env_dir = tmp_path / "venv"
+    # system site packages: numpy, panel ... come from the test environment; the wheel itself goes into
+    # the fresh environment's own site-packages, which is all this test lists.
+    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    py = env_dir / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, timeout=300)
+    probe = (
+        "import json, sysconfig, pathlib, grpo_lab, grpo_lab.sims.outcomes as o, grpo_lab.cli\n"
+        "site = pathlib.Path(sysconfig.get_paths()['purelib'])\n"
+        "names = sorted(p.name for p in site.iterdir()\n"
+        "               if not p.name.endswith(('.dist-info', '.pth')) and p.name not in ('pip', '_distutils_hack',\n"
+        "               'setuptools', 'pkg_resources', '__pycache__'))\n"
+        "print(json.dumps({'names': names, 'file': grpo_lab.__file__, 'useful': float(o.p_useful(0.5, 2)),\n"
+        "                  'static': (pathlib.Path(grpo_lab.__file__).parent / 'static' / 'kernel.js').is_file()}))\n"
+    )
+    out = json.loads(subprocess.run([str(py), "-c", probe], check=True, capture_output=True, text=True,
+                                    timeout=120, cwd=tmp_path).stdout)
+    assert out["names"] == ["grpo_lab"]
+    assert Path(out["file"]).is_relative_to(env_dir)
+    assert out["useful"] == 0.5
+    assert out["static"]
+    cli = env_dir / "bin" / "grpo-lab"
+    res = subprocess.run([str(cli), "table", "--K", "2", "--p", "0.5", "--json"], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
