@@ -40,14 +40,14 @@ class JensenPlot:
         p = v.pass_rate[v.kept]
         if p.size == 0:
             self.source.data = {"K": _K, "real": np.full(64, np.nan), "iid": np.full(64, np.nan)}
-            self.text.object = "No prompt is kept by the filter."
+            self.text.object = "<p class='jensen-caption' style='margin:0'>No prompt is kept by the filter.</p>"
             return
         real = np.array([degeneracy_real(p, K, s.rho) for K in _K])
         iid = np.array([degeneracy_iid(p, K, s.rho) for K in _K])
         self.source.data = {"K": _K, "real": real, "iid": iid}
         self.marker.location = s.K
         sm = v.summary
-        self.text.object = (f"At K = {s.K}: D_real = <b>{percent(sm['d_real'])}</b>, D_iid = <b>{percent(sm['d_iid'])}"
+        self.text.object = (f"<p class='jensen-caption' style='margin:0'>At K = {s.K}: D_real = <b>{percent(sm['d_real'])}</b>, D_iid = <b>{percent(sm['d_iid'])}"
                             f"</b>; the mean pass rate alone understates the waste by "
                             f"{percent(sm['d_real'] - sm['d_iid'])} (Jensen: D_real \u2265 D_iid). "
-                            f"DAPO-style resampling would generate {fixed(sm['rollout_amplification'], 2)}\u00d7 the rollouts.")
+                            f"DAPO-style resampling would generate {fixed(sm['rollout_amplification'], 2)}\u00d7 the rollouts.</p>")

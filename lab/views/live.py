@@ -28,6 +28,7 @@ from .outcome import OutcomePlot
 __all__ = ["LiveLab"]
 
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
+PLAY_REDRAW_MS = 400  #: while playing (no pause comes), the plots redraw at most this often
 GRID_VALUES = ("progress", "K", "filter", "band_lo", "band_hi", "rho")  #: LabState <-> LiveGrid, both ways
 
 
@@ -118,7 +119,7 @@ class LiveLab:
             self._redraw.cancel()
             self.refresh(repaint_grid=self.lab.rho > 0)
             return
-        self._redraw.trigger(doc)
+        self._redraw.trigger(doc, PLAY_REDRAW_MS if self.play.playing else None)  # Play: a bounded rate
 
     def _play(self, event) -> None:
         if event.new and self._periodic is None:
