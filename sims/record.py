@@ -16,9 +16,17 @@ A record is a directory::
                   (``frac_reward_zero_std``, ``frac_all_pass``, ``frac_all_fail``,
                   ``reward_mean``, ``max_abs_advantage``, ``kl``, ``rollouts_generated``,
                   ``rollouts_kept``, ``wall_time_s``; NaN where a source lacks one; extra
-                  scalar histories of ingested runs as ``scalar/<name>``)
+                  scalar histories of ingested runs as ``scalar/<name>``; runs with dynamic
+                  sampling add ``ds/groups_drawn``, ``ds/groups_kept``,
+                  ``ds/effective_group_rate``, ``ds/rollout_amplification`` and
+                  ``ds/dropped_all_pass`` / ``_all_fail`` / ``_surplus``, figures of the
+                  groups drawn, kept apart from the trained-group figures of plain runs)
     evals-*.npz   periodic evaluations of every prompt: ``step`` (m), ``pass_rate`` (m x N),
                   ``samples`` (m) samples per prompt
+
+A table may also be listed in run.json as a list of chunk files (same columns,
+concatenated row-wise in order): :mod:`grpo_lab.sims.record_append` writes a
+record that way while a run is still going.
 
 Writing is atomic at the level of the record: array files get fresh,
 content-addressed names, then ``run.json`` is replaced in one ``os.replace``,
@@ -90,8 +98,13 @@ class RunRecord:
         return int(self.meta["n_prompts"])
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``.
+
+    ``mode``: the file's permission bits (e.g. 0o644 for a page to publish); None keeps the temporary
+    file's (0o600). On any failure, KeyboardInterrupt included, the temporary file is removed and
+    ``path`` is untouched.
+    """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -99,6 +112,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -159,6 +174,35 @@ def write_record(path, record: RunRecord) -> Path:
     return path
 
 
+def _read_npz(path: Path, entry: dict) -> dict[str, np.ndarray]:
+    """One verified array file of a record (checksum, no pickles)."""
+    fpath = path / Path(entry["name"]).name
+    try:
+        data = fpath.read_bytes()
+    except OSError:
+        raise InputError(f"run record: {entry['name']} is missing") from None
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise InputError(f"run record: {entry['name']} does not match its checksum (truncated or modified)")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except Exception as exc:  # numpy raises many types for a damaged archive
+        raise InputError(f"run record: {entry['name']} cannot be read ({type(exc).__name__})") from None
+
+
+def _concat_chunks(chunks: list[dict[str, np.ndarray]], table: str) -> dict[str, np.ndarray]:
+    """Row-wise concatenation of a table's chunks; every chunk must hold the same columns."""
+    if len(chunks) == 1:
+        return chunks[0]
+    keys = set(chunks[0])
+    if any(set(c) != keys for c in chunks):
+        raise InputError(f"run record: the {table} chunks do not hold the same columns")
+    try:
+        return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+    except ValueError:
+        raise InputError(f"run record: the {table} chunks have mismatched shapes") from None
+
+
 def read_record(path) -> RunRecord:
     """Read and verify a record directory (or its run.json). Raises InputError on any defect."""
     path = Path(path)
@@ -179,20 +223,13 @@ def read_record(path) -> RunRecord:
     tables = {}
     for table in ("groups", "steps", "evals"):
         entry = (meta.get("files") or {}).get(table)
-        if not isinstance(entry, dict) or "name" not in entry or "sha256" not in entry:
+        chunks = entry if isinstance(entry, list) else [entry]  # a list: appended chunks (grpo_lab.sims.record_append)
+        if not chunks and isinstance(entry, list):
+            tables[table] = {}
+            continue
+        if not all(isinstance(e, dict) and "name" in e and "sha256" in e for e in chunks):
             raise InputError(f"run record: run.json lists no {table} file")
-        fpath = path / Path(entry["name"]).name
-        try:
-            data = fpath.read_bytes()
-        except OSError:
-            raise InputError(f"run record: {entry['name']} is missing") from None
-        if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-            raise InputError(f"run record: {entry['name']} does not match its checksum (truncated or modified)")
-        try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                tables[table] = {k: npz[k] for k in npz.files}
-        except Exception as exc:  # numpy raises many types for a damaged archive
-            raise InputError(f"run record: {entry['name']} cannot be read ({type(exc).__name__})") from None
+        tables[table] = _concat_chunks([_read_npz(path, e) for e in chunks], table)
     meta.pop("files")
     rec = RunRecord(meta=meta, groups=tables["groups"], steps=tables["steps"], evals=tables["evals"])
     _check_groups(rec.groups)

@@ -1,0 +1,115 @@
+r"""Write a run record while the run is still going, in memory bounded by one segment.
+
+:func:`grpo_lab.sims.record.write_record` writes a whole record at once; a trainer that
+wants the record readable after every step would have to hold and rewrite every group
+of the run each time. :class:`RecordAppender` instead lists the ``groups`` and ``steps``
+tables in run.json as *chunks* (``files.groups = [{name, sha256}, ...]``, which
+:func:`~grpo_lab.sims.record.read_record` concatenates row-wise):
+
+* sealed chunks: full segments (``segment_rows`` rows), written once and never again;
+* one open chunk per table: the rows appended since the last seal, plus ``pending``
+  rows the caller may still change (the current generation batch), rewritten at each
+  :meth:`RecordAppender.flush`.
+
+Each flush writes the open chunks under fresh content-addressed names, replaces
+run.json in one ``os.replace``, then removes the chunk files run.json no longer
+names, so a reader sees a consistent record after any flush and after a kill at any
+point (the same guarantee as ``write_record``). Memory held: one open segment per
+table plus the caller's pending rows; the run.json file table grows by one short
+entry per sealed segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .jsonable import jsonable
+from .record import FORMAT, FORMAT_VERSION, _check_groups, _npz_bytes, atomic_write_bytes
+
+__all__ = ["RecordAppender", "SEGMENT_ROWS"]
+
+SEGMENT_ROWS = 4096  #: rows per sealed chunk (groups or steps)
+_TABLES = ("groups", "steps")
+
+
+def _stack(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}
+
+
+def _rows(table: dict[str, np.ndarray]) -> int:
+    return len(next(iter(table.values()))) if table else 0
+
+
+class RecordAppender:
+    """Append rows to a record directory and keep it readable (see the module docstring).
+
+    Parameters
+    ----------
+    path : directory of the record (created; must be writable).
+    meta : run.json metadata besides the file table (must hold ``n_prompts`` by the first flush).
+    segment_rows : rows per sealed chunk; the open chunk holds fewer.
+    """
+
+    def __init__(self, path, meta: dict, segment_rows: int = SEGMENT_ROWS):
+        self.path = Path(path)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot create run directory {str(self.path)!r}: {exc.strerror}") from None
+        self.meta = dict(meta)
+        self.segment_rows = int(segment_rows)
+        self.sealed: dict[str, list[dict]] = {t: [] for t in _TABLES}
+        self.open: dict[str, list[dict[str, np.ndarray]]] = {t: [] for t in _TABLES}
+        # array files of an earlier record in this directory: removed at the first flush
+        self._written = {f.name for f in self.path.glob("*.npz") if f.name.split("-")[0] in (*_TABLES, "evals")}
+
+    def append(self, table: str, rows: dict[str, np.ndarray]) -> None:
+        """Add final rows (columns of equal length) to ``table`` ("groups" or "steps")."""
+        self.open[table].append({k: np.asarray(v) for k, v in rows.items()})
+
+    def _write_chunk(self, table: str, arrays: dict[str, np.ndarray]) -> dict:
+        data = _npz_bytes(arrays)
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{table}-{digest[:16]}.npz"
+        if not (self.path / name).exists():
+            atomic_write_bytes(self.path / name, data)
+        return {"name": name, "sha256": digest}
+
+    def flush(self, pending: dict[str, dict[str, np.ndarray]] | None = None, **meta_updates) -> None:
+        """Write the open chunks (with ``pending`` rows per table appended) and run.json.
+
+        ``pending`` rows are written but not kept: pass them again (changed or not) at the
+        next flush until they are final, then :meth:`append` them.
+        """
+        pending = pending or {}
+        self.meta.update(meta_updates)
+        files = {}
+        for table in _TABLES:
+            opened = _stack(self.open[table])
+            if _rows(opened) >= self.segment_rows:
+                self.sealed[table].append(self._write_chunk(table, opened))
+                self.open[table], opened = [], {}
+            tail = _stack([opened, pending.get(table) or {}])
+            if table == "groups" and tail:
+                _check_groups(tail)
+            files[table] = self.sealed[table] + ([self._write_chunk(table, tail)] if tail else [])
+            self.open[table] = [opened] if opened else []
+        files["evals"] = []
+        meta = dict(self.meta)
+        meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
+        if "n_prompts" not in meta:
+            raise InputError("run record: n_prompts is required")
+        text = json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
+        atomic_write_bytes(self.path / "run.json", text.encode())
+        keep = {e["name"] for t in _TABLES for e in files[t]}
+        for old in self._written - keep:
+            (self.path / old).unlink(missing_ok=True)
+        self._written = keep

@@ -1,0 +1,15 @@
+"""grpo-lab inside TRL's GRPOTrainer: a live run record and log figures, and the core's advantage estimators.
+
+- :mod:`grpo_lab.sims.trl.recorder`   :class:`GroupRecorder` -- ``GroupRecorder(dir).attach(trainer)``
+- :mod:`grpo_lab.sims.trl.metrics`    the figures added to TRL's logs (pure numpy)
+- :mod:`grpo_lab.sims.trl.advantages` :func:`fixed_reference_trainer` -- sign / tasa / grpo / dr_grpo in TRL
+- :mod:`grpo_lab.sims.trl._compat`    the supported TRL range and its one-line check
+
+Importing this package does not import TRL; the classes check the installed version when used.
+"""
+
+from ._compat import SUPPORTED_TRL, check_trl
+from .advantages import fixed_reference_trainer, group_advantages
+from .recorder import GroupRecorder
+
+__all__ = ["GroupRecorder", "fixed_reference_trainer", "group_advantages", "check_trl", "SUPPORTED_TRL"]
