@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .common import Bundle, GroupTable, build_record, describe, numeric_scalars
+from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
 __all__ = ["ingest_trl", "read_trainer_state"]
 
@@ -112,8 +113,54 @@ def _read_parquet(data: bytes, label: str, pa, pq):
     return pf, cols
 
 
+def _reward_columns(cols: list[str], types: list, logged_funcs: set[str], reward_columns, pa) -> tuple[list[str], str]:
+    """The reward-function columns of one parquet, in reward_funcs order, and how they were found.
+
+    TRL writes one column per reward function in ``reward_funcs`` order (``**self._logs["rewards"]``
+    is filled in ``reward_func_names`` order), so the parquet's column order *is* the order of
+    ``reward_weights``; trainer_state.json sorts its keys, so ``rewards/<f>/mean`` gives only the set.
+    """
+    if reward_columns:
+        return list(reward_columns), "given (--reward-columns)"
+    if logged_funcs and logged_funcs <= set(cols):
+        return [c for c in cols if c in logged_funcs], "named by rewards/<f>/mean in trainer_state.json, in parquet order"
+    numeric = [c for c, t in zip(cols, types) if c not in ("step", "advantage") and
+               (pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_null(t))]
+    return numeric, "every numeric column besides step and advantage (no trainer_state.json names them)"
+
+
+def _weights(reward_weights, columns: list[str]) -> np.ndarray:
+    """Weights aligned with ``columns``: a list in reward_funcs (= parquet) order, or a {name: weight} dict."""
+    if reward_weights is None:
+        return np.ones(len(columns))
+    if isinstance(reward_weights, dict):
+        unknown = sorted(set(reward_weights) - set(columns))
+        if unknown:
+            raise InputError(f"--reward-weights names {unknown[0]!r}, which is not a reward column "
+                             f"({', '.join(columns)})")
+        return np.asarray([float(reward_weights.get(c, 1.0)) for c in columns])
+    weights = np.asarray(reward_weights, float)
+    if weights.shape != (len(columns),):
+        raise InputError(f"--reward-weights gives {weights.size} weights for {len(columns)} reward columns "
+                         f"({', '.join(columns)}; give them in reward_funcs order, or as name=weight)")
+    return weights
+
+
+def _steps_text(steps) -> str:
+    """``1-3, 5, 7-9`` for a sorted list of integers."""
+    steps = sorted(set(int(s) for s in steps))
+    parts, i = [], 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        parts.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
 def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num_generations: int | None = None,
-               reward_columns: list[str] | None = None, reward_weights: list[float] | None = None) -> RunRecord:
+               reward_columns: list[str] | None = None, reward_weights=None) -> RunRecord:
     names = bundle.names()
     if bundle.single:  # one file: a completions parquet or a trainer_state.json, decided by content
         kind = describe(bundle.read(names[0]))
@@ -141,14 +188,25 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     scalars, info = ({}, {})
     if state_file:
         scalars, info = read_trainer_state(bundle.read(state_file), bundle.label(state_file))
-    logged_funcs = sorted({m.group(1) for row in scalars.values() for k in row if (m := _REWARD_KEY.match(k))})
+    logged_funcs = {m.group(1) for row in scalars.values() for k in row if (m := _REWARD_KEY.match(k))}
+    logging_steps = info.get("logging_steps")
+    notes: list[str] = []
+    warns: list[str] = []
+    inferred: dict = {}
+    skipped: list[dict] = []
 
     table = GroupTable()
     G_used = None
     columns_used: list[str] = []
+    how_columns = None
+    weights = None
+    scale_sets: list[set] = []
+    logged_at: dict[int, int] = {}  # parquet step -> step whose batch it holds (itself if new)
+    new_steps: list[int] = []
+    recomputed: dict[int, tuple[float, float]] = {}  # step -> (reward mean, share of zero-std groups)
     if parquets:
         pa, pq = _pyarrow()
-        blocks = []  # (label, step array, prompt keys, labels, rewards, advantages)
+        previous = None  # (step, table without 'step') of the last new batch
         for f in parquets:
             label = bundle.label(f)
             data = bundle.read(f)
@@ -157,14 +215,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                 if need not in cols:
                     raise InputError(f"{label}: missing column {need!r} (TRL completion logs have step, prompt, "
                                      f"completion, one column per reward function, advantage)")
-            if reward_columns:
-                rcols = list(reward_columns)
-            elif logged_funcs and all(c in cols for c in logged_funcs):
-                rcols = logged_funcs
-            else:
-                rcols = [c for c, t in zip(schema_names(pf), schema_types(pf))
-                         if c not in ("step", "advantage") and (pa.types.is_floating(t) or pa.types.is_integer(t)
-                                                               or pa.types.is_boolean(t))]
+            rcols, how = _reward_columns(cols, schema_types(pf), logged_funcs, reward_columns, pa)
             lacking = [c for c in rcols if c not in cols]
             if lacking:
                 raise InputError(f"{label}: missing reward column {lacking[0]!r} (columns: {', '.join(cols)})")
@@ -172,37 +223,55 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                 raise InputError(f"{label}: no reward columns (numeric columns besides step and advantage)")
             if columns_used and rcols != columns_used:
                 raise InputError(f"{label}: reward columns {rcols} differ from the other files' {columns_used}")
-            columns_used = rcols
-            wanted = ["step", "prompt", *rcols] + (["advantage"] if "advantage" in cols else [])
+            if weights is None:
+                weights = _weights(reward_weights, rcols)
+            columns_used, how_columns = rcols, how
+            wanted = ["step", "prompt", *(["completion"] if "completion" in cols else []), *rcols] + \
+                (["advantage"] if "advantage" in cols else [])
             try:
                 tab = pf.read(columns=wanted)
             except Exception as exc:
                 raise InputError(f"{label}: unreadable parquet ({type(exc).__name__}: {str(exc)[:80]})") from None
-            blocks.append((label, tab, rcols))
-        weights = np.ones(len(columns_used)) if reward_weights is None else np.asarray(reward_weights, float)
-        if weights.shape != (len(columns_used),):
-            raise InputError(f"--reward-weights gives {weights.size} weights for {len(columns_used)} reward columns "
-                             f"({', '.join(columns_used)})")
-        parsed = []
-        for label, tab, rcols in blocks:
             steps = _numeric(tab, "step", label, pa, integer=True)
-            keys_labels = [_prompt_key(v) for v in tab.column("prompt").to_pylist()]
+            if len(steps) and np.any(steps != steps[0]):
+                raise InputError(f"{label}: 'step' differs between rows (TRL writes one step per file)")
+            step = int(steps[0]) if len(steps) else int(_COMPLETIONS.search(f).group(1)) if _COMPLETIONS.search(f) else 0
+            body = tab.drop_columns(["step"])
+            # TRL writes the last generation batch at every logging step; with steps_per_generation >
+            # gradient_accumulation_steps or num_iterations > 1 one batch serves several steps and is
+            # written again, unchanged: count it once, at the first step that logged it
+            if previous is not None and previous[1].num_rows == body.num_rows and previous[1].equals(body):
+                logged_at[step] = previous[0]
+                skipped.append({"file": label, "why": f"repeats the generation batch logged at step {previous[0]}"})
+                continue
+            previous = (step, body)
+            logged_at[step] = step
+            new_steps.append(step)
             per_func = np.column_stack([_numeric(tab, c, label, pa) for c in rcols]) if len(tab) else \
                 np.zeros((0, len(rcols)))
             unscorable = np.isnan(per_func).all(axis=1)
             total = np.nansum(per_func * weights, axis=1)
             total[unscorable] = np.nan
             adv = _numeric(tab, "advantage", label, pa) if "advantage" in tab.column_names else None
-            parsed.append((label, steps, keys_labels, total, adv))
-        G = num_generations
-        if G is None:
-            runs = [r for _, _, kl, _, _ in parsed for r in _run_lengths([k for k, _ in kl])]
-            G = reduce(math.gcd, runs) if runs else 0
-            if G < 2:
-                raise InputError(f"{bundle.origin}: cannot infer num_generations from runs of equal prompts "
-                                 f"(lengths {sorted(set(runs))[:6]}); pass --num-generations")
-        G_used = G
-        for label, steps, keys_labels, total, adv in parsed:
+            keys_labels = [_prompt_key(v) for v in tab.column("prompt").to_pylist()]
+            G = num_generations
+            if G is None:
+                runs = _run_lengths([k for k, _ in keys_labels])
+                G = reduce(math.gcd, runs) if runs else 0
+                if G < 2:
+                    raise InputError(f"{label}: cannot infer num_generations from runs of equal prompts "
+                                     f"(lengths {sorted(set(runs))[:6]}); pass --num-generations")
+            elif G_used is None:
+                runs = _run_lengths([k for k, _ in keys_labels])
+                g_seen = reduce(math.gcd, runs) if runs else G
+                if g_seen != G and g_seen % G == 0:
+                    warns.append(f"num_generations {G} was given, but the prompts of {label} repeat in runs of "
+                                 f"{g_seen}: groups of {G} split TRL's groups")
+            if G_used is not None and G != G_used:
+                warns.append(f"{label}: prompts repeat in runs of {G}, the earlier files in runs of {G_used} "
+                             f"(files from different runs?); num_generations {G_used} kept")
+                G = G_used
+            G_used = G
             n = len(steps)
             if n % G:
                 raise InputError(f"{label}: {n} rows is not a multiple of num_generations = {G}")
@@ -211,24 +280,107 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                 if any(k != block[0][0] for k, _ in block):
                     raise InputError(f"{label} rows {start + 1}-{start + G}: prompts differ inside a group of "
                                      f"{G} (wrong --num-generations?)")
-                if np.any(steps[start:start + G] != steps[start]):
-                    raise InputError(f"{label} rows {start + 1}-{start + G}: 'step' differs inside a group")
                 pid = table.prompt(block[0][0], block[0][1])
-                table.add(int(steps[start]), pid, total[start:start + G].tolist(),
+                table.add(step, pid, total[start:start + G].tolist(),
                           None if adv is None else adv[start:start + G].tolist())
+            if adv is not None and n:
+                scale_sets.append(scale_modes_matching(total, adv, G))
+            with np.errstate(invalid="ignore"):
+                grouped = total.reshape(-1, G) if n else np.zeros((0, G))
+                zero = np.isclose(nanstd(grouped, axis=1), 0.0, atol=1e-8) if n else np.zeros(0, bool)
+            recomputed[step] = (float(np.nanmean(total)) if n and not np.isnan(total).all() else math.nan,
+                                float(np.mean(zero)) if n else math.nan)
+    # --- what the files could not tell, and where they disagree with trainer_state.json
+    scale_rewards = None
+    if scale_sets:
+        common = set.intersection(*scale_sets)
+        if not common:
+            warns.append(f"the advantages TRL logged are not reproduced by the rewards "
+                         f"{' + '.join(f'{w:g}*{c}' for w, c in zip(weights, columns_used))} under any scale_rewards: "
+                         "the reward weights (--reward-weights, in reward_funcs order or as name=weight) or the "
+                         "reward columns are not the trainer's, or multi_objective_aggregation is not "
+                         "sum_then_normalize")
+        elif len(common) < len(SCALE_MODES):
+            scale_rewards = sorted(common)[0] if len(common) == 1 else None
+            inferred["scale_rewards"] = {"value": sorted(common), "how": "reproduces the logged advantages"}
+    gen_steps = sorted(s for s, row in scalars.items() if "reward" in row)  # steps whose log saw a generation
+    if parquets:
+        repeats = sorted(s for s, first in logged_at.items() if first != s)
+        if repeats:
+            notes.append(f"steps {_steps_text(repeats)} re-logged the generation batch of an earlier step "
+                         "(one batch serves several optimizer steps: steps_per_generation > "
+                         "gradient_accumulation_steps or num_iterations > 1); each group is counted once, at the "
+                         "first step that logged it")
+        if state_file:
+            no_file = [s for s in gen_steps if s not in logged_at]
+            if no_file:
+                warns.append(f"trainer_state.json logs rewards at steps {_steps_text(no_file)} but there is no "
+                             "completions_*.parquet for them (files missing, or log_completions was off then)")
+            unknown = [s for s in logged_at if s not in scalars]
+            if unknown:
+                warns.append(f"completions at steps {_steps_text(unknown)} have no entry in trainer_state.json's "
+                             "log_history (files of another run, or an older trainer_state.json)")
+            if isinstance(logging_steps, (int, float)) and logging_steps > 1:
+                notes.append(f"logging_steps = {int(logging_steps)}: TRL writes completions only at logging steps "
+                             "(the last generation batch), so the groups generated at the steps in between are not "
+                             "in the folder; each log's scalars average every generation batch since the previous "
+                             "log, the record's recomputed figures only the logged batch")
+            if not (isinstance(logging_steps, (int, float)) and logging_steps > 1):
+                off = []
+                for s in new_steps:
+                    row = scalars.get(s, {})
+                    mine = recomputed.get(s, (math.nan, math.nan))
+                    if "reward" in row and np.isfinite(mine[0]) and not math.isclose(row["reward"], mine[0],
+                                                                                    rel_tol=1e-4, abs_tol=1e-5):
+                        off.append((s, row["reward"], mine[0]))
+                if off:
+                    s0, a, b = off[0]
+                    warns.append(f"at steps {_steps_text([o[0] for o in off])} the reward trainer_state.json logs "
+                                 f"differs from the mean of the logged completions (step {s0}: {a:.4g} logged, "
+                                 f"{b:.4g} from the completions): the completion files hold only part of what "
+                                 "those logs cover (several generation batches per optimizer step, whose earlier "
+                                 "batches TRL does not write), or they come from another run, or the reward "
+                                 "weights are not the trainer's")
+    else:
+        notes.append("no completion logs (log_completions was off): the record has TRL's logged scalars only, "
+                     "no groups")
+    if scale_rewards == "batch":
+        notes.append("scale_rewards = batch: TRL's frac_reward_zero_std is the share of generation batches whose "
+                     "whole-batch reward std is 0, not a share of groups; the record's frac_reward_zero_std "
+                     "(recomputed per group) is not comparable with it")
     missing = ["lengths"]
     if not parquets:
         missing += ["completions", "advantages"]
     if not state_file:
         missing.append("scalars")
-    logging_steps = info.get("logging_steps")
-    source = {"kind": "trl", "path": bundle.origin, "completion_files": parquets, "trainer_state": state_file,
-              "reward_columns": columns_used, "reward_weights": None if reward_weights is None else list(reward_weights),
-              "completions_cover": "the last generation batch before each logging step", **info}
     if parquets and isinstance(logging_steps, (int, float)) and logging_steps > 1:
         missing.append("completions between logging steps")
-    return build_record(table, source=source, tolerance=tolerance, scalars=scalars, missing=missing, name=name,
-                        config={"num_generations": G_used})
+    if G_used:
+        inferred["num_generations"] = {"value": G_used, "how": "given" if num_generations else
+                                       "greatest common divisor of the runs of equal consecutive prompts"}
+    if columns_used:
+        inferred["reward_columns"] = {"value": columns_used, "how": how_columns}
+    reward_info = {
+        "classified": "training reward" if parquets else None,
+        "definition": (" + ".join(f"{w:g} * {c}" for w, c in zip(weights, columns_used)) + " (nansum; NaN when every "
+                       "function returned None), as GRPOTrainer combines them") if parquets else None,
+        "alternatives": columns_used,
+    }
+    source = {"kind": "trl", "path": bundle.origin, "completion_files": parquets, "trainer_state": state_file,
+              "reward_columns": columns_used,
+              "reward_weights": None if weights is None else [float(w) for w in weights],
+              "scale_rewards": scale_rewards,
+              "completions_cover": "the last generation batch before each logging step, each batch counted once",
+              **info}
+    rec = build_record(table, source=source, tolerance=tolerance, scalars=scalars, missing=missing, name=name,
+                       config={"num_generations": G_used})
+    rec.meta["reward"] = reward_info
+    rec.meta["notes"] = notes
+    rec.meta["warnings"] = warns
+    rec.meta["ingest"] = {"read": [bundle.label(f) for f in ([state_file] if state_file else []) + parquets
+                                   if bundle.label(f) not in {s["file"] for s in skipped}],
+                          "skipped": skipped, "inferred": inferred}
+    return rec
 
 
 def schema_names(pf) -> list[str]:
