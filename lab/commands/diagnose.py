@@ -1,0 +1,82 @@
+"""``grpo-lab diagnose``: the run doctor on a run record (see docs/doctor.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from grpo_lab.sims.errors import InputError
+
+from ._io import print_json
+
+
+def register(sub) -> None:
+    from grpo_lab.sims.doctor.forecast import DEFAULT_THRESHOLD
+    from grpo_lab.sims.doctor.prompts import DEFAULT_RETIRE_AFTER
+    from grpo_lab.sims.doctor.whatif import DEFAULT_BAND
+
+    p = sub.add_parser("diagnose", help="fit a run's difficulty, forecast its expiry, what-ifs and prompt lists",
+                       description="The run doctor: fit the run's difficulty distribution from its groups and check "
+                                   "the fit, forecast when the effective group rate crosses a threshold (with a "
+                                   "backtest), what-ifs for K, DAPO and a difficulty band, what skipping would have "
+                                   "saved, and prompt lists (retire / hard / live).")
+    p.add_argument("run", help="a run record directory (or a run's label under the runs folder)")
+    p.add_argument("--json", action="store_true", help="print the whole diagnosis as JSON")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (atomically)")
+    p.add_argument("--lists", metavar="DIR", help="write retire.jsonl, hard.jsonl and live.jsonl into DIR")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="accept non-binary rewards, counting a reward above 0.5 as a pass")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"effective group rate the forecast watches (default {DEFAULT_THRESHOLD:g})")
+    p.add_argument("--window", type=int, default=None, help="steps per check window (default: about 20 windows)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="DAPO batch size in groups (default: the run's groups per step)")
+    p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"), default=DEFAULT_BAND,
+                   help=f"difficulty band of the what-if (default {DEFAULT_BAND[0]:g} {DEFAULT_BAND[1]:g})")
+    p.add_argument("--retire-after", type=int, default=DEFAULT_RETIRE_AFTER,
+                   help=f"all-pass draws in a row that make a retire candidate (default {DEFAULT_RETIRE_AFTER})")
+    p.set_defaults(func=cmd_diagnose)
+
+
+def _resolve(run: str) -> Path:
+    path = Path(run)
+    if path.exists():
+        return path
+    from grpo_lab.replay.catalog import list_runs
+
+    found = list_runs().get(run)
+    if found is None:
+        raise InputError(f"{run!r} is neither a run record directory nor a run under the runs folder")
+    return found
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from grpo_lab.sims._checks import band as check_band
+    from grpo_lab.sims.doctor import diagnose
+    from grpo_lab.sims.doctor.prompts import write_prompt_lists
+    from grpo_lab.sims.doctor.report import html_report, text_report
+    from grpo_lab.sims.record import atomic_write_bytes, read_record
+
+    band = check_band(*args.band)
+    record = read_record(_resolve(args.run))
+    result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
+                      batch=args.batch, band=band, retire_after=args.retire_after)
+    written = {}
+    if args.lists:
+        written.update(write_prompt_lists(result["prompts"], args.lists))
+    if args.html:
+        out = Path(args.html)
+        if out.is_dir():
+            raise InputError(f"--html {out} is a directory")
+        try:
+            atomic_write_bytes(out, html_report(result).encode("utf-8"))
+        except OSError as exc:
+            raise InputError(f"cannot write {str(out)!r}: {exc.strerror}") from None
+        written["html"] = str(out)
+    if args.json:
+        print_json({**result, "written": written})
+        return 0
+    print(text_report(result))
+    for name, path in written.items():
+        print(f"wrote {name}: {path}")
+    return 0

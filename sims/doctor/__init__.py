@@ -1,0 +1,19 @@
+"""The run doctor: a real run's difficulty fitted, checked, extrapolated and turned into advice.
+
+One module per stage (see docs/doctor.md):
+
+- :mod:`.groups`      the record reduced to success counts per group, and its input checks
+- :mod:`.fit`         ML beta-binomial and two-component mixture fits, SEs, goodness of fit
+- :mod:`.windows`     the fit checked window by window against observed unanimous shares
+- :mod:`.correlation` within-prompt correlation where prompts repeat
+- :mod:`.whatif`      K, DAPO, band and estimator what-ifs via the core's closed forms
+- :mod:`.forecast`    per-prompt trend, the step the effective rate crosses a threshold, backtest
+- :mod:`.skip`        temporal consistency, skip-rule backtest, budgeted allocation
+- :mod:`.prompts`     retire / hard / live prompt lists as JSONL
+- :mod:`.diagnose`    all of it in one dict; :mod:`.report` prints it as text or HTML
+"""
+
+from .diagnose import diagnose
+from .groups import MIN_GROUPS, run_groups
+
+__all__ = ["diagnose", "run_groups", "MIN_GROUPS"]

@@ -1,0 +1,160 @@
+r"""The run doctor in one call: fit, check, what-ifs, forecast, skip/reallocate, prompt lists.
+
+:func:`diagnose` takes a :class:`~grpo_lab.sims.record.RunRecord` and returns one
+plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
+
+``run``                  name, groups, steps, prompts, K, whether rewards were binarised
+``fit``                  the single-Beta ML fit of all groups (``alpha``, ``beta``, SEs, GOF)
+``mixture``              the two-component fit (or why not), ``model`` the one BIC prefers
+``correlation``          within-prompt correlation (tau, icc, rho) where prompts repeat
+``observed_unanimous``   all-pass / all-fail / total shares at the run's K with 95% intervals
+``predicted_unanimous``  the same from the single Beta (and ``predicted_unanimous_mixture``)
+``windows``              per-window fits and their checks (:mod:`.windows`)
+``what_if``              ``[{K, effective_group_rate, rollouts_per_useful_group, ...}]`` on the
+                         preferred model; ``dapo``, ``band``, ``coverage`` (:mod:`.whatif`);
+                         ``what_if_recent`` on the last window's Beta
+``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
+``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
+``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
+``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
+``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlencode
+
+import numpy as np
+
+from ..errors import InputError
+from ..record import RunRecord
+from .correlation import within_prompt_correlation
+from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
+from .forecast import DEFAULT_THRESHOLD, forecast as run_forecast
+from .groups import run_groups
+from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
+from .skip import allocation_from_trend, skip_backtest, temporal_consistency
+from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
+from .windows import window_fits
+
+__all__ = ["diagnose"]
+
+LAB_DIGITS = 4  #: significant digits of the fitted parameters in the lab link
+
+
+def _observed(counts: np.ndarray, K: int) -> dict:
+    n = counts.sum()
+    out = {}
+    for key, k in (("all_pass", counts[K]), ("all_fail", counts[0]), ("total", counts[K] + counts[0])):
+        lo, hi = share_interval(k, n)
+        out[key] = float(k / n)
+        out[f"{key}_interval"] = [float(lo), float(hi)]
+    return out
+
+
+def _predicted(fit: dict) -> dict:
+    ap, af = fit["predicted_all_pass"], fit["predicted_all_fail"]
+    return {"all_pass": ap, "all_fail": af, "total": ap + af}
+
+
+def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
+             window: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
+             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K) -> dict:
+    """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
+
+    Parameters
+    ----------
+    tolerance : allow non-binary rewards, counting a reward above 0.5 as a pass (see :mod:`.groups`).
+    threshold : effective group rate the forecast watches (default 0.5).
+    window : steps per check window (default: about 20 windows).
+    batch : DAPO batch size in groups (default: the run's mean groups per step).
+    band : (lo, hi) difficulty band of the what-if.
+    retire_after : all-pass draws in a row that make a retire candidate.
+    """
+    if not (0.0 < float(threshold) < 1.0):
+        raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    t_all = time.perf_counter()
+    timings = {}
+    groups = run_groups(record, tolerance)
+    K = groups.K
+    counts = groups.counts()
+    steps = np.unique(groups.step)
+    if batch is None:
+        batch = max(1, int(round(groups.n / len(steps))))
+    elif not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise InputError(f"batch must be a positive integer, got {batch!r}")
+
+    t = time.perf_counter()
+    fit = fit_beta(counts, K)
+    if K >= MIXTURE_MIN_K:
+        mixture = fit_mixture(counts, K)
+        mixture["available"] = True
+        b1, b2 = bic(fit["loglik"], 2, groups.n), bic(mixture["loglik"], 5, groups.n)
+        mixture.update(bic=b2, lr_statistic=2 * (mixture["loglik"] - fit["loglik"]))
+        fit["bic"] = b1
+        model = "mixture" if b2 < b1 else "beta"
+    else:
+        mixture = {"available": False,
+                   "reason": f"K = {K}: a two-component mixture (5 parameters) needs K >= {MIXTURE_MIN_K}"}
+        model = "beta"
+    windows = window_fits(groups, window)
+    timings["fit"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    correlation = within_prompt_correlation(groups)
+    timings["correlation"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    if model == "mixture":
+        pop = [(mixture["w"], mixture["components"][0]["alpha"], mixture["components"][0]["beta"]),
+               (1 - mixture["w"], mixture["components"][1]["alpha"], mixture["components"][1]["beta"])]
+    else:
+        pop = (fit["alpha"], fit["beta"])
+    lo, hi = band
+    wi = what_ifs(pop, K, batch, lo, hi, Ks)
+    recent = windows[-1]
+    what_if_recent = what_if_K((recent["alpha"], recent["beta"]), Ks)
+    timings["what_if"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    fc = run_forecast(groups, threshold)
+    trend = fc.pop("_trend")
+    timings["forecast"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    skip = {"temporal_consistency": temporal_consistency(groups), "backtest": skip_backtest(groups),
+            "allocation": allocation_from_trend(trend)}
+    timings["skip"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    lists = prompt_lists(groups, retire_after)
+    timings["prompts"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_all
+
+    fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
+    out = {
+        "run": {"name": groups.name, "groups": groups.n, "steps": int(len(steps)), "prompts": groups.n_prompts,
+                "K": K, "binarised": groups.binarised, "batch_groups": int(batch)},
+        "fit": fit_out,
+        "cells": {"observed": counts, "fitted": fit["cell_probs"] * groups.n},
+        "mixture": {k: v for k, v in mixture.items() if k != "cell_probs"},
+        "model": model,
+        "correlation": correlation,
+        "observed_unanimous": _observed(counts, K),
+        "predicted_unanimous": _predicted(fit),
+        "windows": windows,
+        "what_if_population": "mixture" if model == "mixture" else "beta",
+        "what_if": wi["K_table"], "dapo": wi["dapo"], "band": wi["band"], "coverage": wi["coverage"],
+        "what_if_recent": {"steps": [recent["step_first"], recent["step_last"]],
+                           "alpha": recent["alpha"], "beta": recent["beta"], "table": what_if_recent},
+        "forecast": fc,
+        "skip": skip,
+        "prompts": lists,
+        "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
+                                "K": K}),
+        "timings": timings,
+    }
+    if mixture.get("available"):
+        out["predicted_unanimous_mixture"] = _predicted(mixture)
+    return out
