@@ -40,7 +40,7 @@ def _dispatch(bundle: Bundle, fmt: str, *, tolerance, name, num_generations, rew
     if fmt == "verl":
         sb = Bundle.from_path(scalars, bundle.max_bytes - bundle.read_bytes) if scalars else None
         return ingest_verl(bundle, tolerance=tol, name=name, num_generations=num_generations,
-                           reward_key=reward_key or "score", scalars_path=str(scalars) if scalars else None,
+                           reward_key=reward_key, scalars_path=str(scalars) if scalars else None,
                            scalars_bundle=sb)
     if fmt == "trl":
         return ingest_trl(bundle, tolerance=tol, name=name, num_generations=num_generations,

@@ -36,7 +36,7 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines",
-    "build_record", "parse_float", "check_tolerance",
+    "build_record", "parse_float", "check_tolerance", "outcome_summary", "steps_text",
 ]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024  #: size cap on everything one ingest reads
@@ -84,6 +84,7 @@ class Bundle:
     max_bytes: int = DEFAULT_MAX_BYTES
     read_bytes: int = 0
     single: bool = False  # one file given directly (not a folder or archive)
+    progress: object = None  # anything with update(n_bytes), e.g. a tqdm bar; see read()
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -149,8 +150,13 @@ class Bundle:
             return name
         return str(PurePosixPath(self.origin) / name) if not self.origin.endswith(".zip") else f"{self.origin}:{name}"
 
-    def read(self, name: str) -> bytes:
-        """The bytes of one file, after the size cap and the pickle check (read once, then cached)."""
+    def read(self, name: str, cache: bool = True) -> bytes:
+        """The bytes of one file, after the size cap and the pickle check.
+
+        Read once, then kept for a second call unless ``cache`` is false (large dumps are read
+        file by file and let go, so memory holds one file at a time). ``progress``, when set,
+        is advanced by each file's size (a tqdm bar, or anything with ``update(n)``).
+        """
         if name in self._cache:
             return self._cache[name]
         size, loader = self.entries[name]
@@ -166,7 +172,10 @@ class Bundle:
         if self.read_bytes > self.max_bytes:
             raise InputError(f"{self.label(name)}: over the size cap of {self.max_bytes} bytes")
         _refuse_pickle(self.label(name), data[:8])
-        self._cache[name] = data
+        if cache:
+            self._cache[name] = data
+        if self.progress is not None:
+            self.progress.update(len(data))
         return data
 
 
@@ -394,3 +403,31 @@ def numeric_scalars(row: dict) -> dict[str, float]:
         elif v is None:
             out[str(k)] = math.nan
     return out
+
+
+def outcome_summary(rewards: np.ndarray, tolerance: float) -> dict[str, float]:
+    """Shares of degenerate / all-pass / all-fail groups and the mean reward of a (groups, G) array.
+
+    Used for the rewards a record does *not* classify (another reward column, the correctness
+    score beside the training reward), so a reader sees both answers. Empty input gives NaNs.
+    """
+    degenerate, all_pass, all_fail = group_outcomes(rewards, tolerance)
+    n = len(degenerate)
+    share = (lambda m: float(np.mean(m)) if n else math.nan)
+    with np.errstate(invalid="ignore"):
+        mean = float(np.nanmean(rewards)) if n and not np.isnan(rewards).all() else math.nan
+    return {"frac_reward_zero_std": share(degenerate), "frac_all_pass": share(all_pass),
+            "frac_all_fail": share(all_fail), "reward_mean": mean}
+
+
+def steps_text(steps) -> str:
+    """``1-3, 5, 7-9`` for a collection of integer steps."""
+    steps = sorted(set(int(s) for s in steps))
+    parts, i = [], 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        parts.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
+        i = j + 1
+    return ", ".join(parts)

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, GroupTable, build_record, describe, numeric_scalars
+from .common import Bundle, GroupTable, build_record, describe, numeric_scalars, outcome_summary
+from .common import steps_text as _steps_text
 from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
 __all__ = ["ingest_trl", "read_trainer_state"]
@@ -146,19 +147,6 @@ def _weights(reward_weights, columns: list[str]) -> np.ndarray:
     return weights
 
 
-def _steps_text(steps) -> str:
-    """``1-3, 5, 7-9`` for a sorted list of integers."""
-    steps = sorted(set(int(s) for s in steps))
-    parts, i = [], 0
-    while i < len(steps):
-        j = i
-        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
-            j += 1
-        parts.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
-        i = j + 1
-    return ", ".join(parts)
-
-
 def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num_generations: int | None = None,
                reward_columns: list[str] | None = None, reward_weights=None) -> RunRecord:
     names = bundle.names()
@@ -204,6 +192,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     logged_at: dict[int, int] = {}  # parquet step -> step whose batch it holds (itself if new)
     new_steps: list[int] = []
     recomputed: dict[int, tuple[float, float]] = {}  # step -> (reward mean, share of zero-std groups)
+    per_func_groups: list[np.ndarray] = []  # each new batch's per-function rewards, (groups, G, functions)
     if parquets:
         pa, pq = _pyarrow()
         previous = None  # (step, table without 'step') of the last new batch
@@ -283,6 +272,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                 pid = table.prompt(block[0][0], block[0][1])
                 table.add(step, pid, total[start:start + G].tolist(),
                           None if adv is None else adv[start:start + G].tolist())
+            per_func_groups.append(per_func.reshape(-1, G, len(rcols)))
             if adv is not None and n:
                 scale_sets.append(scale_modes_matching(total, adv, G))
             with np.errstate(invalid="ignore"):
@@ -364,7 +354,9 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         "classified": "training reward" if parquets else None,
         "definition": (" + ".join(f"{w:g} * {c}" for w, c in zip(weights, columns_used)) + " (nansum; NaN when every "
                        "function returned None), as GRPOTrainer combines them") if parquets else None,
-        "alternatives": columns_used,
+        "alternatives": {f"reward function {c!r} alone": outcome_summary(
+            np.concatenate([p[:, :, j] for p in per_func_groups]), tolerance) for j, c in enumerate(columns_used)}
+        if per_func_groups else {},
     }
     source = {"kind": "trl", "path": bundle.origin, "completion_files": parquets, "trainer_state": state_file,
               "reward_columns": columns_used,
