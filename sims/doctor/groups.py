@@ -22,7 +22,6 @@ import numpy as np
 
 from ..advantages import THRESHOLD
 from ..errors import InputError
-from ..ingest.common import check_tolerance
 from ..record import RunRecord
 
 __all__ = ["MIN_GROUPS", "RunGroups", "run_groups"]
@@ -64,9 +63,17 @@ class RunGroups:
         return np.bincount(s, minlength=self.K + 1).astype(float)
 
 
+def _tolerance(value) -> float:
+    """A reward tolerance: a finite real number >= 0 (booleans and strings refused)."""
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not (number and np.isfinite(value) and value >= 0):
+        raise InputError(f"--tolerance must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
 def run_groups(record: RunRecord, tolerance: float | None = None) -> RunGroups:
     """Reduce ``record`` to success counts per group (see the module docstring). Raises InputError."""
-    tolerance = None if tolerance is None else check_tolerance(tolerance)
+    tolerance = None if tolerance is None else _tolerance(tolerance)
     if tolerance is None and record.reward_tolerance > 0:
         tolerance = record.reward_tolerance
     r = np.asarray(record.groups["rewards"], dtype=float)
