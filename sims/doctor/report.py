@@ -151,8 +151,9 @@ def _svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", y
             pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(x[ok], y[ok]))
             dash = ' stroke-dasharray="5 3"' if s.get("dashed") else ""
             out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>')
-        out.append(f'<text x="{legend_x}" y="24" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
-        legend_x += 7 * len(s["name"]) + 18
+        if s["name"]:
+            out.append(f'<text x="{legend_x}" y="24" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
+            legend_x += 7 * len(s["name"]) + 18
     out.append("</svg></figure>")
     return "".join(out)
 
@@ -201,7 +202,7 @@ def html_report(d: dict) -> str:
     kplot = _svg("What-if: effective group rate by K", [
         {"name": "effective group rate", "x": [w["K"] for w in wi], "y": [w["effective_group_rate"] for w in wi],
          "color": _COLORS["fit"]},
-        {"name": "points", "x": [w["K"] for w in wi], "y": [w["effective_group_rate"] for w in wi],
+        {"name": "", "x": [w["K"] for w in wi], "y": [w["effective_group_rate"] for w in wi],
          "kind": "points", "color": _COLORS["fit"]}],
         (min(w["K"] for w in wi), max(w["K"] for w in wi)), xlabel="K", xlog2=True, ylabel="effective group rate")
     f = d["fit"]
