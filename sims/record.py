@@ -304,4 +304,8 @@ def summarise(record: RunRecord) -> dict:
         "reward_mean": float(np.nanmean(g["rewards"])) if n else float("nan"),
         "final_eval_pass_rate": evals[-1]["mean_pass_rate"] if evals else float("nan"),
         "evals": evals,
+        # ingested runs: which reward is classified, and what the source could not tell (sims.ingest)
+        "reward_classified": (record.meta.get("reward") or {}).get("classified"),
+        "warnings": [str(t) for t in record.meta.get("warnings") or []],
+        "notes": [str(t) for t in record.meta.get("notes") or []],
     }

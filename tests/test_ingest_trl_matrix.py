@@ -166,7 +166,7 @@ def test_parquet_disagreeing_with_trainer_state_is_named(tmp_path):
     shutil.copytree(MATRIX / "plain" / "run", run)
     (run / "completions" / "completions_00003.parquet").unlink()
     rec = ingest(run, "trl")
-    assert any("steps 3" in w and "no completions_*.parquet" in w for w in rec.meta["warnings"])
+    assert any("step 3 " in w and "no completions_*.parquet" in w for w in rec.meta["warnings"])
     # the trainer_state.json of another run: its logged rewards disagree with these completions
     shutil.copy(MATRIX / "reward_weights" / "run" / "trainer_state.json", run / "trainer_state.json")
     rec = ingest(run, "trl")

@@ -104,7 +104,7 @@ def test_ambiguous_groups_and_validation_only_steps_are_said():
     assert any("no group id" in n for n in rec.meta["notes"])
     # validation before training (step 0) and at steps 2, 4: step 0 has scalars only
     assert truth["validation_steps"] == [0, 2, 4]
-    assert any("steps 0" in n and "validation only" in n for n in rec.meta["notes"])
+    assert any("step 0 " in n and "validation only" in n for n in rec.meta["notes"])
     k0 = int(np.flatnonzero(rec.steps["step"] == 0)[0])
     assert np.isnan(rec.steps["frac_reward_zero_std"][k0])
     assert np.isfinite(rec.steps["scalar/val-core/arith/acc/mean@1"][k0])

@@ -11,6 +11,21 @@ from grpo_lab.sims.errors import InputError
 from ._io import print_json
 
 
+def _weights(text: str):
+    """``0.25,1`` (reward_funcs order) or ``short=0.25,correct=1`` (by reward function name)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    try:
+        if all("=" in p for p in parts):
+            pairs = [p.split("=", 1) for p in parts]
+            return {k.strip(): float(v) for k, v in pairs}
+        return [float(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers in reward_funcs order, or name=number pairs, "
+                                         f"got {text!r}") from None
+
+
 def _csv(kind):
     def parse(text: str):
         parts = [p.strip() for p in text.split(",") if p.strip()]
@@ -38,12 +53,17 @@ def register(sub) -> None:
     p.add_argument("--num-generations", type=int, help="group size (TRL num_generations, verl rollout.n); "
                                                        "inferred when omitted")
     p.add_argument("--reward-columns", type=_csv(str), help="TRL: the parquet columns that are reward functions")
-    p.add_argument("--reward-weights", type=_csv(float), help="TRL: GRPOConfig.reward_weights (default 1 each)")
-    p.add_argument("--reward-key", help="verl: the per-row reward key (default score; e.g. acc)")
+    p.add_argument("--reward-weights", type=_weights,
+                   help="TRL: GRPOConfig.reward_weights in reward_funcs order (e.g. 0.25,1) or by name "
+                        "(e.g. short=0.25,correct=1); default 1 each")
+    p.add_argument("--reward-key", help="verl: the reward to classify: training (default: the reward that "
+                                        "trained), or a per-row key of the dump such as score or acc")
     p.add_argument("--scalars", help="verl: the file logger's JSONL, when it is not inside PATH")
     p.add_argument("--name", help="run name stored in the record (default: the --out folder's name)")
     p.add_argument("--force", action="store_true", help="replace an existing record at --out")
-    p.add_argument("--json", action="store_true", help="print the record's summary as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print the record's summary and what was read, skipped and inferred as JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on long ingests")
     p.set_defaults(func=cmd_ingest)
 
 
@@ -61,19 +81,31 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     rec = ingest(args.path, args.fmt, tolerance=args.tolerance, max_bytes=int(args.max_mb * 1024 * 1024),
                  name=args.name or out.name, num_generations=args.num_generations,
                  reward_columns=args.reward_columns, reward_weights=args.reward_weights,
-                 reward_key=args.reward_key, scalars=args.scalars)
+                 reward_key=args.reward_key, scalars=args.scalars,
+                 progress=None if args.no_progress or args.json else "tqdm")
     write_record(out, rec)
     summary = summarise(rec)
     if args.json:
-        print_json({**summary, "out": str(out), "missing": rec.meta["missing"]})
+        print_json({**summary, "out": str(out), "missing": rec.meta["missing"], "reward": rec.meta.get("reward"),
+                    **rec.meta.get("ingest", {})})
         return 0
     zs = summary["frac_reward_zero_std"]
     print(f"wrote {out}: {summary['groups']} groups over {summary['steps']} steps from {args.fmt} "
           f"({rec.meta['n_prompts']} prompts, G = {rec.meta['num_generations'] or 'variable'})")
+    reward = rec.meta.get("reward") or {}
     if summary["groups"]:
+        print(f"classified by the {reward.get('classified') or 'reward'}"
+              + (f": {reward['definition']}" if reward.get("definition") else ""))
         print(f"frac_reward_zero_std {zs:.4f} (all-pass {summary['frac_all_pass']:.4f}, "
               f"all-fail {summary['frac_all_fail']:.4f}) at reward tolerance {rec.reward_tolerance:g}")
+        for label, alt in (reward.get("alternatives") or {}).items():
+            print(f"  by {label}: frac_reward_zero_std {alt['frac_reward_zero_std']:.4f} "
+                  f"(all-pass {alt['frac_all_pass']:.4f}, all-fail {alt['frac_all_fail']:.4f})")
     else:
         print("scalars only: no per-group rewards in the source")
     print(f"missing: {', '.join(rec.meta['missing']) or 'nothing'}")
+    for w in rec.meta.get("warnings", []):
+        print(f"warning: {w}")
+    for n in rec.meta.get("notes", []):
+        print(f"note: {n}")
     return 0

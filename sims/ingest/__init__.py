@@ -48,9 +48,26 @@ def _dispatch(bundle: Bundle, fmt: str, *, tolerance, name, num_generations, rew
     raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
+PROGRESS_DELAY_S = 1.0  #: a progress bar appears only on ingests that run longer than this
+
+
+def _progress(bundle: Bundle, progress):
+    """Attach a progress bar over the bytes to read: ``"tqdm"`` makes one (stderr, shown after
+    :data:`PROGRESS_DELAY_S`), an object with ``update(n)`` is used as given, None is none."""
+    if progress is None:
+        return None
+    if progress == "tqdm":
+        from tqdm import tqdm
+
+        total = sum(size for size, _ in bundle.entries.values())
+        progress = tqdm(total=total, unit="B", unit_scale=True, desc="ingest", delay=PROGRESS_DELAY_S, leave=False)
+    bundle.progress = progress
+    return progress
+
+
 def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_BYTES, *, name: str | None = None,
            num_generations: int | None = None, reward_columns: list[str] | None = None,
-           reward_weights: list[float] | None = None, reward_key: str | None = None, scalars=None) -> RunRecord:
+           reward_weights=None, reward_key: str | None = None, scalars=None, progress=None) -> RunRecord:
     """Convert a run's logs at ``path`` (folder, file or .zip) in format ``fmt`` into a run record.
 
     Parameters
@@ -60,16 +77,25 @@ def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_
     tolerance : a group is degenerate when max(rewards) - min(rewards) <= tolerance.
     max_bytes : cap on the bytes read in all (200 MB by default).
     num_generations : group size (TRL ``num_generations``, verl ``rollout.n``); inferred if None.
-    reward_columns, reward_weights : TRL only: which parquet columns are rewards, and their weights.
-    reward_key : verl only: the per-row reward key (default ``score``; e.g. ``acc``).
+    reward_columns : TRL only: which parquet columns are rewards (default: the functions trainer_state.json
+        names, in the parquet's column order, which is ``reward_funcs`` order).
+    reward_weights : TRL only: ``GRPOConfig.reward_weights`` as a list in ``reward_funcs`` order, or a
+        ``{function name: weight}`` dict.
+    reward_key : verl only: ``"training"`` (default: the reward that trained) or a per-row key (``score``, ``acc``).
     scalars : verl only: path of the file logger's JSONL, if not inside ``path``.
+    progress : None, ``"tqdm"`` (a bar on stderr for long ingests) or an object with ``update(n_bytes)``.
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     bundle = Bundle.from_path(path, max_bytes)
-    return _dispatch(bundle, fmt, tolerance=tolerance, name=name, num_generations=num_generations,
-                     reward_columns=reward_columns, reward_weights=reward_weights, reward_key=reward_key,
-                     scalars=scalars)
+    bar = _progress(bundle, progress)
+    try:
+        return _dispatch(bundle, fmt, tolerance=tolerance, name=name, num_generations=num_generations,
+                         reward_columns=reward_columns, reward_weights=reward_weights, reward_key=reward_key,
+                         scalars=scalars)
+    finally:
+        if bar is not None and hasattr(bar, "close"):
+            bar.close()
 
 
 def ingest_upload(filename: str, data: bytes, fmt: str, tolerance: float = 0.0,

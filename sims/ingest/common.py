@@ -36,7 +36,7 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines",
-    "build_record", "parse_float", "check_tolerance", "outcome_summary", "steps_text",
+    "build_record", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
 ]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024  #: size cap on everything one ingest reads
@@ -431,3 +431,9 @@ def steps_text(steps) -> str:
         parts.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
         i = j + 1
     return ", ".join(parts)
+
+
+def steps_phrase(steps) -> str:
+    """``step 3`` or ``steps 1-3, 5`` (:func:`steps_text` with its noun)."""
+    steps = set(int(s) for s in steps)
+    return ("step " if len(steps) == 1 else "steps ") + steps_text(steps)

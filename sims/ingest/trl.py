@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .common import Bundle, GroupTable, build_record, describe, numeric_scalars, outcome_summary
-from .common import steps_text as _steps_text
+from .common import steps_phrase as _steps_phrase
 from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
 __all__ = ["ingest_trl", "read_trainer_state"]
@@ -297,18 +297,18 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     if parquets:
         repeats = sorted(s for s, first in logged_at.items() if first != s)
         if repeats:
-            notes.append(f"steps {_steps_text(repeats)} re-logged the generation batch of an earlier step "
+            notes.append(f"{_steps_phrase(repeats)} re-logged the generation batch of an earlier step "
                          "(one batch serves several optimizer steps: steps_per_generation > "
                          "gradient_accumulation_steps or num_iterations > 1); each group is counted once, at the "
                          "first step that logged it")
         if state_file:
             no_file = [s for s in gen_steps if s not in logged_at]
             if no_file:
-                warns.append(f"trainer_state.json logs rewards at steps {_steps_text(no_file)} but there is no "
+                warns.append(f"trainer_state.json logs rewards at {_steps_phrase(no_file)} but there is no "
                              "completions_*.parquet for them (files missing, or log_completions was off then)")
             unknown = [s for s in logged_at if s not in scalars]
             if unknown:
-                warns.append(f"completions at steps {_steps_text(unknown)} have no entry in trainer_state.json's "
+                warns.append(f"completions at {_steps_phrase(unknown)} have no entry in trainer_state.json's "
                              "log_history (files of another run, or an older trainer_state.json)")
             if isinstance(logging_steps, (int, float)) and logging_steps > 1:
                 notes.append(f"logging_steps = {int(logging_steps)}: TRL writes completions only at logging steps "
@@ -325,7 +325,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                         off.append((s, row["reward"], mine[0]))
                 if off:
                     s0, a, b = off[0]
-                    warns.append(f"at steps {_steps_text([o[0] for o in off])} the reward trainer_state.json logs "
+                    warns.append(f"at {_steps_phrase([o[0] for o in off])} the reward trainer_state.json logs "
                                  f"differs from the mean of the logged completions (step {s0}: {a:.4g} logged, "
                                  f"{b:.4g} from the completions): the completion files hold only part of what "
                                  "those logs cover (several generation batches per optimizer step, whose earlier "

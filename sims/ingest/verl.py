@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .common import (Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars,
-                     outcome_summary as _outcome_summary, steps_text as _steps_text)
+                     outcome_summary as _outcome_summary, steps_phrase as _steps_phrase)
 
 __all__ = ["ingest_verl"]
 
@@ -263,7 +263,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
                     off.append((s, logged, mine))
             if off:
                 s0, a, b = off[0]
-                warns.append(f"at steps {_steps_text([o[0] for o in off])} verl's logged critic/score/mean differs "
+                warns.append(f"at {_steps_phrase([o[0] for o in off])} verl's logged critic/score/mean differs "
                              f"from the dump's training reward (step {s0}: {a:.4g} logged, {b:.4g} from the dump): the "
                              "dump's score is not what trained (e.g. an overlong penalty not logged), or the metrics "
                              "file belongs to another run")
@@ -271,8 +271,8 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
         without = sorted(s for s in scalars if s not in set(row_step))
         if without:
             val_only = [s for s in without if all(k.startswith("val-") for k in scalars[s])]
-            notes.append(f"steps {_steps_text(without)} have scalars but no rollouts"
-                         + (f" (steps {_steps_text(val_only)}: validation only, e.g. val_before_train)" if val_only else "")
+            notes.append(f"scalars but no rollouts at {_steps_phrase(without)}"
+                         + (f" ({_steps_phrase(val_only)}: validation only, e.g. val_before_train)" if val_only else "")
                          + ": the record's recomputed figures are empty there")
     missing = ["advantages", "lengths"] + ([] if scalars else ["scalars"]) + ([] if row_step else ["completions"])
     source = {"kind": "verl", "path": bundle.origin, "rollout_files": dump_files, "reward_key": reward_info.get("key"),
