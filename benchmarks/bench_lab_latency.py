@@ -108,7 +108,7 @@ def baseline_app():
     """The same grid view, repainted by a Python callback on every move (the server round trip)."""
     import panel as pn
 
-    from grpo_lab.live_grid import LiveGrid, server_view
+    from grpo_lab.grid.component import LiveGrid, server_view
     from grpo_lab.sims.scenario import Scenario, evaluate
 
     args = pn.state.session_args or {}

@@ -13,34 +13,37 @@ range inputs, a <canvas>, the lab's readout table) plus, inline:
   because a browser cannot re-run numpy's Beta sampler. "New draw" cycles
   through them and the page says which seed is shown.
 
-Files are written atomically (a temporary file in the target directory, then
-:func:`os.replace`), so an interrupted or failed export never leaves a partial file.
+Options are checked by the lab URL's own sanitiser (:func:`grpo_lab.state.sanitize`, whose bounds are
+the grid's control spec, :mod:`grpo_lab.grid.spec`), made strict: where the URL would clamp with a
+notice, the export stops with that notice. Files are written atomically by the core's writer
+(:func:`grpo_lab.sims.record.atomic_write_bytes`), so an interrupted or failed export never leaves a
+partial file.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
 import os
 import shlex
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grpo_lab.sims import __version__
-from grpo_lab.sims._checks import as_group_size, band as check_band, positive
-from grpo_lab.sims.decay import DEFAULT_GAIN, _progress
+from grpo_lab.sims.decay import DEFAULT_GAIN
 from grpo_lab.sims.errors import InputError
-from grpo_lab.sims.population import draw_population
-from grpo_lab.sims.scenario import Scenario
+from grpo_lab.sims.population import Population, draw_population
+from grpo_lab.sims.record import atomic_write_bytes
+from grpo_lab.sims.scenario import Scenario, evaluate
 
-STATIC = Path(__file__).with_name("static")
+from .export_page import page_html, script_json
+from .grid.markup import grid_data
+from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, step_digits
+from .state import sanitize
+
 SIZE_BUDGET = 2_500_000  #: bytes; "auto" draws embed as many populations as fit under this
 MAX_DRAWS = 8  #: the most populations one file may embed
 AUTO_MAX_DRAWS = 5  #: the most populations "auto" embeds
 MAX_EXPORT_PROMPTS = 10_000  #: a page is for reading on a phone; 10,000 cells is plenty
-DEFAULT_BAND = (0.2, 0.8)  #: the filter band of seed 002's lab (88.5% useful, 8.7% kept at t = 1)
 DEFAULT_OUT = "decay.html"
 
 
@@ -84,52 +87,63 @@ def make_spec(*, filter_band=None, band=None, draws=None, title=None, **scenario
     return ExportSpec(**fields)
 
 
-def validate(spec: ExportSpec) -> ExportSpec:
-    """Check every field; raise :class:`~sims.errors.InputError` with one clear line, or return a clean spec."""
-    from grpo_lab.kernel import K_MAX
+#: the command line's name for each option the URL sanitiser checks
+_FLAGS = {"n_prompts": "--n-prompts", "a": "--a", "b": "--b", "seed": "--seed", "progress": "--progress", "K": "--K",
+          "rho": "--rho", "band_lo": "--filter / --band (low end)", "band_hi": "--filter / --band (high end)"}
 
+
+def _sanitised(sc: Scenario, band) -> dict:
+    """The options through :func:`grpo_lab.state.sanitize`; its first notice, if any, as InputError."""
+    try:
+        lo, hi = band
+    except (TypeError, ValueError):
+        raise InputError(f"--filter / --band needs two numbers LO HI, got {band!r}") from None
+    raw = {"n_prompts": sc.n_prompts, "a": sc.a, "b": sc.b, "seed": sc.seed, "progress": sc.progress, "K": sc.K,
+           "rho": sc.rho, "band_lo": lo, "band_hi": hi}
+    values, notices = sanitize({k: "nan" if isinstance(v, bool) else str(v) for k, v in raw.items()})
+    if notices:
+        name = next((n for n in _FLAGS if notices[0].startswith(f"{n}=")), None)
+        what = notices[0].split("; ")[0]
+        raise InputError(f"{_FLAGS[name]}: {what}" if name else f"--filter / --band: {what} (give LO <= HI)")
+    return values
+
+
+def validate(spec: ExportSpec) -> ExportSpec:
+    """Check every field; raise :class:`~sims.errors.InputError` with one clear line, or return a clean spec.
+
+    The lab URL's sanitiser checks the values the lab shares (bounds from the grid's spec); an export
+    adds: at most :data:`MAX_EXPORT_PROMPTS` prompts, rho = 0 (the browser kernel's case), progress and
+    band on their sliders' steps, the number of draws and the gain.
+    """
     sc = spec.scenario
-    n = int(as_group_size(sc.n_prompts, "--n-prompts"))
+    v = _sanitised(sc, spec.band)
+    if sc.band is not None:
+        _sanitised(sc, sc.band)
+        if tuple(map(float, sc.band)) != (v["band_lo"], v["band_hi"]):
+            raise InputError("the filter's band and the starting band differ")
+    n, t, lo, hi = v["n_prompts"], v["progress"], v["band_lo"], v["band_hi"]
     if n > MAX_EXPORT_PROMPTS:
         raise InputError(f"--n-prompts must be at most {MAX_EXPORT_PROMPTS:,} for an exported page, got {n:,}")
-    K = int(as_group_size(sc.K, "--K"))
-    if K > K_MAX:
-        raise InputError(f"--K must be at most {K_MAX}, got {K}")
-    try:
-        t = float(_progress(sc.progress))
-    except InputError as exc:
-        raise InputError(f"--progress: {exc}") from None
-    if round(t, 3) != t:
-        raise InputError(f"--progress must have at most three decimals (the page's slider step is 0.001), got {t!r}")
-    lo, hi = _band(spec.band)
-    if round(lo, 2) != lo or round(hi, 2) != hi:
-        raise InputError(f"--filter / --band ends must have at most two decimals (the page's slider step is 0.01), "
-                         f"got {lo!r} {hi!r}")
-    if sc.band is not None and tuple(_band(sc.band)) != (lo, hi):
-        raise InputError("the filter's band and the starting band differ")
-    a, b = positive(sc.a, "--a"), positive(sc.b, "--b")
-    if isinstance(sc.seed, bool) or not isinstance(sc.seed, int) or sc.seed < 0:
-        raise InputError(f"--seed must be a non-negative integer, got {sc.seed!r}")
-    if sc.rho != 0:
+    pd, bd = step_digits(EXPORT_PROGRESS_STEP), step_digits(BAND_STEP)
+    if round(t, pd) != t:
+        raise InputError(f"--progress must have at most {_WORDS[pd]} decimals (the page's slider step is "
+                         f"{EXPORT_PROGRESS_STEP:g}), got {t!r}")
+    if round(lo, bd) != lo or round(hi, bd) != hi:
+        raise InputError(f"--filter / --band ends must have at most {_WORDS[bd]} decimals (the page's slider step "
+                         f"is {BAND_STEP:g}), got {lo!r} {hi!r}")
+    if v["rho"] != 0:
         raise InputError("an exported page shows independent rollouts only (rho = 0)")
     draws = spec.draws
     if draws is not None and not (isinstance(draws, int) and 1 <= draws <= MAX_DRAWS):
         raise InputError(f"--draws must be an integer from 1 to {MAX_DRAWS}, got {draws!r}")
     if not (math.isfinite(sc.gain) and sc.gain >= 0):
         raise InputError(f"--gain must be a finite number >= 0, got {sc.gain!r}")
-    scenario = replace(sc, n_prompts=n, K=K, progress=t, a=a, b=b, band=(lo, hi) if sc.band is not None else None)
+    scenario = replace(sc, n_prompts=n, K=v["K"], progress=t, a=v["a"], b=v["b"], seed=v["seed"], rho=0.0,
+                       band=(lo, hi) if sc.band is not None else None)
     return replace(spec, scenario=scenario, band=(lo, hi), draws=draws)
 
 
-def _band(band) -> tuple[float, float]:
-    try:
-        lo, hi = band
-    except (TypeError, ValueError):
-        raise InputError(f"--filter needs two numbers LO HI, got {band!r}") from None
-    try:
-        return check_band(lo, hi)
-    except InputError as exc:
-        raise InputError(f"--filter: {exc}") from None
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
@@ -147,12 +161,9 @@ def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
     return " ".join(shlex.quote(a) for a in args)
 
 
-def embedded_draw(spec: ExportSpec, seed: int) -> dict:
-    """One population as the page embeds it: the core's draw for ``seed``, packed for the grid view."""
-    from grpo_lab.grid_html import grid_data
-
-    pop = draw_population(spec.n_prompts, spec.a, spec.b, seed)
-    return {"seed": seed, **grid_data(pop, spec.gain)}
+def embedded_draw(population: Population, gain: float) -> dict:
+    """One population as the page embeds it: its seed and its packing for the grid view."""
+    return {"seed": population.seed, **grid_data(population, gain)}
 
 
 def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
@@ -168,30 +179,35 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
     }
 
 
-def _script_json(obj) -> str:
-    """JSON safe to place inside a <script> element."""
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+def _population(spec: ExportSpec, seed: int) -> Population:
+    return draw_population(spec.n_prompts, spec.a, spec.b, seed)
+
+
+def render_page(spec: ExportSpec, out_name: str = DEFAULT_OUT) -> tuple[str, list[int]]:
+    """The page's full HTML text for a spec (choosing the number of draws if it is None), and the seeds
+    it embeds. Each population is drawn once: the first serves the starting view's readouts too."""
+    spec = validate(spec)
+    first = _population(spec, spec.seed)
+    summary = evaluate(spec.scenario, first).summary
+    draws = [embedded_draw(first, spec.gain)]
+    if spec.draws is None:
+        base = len(_render(spec, draws, summary, out_name).encode())
+        per_draw = len(script_json(draws[0])) + 1
+        fit = (SIZE_BUDGET - base) // per_draw + 1
+        count = max(1, min(AUTO_MAX_DRAWS, int(fit)))
+    else:
+        count = spec.draws
+    draws += [embedded_draw(_population(spec, spec.seed + i), spec.gain) for i in range(1, count)]
+    return _render(spec, draws, summary, out_name), [d["seed"] for d in draws]
 
 
 def render(spec: ExportSpec, out_name: str = DEFAULT_OUT) -> str:
-    """The page's full HTML text for a validated spec (choosing the number of draws if it is None)."""
-    spec = validate(spec)
-    if spec.draws is None:
-        one = embedded_draw(spec, spec.seed)
-        base = len(_render(spec, [one], out_name).encode())
-        per_draw = len(_script_json(one)) + 1
-        fit = (SIZE_BUDGET - base) // per_draw + 1
-        spec_draws = max(1, min(AUTO_MAX_DRAWS, int(fit)))
-    else:
-        spec_draws = spec.draws
-    draws = [embedded_draw(spec, spec.seed + i) for i in range(spec_draws)]
-    return _render(spec, draws, out_name)
+    """The page's full HTML text (see :func:`render_page`)."""
+    return render_page(spec, out_name)[0]
 
 
-def _render(spec: ExportSpec, draws: list[dict], out_name: str) -> str:
-    from grpo_lab.export_page import page_html
-
-    return page_html(spec, page_state(spec, draws, out_name))
+def _render(spec: ExportSpec, draws: list[dict], summary: dict, out_name: str) -> str:
+    return page_html(spec, page_state(spec, draws, out_name), summary)
 
 
 def check_target(path: str | os.PathLike) -> Path:
@@ -211,32 +227,16 @@ def check_target(path: str | os.PathLike) -> Path:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same directory and :func:`os.replace`.
+    """Write ``text`` to ``path`` with the core's atomic writer (temporary file + :func:`os.replace`), mode 0o644.
 
-    Raises InputError (one line) when the directory is missing or not writable; the
-    temporary file is removed on any failure, including KeyboardInterrupt, so the
-    target is either the old file (or absent) or the complete new one.
+    Raises InputError (one line) when the directory is missing or not writable; on any failure,
+    KeyboardInterrupt included, the target is either the old file (or absent) or the complete new one.
     """
     target = check_target(path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        atomic_write_bytes(target, text.encode("utf-8"), mode=0o644)
     except OSError as exc:
         raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-        raise
     return target
 
 
@@ -244,23 +244,6 @@ def export(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> dict:
     """Validate, render and write the page; return ``{"path", "bytes", "draws", "seeds"}``."""
     spec = validate(spec)
     check_target(out)  # fail before the (slower) rendering
-    text = render(spec, Path(out).name)
+    text, seeds = render_page(spec, Path(out).name)
     path = write_atomic(out, text)
-    seeds = [d["seed"] for d in _state_of(text)["draws"]]
     return {"path": str(path), "bytes": len(text.encode()), "draws": len(seeds), "seeds": seeds}
-
-
-def _state_of(text: str) -> dict:
-    """Read the embedded page state back from a rendered page (used by export() and the tests)."""
-    from grpo_lab.export_page import STATE_ID
-
-    start = text.index(f'id="{STATE_ID}">') + len(f'id="{STATE_ID}">')
-    end = text.index("</script>", start)
-    return json.loads(text[start:end])
-
-
-def footer_text(spec: ExportSpec) -> str:
-    """The static part of the provenance footer (the page fills in the seed on show)."""
-    filt = f"filter {'on' if spec.filter_on else 'off'}, band [{spec.band[0]:g}, {spec.band[1]:g}]"
-    return html.escape(f"{spec.n_prompts} prompts from Beta({spec.a:g}, {spec.b:g}), decay gain {spec.gain:g}; "
-                       f"starting view t = {spec.progress:g}, K = {spec.K}, {filt}")

@@ -4,11 +4,13 @@ No BokehJS: a Bokeh page spends most of a second starting BokehJS before it show
 and an exported page needs none of Bokeh's machinery. It is the served lab's own grid view,
 each part defined once and shared:
 
-* the markup and data, :mod:`grpo_lab.grid_html` (the lab's LiveGrid component uses the same);
+* the controls from the grid's spec (:mod:`grpo_lab.grid.spec`, with the page's finer progress step),
+  the markup and data, :mod:`grpo_lab.grid.markup` (the lab's LiveGrid component uses the same);
 * the view, ``lab/static/gridview.js``, over the arithmetic of ``lab/static/kernel.js``
   (``grpoKernel.evaluate``, the twin of :func:`sims.scenario.evaluate`; ``grpoKernel.fill``, the twin
-  of :func:`lab.grid.readout_html`) and the painter ``lab/static/cells.js``;
-* the readouts, filled here by Python for the starting view so the numbers show before any script runs.
+  of :func:`grpo_lab.grid.readouts.readout_html`) and the painter ``lab/static/cells.js``;
+* the readouts, filled here by Python for the starting view (from the summary the export already
+  computed) so the numbers show before any script runs.
 
 ``lab/static/export_page.js`` is the page's glue: play, new draw (populations embedded in the
 page state), and the provenance line naming the view shown.
@@ -17,8 +19,11 @@ page state), and the provenance line naming the view shown.
 from __future__ import annotations
 
 import html
+import json
 
-from grpo_lab.grid_html import STYLE_PATH, controls_html, grid_html
+from .grid.markup import STATIC, STYLE_PATH, controls_html, grid_html
+from .grid.readouts import TEMPLATES, readout_html
+from .grid.spec import EXPORT_PROGRESS_STEP, control_spec
 
 STATE_ID = "grpo-export-state"
 SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "export_page.js")  #: in lab/static, in this order
@@ -48,9 +53,19 @@ def _buttons(n_draws: int, seed: int) -> str:
 </div>"""
 
 
-def _shell_bottom(spec, state) -> str:
-    from grpo_lab.export import footer_text
+def script_json(obj) -> str:
+    """JSON safe to place inside a <script> element."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
+
+def footer_text(spec) -> str:
+    """The static part of the provenance footer (the page fills in the seed on show)."""
+    filt = f"filter {'on' if spec.filter_on else 'off'}, band [{spec.band[0]:g}, {spec.band[1]:g}]"
+    return html.escape(f"{spec.n_prompts} prompts from Beta({spec.a:g}, {spec.b:g}), decay gain {spec.gain:g}; "
+                       f"starting view t = {spec.progress:g}, K = {spec.K}, {filt}")
+
+
+def _shell_bottom(spec, state) -> str:
     e = html.escape
     seeds = [d["seed"] for d in state["draws"]]
     plural = "s" if len(seeds) != 1 else ""
@@ -65,18 +80,15 @@ def _shell_bottom(spec, state) -> str:
 </footer>"""
 
 
-def page_html(spec, state: dict) -> str:
-    """The whole page: shell, buttons, controls, readouts (filled for the starting view), canvas, scripts."""
-    from grpo_lab.export import STATIC, _script_json
-    from grpo_lab.grid import TEMPLATES, readout_html
-    from grpo_lab.sims.population import draw_population
-    from grpo_lab.sims.scenario import evaluate
-
-    first = evaluate(spec.scenario, draw_population(spec.n_prompts, spec.a, spec.b, spec.seed))
+def page_html(spec, state: dict, summary: dict) -> str:
+    """The whole page: shell, buttons, controls, readouts (filled from ``summary``, the starting view's),
+    canvas, scripts. ``spec`` is a validated :class:`grpo_lab.export.ExportSpec`, ``state`` its page state."""
     scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>" for name in SCRIPTS)
     css = STYLE_PATH.read_text(encoding="utf-8") + (STATIC / "export.css").read_text(encoding="utf-8")
-    controls = controls_html(spec.progress, spec.K, spec.filter_on, spec.band)
-    grid = grid_html(spec.n_prompts, state["draws"][0]["geometry"], readout_html(first.summary, TEMPLATES["main"]))
+    values = {"progress": spec.progress, "K": spec.K, "filter": spec.filter_on, "band_lo": spec.band[0],
+              "band_hi": spec.band[1]}
+    controls = controls_html(values, control_spec(EXPORT_PROGRESS_STEP))
+    grid = grid_html(spec.n_prompts, state["draws"][0]["geometry"], readout_html(summary, TEMPLATES["main"]))
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -98,37 +110,8 @@ def page_html(spec, state: dict) -> str:
 </div>
 {_shell_bottom(spec, state)}
 </main>
-<script type="application/json" id="{STATE_ID}">{_script_json(state)}</script>
+<script type="application/json" id="{STATE_ID}">{script_json(state)}</script>
 {scripts}
 </body>
 </html>
 """
-
-
-#: JavaScript (for tests, the benchmark and people scripting the page): the text of every element with
-#: one of the given CSS classes, looking inside shadow roots too (the served lab's Bokeh views have them).
-#: Call with an array of class names.
-READ_HOOKS_JS = """(classes) => {
-  const found = {};
-  const visit = (root) => {
-    for (const el of root.querySelectorAll("*")) {
-      for (const c of classes) if (el.classList.contains(c) && !(c in found)) found[c] = el.textContent.trim();
-      if (el.shadowRoot) visit(el.shadowRoot);
-    }
-  };
-  visit(document);
-  return found;
-}"""
-
-#: JavaScript: set the exported page's controls by name, e.g. {progress: 1, K: 16, filter: true,
-#: band: [0.2, 0.8]}, in that order, as a reader's input would (each fires the control's own event).
-SET_CONTROLS_JS = """(values) => {
-  const set = (id, v) => {
-    const el = document.getElementById(id);
-    if (el.type === "checkbox") el.checked = !!v; else el.value = String(v);
-    el.dispatchEvent(new Event(el.type === "checkbox" ? "change" : "input", {bubbles: true}));
-  };
-  for (const [name, v] of Object.entries(values)) {
-    if (name === "band") { set("gx-band-lo", v[0]); set("gx-band-hi", v[1]); } else set("gx-" + name, v);
-  }
-}"""

@@ -26,15 +26,14 @@ from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario
 
+from .grid.spec import DEFAULT_BAND, K_MAX, RHO_MAX, GridControls, ordered_band
+
 __all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
            "query_values"]
 
 LAB_MAX_PROMPTS = 20_000  #: the most prompts the lab draws (each ships 64 float32 uniforms to the browser)
-RHO_MAX = 0.95  #: the largest rollout correlation the lab offers
-K_MAX = 64  #: the largest group size (one block of the kernel's uniforms)
 BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
 SEED_MAX = 2**32 - 1
-DEFAULT_BAND = (0.2, 0.8)  #: the difficulty filter's default band (seed 002's filter)
 
 #: URL query parameter names, in order (also the LabState parameter names)
 URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b", "seed")
@@ -42,22 +41,10 @@ URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts
 _DEFAULT = Scenario()
 
 
-class LabState(param.Parameterized):
-    """The live lab's controls. ``scenario()`` is the view they describe."""
+class LabState(GridControls):
+    """The live lab's controls: the grid's (:class:`grpo_lab.grid.spec.GridControls`: progress, K, the
+    filter and its band, rho) and the population's. ``scenario()`` is the view they describe."""
 
-    progress = param.Number(_DEFAULT.progress, bounds=(0.0, 1.0), doc=(
-        "Training progress t: 0 is the start of the run, 1 the end. Every prompt's pass rate rises "
-        "as p_t = p_0^(1/(1 + g t))."))
-    K = param.Integer(_DEFAULT.K, bounds=(1, K_MAX), doc=(
-        "Group size K: rollouts sampled per prompt. A group with no disagreement carries no gradient."))
-    filter = param.Boolean(False, doc=(
-        "Difficulty filter: keep only prompts whose current pass rate lies in the band; shares are then "
-        "over the kept prompts."))
-    band_lo = param.Number(DEFAULT_BAND[0], bounds=(0.0, 1.0), doc="Lowest pass rate the filter keeps.")
-    band_hi = param.Number(DEFAULT_BAND[1], bounds=(0.0, 1.0), doc="Highest pass rate the filter keeps.")
-    rho = param.Number(_DEFAULT.rho, bounds=(0.0, RHO_MAX), doc=(
-        "Rollout correlation rho within a group (0 = independent). Rollouts that share a prompt tend to "
-        "agree, which makes unanimous groups more likely. With rho > 0 the server repaints the grid."))
     n_prompts = param.Integer(_DEFAULT.n_prompts, bounds=(1, LAB_MAX_PROMPTS), doc=(
         "Number of prompts in the population (one cell each)."))
     a = param.Number(_DEFAULT.a, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: a.")
@@ -68,7 +55,7 @@ class LabState(param.Parameterized):
 
     def scenario(self) -> Scenario:
         """The view these controls describe (band only when the filter is on; lo <= hi enforced)."""
-        lo, hi = sorted((self.band_lo, self.band_hi))
+        lo, hi = self.band()
         return Scenario(n_prompts=self.n_prompts, a=self.a, b=self.b, seed=self.seed, progress=self.progress,
                         K=self.K, rho=self.rho, band=(lo, hi) if self.filter else None, gain=_DEFAULT.gain)
 
@@ -222,8 +209,8 @@ def sanitize(query: Mapping[str, object]) -> tuple[dict, list[str]]:
             notices.append(note)
     lo = values.get("band_lo", _default("band_lo"))
     hi = values.get("band_hi", _default("band_hi"))
-    if lo > hi:
-        values["band_lo"], values["band_hi"] = hi, lo
+    if (lo, hi) != ordered_band(lo, hi):
+        values["band_lo"], values["band_hi"] = ordered_band(lo, hi)
         notices.append(f"band_lo > band_hi; swapped to [{hi}, {lo}]")
     return values, notices
 

@@ -113,3 +113,32 @@ def grid_tip(page, x: float, y: float, cols: int, rows: int) -> str:
     tip = page.locator("#gx-tip")
     tip.wait_for(state="visible", timeout=5_000)
     return tip.text_content()
+
+
+#: JavaScript (for tests, the benchmark and people scripting the page): the text of every element with
+#: one of the given CSS classes, looking inside shadow roots too (the served lab's Bokeh views have them).
+#: Call with an array of class names.
+READ_HOOKS_JS = """(classes) => {
+  const found = {};
+  const visit = (root) => {
+    for (const el of root.querySelectorAll("*")) {
+      for (const c of classes) if (el.classList.contains(c) && !(c in found)) found[c] = el.textContent.trim();
+      if (el.shadowRoot) visit(el.shadowRoot);
+    }
+  };
+  visit(document);
+  return found;
+}"""
+
+#: JavaScript: set the exported page's controls by name, e.g. {progress: 1, K: 16, filter: true,
+#: band: [0.2, 0.8]}, in that order, as a reader's input would (each fires the control's own event).
+SET_CONTROLS_JS = """(values) => {
+  const set = (id, v) => {
+    const el = document.getElementById(id);
+    if (el.type === "checkbox") el.checked = !!v; else el.value = String(v);
+    el.dispatchEvent(new Event(el.type === "checkbox" ? "change" : "input", {bubbles: true}));
+  };
+  for (const [name, v] of Object.entries(values)) {
+    if (name === "band") { set("gx-band-lo", v[0]); set("gx-band-hi", v[1]); } else set("gx-" + name, v);
+  }
+}"""

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from grpo_lab import export as ex
-from lab_server import block_outside, grid_tip
-from grpo_lab.export_page import READ_HOOKS_JS, SET_CONTROLS_JS
+from lab_server import READ_HOOKS_JS, SET_CONTROLS_JS, block_outside, grid_tip
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.population import DEFAULT_SEED, draw_population
@@ -23,6 +22,14 @@ HOOKS = ["readout-useful", "readout-mean-pass", "readout-kept"]
 KEYS = {"readout-useful": "useful_share_realised", "readout-mean-pass": "mean_pass_rate",
         "readout-kept": "kept_share"}
 CLI = [sys.executable, "-m", "grpo_lab.cli"]
+
+
+def state_of(text: str) -> dict:
+    """The page state embedded in a rendered page (its JSON <script>)."""
+    from grpo_lab.export_page import STATE_ID
+
+    start = text.index(f'id="{STATE_ID}">') + len(f'id="{STATE_ID}">')
+    return json.loads(text[start:text.index("</script>", start)])
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -157,8 +164,9 @@ PAINTED_JS = """() => {
 def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_file):
     """On both draws the image the page puts on its canvas is lab.grid.cell_image of the core's view,
     pixel for pixel (filtered prompts grey), and hovering a cell names that prompt as the core sees it."""
-    from grpo_lab.grid import FILTERED, cell_image, cell_positions, cell_tiles
-    from grpo_lab.grid_html import geometry as grid_geometry
+    from grid_twins import cell_image
+    from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
+    from grpo_lab.grid.markup import geometry as grid_geometry
     from grpo_lab.sims.scenario import Scenario, evaluate
 
     geometry = grid_geometry(300)
@@ -192,7 +200,7 @@ def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_fi
 
 def test_embedded_draws_are_the_cores_populations(custom_page_file):
     """Every population in the file is exactly draw_population(seed) and its uniforms."""
-    state = ex._state_of(custom_page_file.read_text(encoding="utf-8"))
+    state = state_of(custom_page_file.read_text(encoding="utf-8"))
     assert [d["seed"] for d in state["draws"]] == [7, 8]
     for d in state["draws"][1:]:
         pop = draw_population(300, 0.5, 0.5, d["seed"])
@@ -284,7 +292,7 @@ def test_default_export_fits_the_size_budget_and_names_its_provenance(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text(encoding="utf-8")
     assert len(text.encode()) <= ex.SIZE_BUDGET
-    state = ex._state_of(text)
+    state = state_of(text)
     assert len(state["draws"]) >= 2
     from grpo_lab.sims import __version__
     assert f"grpo-lab {__version__}" in text
@@ -296,8 +304,8 @@ def test_default_export_fits_the_size_budget_and_names_its_provenance(tmp_path):
 @pytest.mark.parametrize("args, words", [
     (["--K", "0"], "--K"),
     (["--K", "65"], "--K"),
-    (["--filter", "0.5", "1.2"], "band high"),
-    (["--filter", "-0.1", "0.5"], "band low"),
+    (["--filter", "0.5", "1.2"], "high end"),
+    (["--filter", "-0.1", "0.5"], "low end"),
     (["--filter", "0.8", "0.2"], "LO <= HI"),
     (["--progress", "1.5"], "--progress"),
     (["--progress", "0.12345"], "three decimals"),

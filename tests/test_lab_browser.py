@@ -214,8 +214,10 @@ def test_grid_picture_readouts_and_hover_equal_the_core(page, lab_url):
     """After each move of the controls, the canvas holds exactly lab.grid.cell_image of the core's view, the
     whole readout table is readout_html of its summary, and hovering a cell names that prompt, its successes
     and its advantages under every estimator as sims computes them."""
-    from grpo_lab.grid import FILTERED, TEMPLATES, advantage_text, cell_image, cell_positions, cell_tiles, readout_html
-    from grpo_lab.grid_html import geometry
+    from grid_twins import advantage_text, cell_image
+    from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
+    from grpo_lab.grid.markup import geometry
+    from grpo_lab.grid.readouts import TEMPLATES, readout_html
     from grpo_lab.sims.advantages import ESTIMATORS
 
     page.goto(f"{lab_url}?n_prompts=900&seed=11")

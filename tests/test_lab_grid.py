@@ -1,4 +1,4 @@
-"""lab.grid's shared parts in Python: advantage table, layout, tiles, the picture and the readout templates.
+"""grpo_lab.grid's shared parts in Python: advantage table, layout, tiles, the picture and the readout templates.
 
 The browser's side (the grid view painting exactly ``cell_image`` of the core's view, its readouts and
 hover) is checked in a real browser by tests/test_lab_browser.py (served lab) and tests/test_export.py.
@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpo_lab.grid import (FILTERED, TEMPLATES, advantage_table, advantage_text, cell_image, cell_pixels, cell_tiles,
-                      grid_shape, readout_html)
+from grid_twins import advantage_text, cell_image
+from grpo_lab.grid.cells import FILTERED, cell_pixels, cell_tiles, grid_shape
+from grpo_lab.grid.hover import advantage_table
+from grpo_lab.grid.readouts import TEMPLATES, readout_html
 from grpo_lab.palette import FILTERED_COLOR, OUTCOME_COLORS
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.formatting import percent

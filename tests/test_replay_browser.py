@@ -13,7 +13,8 @@ import pytest
 
 from bokeh.palettes import Cividis256
 
-from grpo_lab.grid import cell_image, cell_tiles
+from grid_twins import cell_image
+from grpo_lab.grid.cells import cell_tiles
 from grpo_lab.replay.serving import serve_local
 from lab_server import block_outside
 from grpo_lab.replay.synthetic import synthetic_record

@@ -25,7 +25,7 @@ from grpo_lab.sims.record import RunRecord
 from grpo_lab.sims.replay import eval_index, grid_states, scalar_step_series, step_histograms, step_series
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from ..grid import FILTERED, cell_positions
+from ..grid.cells import FILTERED, cell_positions
 
 __all__ = ["RunView", "SERIES", "READOUT_KEYS", "NOT_SAMPLED_CODE", "HIST_BINS", "rows_for", "union_steps",
            "series_columns"]

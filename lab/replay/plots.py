@@ -17,8 +17,10 @@ from bokeh.plotting import figure
 
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from ..grid import (CELL_UNDER_MOUSE_JS, STATE_WORDS, Picture, cell_pixels, cell_tiles, colour_tiles, legend_html,
-                    readout_html, with_browser_code)
+from ..grid.cells import cell_pixels, cell_tiles, colour_tiles
+from ..grid.markup import legend_html
+from ..grid.picture import CELL_UNDER_MOUSE_JS, Picture, with_browser_code
+from ..grid.readouts import STATE_WORDS, readout_html
 from ..palette import FILTERED_COLOR, OUTCOME_COLORS
 from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
 

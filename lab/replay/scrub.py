@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bokeh.models import ColumnDataSource, CustomJS
 
-from ..grid import DIV_WRITER_JS, with_browser_code
+from ..grid.picture import DIV_WRITER_JS, with_browser_code
 from .model import NOT_SAMPLED_CODE
 from .plots import HIST_COLUMNS, NAN_RATE_CODE, Slot
 

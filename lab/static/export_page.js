@@ -12,7 +12,7 @@
 (function () {
   "use strict";
   var STATE_ID = "grpo-export-state";
-  var SWEEP_SECONDS = 8;  /* a full 0 -> 1 sweep of training progress */
+  var SWEEP_SECONDS = 8;  /* a full sweep of training progress, min to max */
   var state, view, drawIndex = 0, raf = 0, play;
 
   function $(id) { return document.getElementById(id); }
@@ -39,15 +39,16 @@
     play.setAttribute("aria-pressed", on ? "true" : "false");
     if (raf) { cancelAnimationFrame(raf); raf = 0; }
     if (!on) return;
-    if (view.values.progress >= 1) { view.set({progress: 0}); repaint(); }
+    var c = view.spec.controls.progress;  /* its bounds and step */
+    if (view.values.progress >= c.max) { view.set({progress: c.min}); repaint(); }
     var t0 = view.values.progress, start = null;
     function step(now) {
       if (!playing()) { raf = 0; return; }
       if (start === null) start = now;
-      var t = Math.min(1, t0 + (now - start) / 1000 / SWEEP_SECONDS);
-      view.set({progress: Math.round(t * 1000) / 1000});  /* the slider's step */
+      var t = Math.min(c.max, t0 + (c.max - c.min) * (now - start) / 1000 / SWEEP_SECONDS);
+      view.set({progress: Number((Math.round(t / c.step) * c.step).toFixed(c.digits))});  /* on the slider's step */
       repaint();
-      if (t >= 1) { raf = 0; play.setAttribute("aria-pressed", "false"); return; }
+      if (t >= c.max) { raf = 0; play.setAttribute("aria-pressed", "false"); return; }
       raf = requestAnimationFrame(step);
     }
     raf = requestAnimationFrame(step);

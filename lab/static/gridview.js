@@ -1,29 +1,31 @@
 /* grpo-lab grid view: one prompt grid with its controls, readouts and hover tip, in the browser.
  *
- * Shared by the served lab (the LiveGrid component, lab/live_grid.py) and the exported page
- * (lab/static/export_page.js). The markup comes from Python (lab/grid_html.py); this file does
- * no arithmetic: grpoKernel.evaluate computes a view, grpoKernel.fill writes the readouts'
- * values, grpoCells.canvas paints the cells, and hover looks advantages up in Python's table.
+ * Shared by the served lab (the LiveGrid component, lab/grid/component.py) and the exported page
+ * (lab/static/export_page.js). The markup comes from Python (lab/grid/markup.py), and with it the
+ * control spec (lab/grid/spec.py: names, bounds, steps, digits; the controls' data-spec): no bound
+ * or default is typed here. This file does no arithmetic: grpoKernel.evaluate computes a view,
+ * grpoKernel.fill writes the readouts' values, grpoCells.canvas paints the cells, and hover looks
+ * advantages up in Python's table.
  *
  *   view = grpoGridView(root)   root: the element (or shadow root) holding the markup
- *   view.setData(data)          a population as lab.grid_html.grid_data packs it: p0 and u
+ *   view.spec                   the control spec (grpo_lab.grid.spec.control_spec)
+ *   view.names                  the names of the controls' values, in order (view.spec.names)
+ *   view.setData(data)          a population as grpo_lab.grid.markup.grid_data packs it: p0 and u
  *                               (base64), stride, gain, x, y, geometry, tiles (base64), template,
  *                               filtered_code, words, filtered_label
- *   view.advantages             the hover's advantage table (lab.grid_html.hover_advantages), or null
+ *   view.advantages             the hover's advantage table (grpo_lab.grid.hover.hover_advantages), or null
  *   view.values                 the controls' values {progress, K, filter, band_lo, band_hi}: the
  *                               values painted, exactly (an input shows the nearest step)
  *   view.set(values)            change some values (the inputs follow; no input event)
  *   view.paint()                evaluate the values with the kernel and show the result
- *   view.show(server)           show a view computed by Python instead (lab.live_grid.server_view:
+ *   view.show(server)           show a view computed by Python instead (grpo_lab.grid.component.server_view:
  *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
  *                               the kernel does not cover)
  *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
- *   grpoGridView.NAMES          the names of the values, in order
  */
 (function (root) {
   "use strict";
   var G = root.grpoKernel, cells = root.grpoCells;
-  var NAMES = ["progress", "K", "filter", "band_lo", "band_hi"];
 
   function bytes(b64) {
     var s = atob(b64), buf = new Uint8Array(s.length);
@@ -44,19 +46,20 @@
 
   function grpoGridView(host) {
     var q = function (sel) { return host.querySelector(sel); };
-    var el = {progress: q("#gx-progress"), K: q("#gx-K"), filter: q("#gx-filter"), band_lo: q("#gx-band-lo"),
-              band_hi: q("#gx-band-hi"), band: q(".gx-band"), grid: q("#gx-grid"), tip: q("#gx-tip"),
-              readouts: q("#gx-readouts")};
+    var spec = JSON.parse(q(".gx-controls").getAttribute("data-spec")), NAMES = spec.names, C = spec.controls;
+    var el = {band: q(".gx-band"), grid: q("#gx-grid"), tip: q("#gx-tip"), readouts: q("#gx-readouts")};
+    NAMES.forEach(function (name) { el[name] = q("#gx-" + name.replace("_", "-")); });
     var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
-    var view = {values: {}, advantages: null}, data = null, d = null, shown = null, code = null, slots = null, listeners = [];
+    var view = {values: {}, advantages: null, spec: spec, names: NAMES};
+    var data = null, d = null, shown = null, code = null, slots = null, listeners = [];
 
     function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
 
     function labels() {
       var v = view.values;
-      setText(out.progress, v.progress.toFixed(Number(out.progress.getAttribute("data-digits") || 3)));
+      setText(out.progress, v.progress.toFixed(C.progress.digits));
       setText(out.K, String(v.K));
-      setText(out.band, v.band_lo.toFixed(2) + " \u2013 " + v.band_hi.toFixed(2));
+      setText(out.band, v.band_lo.toFixed(C.band_lo.digits) + " \u2013 " + v.band_hi.toFixed(C.band_hi.digits));
       if (el.band) el.band.classList.toggle("gx-off", !v.filter);
     }
 
@@ -64,9 +67,9 @@
       for (var i = 0; i < NAMES.length; i++) {
         var name = NAMES[i];
         if (!(name in values)) continue;
-        var v = name === "filter" ? !!values[name] : Number(values[name]);
+        var bool = C[name].kind === "boolean", v = bool ? !!values[name] : Number(values[name]);
         view.values[name] = v;
-        if (name === "filter") el.filter.checked = v;
+        if (bool) el[name].checked = v;
         else if (Number(el[name].value) !== v) el[name].value = String(v);
       }
       labels();
@@ -157,7 +160,7 @@
 
     NAMES.forEach(function (name) {
       var input = el[name];
-      if (name === "filter") input.addEventListener("change", function () { moved(name, input.checked); });
+      if (C[name].kind === "boolean") input.addEventListener("change", function () { moved(name, input.checked); });
       else input.addEventListener("input", function () { moved(name, Number(input.value)); });
     });
 
@@ -202,11 +205,11 @@
     el.grid.addEventListener("pointerdown", function (e) { tip({x: e.clientX, y: e.clientY}); });
     el.grid.addEventListener("pointerleave", function () { el.tip.hidden = true; el.tip.__at = null; });
 
-    view.set({progress: Number(el.progress.value), K: Number(el.K.value), filter: el.filter.checked,
-              band_lo: Number(el.band_lo.value), band_hi: Number(el.band_hi.value)});
+    var start = {};
+    NAMES.forEach(function (name) { start[name] = C[name].kind === "boolean" ? el[name].checked : Number(el[name].value); });
+    view.set(start);
     return view;
   }
 
-  grpoGridView.NAMES = NAMES;
   root.grpoGridView = grpoGridView;
 })(typeof window !== "undefined" ? window : globalThis);

@@ -1,4 +1,4 @@
-/* grpo-lab LiveGrid component (lab/live_grid.py): the served lab's grid view, synced with Python.
+/* grpo-lab LiveGrid component (lab/grid/component.py): the served lab's grid view, synced with Python.
  *
  * Prepended by Python with kernel.js, cells.js and gridview.js. The view repaints in the browser
  * as a reader moves its controls (grpoGridView over the kernel) and sends the new values to
@@ -14,7 +14,7 @@ export function render({ model, el }) {
   box.className = "gx-view";
   box.innerHTML = model.markup;
   el.appendChild(box);
-  var view = window.grpoGridView(box), NAMES = window.grpoGridView.NAMES;
+  var view = window.grpoGridView(box), NAMES = view.names;
   view.advantages = model.advantages;
 
   function fromModel() {

@@ -1,6 +1,6 @@
 """The live lab's controls beside the grid: widgets bound to :class:`lab.state.LabState`, each with a tooltip.
 
-Training progress, K, the filter and its band belong to the grid itself (:class:`lab.live_grid.LiveGrid`),
+Training progress, K, the filter and its band belong to the grid itself (:class:`grpo_lab.grid.component.LiveGrid`),
 which repaints in the browser as they move; the widgets here are those that need the server anyway.
 """
 
@@ -33,8 +33,7 @@ class Controls:
     def __init__(self, lab: LabState, play: PlayState):
         self.lab, self.play = lab, play
         p = lab.param
-        self.rho = pn.widgets.FloatSlider.from_param(p.rho, name="Rollout correlation rho", step=0.05,
-                                                     css_classes=["ctl-rho"])
+        self.rho = pn.widgets.FloatSlider.from_param(p.rho, name="Rollout correlation rho", css_classes=["ctl-rho"])
         self.n_prompts = pn.widgets.IntInput.from_param(p.n_prompts, name="Prompts", description=p.n_prompts.doc,
                                                         width=80)
         self.a = pn.widgets.FloatInput.from_param(p.a, name="Beta a", step=0.1, description=p.a.doc, width=70)

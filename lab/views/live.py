@@ -1,7 +1,7 @@
 """The "Live lab" tab: controls, the prompt grid with its readouts, and the plots.
 
 The grid, its readouts and the controls that move it (progress, K, the filter and its band)
-are one :class:`lab.live_grid.LiveGrid`, which repaints in the browser through the kernel and
+are one :class:`grpo_lab.grid.component.LiveGrid`, which repaints in the browser through the kernel and
 whose values are linked both ways to the session's :class:`lab.state.LabState`. Python redraws
 the plots once the controls pause, sends a new population when it changes, and evaluates the
 grid itself while rho > 0 (the kernel covers rho = 0 only).
@@ -12,8 +12,9 @@ from __future__ import annotations
 import panel as pn
 
 from grpo_lab.debounce import Debounce
-from grpo_lab.grid_html import grid_data
-from grpo_lab.live_grid import LiveGrid, server_view
+from grpo_lab.grid.component import LiveGrid, server_view
+from grpo_lab.grid.markup import grid_data
+from grpo_lab.grid.spec import link
 from grpo_lab.state import LabState, PlayState
 from grpo_lab.sims.scenario import evaluate
 
@@ -29,7 +30,6 @@ __all__ = ["LiveLab"]
 
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 PLAY_REDRAW_MS = 400  #: while playing (no pause comes), the plots redraw at most this often
-GRID_VALUES = ("progress", "K", "filter", "band_lo", "band_hi", "rho")  #: LabState <-> LiveGrid, both ways
 
 
 class LiveLab:
@@ -44,11 +44,9 @@ class LiveLab:
         self._readouts = "main" if embed else "full"
         # an embed follows its iframe's width (down to a phone's); the full page gives the grid a column
         size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else {"width": 560}
-        self.grid = LiveGrid.build(self.population, self._grid_values(), scenario.gain, readouts=self._readouts,
+        self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
                                    css_classes=["lab-grid"], **size)
-        self.grid.param.watch(lambda *events: lab.param.update(**{e.name: e.new for e in events}),
-                              list(GRID_VALUES[:-1]))
-        lab.param.watch(lambda *_events: self.grid.param.update(**self._grid_values()), list(GRID_VALUES))
+        link(lab, self.grid)
         c = self.controls
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
@@ -76,18 +74,11 @@ class LiveLab:
                        sizing_mode="stretch_width"),
                 sizing_mode="stretch_width")
 
-    def _grid_values(self) -> dict:
-        """The grid's control values from the state (the band in order, as the scenario reads it)."""
-        lo, hi = sorted((self.lab.band_lo, self.lab.band_hi))
-        return {"progress": self.lab.progress, "K": self.lab.K, "filter": self.lab.filter, "band_lo": lo,
-                "band_hi": hi, "rho": self.lab.rho}
-
     def frame(self) -> Frame:
         scenario = self.lab.scenario()
         if self.lab.population_key() != self._pop_key:
             self.population = scenario.population()
-        band = tuple(sorted((self.lab.band_lo, self.lab.band_hi)))
-        return Frame(scenario, self.population, evaluate(scenario, self.population), band)
+        return Frame(scenario, self.population, evaluate(scenario, self.population), self.lab.band())
 
     def refresh(self, repaint_grid: bool) -> None:
         """Redraw the plots; repaint the grid from Python when told to (population change or rho > 0)."""

@@ -2,9 +2,10 @@
 
 The view (``lab/static/gridview.js``, shared with the exported page) holds the lab's main
 controls (training progress, K, the difficulty filter and its band) as native inputs, the
-readouts and the canvas of cells. Moving a control repaints in the browser, through the
-kernel, in the same event; the values then reach Python (this component's parameters, linked
-to :class:`lab.state.LabState` by :class:`lab.views.live.LiveLab`), which redraws the plots
+readouts and the canvas of cells. Its controls are :class:`grpo_lab.grid.spec.GridControls`,
+which this component extends (as :class:`grpo_lab.state.LabState` does; :func:`grpo_lab.grid.spec.link`
+keeps the two in step). Moving a control repaints in the browser, through the
+kernel, in the same event; the values then reach Python, which redraws the plots
 and writes the URL once the controls pause. Python's changes (URL, play, step, reset, a new
 population) flow the other way. With rho > 0 the kernel does not apply: Python evaluates the
 view and sends it (``view``), and the browser shows that.
@@ -25,17 +26,16 @@ from panel.custom import JSComponent
 
 from grpo_lab.sims.population import Population
 
-from .grid_html import STYLE_PATH, controls_html, grid_data, grid_html, hover_advantages
-from .kernel import b64, kernel_source
+from ..kernel import b64, kernel_source
+from .hover import hover_advantages
+from .markup import STATIC, STYLE_PATH, controls_html, grid_data, grid_html
+from .spec import PROGRESS_STEP, GridControls, control_spec
 
 __all__ = ["LiveGrid", "server_view"]
 
-_STATIC = STYLE_PATH.parent
-
-
 def _module_source() -> str:
     """The component's ES module: the kernel, the cell painter and the grid view, then its own glue."""
-    parts = [kernel_source()] + [(_STATIC / name).read_text(encoding="utf-8")
+    parts = [kernel_source()] + [(STATIC / name).read_text(encoding="utf-8")
                                  for name in ("cells.js", "gridview.js", "live_grid.js")]
     return "\n".join(parts)
 
@@ -56,33 +56,29 @@ def server_view(view, K: int) -> dict:
             "p_now": b64(view.pass_rate, "<f8"), "k": b64(view.successes, "<i4"), "summary": summary}
 
 
-class LiveGrid(JSComponent):
-    """Controls, readouts and the prompt grid, repainted in the browser (see the module docstring)."""
+class LiveGrid(JSComponent, GridControls):
+    """Controls, readouts and the prompt grid, repainted in the browser (see the module docstring).
 
-    progress = param.Number(0.0, bounds=(0.0, 1.0))
-    K = param.Integer(8, bounds=(1, 64))
-    filter = param.Boolean(False)
-    band_lo = param.Number(0.2, bounds=(0.0, 1.0))
-    band_hi = param.Number(0.8, bounds=(0.0, 1.0))
-    rho = param.Number(0.0, bounds=(0.0, 1.0), doc="With rho > 0 the browser shows `view` (Python's) instead.")
+    The controls' parameters (progress, K, filter, band_lo, band_hi, rho) are
+    :class:`~grpo_lab.grid.spec.GridControls`'; the rest is what the browser is sent.
+    """
+
     server_paints = param.Boolean(False, doc=(
         "Show Python's `view` whatever rho is: every move is a browser -> Python -> browser round trip "
         "(benchmarks/bench_lab_latency.py's baseline)."))
-    data = param.Dict(default={}, doc="The population, packed by lab.grid_html.grid_data.")
+    data = param.Dict(default={}, doc="The population, packed by grpo_lab.grid.markup.grid_data.")
     advantages = param.Dict(default=None, allow_None=True, doc=(
-        "The hover's advantage table (lab.grid_html.hover_advantages); set once, whatever the population."))
+        "The hover's advantage table (grpo_lab.grid.hover.hover_advantages); set once, whatever the population."))
     view = param.Dict(default=None, allow_None=True, doc="Python's view (server_view), shown while rho > 0.")
-    markup = param.String(default="", doc="The view's HTML (lab.grid_html); set once.")
+    markup = param.String(default="", doc="The view's HTML (grpo_lab.grid.markup), with the control spec; set once.")
 
     _esm = _module_source()
     _stylesheets = [STYLE_PATH.read_text(encoding="utf-8")]
 
     @classmethod
     def build(cls, population: Population, values: dict, gain: float, *, readouts: str = "full",
-              progress_step: float = 0.01, **layout) -> "LiveGrid":
-        """A LiveGrid for a population and control values {progress, K, filter, band_lo <= band_hi[, rho]}."""
+              progress_step: float = PROGRESS_STEP, **layout) -> "LiveGrid":
+        """A LiveGrid for a population and control values (``GridControls.linked_values()``: the band in order)."""
         data = grid_data(population, gain, readouts=readouts)
-        markup = (controls_html(values["progress"], values["K"], values["filter"], (values["band_lo"], values["band_hi"]),
-                                progress_step=progress_step)
-                  + grid_html(population.n, data["geometry"]))
+        markup = controls_html(values, control_spec(progress_step)) + grid_html(population.n, data["geometry"])
         return cls(markup=markup, data=data, advantages=hover_advantages(), **values, **layout)

@@ -1,0 +1,59 @@
+"""The hover's advantage table: what a passing / failing rollout's advantage is, for every (K, k).
+
+Computed once per process by :func:`grpo_lab.sims.advantages.advantages`; the browser's hover only looks
+entries up (it computes none), and :func:`hover_advantages` is what it is sent, once per page.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from grpo_lab.sims.advantages import ESTIMATORS, advantages
+
+from .spec import K_MAX
+
+__all__ = ["advantage_table", "hover_advantages"]
+
+
+@lru_cache(maxsize=1)
+def advantage_table() -> dict[str, np.ndarray]:
+    """Advantages of a passing and a failing rollout, per estimator, for every (K, k), as float32.
+
+    Row ``offset[K] + k`` (1 <= K <= K_MAX, 0 <= k <= K) holds, for a group of K binary rollouts
+    with k correct, ``<estimator>_pass`` and ``<estimator>_fail`` from
+    :func:`sims.advantages.advantages` (NaN where no rollout passes / fails). ``offset`` has
+    K_MAX + 1 entries. The browser only looks entries up; it computes none.
+    """
+    offset = np.zeros(K_MAX + 1, np.int32)
+    total = 0
+    for K in range(1, K_MAX + 1):
+        offset[K] = total
+        total += K + 1
+    table = {f"{name}_{side}": np.full(total, np.nan, np.float32) for name in ESTIMATORS for side in ("pass", "fail")}
+    for K in range(1, K_MAX + 1):
+        k = np.arange(K + 1)
+        rewards = (np.arange(K)[None, :] < k[:, None]).astype(float)  # k ones, then zeros
+        rows = slice(offset[K], offset[K] + K + 1)
+        for name in ESTIMATORS:
+            adv = advantages(rewards, name)
+            table[f"{name}_pass"][rows] = np.where(k > 0, adv[:, 0], np.nan)
+            table[f"{name}_fail"][rows] = np.where(k < K, adv[:, -1], np.nan)
+    for v in table.values():
+        v.setflags(write=False)
+    offset.setflags(write=False)
+    return {"offset": offset, **table}
+
+
+
+@lru_cache(maxsize=1)
+def hover_advantages() -> dict:
+    """:func:`advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``; JSON-ready,
+    NaN as null). The same for every population and session, so it is computed once per process."""
+    t = advantage_table()
+    out = {"names": list(ESTIMATORS), "offset": t["offset"].tolist()}
+    for key, values in t.items():
+        if key != "offset":  # NaN (no such rollout) travels as null
+            out[key] = [None if np.isnan(v) else round(float(v), 6) for v in values]
+    return out

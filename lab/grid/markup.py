@@ -1,0 +1,141 @@
+"""The markup and data of the browser grid view (``lab/static/gridview.js``): controls, readouts, canvas.
+
+One producer for every host of the view: the served lab's :class:`grpo_lab.grid.component.LiveGrid`
+and the exported page (``lab/export_page.py``). The view's arithmetic is the browser kernel's;
+everything here is layout and packing:
+
+* :func:`controls_html`: the controls of :data:`grpo_lab.grid.spec.VIEW_CONTROLS` as native inputs
+  (keyboard, touch and screen readers work as everywhere), each with its tooltip; every bound, step
+  and tooltip is the spec's (:func:`grpo_lab.grid.spec.control_spec`);
+* :func:`grid_html`: the readout table (:data:`grpo_lab.grid.readouts.TEMPLATES`, with the stable hooks
+  ``readout-useful``, ``readout-mean-pass``, ``readout-kept``), the <canvas> of cells, the hover
+  tip and the legend (:func:`legend_html`);
+* :func:`grid_data`: one population packed for the view (:func:`grpo_lab.kernel.kernel_data_b64`,
+  the cell layout of :func:`grpo_lab.grid.cells.cell_positions`, the tiles of
+  :func:`grpo_lab.grid.cells.cell_tiles`), cached per population: it depends on no session.
+
+The element ids (``gx-progress``, ``gx-K``, ``gx-filter``, ``gx-band-lo``, ``gx-band-hi``,
+``gx-grid``, ``gx-tip``, ``gx-readouts``) are the view's hooks; a page holds one view.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+
+from grpo_lab.sims.population import Population
+from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+
+from ..kernel import b64, kernel_data_b64
+from ..palette import FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_LABELS, OUTCOME_SYMBOLS
+from .cells import FILTERED, cell_pixels, cell_positions, cell_tiles, grid_shape
+from .readouts import STATE_WORDS, TEMPLATES
+from .spec import control_spec
+
+__all__ = ["GRID_WIDTH", "STATIC", "STYLE_PATH", "controls_html", "grid_html", "grid_data", "legend_html",
+           "geometry", "spec_json"]
+
+GRID_WIDTH = 560  #: the grid's nominal width in CSS pixels (it scales down with its column)
+STATIC = Path(__file__).resolve().parents[1] / "static"
+STYLE_PATH = STATIC / "gridview.css"
+
+
+def _range(name: str, c: dict, value, extra: str = "") -> str:
+    """A native range input for control ``name`` of a control spec, showing ``value``."""
+    return (f'<input type="range" id="gx-{name.replace("_", "-")}" '
+            f'name="{name}"{extra} min="{c["min"]!r}" max="{c["max"]!r}" step="{c["step"]!r}" value="{value!r}">')
+
+
+def spec_json(spec: dict) -> str:
+    """A control spec as the markup carries it (the view reads it from ``data-spec``), HTML-escaped."""
+    return html.escape(json.dumps(spec, separators=(",", ":")), quote=True)
+
+
+def controls_html(values: dict, spec: dict | None = None) -> str:
+    """The view's controls (:func:`grpo_lab.grid.spec.control_spec`, default: the served lab's), showing
+    ``values`` {progress, K, filter, band_lo, band_hi}. The view keeps the exact values it paints; the
+    inputs show the nearest step."""
+    spec = spec or control_spec()
+    c = spec["controls"]
+    tip = {name: html.escape(c[name]["doc"], quote=True) for name in c}
+    band_tip = html.escape("The pass rates the filter keeps, low to high", quote=True)
+    pd, bd = c["progress"]["digits"], c["band_lo"]["digits"]
+    lo, hi = values["band_lo"], values["band_hi"]
+    on = bool(values["filter"])
+    checked = " checked" if on else ""
+    return f"""<div class="gx-controls" data-spec="{spec_json(spec)}">
+  <label class="gx-field" title="{tip['progress']}"><span>Training progress t
+    <output id="gx-progress-out">{values['progress']:.{pd}f}</output></span>
+    {_range("progress", c["progress"], values["progress"])}</label>
+  <label class="gx-field" title="{tip['K']}"><span>Group size K <output id="gx-K-out">{values['K']}</output></span>
+    {_range("K", c["K"], values["K"])}</label>
+  <label class="gx-check" title="{tip['filter']}"><input type="checkbox" id="gx-filter" name="filter"{checked}>
+    Difficulty filter: keep prompts whose pass rate lies in the band</label>
+  <fieldset class="gx-field gx-band{'' if on else ' gx-off'}" title="{band_tip}"><legend>Filter band
+    <output id="gx-band-out">{lo:.{bd}f} \u2013 {hi:.{bd}f}</output></legend>
+    {_range("band_lo", c["band_lo"], lo, ' aria-label="Filter band, low end"')}
+    {_range("band_hi", c["band_hi"], hi, ' aria-label="Filter band, high end"')}</fieldset>
+</div>"""
+
+
+def legend_html(grey_label: str = FILTERED_LABEL) -> str:
+    """The legend: the three outcomes in words with colour and mark, then the grey cell labelled ``grey_label``."""
+    def swatch(color, symbol, alpha=1.0):
+        return (f'<span style="display:inline-block;width:14px;height:14px;vertical-align:-2px;margin-right:5px;'
+                f'opacity:{alpha};border:1px solid #999;background:{color};color:#000;font:bold 13px/14px '
+                f'system-ui,sans-serif;text-align:center">{symbol}</span>')
+
+    items = [(OUTCOME_COLORS[c], OUTCOME_SYMBOLS[c], 1.0, OUTCOME_LABELS[c]) for c in (MIXED, ALL_PASS, ALL_FAIL)]
+    items.append((FILTERED_COLOR, "", max(FILTERED_ALPHA, 0.6), grey_label))
+    spans = "".join(f'<span style="margin-right:14px;white-space:nowrap;display:inline-block">'
+                    f'{swatch(c, s, a)}{label}</span>' for c, s, a, label in items)
+    return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
+
+
+def grid_html(n_prompts: int, geometry: dict, readouts: str = "") -> str:
+    """Readouts (``readouts``: their filled HTML, or empty until the view paints), canvas, tip and legend."""
+    W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
+    label = html.escape(f"{n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
+    return f"""<div class="gx-readouts" id="gx-readouts">{readouts}</div>
+<div class="gx-grid">
+  <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
+  <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>
+</div>
+{legend_html()}"""
+
+
+def geometry(n_prompts: int, width: int = GRID_WIDTH) -> dict:
+    """The picture's shape: {cols, rows, P} (P image pixels per cell side, :func:`grpo_lab.grid.cells.cell_pixels`)."""
+    cols, rows = grid_shape(n_prompts)
+    return {"cols": cols, "rows": rows, "P": cell_pixels(width, cols)}
+
+
+_PACKED: dict = {}  #: grid_data's cache: a population's packing depends on no session
+_PACKED_MAX = 16
+
+
+def grid_data(population: Population, gain: float, *, readouts: str = "main", width: int = GRID_WIDTH) -> dict:
+    """One population packed for ``grpoGridView.setData`` (JSON-ready; shared, do not modify).
+
+    ``readouts`` picks the readout template ("main": the three stable hooks; "full": every row).
+    The packing is cached per (seed, size, pass rates, gain, readouts, width), the whole of what it
+    depends on (the uniforms are the seed's), so every visit to the default view reuses one.
+    """
+    digest = hashlib.blake2b(np.ascontiguousarray(population.pass_rates, np.float64).tobytes(), digest_size=16)
+    key = (population.seed, population.n, digest.digest(), float(gain), readouts, width)
+    data = _PACKED.get(key)
+    if data is None:
+        geo = geometry(population.n, width)
+        x, y = cell_positions(population.pass_rates)
+        data = {**kernel_data_b64(population, gain), "x": x.astype(int).tolist(), "y": y.astype(int).tolist(),
+                "geometry": geo, "tiles": b64(cell_tiles(geo["P"]), "<u4"),
+                "template": TEMPLATES[readouts], "filtered_code": FILTERED,
+                "words": [STATE_WORDS[c] for c in sorted(STATE_WORDS)], "filtered_label": FILTERED_LABEL}
+        while len(_PACKED) >= _PACKED_MAX:
+            _PACKED.pop(next(iter(_PACKED)))
+        _PACKED[key] = data
+    return data
