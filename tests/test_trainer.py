@@ -159,20 +159,27 @@ def test_few_step_run_writes_a_record_inspect_agrees_with(tmp_path, capsys):
     assert len(rec.meta["prompt_labels"]) == 24 and (tmp_path / "run" / "checkpoint.pt").is_file()
 
 
-def test_dynamic_sampling_keeps_only_mixed_groups(tmp_path):
+def test_dynamic_sampling_trains_full_batches_of_mixed_groups(tmp_path):
     # a warm start long enough that some of the 24 prompts give mixed groups
-    rec = run(tmp_path, estimator="dr_grpo", dynamic_sampling=True, max_num_gen_batches=3, sft_steps=300,
-              sft_batch_size=128, n_layer=2, n_head=4, n_embd=64)
-    g = rec.groups
+    rec = run(tmp_path, estimator="dr_grpo", dynamic_sampling=True, sft_steps=300, sft_batch_size=128, n_layer=2,
+              n_head=4, n_embd=64)
+    g, st = rec.groups, rec.steps
     r, kept = g["rewards"], g["kept"]
     mixed = r.max(1) > r.min(1)
     assert np.all(mixed[kept])
-    for s in range(4):
+    done = rec.meta["steps_completed"]
+    assert done == 4 or rec.meta["end_reason"]
+    for s in range(done):
         at = g["step"] == s
-        assert kept[at].sum() <= 4 and rec.steps["gen_batches"][s] == len(at.nonzero()[0]) // 4
-        assert rec.steps["rollouts_kept"][s] == 4 * kept[at].sum()
-        assert kept[at].sum() == 4 or rec.steps["gen_batches"][s] == 3  # filled, or out of rounds
-    assert kept.any()
+        assert kept[at].sum() == 4  # never a partial batch
+        assert rec.steps["gen_batches"][s] == at.sum() // 4 and len(set(g["prompt_id"][at])) == at.sum()  # fresh prompts
+        assert st["rollouts_kept"][s] == 4 * 4 and st["ds/groups_drawn"][s] == at.sum()
+        assert st["ds/rollout_amplification"][s] == pytest.approx(at.sum() / 4)
+        same = ~mixed[at]
+        assert st["ds/effective_group_rate"][s] == pytest.approx(1 - same.mean())
+        assert st["ds/dropped_all_pass"][s] == np.sum(same & (r[at][:, 0] == 1))
+        assert st["ds/dropped_all_fail"][s] == np.sum(same & (r[at][:, 0] == 0))
+        assert st["ds/dropped_surplus"][s] == np.sum(mixed[at] & ~kept[at])
     assert rec.meta["summary"]["rollouts_per_kept_group"] == pytest.approx(r.size / kept.sum())
 
 
@@ -183,12 +190,13 @@ def test_resume_after_interrupt_equals_uninterrupted_run(tmp_path):
         if run_.step == 3:  # a real Ctrl-C between saves (the record is written every 10 steps)
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
+    before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN when started in the background
+    with pytest.raises(KeyboardInterrupt):  # the run's own handler turns the SIGINT into a stop either way
         train(tiny(steps=5), tmp_path / "cut", device="cpu", threads=1, sft_cache=None, on_step=stop)
     partial = read_record(tmp_path / "cut")  # valid record of the completed steps
     assert partial.meta["steps_completed"] == 3 and not partial.meta["complete"]
     assert sorted(set(partial.groups["step"].tolist())) == [0, 1, 2]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler given back
+    assert signal.getsignal(signal.SIGINT) is before  # the handler in place before the call is given back
     resumed = train(None, tmp_path / "cut", resume=True, device="cpu", threads=1, sft_cache=None)
     for k in ("step", "prompt_id", "rewards", "advantages", "lengths", "kept"):
         np.testing.assert_array_equal(resumed.groups[k], full.groups[k], err_msg=k)
@@ -280,3 +288,13 @@ def test_missing_torch_names_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     code, lines = _cli(capsys, "train", "--out", str(tmp_path / "r"), "--steps", "1")
     assert code == 2 and len(lines) == 1 and "pip install 'grpo-lab[train]'" in lines[0]
+
+
+def test_resume_gives_back_an_ignored_sigint(tmp_path):
+    # background jobs and some CI runners start the suite with SIGINT ignored
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        test_resume_after_interrupt_equals_uninterrupted_run(tmp_path)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)

@@ -4,6 +4,7 @@ from . import core
 from . import export
 from . import ingest
 from . import serve
+from . import study
 from . import train
 
-COMMAND_MODULES = [core, export, ingest, serve, train]
+COMMAND_MODULES = [core, export, ingest, serve, study, train]

@@ -16,7 +16,8 @@ _TRAIN_OPTIONS = {
     "estimator": (str, "advantage estimator: grpo, dr_grpo, sign, tasa"),
     "num_generations": (int, "G, completions per prompt"),
     "steps": (int, "optimizer steps (with --resume: the new total)"),
-    "seed": (int, "seed of the warm start, sampling and prompt draws"),
+    "seed": (int, "seed of sampling and prompt draws (and of the warm start unless --sft-seed is given)"),
+    "sft_seed": (int, "seed of the warm start: runs sharing it start from the same policy"),
     "prompts_per_step": (int, "groups per optimizer step"),
     "loss_type": (str, "grpo, dr_grpo or dapo"),
     "beta": (float, "weight of the k3 KL to the starting policy"),
@@ -24,14 +25,16 @@ _TRAIN_OPTIONS = {
     "epsilon_high": (float, "upper clip range"),
     "num_iterations": (int, "optimizer passes per batch"),
     "temperature": (float, "sampling temperature"),
+    "max_completion_length": (int, "tokens a completion may use (the model has room for 6)"),
     "learning_rate": (float, "Adam learning rate"),
     "max_grad_norm": (float, "clip the gradient norm to this before each Adam step (0: no clipping)"),
     "warmup_steps": (int, "linear learning-rate warm-up over this many steps (0: none)"),
     "adam_beta1": (float, "Adam beta1"),
     "adam_beta2": (float, "Adam beta2"),
     "adam_epsilon": (float, "Adam eps"),
-    "max_num_gen_batches": (int, "dynamic sampling: most sampling rounds per step"),
-    "hard_buffer_frac": (float, "dynamic sampling: share of a round drawn from the all-fail buffer"),
+    "max_num_gen_batches": (int, "dynamic sampling: most sampling rounds per step (0: no cap, verl's default)"),
+    "retire_after": (int, "dynamic sampling curriculum: retire a prompt after N >= 2 consecutive all-pass groups (0: off)"),
+    "hard_buffer_frac": (float, "dynamic sampling curriculum: share of a round drawn from the all-fail buffer (0: off)"),
     "n_prompts": (int, "prompts used (at most 600)"),
     "eval_every": (int, "evaluate every prompt every so many steps"),
     "eval_samples": (int, "completions per prompt in an evaluation"),
@@ -52,7 +55,8 @@ def register(sub) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--dynamic-sampling", action="store_true", default=None, help="DAPO dynamic sampling")
-    p.add_argument("--no-retire", action="store_true", help="dynamic sampling: keep drawing all-pass prompts")
+    p.add_argument("--start", default=None, help="warm-start regime: broad (default; both tails) or weak (mean pass "
+                                                 "rate about 0.3, most prompts near 0); sets the warm start's options")
     p.add_argument("--no-cache", action="store_true", help="recompute the warm start instead of reusing a cached one")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--save-every", type=int, default=10,
@@ -77,17 +81,19 @@ def register(sub) -> None:
 def _config_from_args(args):
     from grpo_lab.sims.trainer.config import GRPOConfig
 
+    from grpo_lab.sims.trainer.config import DEFAULT_START
+
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
     if args.dynamic_sampling:
         given["dynamic_sampling"] = True
-    if args.no_retire:
-        given["retire_all_pass"] = False
+    if args.start is not None:
+        given["start"] = args.start
     if args.resume:
         extra = sorted(set(given) - {"steps"})
         if extra:
             raise InputError(f"--resume continues the recorded config; only --steps may change (got --{extra[0].replace('_', '-')})")
         return GRPOConfig(steps=given["steps"]) if "steps" in given else None
-    return GRPOConfig(**given).validate()
+    return GRPOConfig.for_start(given.pop("start", DEFAULT_START), **given).validate()
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -107,9 +113,18 @@ def cmd_train(args: argparse.Namespace) -> int:
                 progress=not args.no_progress, sft_cache=None if args.no_cache else "default", command=command,
                 save_every=args.save_every)
     s = rec.meta["summary"]
-    print(f"{args.out}: {s['steps']} steps, {s['groups']} groups, frac_reward_zero_std {s['frac_reward_zero_std']:.3f}, "
-          f"final eval pass rate {s['final_eval_pass_rate']:.3f}, {rec.meta['wall_time_s']:.0f} s")
+    print(f"{args.out}: {s['steps']} steps, {s['groups']} groups, frac_reward_zero_std "
+          f"{_fmt(s['frac_reward_zero_std'])}, final eval pass rate {_fmt(s['final_eval_pass_rate'])}, "
+          f"{rec.meta['wall_time_s']:.0f} s")
+    if rec.meta.get("end_reason"):
+        print(f"grpo-lab train: run ended early: {rec.meta['end_reason']}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _fmt(v) -> str:
+    """A figure to 3 decimals, or '-' where there is none (None, NaN: e.g. a run of 0 steps has no groups)."""
+    return "-" if v is None or v != v else f"{v:.3f}"
 
 
 def _summary(path):
@@ -135,6 +150,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 "reward_mean", "final_eval_pass_rate"):
         v = s.get(key)
         print(f"{key:>24}  {v:.4f}" if isinstance(v, float) else f"{key:>24}  {'-' if v is None else v}")
+    for kind in ("warnings", "notes"):  # ingested runs: what the source could not tell (sims.ingest)
+        for text in s.get(kind) or []:
+            print(f"{kind[:-1]}: {text}")
     if s["evals"]:
         print()
         print_table(s["evals"], ["step", "mean_pass_rate", "d_real", "d_iid"],

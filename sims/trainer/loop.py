@@ -3,9 +3,12 @@
 Per step: draw prompts, sample G completions each, score them with the verifier,
 compute advantages with :func:`sims.advantages.advantages` (the core's estimators,
 in numpy, then ``torch.as_tensor``), and take ``num_iterations`` Adam steps on the
-clipped surrogate of :mod:`grpo_lab.sims.trainer.loss`. With ``dynamic_sampling`` (DAPO),
-zero-variance groups are dropped and more prompts drawn, up to
-``max_num_gen_batches`` rounds, until ``prompts_per_step`` groups are kept.
+clipped surrogate of :mod:`grpo_lab.sims.trainer.loss`. With ``dynamic_sampling`` (DAPO, as
+verl's ``filter_groups`` does it), groups whose rewards have no spread are dropped and fresh prompts
+are drawn in rounds of ``prompts_per_step`` until the batch holds ``prompts_per_step`` groups; the
+surplus of the last round is trimmed, and a step never trains on a partial batch: when the prompt set
+(or ``max_num_gen_batches``) cannot fill it, the run ends there with :class:`BatchNotFilled`'s message
+(recorded in the record's ``end_reason``).
 
 Every group, kept or dropped, goes into the run record (:mod:`grpo_lab.sims.record`), with
 per-step metrics and evaluations of every prompt (``eval_samples`` completions each)
@@ -46,10 +49,16 @@ from .loss import grpo_loss
 from .model import TinyGPT
 from .rollout import sample, token_logprobs
 from .sft import warm_start
-from .task import MAX_ANSWER_LEN, PROMPT_LEN, VOCAB, encode, prompt_set, rewards as verify
+from .task import BLOCK_SIZE, VOCAB, encode, prompt_set, rewards as verify
 
 CHECKPOINT = "checkpoint.pt"
 _KEY_STEP, _KEY_EVAL = 2, 3
+EVAL_SEED = 0  #: evaluations draw from (EVAL_SEED, step): every run is scored with the same random numbers
+_SFT_SOURCES = ("sft.py", "model.py", "task.py")  #: files whose code the cached warm start depends on
+
+
+class BatchNotFilled(Exception):
+    """Dynamic sampling could not fill a step's batch: the run ends (the step is not trained)."""
 
 
 @dataclass
@@ -67,10 +76,15 @@ class Batch:
 
 @dataclass
 class State:
-    """Everything a resumed run needs besides the record: the pools of dynamic sampling."""
+    """Everything a resumed run needs besides the record: the curriculum pools of dynamic sampling.
+
+    ``streak[i]``: consecutive all-pass groups of prompt i (retired at ``retire_after``);
+    ``hard``: prompts whose last group was all-fail, oldest first.
+    """
 
     retired: set = field(default_factory=set)
     hard: list = field(default_factory=list)
+    streak: dict = field(default_factory=dict)
 
 
 def resolve_device(device: str) -> torch.device:
@@ -110,6 +124,25 @@ def reward(problems, prompt_ids, completions, G: int) -> np.ndarray:
 def advantage(rewards: np.ndarray, estimator: str) -> np.ndarray:
     """The core's estimator, row by row (one implementation for the lab and the trainer)."""
     return estimate(rewards, estimator) if len(rewards) else np.zeros_like(rewards)
+
+
+def ds_metrics(drawn: int, kept: int, dropped: dict) -> dict:
+    """Per-step figures of dynamic sampling (record keys ``ds/...``, kept apart from the plain figures).
+
+    effective_group_rate  = 1 - (all-pass + all-fail dropped) / drawn   (share of drawn groups with spread)
+    rollout_amplification = drawn / kept                                 (groups generated per group trained)
+    ``dropped_surplus``: groups with spread drawn in the last round beyond the batch and trimmed (verl does too).
+    """
+    zero = dropped["all_pass"] + dropped["all_fail"]
+    return {
+        "ds/groups_drawn": drawn,
+        "ds/groups_kept": kept,
+        "ds/effective_group_rate": 1 - zero / drawn if drawn else float("nan"),
+        "ds/rollout_amplification": drawn / kept if kept else float("nan"),
+        "ds/dropped_all_pass": dropped["all_pass"],
+        "ds/dropped_all_fail": dropped["all_fail"],
+        "ds/dropped_surplus": dropped["surplus"],
+    }
 
 
 def learning_rate(cfg: GRPOConfig, step: int) -> float:
@@ -167,11 +200,12 @@ def update(model, ref, opt, prompt_tokens, batch: Batch, keep: np.ndarray, cfg: 
 
 @torch.inference_mode()
 def evaluate(model, prompt_tokens, problems, cfg: GRPOConfig, step: int, device, chunk: int = 8192) -> np.ndarray:
-    """Pass rate of every prompt from ``eval_samples`` completions each, keyed by (seed, step).
+    """Pass rate of every prompt from ``eval_samples`` completions each, keyed by (:data:`EVAL_SEED`, step)
+    only, so two runs whose policies are equal at a step get the same evaluation there.
 
     All n x M completions are sampled in batches of ``chunk`` rows (one batch for the default 600 x 8).
     """
-    _, gen = _generators(cfg.seed, _KEY_EVAL, step, device)
+    _, gen = _generators(EVAL_SEED, _KEY_EVAL, step, device)
     M, n = cfg.eval_samples, len(problems)
     x = prompt_tokens.repeat_interleave(M, dim=0)
     wins = []
@@ -185,12 +219,13 @@ def evaluate(model, prompt_tokens, problems, cfg: GRPOConfig, step: int, device,
 # ---------------------------------------------------------------- prompt selection
 
 def draw_prompts(rng, cfg: GRPOConfig, state: State, exclude: set) -> np.ndarray:
-    """Prompt ids for one round: uniform without replacement; with dynamic sampling, retired prompts
-    are skipped and a ``hard_buffer_frac`` share comes from the all-fail buffer."""
+    """Prompt ids for one round of ``prompts_per_step``: uniform without replacement; with dynamic
+    sampling, never a prompt already drawn this step (``exclude``) or retired, and a
+    ``hard_buffer_frac`` share from the all-fail buffer. Fewer (or none) once the pool runs short."""
     n = cfg.prompts_per_step
-    pool = np.array([i for i in range(cfg.n_prompts) if i not in state.retired and i not in exclude], dtype=np.int64)
     if not cfg.dynamic_sampling:
         return rng.choice(cfg.n_prompts, size=n, replace=False)
+    pool = np.array([i for i in range(cfg.n_prompts) if i not in state.retired and i not in exclude], dtype=np.int64)
     hard = np.array([i for i in state.hard if i not in exclude], dtype=np.int64)
     n_hard = min(len(hard), int(round(cfg.hard_buffer_frac * n)))
     chosen = rng.choice(hard, size=n_hard, replace=False) if n_hard else np.zeros(0, np.int64)
@@ -200,8 +235,10 @@ def draw_prompts(rng, cfg: GRPOConfig, state: State, exclude: set) -> np.ndarray
 
 
 def update_pools(state: State, prompt_ids, all_pass, all_fail, cfg: GRPOConfig) -> None:
+    """Curriculum bookkeeping after a round: all-pass streaks (retire at ``retire_after``), the hard buffer."""
     for pid, ap, af in zip(prompt_ids.tolist(), all_pass, all_fail):
-        if ap and cfg.retire_all_pass:
+        state.streak[pid] = state.streak.get(pid, 0) + 1 if ap else 0
+        if cfg.retire_after and state.streak[pid] >= cfg.retire_after:
             state.retired.add(pid)
         if af and pid not in state.hard:
             state.hard.append(pid)
@@ -225,12 +262,13 @@ class Run:
         self.step = 0
         self.wall_before = 0.0
         self.sft_seconds = 0.0
+        self.end_reason: str | None = None  # why a run ended before cfg.steps (BatchNotFilled's message)
 
     # -- model
     def build(self, sft_cache: Path | None) -> None:
         cfg = self.cfg
-        torch.manual_seed(cfg.seed)
-        self.model = TinyGPT(len(VOCAB), PROMPT_LEN + MAX_ANSWER_LEN, cfg.n_layer, cfg.n_head, cfg.n_embd).to(self.device)
+        torch.manual_seed(cfg.warm_start_seed)  # the start depends on sft_seed alone, not on the run's seed
+        self.model = TinyGPT(len(VOCAB), BLOCK_SIZE, cfg.n_layer, cfg.n_head, cfg.n_embd).to(self.device)
         key = _sft_key(cfg, self.device)
         cached = sft_cache / f"sft-{key}.pt" if sft_cache else None
         if cached and cached.is_file():
@@ -240,8 +278,8 @@ class Run:
                 cached.unlink(missing_ok=True)
         if not (cached and cached.is_file()):
             t0 = time.perf_counter()
-            warm_start(self.model, cfg.sft_steps, cfg.sft_batch_size, cfg.sft_learning_rate, cfg.seed, self.device,
-                       cfg.sft_digit_weights)
+            warm_start(self.model, cfg.sft_steps, cfg.sft_batch_size, cfg.sft_learning_rate, cfg.warm_start_seed,
+                       self.device, cfg.sft_digit_weights)
             self.sft_seconds = time.perf_counter() - t0
             if cached:
                 try:
@@ -263,9 +301,7 @@ class Run:
         except Exception as exc:
             raise InputError(f"cannot resume: {CHECKPOINT} is unreadable ({type(exc).__name__})") from None
         rec = read_record(self.out)
-        torch.manual_seed(self.cfg.seed)
-        self.model = TinyGPT(len(VOCAB), PROMPT_LEN + MAX_ANSWER_LEN, self.cfg.n_layer, self.cfg.n_head,
-                             self.cfg.n_embd).to(self.device)
+        self.model = TinyGPT(len(VOCAB), BLOCK_SIZE, self.cfg.n_layer, self.cfg.n_head, self.cfg.n_embd).to(self.device)
         self.model.load_state_dict(ck["model"])
         self.ref = copy.deepcopy(self.model).eval()
         self.ref.load_state_dict(ck["ref"])
@@ -275,7 +311,8 @@ class Run:
         self.opt.load_state_dict(ck["optimizer"])
         self.step = int(ck["step"])
         self.wall_before = float(ck["wall_time_s"])
-        self.state = State(retired=set(ck["retired"]), hard=list(ck["hard"]))
+        self.state = State(retired=set(ck["retired"]), hard=list(ck["hard"]),
+                           streak={int(k): int(v) for k, v in ck.get("streak", [])})
         g = rec.groups
         sel = g["step"] < self.step
         for k in self.groups:
@@ -290,46 +327,63 @@ class Run:
                 self.evals[k].pop()
 
     # -- one step
-    def train_step(self) -> dict:
-        cfg, G, step = self.cfg, self.cfg.num_generations, self.step
-        rng, gen = _generators(cfg.seed, _KEY_STEP, step, self.device)
-        t0 = time.perf_counter()
-        batches, keeps, used = [], [], set()
-        n_kept = 0
-        for _ in range(cfg.max_num_gen_batches if cfg.dynamic_sampling else 1):
+    def sample_batch(self, rng, gen):
+        """Sampling rounds of one step: ``(batches, keeps, dropped)``.
+
+        Plain runs: one round, every group kept. Dynamic sampling: rounds of fresh prompts until
+        ``prompts_per_step`` groups with reward spread are kept (DAPO's filter is on the rewards,
+        whatever the estimator); mixed groups beyond that are the trimmed ``surplus``. Raises
+        :class:`BatchNotFilled` when the prompt set or ``max_num_gen_batches`` runs out first.
+        """
+        cfg, G = self.cfg, self.cfg.num_generations
+        target = cfg.prompts_per_step
+        batches, keeps, used, n_kept = [], [], set(), 0
+        dropped = {"all_pass": 0, "all_fail": 0, "surplus": 0}
+        while True:
             ids = draw_prompts(rng, cfg, self.state, used)
             if len(ids) == 0:
-                break
+                raise BatchNotFilled(
+                    f"dynamic sampling could not fill step {self.step}'s batch: {n_kept} of {target} groups with "
+                    f"reward spread after drawing all {len(used)} available prompts in {len(batches)} rounds")
             used.update(ids.tolist())
             comp, mask, logp = rollout(self.model, self.prompt_tokens, ids, cfg, gen)
             r = reward(self.problems, ids, comp, G)
             b = Batch(ids, comp, mask, r, advantage(r, cfg.estimator), mask.sum(1).cpu().numpy().reshape(-1, G), logp)
-            degenerate, all_pass, all_fail = group_outcomes(r)
-            if cfg.dynamic_sampling:
-                keep = ~degenerate & (np.cumsum(~degenerate) + n_kept <= cfg.prompts_per_step)
-                update_pools(self.state, ids, all_pass, all_fail, cfg)
-            else:
-                keep = np.ones(len(ids), bool)
-            n_kept += int(keep.sum())
             batches.append(b)
+            if not cfg.dynamic_sampling:
+                keeps.append(np.ones(len(ids), bool))
+                return batches, keeps, dropped
+            degenerate, all_pass, all_fail = group_outcomes(r)
+            keep = ~degenerate & (np.cumsum(~degenerate) + n_kept <= target)
+            dropped["all_pass"] += int(all_pass.sum())
+            dropped["all_fail"] += int(all_fail.sum())
+            dropped["surplus"] += int((~degenerate & ~keep).sum())
+            update_pools(self.state, ids, all_pass, all_fail, cfg)
+            n_kept += int(keep.sum())
             keeps.append(keep)
-            if n_kept >= cfg.prompts_per_step:
-                break
+            if n_kept >= target:
+                return batches, keeps, dropped
+            if cfg.max_num_gen_batches and len(batches) >= cfg.max_num_gen_batches:
+                raise BatchNotFilled(
+                    f"dynamic sampling could not fill step {self.step}'s batch: {n_kept} of {target} groups with "
+                    f"reward spread after max_num_gen_batches = {cfg.max_num_gen_batches} rounds")
+
+    def train_step(self) -> dict:
+        cfg, G, step = self.cfg, self.cfg.num_generations, self.step
+        rng, gen = _generators(cfg.seed, _KEY_STEP, step, self.device)
+        t0 = time.perf_counter()
+        batches, keeps, dropped = self.sample_batch(rng, gen)  # may raise BatchNotFilled: nothing trained
         t1 = time.perf_counter()
-        stats = {"loss": float("nan"), "kl": float("nan"), "clip_frac": float("nan"), "grad_norm": float("nan")}
         lr = learning_rate(cfg, step)
         for g in self.opt.param_groups:
             g["lr"] = lr
-        if n_kept:
-            merged = Batch(np.concatenate([b.prompt_ids for b in batches]),
-                           torch.cat([b.completions for b in batches]), torch.cat([b.mask for b in batches]),
-                           *(np.concatenate([getattr(b, k) for b in batches]) for k in ("rewards", "advantages", "lengths")),
-                           torch.cat([b.logprobs for b in batches]))
-            stats = update(self.model, self.ref, self.opt, self.prompt_tokens, merged, np.concatenate(keeps), cfg)
+        merged = Batch(np.concatenate([b.prompt_ids for b in batches]),
+                       torch.cat([b.completions for b in batches]), torch.cat([b.mask for b in batches]),
+                       *(np.concatenate([getattr(b, k) for b in batches]) for k in ("rewards", "advantages", "lengths")),
+                       torch.cat([b.logprobs for b in batches]))
+        keep_all = np.concatenate(keeps)
+        stats = update(self.model, self.ref, self.opt, self.prompt_tokens, merged, keep_all, cfg)
         t2 = time.perf_counter()
-        rewards_all = np.concatenate([b.rewards for b in batches]) if batches else np.zeros((0, G))
-        adv_all = np.concatenate([b.advantages for b in batches]) if batches else np.zeros((0, G))
-        keep_all = np.concatenate(keeps) if keeps else np.zeros(0, bool)
         for b, keep in zip(batches, keeps):
             self.groups["step"].extend([step] * len(b.prompt_ids))
             self.groups["prompt_id"].extend(b.prompt_ids.tolist())
@@ -337,14 +391,14 @@ class Run:
             self.groups["advantages"].extend(b.advantages)
             self.groups["lengths"].extend(b.lengths)
             self.groups["kept"].extend(keep.tolist())
+        rewards_all, adv_all = merged.rewards, merged.advantages
         degenerate, all_pass, all_fail = group_outcomes(rewards_all)
-        share = (lambda m: float(np.mean(m)) if len(m) else float("nan"))
-        return {
+        m = {
             "step": step,
-            "frac_reward_zero_std": share(degenerate),
-            "frac_all_pass": share(all_pass),
-            "frac_all_fail": share(all_fail),
-            "reward_mean": float(np.mean(rewards_all)) if rewards_all.size else float("nan"),
+            "frac_reward_zero_std": float(np.mean(degenerate)),
+            "frac_all_pass": float(np.mean(all_pass)),
+            "frac_all_fail": float(np.mean(all_fail)),
+            "reward_mean": float(np.mean(rewards_all)),
             "max_abs_advantage": max_abs_advantage(adv_all[keep_all]),
             "kl": stats["kl"],
             "loss": stats["loss"],
@@ -357,6 +411,9 @@ class Run:
             "time_generate_s": t1 - t0,
             "time_update_s": t2 - t1,
         }
+        if cfg.dynamic_sampling:
+            m.update(ds_metrics(len(keep_all), int(keep_all.sum()), dropped))
+        return m
 
     def run_eval(self) -> float:
         t0 = time.perf_counter()
@@ -378,8 +435,9 @@ class Run:
             "lengths": np.asarray(self.groups["lengths"], np.int64).reshape(n, G),
             "kept": np.asarray(self.groups["kept"], bool).reshape(n),
         }
-        steps = {k: np.asarray(v, np.int64 if k in ("step", "rollouts_generated", "rollouts_kept", "gen_batches")
-                               else np.float64) for k, v in self.steps.items()}
+        ints = ("step", "rollouts_generated", "rollouts_kept", "gen_batches", "ds/groups_drawn", "ds/groups_kept",
+                "ds/dropped_all_pass", "ds/dropped_all_fail", "ds/dropped_surplus")
+        steps = {k: np.asarray(v, np.int64 if k in ints else np.float64) for k, v in self.steps.items()}
         evals = {"step": np.asarray(self.evals["step"], np.int64),
                  "pass_rate": np.asarray(self.evals["pass_rate"], np.float64).reshape(-1, cfg.n_prompts),
                  "samples": np.asarray(self.evals["samples"], np.int64)}
@@ -400,6 +458,8 @@ class Run:
             "prompt_labels": [p.text.replace(" ", "") for p in self.problems],
             "steps_completed": self.step,
             "complete": complete,
+            "end_reason": self.end_reason,
+            "start": {"regime": cfg.start, "sft_seed": cfg.warm_start_seed},
             "checkpoint": CHECKPOINT,
         }
         rec = RunRecord(meta=meta, groups=groups, steps=steps, evals=evals)
@@ -413,6 +473,7 @@ class Run:
         _save(self.out / CHECKPOINT, {
             "step": self.step, "model": self.model.state_dict(), "ref": self.ref.state_dict(),
             "optimizer": self.opt.state_dict(), "retired": sorted(self.state.retired), "hard": list(self.state.hard),
+            "streak": sorted((k, v) for k, v in self.state.streak.items() if v),
             "wall_time_s": wall, "config": json.dumps(self.cfg.to_dict()),
         })
 
@@ -453,9 +514,14 @@ def _save(path: Path, obj) -> None:
 
 
 def _sft_key(cfg: GRPOConfig, device) -> str:
-    d = {k: getattr(cfg, k) for k in ("seed", "sft_steps", "sft_batch_size", "sft_learning_rate", "sft_digit_weights",
+    """Cache key of the warm start: every input it depends on, the thread count (float reductions)
+    and the source of the code that computes it included."""
+    d = {k: getattr(cfg, k) for k in ("sft_steps", "sft_batch_size", "sft_learning_rate", "sft_digit_weights",
                                       "n_layer", "n_head", "n_embd")}
-    d.update(torch=torch.__version__, device=device.type, task=VOCAB)
+    here = Path(__file__).resolve().parent
+    code = hashlib.sha256(b"".join((here / f).read_bytes() for f in _SFT_SOURCES)).hexdigest()
+    d.update(sft_seed=cfg.warm_start_seed, torch=torch.__version__, numpy=np.__version__, device=str(device),
+             threads=torch.get_num_threads(), code=code, task=VOCAB, block_size=BLOCK_SIZE)
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -485,7 +551,9 @@ def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "a
 
     With ``resume`` the config comes from the record (``cfg.steps``, if given, may extend it).
     The record and checkpoint are written every ``save_every`` steps, at the end, and on
-    any exception raised between steps (then re-raised). ``on_step(run, metrics)`` is called
+    any exception raised between steps (then re-raised). A dynamic-sampling step that cannot fill
+    its batch ends the run early: the record is completed there (``meta["end_reason"]`` says why,
+    ``steps_completed`` < ``config.steps``). ``on_step(run, metrics)`` is called
     after each completed step (tests interrupt runs with it).
     """
     if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
@@ -523,7 +591,12 @@ def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "a
             while run.step < cfg.steps:
                 t_eval = run.run_eval() if run.step % cfg.eval_every == 0 else 0.0
                 consistent = False
-                m = run.train_step()
+                pools = copy.deepcopy(run.state)
+                try:
+                    m = run.train_step()
+                except BatchNotFilled as exc:  # nothing was trained: the record stays that of the last step
+                    run.state, run.end_reason, consistent = pools, str(exc), True
+                    break
                 m["time_eval_s"] = t_eval
                 m["wall_time_s"] = time.perf_counter() - t_start
                 for k, v in m.items():

@@ -6,7 +6,15 @@ rho_it = exp(log pi(y_it) - log pi_old(y_it)) and advantage A_i,
     l_it = -min(rho_it A_i, clip(rho_it, 1 - epsilon, 1 + epsilon_high) A_i) + beta k3_it,
     k3_it = exp(r_it) - r_it - 1,  r_it = log pi_ref(y_it) - log pi(y_it)
 
-(k3 is an unbiased, non-negative estimator of KL(pi || pi_ref)). The loss is
+(k3 is an unbiased, non-negative estimator of KL(pi || pi_ref)). The clip fraction counts, as TRL's
+``clip_ratio/region_mean`` does, only tokens where the clip binds, i.e. where the min picks the
+clipped term and its gradient is cut off:
+
+    clipped_it = (rho_it < 1 - epsilon and A_i < 0) or (rho_it > 1 + epsilon_high and A_i > 0),
+    clip_frac  = sum_it m_it clipped_it / sum_it m_it
+
+(a ratio outside the range on the other side of the advantage keeps the unclipped term and its
+gradient, so it is not counted). The loss is
 
     grpo     mean_i [ sum_t m_it l_it / sum_t m_it ]            (per-sequence mean)
     dr_grpo  sum_it m_it l_it / (B * max_completion_length)     (fixed normaliser)
@@ -57,8 +65,9 @@ def grpo_loss(logp, old_logp, advantages, mask, *, loss_type: str, epsilon: floa
         loss = (per_token * mask).sum() / n_tok
     else:
         raise ValueError(f"unknown loss_type {loss_type!r}")
+    binds = ((ratio < 1 - epsilon) & (adv < 0)) | ((ratio > 1 + epsilon_high) & (adv > 0))
     stats = {
         "kl": float(((kl * mask).sum() / n_tok).detach()) if kl is not None else float("nan"),
-        "clip_frac": float((((unclipped != clipped).to(logp.dtype)) * mask).sum().detach() / n_tok),
+        "clip_frac": float((binds.to(logp.dtype) * mask).sum().detach() / n_tok),
     }
     return loss, stats

@@ -61,9 +61,14 @@ class TinyGPT(nn.Module):
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
+    def _check_length(self, T: int) -> None:
+        if T > self.block_size:
+            raise ValueError(f"sequence of {T} tokens exceeds the model's block size ({self.block_size} positions)")
+
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """Logits of shape (B, T, vocab) for token ids ``idx`` of shape (B, T)."""
         T = idx.shape[1]
+        self._check_length(T)
         x = self.tok(idx) + self.pos(torch.arange(T, device=idx.device))
         for block in self.blocks:
             x = block(x)
@@ -78,6 +83,7 @@ class TinyGPT(nn.Module):
         """
         start = 0 if cache is None else cache[0][0].shape[2]
         T = idx.shape[1]
+        self._check_length(start + T)
         x = self.tok(idx) + self.pos(torch.arange(start, start + T, device=idx.device))
         new = []
         for i, block in enumerate(self.blocks):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "VOCAB", "EOS", "PAD", "WIDTH", "PROMPT_LEN", "MAX_ANSWER_LEN", "TASK_SEED", "N_PROMPTS",
+    "VOCAB", "EOS", "PAD", "WIDTH", "PROMPT_LEN", "MAX_ANSWER_LEN", "BLOCK_SIZE", "TASK_SEED", "N_PROMPTS",
     "Problem", "encode", "decode", "draw_problems", "prompt_set", "reward", "rewards",
 ]
 
@@ -32,6 +32,7 @@ EOS = VOCAB.index(".")  #: end of the answer
 WIDTH = 4  #: the widest operand, in digits
 PROMPT_LEN = 2 * WIDTH + 2  #: tokens in every prompt
 MAX_ANSWER_LEN = WIDTH + 2  #: longest correct completion: WIDTH + 1 digits and the end token
+BLOCK_SIZE = PROMPT_LEN + MAX_ANSWER_LEN  #: positions the policy model has: a prompt and the longest completion
 TASK_SEED = 20250  #: seed of the fixed prompt set
 N_PROMPTS = 600
 

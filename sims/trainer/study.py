@@ -1,0 +1,300 @@
+r"""The controlled estimator study: which cells to train, and what their records say.
+
+Question: when does a fixed reference (``sign``, ``tasa``) beat group-mean centring (``dr_grpo``,
+``grpo``) on this task? Controls, declared once here:
+
+- **paired starts**: every run of a regime warms up from the same policy (``sft_seed`` =
+  :data:`SFT_SEED`), so all runs of a regime share their step-0 evaluation exactly; runs are
+  paired by their RL ``seed`` (same start, same first prompt draw, same evaluation draws);
+- **the same evaluation for all**: every prompt x ``eval_samples`` completions at the same steps,
+  drawn from one random stream (:data:`grpo_lab.sims.trainer.loop.EVAL_SEED`);
+- **gradient-norm clipping off** (``max_grad_norm = 0``) in every cell, so it cannot bind more
+  often for one estimator than another; the ratio clip cannot bind either: with
+  ``num_iterations = 1`` every ratio is exactly 1;
+- **a learning rate per estimator** (full preset): each (regime, estimator) runs every rate of
+  :attr:`Preset.sweep_lrs` on the held-out seed :data:`SWEEP_SEED` at G = 4 and keeps the one with
+  the highest final pass rate; the same rate is used at every G. The reduced preset has no sweep:
+  every estimator uses the default rate (said wherever its tables are shown).
+
+Cells: ``{regime}-g{G}-{estimator}[-ds]`` over seeds; ``-ds`` is DAPO dynamic sampling (plain vs
+dynamic sampling is compared with ``dr_grpo`` at G = 4 in both regimes). A cell's run is one record
+directory; a study is finished cell by cell and resumes from the cells on disk (see
+:mod:`grpo_lab.commands.study`).
+
+Statistics (per cell, over its seeds): mean with a 95% Student-t interval,
+mean +- t_{0.975, n-1} s / sqrt(n); the paired difference to ``dr_grpo`` of the same regime and G
+is the same interval over the per-seed differences. With n = 1 no interval is given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from .config import GRPOConfig
+
+__all__ = ["SFT_SEED", "SWEEP_SEED", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_cells", "main_cells",
+           "choose_lrs", "run_figures", "t_interval", "tables"]
+
+SFT_SEED = 0  #: the warm start every run of the study shares (per regime)
+SWEEP_SEED = 0  #: the held-out RL seed of the learning-rate sweep (never among a preset's seeds)
+REFERENCE = "dr_grpo"  #: the estimator paired differences are taken against
+DS_ESTIMATOR, DS_G = "dr_grpo", 4  #: the plain-vs-dynamic-sampling comparison
+COMMON = {"max_grad_norm": 0.0, "steps": 200}  #: options every cell shares besides the defaults
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    seeds: tuple
+    group_sizes: tuple
+    regimes: tuple
+    estimators: tuple
+    sweep_lrs: tuple = ()  #: empty: no sweep, every estimator at the default learning rate
+    about: str = ""
+    options: tuple = ()  #: (name, value) pairs of GRPOConfig options set in every cell (after COMMON)
+
+
+PRESETS = {
+    "reduced": Preset("reduced", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"),
+                      estimators=("dr_grpo", "sign"),
+                      about="2 seeds, G = 4, dr_grpo vs sign, default learning rate (no sweep), plain vs DAPO"),
+    "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("broad", "weak"),
+                   estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4),
+                   about="5 seeds, G in {4, 8}, four estimators, learning rate per estimator from a sweep "
+                         "on a held-out seed, plain vs DAPO"),
+    # a check of the machinery (tests): a tiny model on 24 prompts, seconds per run
+    "smoke": Preset("smoke", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"), estimators=("dr_grpo", "sign"),
+                    sweep_lrs=(1e-3, 2e-3), about="machinery check: tiny model, 24 prompts, 3 steps",
+                    options=(("n_prompts", 24), ("prompts_per_step", 4), ("steps", 3), ("sft_steps", 30),
+                             ("sft_batch_size", 32), ("eval_every", 2), ("eval_samples", 2), ("n_layer", 1),
+                             ("n_head", 2), ("n_embd", 16))),
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the study: its options and its name (also its directory)."""
+
+    kind: str  # "sweep" or "main"
+    regime: str
+    G: int
+    estimator: str
+    seed: int
+    lr: float
+    ds: bool = False
+
+    @property
+    def group(self) -> str:
+        return f"{self.regime}-g{self.G}-{self.estimator}{'-ds' if self.ds else ''}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.group}-lr{self.lr:g}-s{self.seed}"
+
+    def config(self, preset: Preset) -> GRPOConfig:
+        return GRPOConfig.for_start(self.regime, estimator=self.estimator, num_generations=self.G, seed=self.seed,
+                                    sft_seed=SFT_SEED, learning_rate=self.lr, dynamic_sampling=self.ds,
+                                    **{**COMMON, **dict(preset.options)}).validate()
+
+
+def sweep_cells(preset: Preset) -> list[Cell]:
+    """The learning-rate sweep: every (regime, estimator, rate) at G = 4 on :data:`SWEEP_SEED`."""
+    return [Cell("sweep", reg, 4, est, SWEEP_SEED, lr) for est in preset.estimators for reg in preset.regimes
+            for lr in preset.sweep_lrs]
+
+
+def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
+    """The study's cells, most informative first (G = 4 before G = 8; estimators in preset order).
+
+    ``lrs[(regime, estimator)]`` is the chosen rate (default: GRPOConfig's learning rate).
+    """
+    default = GRPOConfig().learning_rate
+    lr = (lambda reg, est: (lrs or {}).get((reg, est), default))
+    cells = []
+    for G in preset.group_sizes:
+        for est in preset.estimators:
+            for reg in preset.regimes:
+                cells += [Cell("main", reg, G, est, s, lr(reg, est)) for s in preset.seeds]
+        if G == DS_G:
+            for reg in preset.regimes:
+                cells += [Cell("main", reg, G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR), ds=True) for s in preset.seeds]
+    return cells
+
+
+def choose_lrs(preset: Preset, finals: dict) -> dict:
+    """``{(regime, estimator): rate}`` with the highest final pass rate in ``finals[cell.name]``
+    among the sweep's rates (ties: the lower rate). Raises InputError if a sweep run is missing."""
+    out = {}
+    for reg in preset.regimes:
+        for est in preset.estimators:
+            runs = [c for c in sweep_cells(preset) if c.regime == reg and c.estimator == est]
+            missing = [c.name for c in runs if c.name not in finals]
+            if missing:
+                raise InputError(f"the learning-rate sweep lacks {missing[0]}")
+            out[(reg, est)] = max(runs, key=lambda c: (finals[c.name], -c.lr)).lr
+    return out
+
+
+# ---------------------------------------------------------------- figures of one run
+
+def run_figures(rec) -> dict:
+    """Figures of one finished run, from its record's arrays.
+
+    ``pass0`` / ``final``: mean evaluated pass rate at step 0 / at the last evaluation;
+    ``never0`` / ``never``: share of prompts never solved in that evaluation (pass rate 0);
+    ``all_pass`` / ``all_fail``: shares of the *trained* groups that were unanimous;
+    ``per_useful``: rollouts generated per trained group with any non-zero advantage;
+    dynamic sampling only (else NaN): ``drawn_per_step``, ``effective_group_rate`` (share of drawn
+    groups with reward spread), ``amplification`` (groups drawn per group trained), and the split of
+    the groups dropped for no spread into ``dropped_all_pass`` / ``dropped_all_fail`` shares.
+    """
+    g, ev, st = rec.groups, rec.evals["pass_rate"], rec.steps
+    kept = np.asarray(g["kept"], bool)
+    r = g["rewards"][kept]
+    unanimous = r.max(1) == r.min(1) if len(r) else np.zeros(0, bool)
+    useful = np.any(g["advantages"][kept] != 0, axis=1)
+    nan = float("nan")
+    out = {
+        "pass0": float(ev[0].mean()), "final": float(ev[-1].mean()),
+        "never0": float(np.mean(ev[0] == 0)), "never": float(np.mean(ev[-1] == 0)),
+        "all_pass": float(np.mean(unanimous & (r[:, 0] == 1))) if len(r) else nan,
+        "all_fail": float(np.mean(unanimous & (r[:, 0] == 0))) if len(r) else nan,
+        "per_useful": float(g["rewards"].size / useful.sum()) if useful.sum() else nan,
+        "steps": int(rec.meta.get("steps_completed", len(st.get("step", [])))),
+        "ended": rec.meta.get("end_reason"),
+        "drawn_per_step": nan, "effective_group_rate": nan, "amplification": nan,
+        "dropped_all_pass": nan, "dropped_all_fail": nan,
+    }
+    if "ds/groups_drawn" in st and len(st["ds/groups_drawn"]):
+        drawn, kept_n = float(np.sum(st["ds/groups_drawn"])), float(np.sum(st["ds/groups_kept"]))
+        ap, af = float(np.sum(st["ds/dropped_all_pass"])), float(np.sum(st["ds/dropped_all_fail"]))
+        out.update(drawn_per_step=drawn / len(st["ds/groups_drawn"]), effective_group_rate=1 - (ap + af) / drawn,
+                   amplification=drawn / kept_n,
+                   dropped_all_pass=ap / (ap + af) if ap + af else nan,
+                   dropped_all_fail=af / (ap + af) if ap + af else nan)
+    return out
+
+
+def t_interval(values) -> tuple[float, float]:
+    """(mean, half-width of the 95% Student-t interval); half-width NaN for fewer than 2 values."""
+    from scipy import stats
+
+    v = np.asarray(values, float)
+    if len(v) == 0:
+        return float("nan"), float("nan")
+    if len(v) < 2:
+        return float(v[0]), float("nan")
+    return float(v.mean()), float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+# ---------------------------------------------------------------- tables
+
+def _ci(values, digits: int = 3) -> str:
+    m, h = t_interval(values)
+    if m != m:
+        return "missing"
+    return f"{m:.{digits}f}" if h != h else f"{m:.{digits}f} ± {h:.{digits}f}"
+
+
+def _mean(values, fmt: str = ".3f") -> str:
+    v = [x for x in values if x == x]
+    return format(float(np.mean(v)), fmt) if v else "-"
+
+
+@dataclass
+class _Group:
+    cells: list
+    figs: dict = field(default_factory=dict)  # seed -> figures of the finished runs
+
+
+def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, sweep: dict | None = None) -> str:
+    """The study's Markdown tables from ``figures[cell.name]`` (finished runs only); unfinished cells
+    are counted and marked ``missing``."""
+    groups: dict[str, _Group] = {}
+    for c in cells:
+        grp = groups.setdefault(c.group, _Group([]))
+        grp.cells.append(c)
+        if c.name in figures:
+            grp.figs[c.seed] = figures[c.name]
+    lines = []
+    done = sum(len(g.figs) for g in groups.values())
+    lines.append(f"Preset `{preset.name}` ({preset.about}): {done} of {len(cells)} runs finished"
+                 + ("" if done == len(cells) else "; cells with fewer runs than seeds are marked below") + ".")
+    lines.append("")
+    # estimator table (plain runs)
+    lines.append("| regime | G | estimator | lr | seeds done | pass rate, start | final pass rate (95% CI) "
+                 f"| minus {REFERENCE}, paired (95% CI) | never solved, start -> end | all-pass / all-fail "
+                 "(trained groups) | rollouts per useful group |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, grp in groups.items():
+        c0 = grp.cells[0]
+        if c0.ds:
+            continue
+        f = grp.figs
+        ref = groups.get(f"{c0.regime}-g{c0.G}-{REFERENCE}")
+        if c0.estimator == REFERENCE or ref is None:
+            diff = "—"
+        else:
+            common = sorted(set(f) & set(ref.figs))
+            diff = _ci([f[s]["final"] - ref.figs[s]["final"] for s in common]) if common else "missing"
+            if common:
+                diff += f" (n={len(common)})"
+        seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
+        lines.append(
+            f"| {c0.regime} | {c0.G} | {c0.estimator} | {c0.lr:g} | {seeds_done} | "
+            f"{_mean([x['pass0'] for x in f.values()])} | {_ci([x['final'] for x in f.values()])} | {diff} | "
+            f"{_mean([x['never0'] for x in f.values()])} -> {_mean([x['never'] for x in f.values()])} | "
+            f"{_mean([x['all_pass'] for x in f.values()])} / {_mean([x['all_fail'] for x in f.values()])} | "
+            f"{_mean([x['per_useful'] for x in f.values()], '.2f')} |")
+    # plain vs dynamic sampling
+    lines.append("")
+    lines.append("Plain vs DAPO dynamic sampling (`dr_grpo`, G = 4). Figures of the groups *drawn* by dynamic "
+                 "sampling, kept apart from the trained-group shares above:")
+    lines.append("")
+    lines.append("| regime | run | seeds done | final pass rate (95% CI) | DS minus plain, paired (95% CI) "
+                 "| groups drawn per step | effective group rate | rollout amplification | dropped: all-pass / "
+                 "all-fail | rollouts per useful group | runs ended early |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for reg in preset.regimes:
+        plain = groups.get(f"{reg}-g{DS_G}-{DS_ESTIMATOR}")
+        ds = groups.get(f"{reg}-g{DS_G}-{DS_ESTIMATOR}-ds")
+        if plain is None or ds is None:
+            continue
+        for label, grp in (("plain", plain), ("dynamic sampling", ds)):
+            f = grp.figs
+            if grp is ds:
+                common = sorted(set(f) & set(plain.figs))
+                diff = (_ci([f[s]["final"] - plain.figs[s]["final"] for s in common]) + f" (n={len(common)})"
+                        if common else "missing")
+                extra = (f"{_mean([x['drawn_per_step'] for x in f.values()], '.1f')} | "
+                         f"{_mean([x['effective_group_rate'] for x in f.values()])} | "
+                         f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
+                         f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
+                         f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')}")
+                ended = str(sum(1 for x in f.values() if x["ended"]))
+            else:
+                diff, extra, ended = "—", "— | — | — | —", "—"
+            seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
+            lines.append(f"| {reg} | {label} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
+                         f"{extra} | {_mean([x['per_useful'] for x in f.values()], '.2f')} | {ended} |")
+    if sweep is not None:
+        lines.append("")
+        lines.append(f"Learning-rate sweep (held-out seed {SWEEP_SEED}, G = 4, final pass rate; **bold**: chosen):")
+        lines.append("")
+        lines.append("| regime | estimator | " + " | ".join(f"lr {lr:g}" for lr in preset.sweep_lrs) + " |")
+        lines.append("|---|---|" + "---|" * len(preset.sweep_lrs))
+        for reg in preset.regimes:
+            for est in preset.estimators:
+                row = []
+                for lr in preset.sweep_lrs:
+                    name = Cell("sweep", reg, 4, est, SWEEP_SEED, lr).name
+                    v = sweep.get(name)
+                    txt = "missing" if v is None else f"{v:.3f}"
+                    row.append(f"**{txt}**" if lrs and lrs.get((reg, est)) == lr and v is not None else txt)
+                lines.append(f"| {reg} | {est} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+

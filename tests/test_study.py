@@ -1,0 +1,153 @@
+"""``grpo-lab study``: cells, learning-rate choice, intervals computed independently, tables with missing
+cells marked, and a study that resumes from its finished runs without training them again."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from grpo_lab.cli import main
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.trainer import study
+from grpo_lab.sims.trainer.study import PRESETS, Cell, choose_lrs, main_cells, sweep_cells, t_interval, tables
+
+
+def test_t_interval_matches_the_textbook_formula():
+    v = [0.61, 0.64, 0.58, 0.70, 0.66]
+    m, h = t_interval(v)
+    # t_{0.975, 4} = 2.7764451052 (tables); sample sd with n - 1
+    sd = math.sqrt(sum((x - np.mean(v)) ** 2 for x in v) / 4)
+    assert m == pytest.approx(np.mean(v)) and h == pytest.approx(2.7764451052 * sd / math.sqrt(5), rel=1e-9)
+    assert t_interval([0.5])[0] == 0.5 and math.isnan(t_interval([0.5])[1])
+
+
+def test_cells_are_paired_and_share_one_start():
+    p = PRESETS["full"]
+    cells = main_cells(p)
+    assert len(cells) == len(p.seeds) * (len(p.group_sizes) * len(p.estimators) * len(p.regimes) + len(p.regimes))
+    assert len({c.name for c in cells}) == len(cells)
+    cfgs = [c.config(p) for c in cells[:3]]
+    assert {c.sft_seed for c in cfgs} == {study.SFT_SEED} and all(c.max_grad_norm == 0 for c in cfgs)
+    assert study.SWEEP_SEED not in p.seeds and all(c.seed == study.SWEEP_SEED for c in sweep_cells(p))
+    assert [c.G for c in cells][0] == 4  # G = 4 first: the most informative cells are trained first
+    ds = [c for c in cells if c.ds]
+    assert {(c.estimator, c.G) for c in ds} == {(study.DS_ESTIMATOR, study.DS_G)} and len(ds) == 2 * len(p.seeds)
+    assert PRESETS["reduced"].sweep_lrs == () and len(main_cells(PRESETS["reduced"])) == 12
+
+
+def test_learning_rate_choice_is_the_best_on_the_held_out_seed():
+    p = PRESETS["smoke"]
+    finals = {c.name: (0.5 if c.lr == p.sweep_lrs[1] and c.estimator == "sign" else 0.4) for c in sweep_cells(p)}
+    lrs = choose_lrs(p, finals)
+    assert lrs[("weak", "sign")] == p.sweep_lrs[1] and lrs[("weak", "dr_grpo")] == p.sweep_lrs[0]  # tie: lower rate
+    finals.pop(next(iter(finals)))
+    with pytest.raises(InputError, match="sweep lacks"):
+        choose_lrs(p, finals)
+
+
+def _figs(final, pass0=0.3):
+    nan = float("nan")
+    return {"pass0": pass0, "final": final, "never0": 0.5, "never": 0.4, "all_pass": 0.1, "all_fail": 0.5,
+            "per_useful": 8.0, "steps": 200, "ended": None, "drawn_per_step": nan, "effective_group_rate": nan,
+            "amplification": nan, "dropped_all_pass": nan, "dropped_all_fail": nan}
+
+
+def test_tables_pair_by_seed_and_mark_missing_cells():
+    p = PRESETS["reduced"]
+    cells = main_cells(p)
+    figs = {}
+    for c in cells:
+        if c.regime == "broad" and not c.ds:
+            figs[c.name] = _figs(0.6 + 0.01 * c.seed + (0.05 if c.estimator == "sign" else 0.0))
+    sign1 = Cell("main", "weak", 4, "sign", 1, cells[0].lr)
+    figs[sign1.name] = _figs(0.5)
+    text = tables(p, cells, figs, None)
+    rows = {line.split("|")[1].strip() + "/" + line.split("|")[3].strip(): line for line in text.splitlines()
+            if line.startswith("| broad") or line.startswith("| weak")}
+    broad_sign = rows["broad/sign"].split("|")
+    assert broad_sign[8].strip() == "0.050 ± 0.000 (n=2)"  # paired: the seed effect cancels exactly
+    assert "1/2 **incomplete**" in rows["weak/sign"] and "missing" in rows["weak/sign"]  # no dr_grpo to pair with
+    assert "0/2 **incomplete**" in rows["weak/dr_grpo"]
+    assert f"{len(figs)} of {len(cells)} runs finished" in text
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    import os
+
+    root = tmp_path_factory.mktemp("study")
+    old = os.environ.get("GRPO_LAB_CACHE")
+    os.environ["GRPO_LAB_CACHE"] = str(tmp_path_factory.mktemp("cache"))  # the workers inherit it
+    try:
+        code = main(["study", "--preset", "smoke", "--out", str(root), "--jobs", "2", "--no-progress"])
+        yield root, code
+    finally:
+        if old is None:
+            os.environ.pop("GRPO_LAB_CACHE", None)
+        else:
+            os.environ["GRPO_LAB_CACHE"] = old
+
+
+def test_smoke_study_trains_every_cell_and_writes_tables(smoke):
+    root, code = smoke
+    p = PRESETS["smoke"]
+    assert code == 0
+    names = {c.name for c in sweep_cells(p)} | {c.name for c in main_cells(p, choose_lrs(p, {
+        c.name: json.loads((root / "runs" / c.name / "run.json").read_text())["summary"]["final_eval_pass_rate"]
+        for c in sweep_cells(p)}))}
+    on_disk = {d.name for d in (root / "runs").iterdir()}
+    assert on_disk == names  # every run finished, no .partial left, no checkpoint kept
+    assert not list((root / "runs").glob("*/checkpoint.pt"))
+    text = (root / "tables.md").read_text()
+    assert f"{len(names) - len(sweep_cells(p))} of {len(names) - len(sweep_cells(p))} runs finished" in text
+    assert "Learning-rate sweep" in text and "**incomplete**" not in text
+
+
+def test_a_finished_study_trains_nothing_again_and_an_interrupted_run_resumes(smoke, capsys):
+    root, _ = smoke
+    import shutil
+
+    from grpo_lab.sims.record import read_record
+    from grpo_lab.sims.trainer.loop import train
+
+    p = PRESETS["smoke"]
+    cell = next(c for c in main_cells(p, choose_lrs(p, {c.name: read_record(root / "runs" / c.name)
+                                                        .meta["summary"]["final_eval_pass_rate"] for c in sweep_cells(p)}))
+                if not c.ds)
+    victim = root / "runs" / cell.name
+    before = read_record(victim)
+    shutil.rmtree(victim)
+    partial = victim.with_name(cell.name + ".partial")
+
+    def stop(run_, metrics):
+        if run_.step == 1:
+            raise KeyboardInterrupt  # as Ctrl-C after the first step: record and checkpoint saved
+
+    with pytest.raises(KeyboardInterrupt):
+        train(cell.config(p), partial, device="cpu", threads=1, on_step=stop)
+    assert read_record(partial).meta["steps_completed"] == 1
+    others = {d.name: (d / "run.json").stat().st_mtime_ns for d in (root / "runs").iterdir() if d != partial}
+    assert main(["study", "--preset", "smoke", "--out", str(root), "--no-progress"]) == 0
+    assert {d.name: (d / "run.json").stat().st_mtime_ns for d in (root / "runs").iterdir() if d.name in others} == others
+    after = read_record(victim)  # resumed from its save, and equal to the uninterrupted run
+    assert not partial.exists() and after.meta["complete"]
+    for k in ("prompt_id", "rewards", "advantages"):
+        np.testing.assert_array_equal(after.groups[k], before.groups[k], err_msg=k)
+    np.testing.assert_array_equal(after.evals["pass_rate"], before.evals["pass_rate"])
+    capsys.readouterr()
+    assert main(["study", "--preset", "smoke", "--out", str(root), "--tables-only"]) == 0
+    assert "Preset `smoke`" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--preset", "huge"], "unknown preset 'huge'"),
+    (["--jobs", "0"], "--jobs must be"),
+    (["--device", "tpu"], "unknown device"),
+])
+def test_bad_study_options_one_line_exit_2(tmp_path, capsys, argv, needle):
+    code = main(["study", "--out", str(tmp_path / "s"), "--no-progress", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and needle in err[0], err
