@@ -1,6 +1,6 @@
 """Scrub latency of the replay tab, measured inside headless Chromium, with a same-run baseline.
 
-For each size (prompts x steps of a synthetic record, ``lab.replay.synthetic``) the tab is served
+For each size (prompts x steps of a synthetic record, ``tests/synthetic_record.py``) the tab is served
 alone; the benchmark presses ArrowRight on the step slider's handle ``--presses`` times and,
 in the page, takes ``performance.now()`` at the keydown and again when a MutationObserver sees
 the readout ``replay-step`` rewritten (the browser-side CustomJS path), and once more when the
@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the synthetic record and the local server are test helpers
 
 SIZES = ((600, 200, 150), (10_000, 60, 2_000))  # prompts, steps, prompts per step
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -77,7 +78,7 @@ def serve(root: Path):
         view.slider.param.watch(lambda e: setattr(echo, "object", f"<span>{e.new}</span>"), "value")
         return pn.Column(view, echo)
 
-    from grpo_lab.replay.serving import serve_local
+    from lab_server import serve_local  # tests/
 
     return serve_local(app)
 
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from grpo_lab.replay.synthetic import synthetic_record
+    from synthetic_record import synthetic_record  # tests/
     from grpo_lab.sims.record import write_record
 
     print(f"replay scrub latency, {args.presses} slider steps per size, headless Chromium (ms)")

@@ -15,9 +15,8 @@ from bokeh.palettes import Cividis256
 
 from grid_twins import cell_image
 from grpo_lab.grid.cells import cell_tiles
-from grpo_lab.replay.serving import serve_local
-from lab_server import block_outside
-from grpo_lab.replay.synthetic import synthetic_record
+from lab_server import block_outside, serve_local
+from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.ingest import ingest

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from grpo_lab.replay.catalog import list_runs
-from grpo_lab.replay.synthetic import synthetic_record
+from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.ingest import ingest

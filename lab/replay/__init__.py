@@ -7,5 +7,4 @@
 - :mod:`grpo_lab.replay.scrub`     the CustomJS that repaints while scrubbing (indexing only)
 - :mod:`grpo_lab.replay.upload`    a visitor's file -> run record (via ``sims.ingest``), errors as messages
 - :mod:`grpo_lab.replay.view`      :class:`ReplayView`, the tab itself
-- :mod:`grpo_lab.replay.synthetic` a made-up record for tests and the benchmark
 """

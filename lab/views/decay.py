@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
 from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
-from grpo_lab.sims.scenario import evaluate
+from grpo_lab.sims.sweep import useful_share_curve
 
 from .frame import Frame
 
@@ -52,13 +50,7 @@ class DecayPlot:
             return
         self._key = key
         ts = np.linspace(0.0, 1.0, 21 if s.rho > 0 else 41)
-        band = frame.band
-        rows = {k: [] for k in ("exp", "real", "exp_f", "real_f")}
-        for t in ts:
-            free = evaluate(replace(s, progress=float(t), band=None), frame.population).summary
-            rows["exp"].append(free["useful_share_expected"])
-            rows["real"].append(free["useful_share_realised"])
-            f = evaluate(replace(s, progress=float(t), band=band), frame.population).summary
-            rows["exp_f"].append(f["useful_share_expected"])
-            rows["real_f"].append(f["useful_share_realised"])
-        self.source.data = {"t": ts, **{k: np.asarray(v, float) for k, v in rows.items()}}
+        free = useful_share_curve(frame.population, ts, s.K, s.rho, None, s.gain)
+        kept = useful_share_curve(frame.population, ts, s.K, s.rho, frame.band, s.gain)
+        self.source.data = {"t": ts, "exp": free["expected"], "real": free["realised"], "exp_f": kept["expected"],
+                            "real_f": kept["realised"]}

@@ -1,4 +1,4 @@
-"""A made-up run record, for the replay tab's tests and benchmark only (never listed in the app).
+"""A made-up run record, for the replay tab's tests and benchmark only (it ships nowhere).
 
 Prompts draw starting pass rates from Beta(a, b) and improve along the decay model of
 :mod:`grpo_lab.sims.decay` (``p_t = p_0 ** (1 / (1 + g t))``, t = step / steps); every step samples
