@@ -36,7 +36,7 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines",
-    "build_record", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
+    "build_record", "record_from_arrays", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
 ]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024  #: size cap on everything one ingest reads
@@ -312,41 +312,56 @@ def build_record(table: GroupTable, *, source: dict, tolerance: float, scalars: 
     ``scalar/<name>``). Evaluations are left empty and listed as missing: real
     sources have no periodic evaluation of every prompt.
     """
-    scalars = scalars or {}
     n = len(table)
     widths = [len(r) for r in table.rewards]
     G = max(widths) if n else 0
-    fixed = n > 0 and min(widths) == G
     rewards = np.full((n, G), np.nan)
     for i, r in enumerate(table.rewards):
         rewards[i, :len(r)] = r
-    advantages = _pad(None, table.advantages, n, G, np.nan, float)
-    lengths = _pad(None, table.lengths, n, G, -1, np.int64)
     kept = np.ones(n, bool)
     for i, k in table.kept.items():
         kept[i] = k
     groups = {
         "step": np.asarray(table.steps, np.int64).reshape(n),
         "prompt_id": np.asarray(table.prompt_ids, np.int64).reshape(n),
-        "rewards": rewards, "advantages": advantages, "lengths": lengths, "kept": kept,
+        "rewards": rewards,
+        "advantages": _pad(None, table.advantages, n, G, np.nan, float),
+        "lengths": _pad(None, table.lengths, n, G, -1, np.int64),
+        "kept": kept,
     }
+    fixed = n > 0 and min(widths) == G
     if n and not table.advantages and "advantages" not in missing:
         missing = [*missing, "advantages"]
     if n and not table.lengths and "lengths" not in missing:
         missing = [*missing, "lengths"]
+    return record_from_arrays(groups, table.labels, source=source, tolerance=tolerance, scalars=scalars,
+                              missing=missing, name=name, config=config, fixed_width=fixed)
+
+
+def record_from_arrays(groups: dict[str, np.ndarray], labels: list[str], *, source: dict, tolerance: float,
+                       scalars: dict[int, dict[str, float]] | None, missing: list[str], name: str | None = None,
+                       config: dict | None = None, fixed_width: bool = True) -> RunRecord:
+    """The record of already-built group arrays (``step``, ``prompt_id``, ``rewards`` (n, G), ``advantages``,
+    ``lengths``, ``kept``, as in :mod:`sims.record`); :func:`build_record` without the per-group lists.
+
+    ``fixed_width``: every group has G rewards (else ``num_generations`` is recorded as null).
+    """
+    scalars = scalars or {}
+    n, G = groups["rewards"].shape if groups["rewards"].ndim == 2 else (0, 0)
+    fixed = fixed_width and n > 0
     steps_tab = _step_table(groups, scalars, tolerance)
     meta = {
         "name": name,
         "source": source,
         "reward_tolerance": tolerance,
-        "n_prompts": len(table.labels),
-        "prompt_labels": list(table.labels),
+        "n_prompts": len(labels),
+        "prompt_labels": list(labels),
         "num_generations": G if fixed else None,
         "missing": sorted(set(missing) | {"evals"}),
         "scalars_only": n == 0,
         "config": config or {},
     }
-    evals = {"step": np.zeros(0, np.int64), "pass_rate": np.zeros((0, len(table.labels))),
+    evals = {"step": np.zeros(0, np.int64), "pass_rate": np.zeros((0, len(labels))),
              "samples": np.zeros(0, np.int64)}
     return RunRecord(meta=meta, groups=groups, steps=steps_tab, evals=evals)
 

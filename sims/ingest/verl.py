@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import math
 import re
-from functools import reduce
 
 import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import (Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars,
-                     outcome_summary as _outcome_summary, steps_phrase as _steps_phrase)
+from .common import iter_json_lines, format_hint, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
+from .common import Bundle
+from .common import steps_phrase as _steps_phrase
+from .grouping import group_rows
+from .verl_rows import read_dump
 
 __all__ = ["ingest_verl"]
 
@@ -61,30 +63,12 @@ def _is_scalar_log(data: bytes) -> bool:
     return b'"data"' in line and b'"input"' not in line
 
 
-_TENSOR_TEXT = re.compile(r"^tensor\((-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|True|False)\.?\)$")
-
-
-def _number(value, key: str, where: str) -> float:
-    """A per-row value as a float: a number, a boolean, None (NaN), or the text of a 0-d torch tensor.
-
-    Older verl trainers passed the reward manager's lists of 0-d tensors to the dump, which
-    ``json.dumps(..., default=str)`` writes as ``"tensor(-0.2500)"`` / ``"tensor(True)"``.
-    """
-    if value is None:
-        return math.nan
-    if isinstance(value, (bool, int, float)):
-        return float(value)
-    if isinstance(value, str) and (m := _TENSOR_TEXT.match(value.strip())):
-        text = m.group(1)
-        return 1.0 if text == "True" else 0.0 if text == "False" else float(text)
-    raise InputError(f"{where}: {key!r} must be a number, got {str(value)[:40]!r}")
-
-
 #: the reward the record classifies by default: the one GRPO's advantages were computed from
 TRAINING = "training"
 
 
-def _rewards(cols: dict[str, list], reward_key: str | None) -> tuple[list[float], dict, dict[str, list[float]], list[str]]:
+def _rewards(cols: dict[str, np.ndarray], reward_key: str | None
+             ) -> tuple[np.ndarray | None, dict, dict[str, np.ndarray], list[str]]:
     """(rewards to classify, description, every reward on offer, notes) from the dump's per-row columns.
 
     verl's dump writes ``score`` = ``token_level_scores.sum(-1)`` (the reward that trains), then
@@ -97,18 +81,18 @@ def _rewards(cols: dict[str, list], reward_key: str | None) -> tuple[list[float]
       penalised reward in ``score`` and its own value in ``acc`` (``score == acc + overlong_reward``).
     """
     score, acc, over = cols.get("score"), cols.get("acc"), cols.get("overlong_reward")
-    offer: dict[str, list[float]] = {}
+    offer: dict[str, np.ndarray] = {}
     notes: list[str] = []
     training_def = "score (token_level_scores summed; no overlong_reward in the dump)"
     training = score
     if over is not None and score is not None:
-        s, o = np.asarray(score), np.asarray(over)
+        s, o = score, np.nan_to_num(over, nan=0.0)
         penalised = bool(np.any(o != 0))
-        if acc is not None and penalised and np.allclose(np.asarray(acc) + o, s, atol=1e-5, equal_nan=True):
+        if acc is not None and penalised and np.allclose(acc + o, s, atol=1e-5, equal_nan=True):
             training_def = "score (the scorer returned a number: score already includes overlong_reward)"
             offer["correctness score (acc)"] = acc
         else:
-            training = (s + o).tolist()
+            training = s + o
             training_def = "score + overlong_reward (the scorer returned a dict: the dump's score is its own, " \
                            "before DAPO's overlong penalty)"
             offer["correctness score (score)"] = score
@@ -152,114 +136,97 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
     keys = tuple(dict.fromkeys(("score", "acc", "overlong_reward") +
                                ((reward_key,) if reward_key not in (None, TRAINING) else ())))
     need = reward_key if reward_key not in (None, TRAINING) else "score"
-    row_step: list[int] = []
-    row_text: list[str] = []
-    cols: dict[str, list] = {}
+    index: dict[str, int] = {}
+    texts: list[str] = []
+    bools: set[str] = set()
+    parts: list = []
     dump_files = []
     for f in dumps:
-        data = bundle.read(f, cache=False)
+        data = bundle.read(f, cache=False)  # one file in memory at a time
         label = bundle.label(f)
         if bundle.single and _is_scalar_log(data):
             _parse_scalars(data, label, scalars)
             scalar_files.append(f)
             continue
         dump_files.append(f)
-        for n, obj in iter_json_lines(data, label):
-            lacking = [k for k in ("input", need, "step") if k not in obj]
-            if lacking:
-                raise InputError(f"{label} line {n}: missing {', '.join(repr(k) for k in lacking)} "
-                                 f"(a verl rollout dump line has input, output, score, step){format_hint(obj, 'verl')}")
-            step, text = obj["step"], obj["input"]
-            if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-                raise InputError(f"{label} line {n}: 'step' must be an integer >= 0, got {step!r}")
-            if not isinstance(text, str):
-                raise InputError(f"{label} line {n}: 'input' must be the prompt text")
-            row_step.append(step)
-            row_text.append(text)
-            i = len(row_step) - 1
-            for k in keys:
-                if k in obj:
-                    col = cols.get(k)
-                    if col is None:
-                        col = cols[k] = [math.nan] * i
-                    elif len(col) < i:
-                        col.extend([math.nan] * (i - len(col)))
-                    col.append(_number(obj[k], k, f"{label} line {n}"))
-        for col in cols.values():  # rows without a key read as NaN
-            col.extend([math.nan] * (len(row_step) - len(col)))
-    if not row_step and not scalars:
+        parts.append(read_dump(data, label, keys, need, index, texts, bools))
+        del data
+    n_rows = sum(len(p.step) for p in parts)
+    if not n_rows and not scalars:
         raise InputError(f"{bundle.origin}: no verl rollout dumps ({{step}}.jsonl) or file-logger scalars found")
     notes: list[str] = []
     warns: list[str] = []
     reward_info: dict = {"classified": None}
-    table = GroupTable()
     G = num_generations
     alternatives: dict = {}
     ambiguous = uncertain = 0
-    ambiguous_at: list[tuple[int, str]] = []
-    if row_step:
+    row_step = np.concatenate([p.step for p in parts]) if parts else np.zeros(0, np.int64)
+    groups = None
+    labels: list[str] = []
+    if n_rows:
+        row_prompt = np.concatenate([p.prompt for p in parts])
+        cols = {k: np.concatenate([p.cols.get(k, np.full(len(p.step), np.nan)) for p in parts])
+                for k in keys if any(k in p.cols for p in parts)}
+        del parts
         classified, reward_info, offer, more = _rewards(cols, reward_key)
         notes += more
         if classified is None:
             raise InputError(f"{bundle.origin}: no {reward_key!r} key in the rollout dump")
-        buckets: dict[tuple[int, str], list[int]] = {}
-        for i, key in enumerate(zip(row_step, row_text)):
-            b = buckets.get(key)
-            if b is None:
-                buckets[key] = [i]
-            else:
-                b.append(i)
-        counts = [len(v) for v in buckets.values()]
+        width = int(row_prompt.max()) + 1
+        _, counts = np.unique(row_step * width + row_prompt, return_counts=True)
         if G is None:
-            G = reduce(math.gcd, counts)
+            G = int(np.gcd.reduce(counts))
             if G < 2:
                 raise InputError(f"{bundle.origin}: cannot infer the group size (rows per prompt per step: "
-                                 f"{sorted(set(counts))[:6]}); pass --num-generations (verl's rollout.n)")
-        bad = next(((k, c) for k, c in zip(buckets, counts) if c % G), None)
-        if bad:
-            (step, text), c = bad
-            raise InputError(f"{bundle.origin}: step {step} has {c} rows for prompt {text[:60]!r}, "
-                             f"not a multiple of the group size {G}")
-        r = np.asarray(classified, float)
-        alt_rows = {k: np.asarray(v, float) for k, v in offer.items()}
-        alt_groups: dict[str, list] = {k: [] for k in alt_rows}
-        for key in sorted(buckets, key=lambda k: k[0]):
-            step, text = key
-            pid = table.prompt(text, text)
-            idx = buckets[key]
-            if len(idx) > G:
-                k = len(idx) // G
-                ambiguous += k
-                ambiguous_at.append(key)
-                pooled = r[idx]
-                if np.nanmax(pooled) - np.nanmin(pooled) > tolerance:
-                    uncertain += k
-            for j in range(0, len(idx), G):
-                part = idx[j:j + G]
-                table.add(step, pid, r[part].tolist())
-                for a, vals in alt_rows.items():
-                    alt_groups[a].append(vals[part])
-        alternatives = {a: _outcome_summary(np.array(v), tolerance) for a, v in alt_groups.items()}
-        if ambiguous:
-            where = ", ".join(f"step {s} {t[:30]!r}" for s, t in ambiguous_at[:3])
+                                 f"{sorted(set(counts.tolist()))[:6]}); pass --num-generations (verl's rollout.n)")
+        grouping = group_rows(row_step, row_prompt, G)
+        bad = np.flatnonzero(grouping.rows_per_key % G)
+        if bad.size:
+            k = int(bad[0])
+            g = int(grouping.key_first_group[k]) if k < len(grouping.key_first_group) else 0
+            first_row = grouping.order[int(np.sum(grouping.rows_per_key[:k]))]
+            raise InputError(f"{bundle.origin}: step {int(row_step[first_row])} has {int(grouping.rows_per_key[k])} "
+                             f"rows for prompt {texts[int(row_prompt[first_row])][:60]!r}, not a multiple of the "
+                             f"group size {G}")
+        rewards = np.asarray(classified, float)[grouping.order].reshape(-1, G)
+        # prompts numbered in order of first appearance in the record's group order
+        uniq, first = np.unique(grouping.prompt, return_index=True)
+        by_first = uniq[np.argsort(first)]
+        remap = np.empty(width, np.int64)
+        remap[by_first] = np.arange(len(by_first))
+        labels = [prompt_label(texts[int(c)]) for c in by_first]
+        n = len(rewards)
+        groups = {"step": grouping.step, "prompt_id": remap[grouping.prompt], "rewards": rewards,
+                  "advantages": np.full((n, G), np.nan), "lengths": np.full((n, G), -1, np.int64),
+                  "kept": np.ones(n, bool)}
+        alternatives = {a: outcome_summary(np.asarray(v, float)[grouping.order].reshape(-1, G), tolerance)
+                        for a, v in offer.items()}
+        amb = grouping.ambiguous_keys()
+        if amb.size:
+            per_key_groups = grouping.rows_per_key[amb] // G
+            ambiguous = int(per_key_groups.sum())
+            spread = grouping.pooled_spread(np.asarray(classified, float))[amb]
+            uncertain = int(per_key_groups[spread > tolerance].sum())
+            starts = grouping.key_first_group[amb[:3]]
+            where = ", ".join(f"step {int(grouping.step[g])} {labels[int(groups['prompt_id'][g])][:30]!r}"
+                              for g in starts)
             notes.append(f"{ambiguous} groups share their prompt text with another group of the same step ({where}"
-                         f"{', ...' if len(ambiguous_at) > 3 else ''}): verl's dump has no group id and balance_batch "
+                         f"{', ...' if amb.size > 3 else ''}): verl's dump has no group id and balance_batch "
                          "reorders rows, so which rollouts formed which group is unknown; they are split in file "
                          f"order. {uncertain} of them could be degenerate or not depending on the split, so the "
                          "degenerate shares are uncertain by that many groups")
             warns.append(f"{ambiguous} ambiguous groups (the same prompt drawn twice in one step); "
                          f"{uncertain} with an uncertain outcome")
         # verl's own figure: critic/score/mean = mean of token_level_scores summed (the training reward)
-        train = np.asarray(offer[next(iter(offer))], float) if offer else None
+        train = next(iter(offer.values()), None)
         if scalars and train is not None:
-            steps_arr = np.asarray(row_step)
+            ustep, inv = np.unique(row_step, return_inverse=True)
+            ok = ~np.isnan(train)
+            mean = np.bincount(inv, np.where(ok, train, 0.0)) / np.maximum(np.bincount(inv, ok.astype(float)), 1)
             off = []
-            for s in sorted(set(row_step)):
+            for s, mine in zip(ustep.tolist(), mean.tolist()):
                 logged = scalars.get(s, {}).get("critic/score/mean")
-                if logged is None:
-                    continue
-                mine = float(np.nanmean(train[steps_arr == s]))
-                if not math.isclose(logged, mine, rel_tol=1e-4, abs_tol=1e-5):
+                if logged is not None and not math.isclose(logged, mine, rel_tol=1e-4, abs_tol=1e-5):
                     off.append((s, logged, mine))
             if off:
                 s0, a, b = off[0]
@@ -268,19 +235,22 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
                              "dump's score is not what trained (e.g. an overlong penalty not logged), or the metrics "
                              "file belongs to another run")
     if scalars:
-        without = sorted(s for s in scalars if s not in set(row_step))
+        without = sorted(set(scalars) - set(np.unique(row_step).tolist()))
         if without:
             val_only = [s for s in without if all(k.startswith("val-") for k in scalars[s])]
             notes.append(f"scalars but no rollouts at {_steps_phrase(without)}"
                          + (f" ({_steps_phrase(val_only)}: validation only, e.g. val_before_train)" if val_only else "")
                          + ": the record's recomputed figures are empty there")
-    missing = ["advantages", "lengths"] + ([] if scalars else ["scalars"]) + ([] if row_step else ["completions"])
+    missing = ["advantages", "lengths"] + ([] if scalars else ["scalars"]) + ([] if n_rows else ["completions"])
     source = {"kind": "verl", "path": bundle.origin, "rollout_files": dump_files, "reward_key": reward_info.get("key"),
               "scalar_files": scalar_files + ([scalars_path] if scalars_path else []),
               "grouping": "rows of one step with the same input text, split into blocks of num_generations",
               "ambiguous_groups": ambiguous, "uncertain_groups": uncertain}
-    rec = build_record(table, source=source, tolerance=tolerance, scalars=scalars, missing=missing, name=name,
-                       config={"num_generations": G})
+    if groups is None:
+        groups = {"step": np.zeros(0, np.int64), "prompt_id": np.zeros(0, np.int64), "rewards": np.zeros((0, 0)),
+                  "advantages": np.zeros((0, 0)), "lengths": np.zeros((0, 0), np.int64), "kept": np.zeros(0, bool)}
+    rec = record_from_arrays(groups, labels, source=source, tolerance=tolerance, scalars=scalars, missing=missing,
+                             name=name, config={"num_generations": G})
     reward_info["alternatives"] = alternatives
     rec.meta["reward"] = reward_info
     rec.meta["notes"] = notes
