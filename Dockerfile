@@ -1,4 +1,5 @@
-# The grpo-lab browser lab, served by `panel serve` on 0.0.0.0 as a non-root user.
+# The grpo-lab browser lab, served on 0.0.0.0 as a non-root user by `python -m grpo_lab.server` (panel serve
+# with the lab's Content-Security-Policy and a /health endpoint that builds no session).
 #   docker build -t grpo-lab .
 #   docker run -p 5006:5006 -e BOKEH_ALLOW_WS_ORIGIN=lab.example.org grpo-lab
 # BOKEH_ALLOW_WS_ORIGIN (comma-separated host[:port]) lists the origins whose pages may open the
@@ -21,5 +22,5 @@ RUN pip install --no-cache-dir . && chown -R 10001:10001 /home/lab
 USER 10001:10001
 EXPOSE 5006
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-    CMD ["sh", "-c", "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:'+__import__('os').environ['PORT']+'/app', timeout=4)\""]
-CMD ["sh", "-c", "exec panel serve lab/app.py --address 0.0.0.0 --port \"$PORT\" --num-procs 1 --index app"]
+    CMD ["sh", "-c", "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:'+__import__('os').environ['PORT']+'/health', timeout=4)\""]
+CMD ["sh", "-c", "exec python -m grpo_lab.server lab/app.py --address 0.0.0.0 --port \"$PORT\" --num-procs 1 --index app"]

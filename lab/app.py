@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import panel as pn
 
+from grpo_lab.access import PageAccess
 from grpo_lab.debounce import Debounce
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
@@ -89,13 +90,14 @@ def build_app(query: dict[str, str] | None = None):
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
         pn.state.onload(lambda: _sync_url(session.lab, query))
     if session.embed:
-        return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, css_classes=["grpo-lab", "embed"])
+        return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, PageAccess(),
+                         css_classes=["grpo-lab", "embed"])
     header = pn.pane.HTML(
         f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
         "Share a view by copying the URL.</p>", sizing_mode="stretch_width")
     tabs = _lazy_tabs(session)
-    return pn.Column(header, tabs, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+    return pn.Column(header, tabs, PageAccess(), sizing_mode="stretch_width", css_classes=["grpo-lab"])
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:
@@ -140,6 +142,24 @@ def _sync_url(lab: LabState, query: dict[str, str]) -> None:
     lab.param.watch(lambda *_events: later.trigger(doc), list(URL_PARAMS))
 
 
+def serve_resources_locally(doc) -> None:
+    """Point every stylesheet this session's components create at the lab's own server, never a CDN.
+
+    Panel builds component stylesheets with CDN URLs and rewrites them to the server's ``static/``
+    folder in two places: when it renders the session's HTML page (``server_html_page_for_session``
+    patches the models and records ``dist_url`` in the document's template variables) and, from then
+    on, for each new model (``Reactive._get_properties`` reads ``dist_url``). A session that Bokeh
+    rebuilds because its websocket arrived after the session had expired (slow pages in a full room)
+    never has its HTML page rendered, so without this every stylesheet of the rebuilt page pointed at
+    the CDN. Setting ``dist_url`` before anything is built makes both kinds of session local.
+    """
+    from panel.io.resources import LOCAL_DIST
+
+    rel = pn.state.rel_path
+    doc.template_variables["dist_url"] = f"{rel}/{LOCAL_DIST}" if rel else LOCAL_DIST
+
+
 if __name__.startswith("bokeh"):
     pn.extension(design="native", notifications=False)
+    serve_resources_locally(pn.state.curdoc)
     build_app().servable(title=TITLE)

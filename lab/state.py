@@ -163,27 +163,43 @@ def _as_bool(raw) -> bool | None:
     return None
 
 
+#: a URL value quoted in a notice is cut to this many characters (the notice is plain text: lab.notice)
+NOTICE_VALUE_CHARS = 60
+
+
+def _quoted(raw) -> str:
+    """A raw URL value as a notice quotes it: cut to NOTICE_VALUE_CHARS (with an ellipsis), never interpreted."""
+    text = str(raw)
+    return text if len(text) <= NOTICE_VALUE_CHARS else text[:NOTICE_VALUE_CHARS - 1] + "\u2026"
+
+
 def _clean(name: str, raw) -> tuple[object, str | None]:
-    """A valid value for ``name`` from a raw URL string, and a notice when it had to be changed."""
+    """A valid value for ``name`` from a raw URL string, and a notice when it had to be changed.
+
+    The notice quotes the raw value (shortened by :func:`_quoted`); it is text a visitor typed or a link
+    carried, so the page shows notices as plain text (:class:`grpo_lab.notice.TextNotice`), never as
+    Markdown or HTML.
+    """
     p = LabState.param[name]
     default = _default(name)
+    shown = _quoted(raw)
     if isinstance(p, param.Boolean):
         v = _as_bool(raw)
         if v is None:
-            return default, f"{name}={raw!s} is not true/false; using {str(default).lower()}"
+            return default, f"{name}={shown} is not true/false; using {str(default).lower()}"
         return v, None
     v = _as_float(raw)
     if v is None:
-        return default, f"{name}={raw!s} is not a number; using the default {default}"
+        return default, f"{name}={shown} is not a number; using the default {default}"
     lo, hi = p.bounds
     note = None
     if isinstance(p, param.Integer):
         if v != round(v):
-            note = f"{name}={raw!s} is not a whole number; rounded"
+            note = f"{name}={shown} is not a whole number; rounded"
         v = int(round(v)) if abs(v) < 1e18 else (hi if v > 0 else lo)
     if v < lo or v > hi:
         clamped = min(max(v, lo), hi)
-        note = f"{name}={raw!s} is outside [{lo}, {hi}]; clamped to {clamped}"
+        note = f"{name}={shown} is outside [{lo}, {hi}]; clamped to {clamped}"
         v = clamped
     return (int(v) if isinstance(p, param.Integer) else float(v)), note
 

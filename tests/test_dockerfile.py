@@ -1,4 +1,8 @@
-"""The Dockerfile: hadolint finds nothing, and its exact serve and health-check commands work outside Docker."""
+"""The Dockerfile: hadolint finds nothing, and its exact serve and health-check commands work outside Docker.
+
+The server is ``python -m grpo_lab.server`` (panel serve with the lab's Content-Security-Policy); the health
+check asks ``/health``, which answers without building a session.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +61,8 @@ def test_runs_as_non_root_with_a_health_check_on_all_interfaces():
     assert user.isdigit() and int(user) != 0
     assert "HEALTHCHECK" in words
     cmd = " ".join(exec_form("CMD"))
-    assert "panel serve lab/app.py" in cmd and "--address 0.0.0.0" in cmd
+    assert "python -m grpo_lab.server lab/app.py" in cmd and "--address 0.0.0.0" in cmd  # panel serve + headers
+    assert "/health'" in " ".join(exec_form("HEALTHCHECK"))  # the cheap endpoint, not a whole session
     assert "BOKEH_ALLOW_WS_ORIGIN" in env_defaults()  # the websocket origin comes from the environment
 
 
@@ -70,6 +75,9 @@ def test_docker_serve_command_answers_outside_docker():
         with urllib.request.urlopen(url, timeout=30) as r:
             body = r.read().decode()
         assert r.status == 200 and "bokeh" in body.lower()
+        assert "script-src-attr 'none'" in r.headers["Content-Security-Policy"]
+        with urllib.request.urlopen(url.replace("/app", "/health"), timeout=30) as r:
+            assert json.loads(r.read()) == {"ok": True}
         health = subprocess.run(exec_form("HEALTHCHECK"), env={**os.environ, **env}, timeout=30)
         assert health.returncode == 0
 

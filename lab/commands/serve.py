@@ -1,4 +1,8 @@
-"""``grpo-lab serve``: run the browser lab (``panel serve lab/app.py``) with sensible flags."""
+"""``grpo-lab serve``: run the browser lab (``panel serve lab/app.py``) with sensible flags.
+
+The server is ``python -m grpo_lab.server``: ``panel serve`` plus the lab's security headers
+(Content-Security-Policy) and a cheap ``/health`` endpoint (see :mod:`grpo_lab.server`).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ APP_PATH = Path(__file__).resolve().parents[1] / "app.py"  #: lab/app.py, found 
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="open the browser lab (panel serve lab/app.py)",
+    p = sub.add_parser("serve", help="open the browser lab (panel serve lab/app.py, with security headers)",
                        description="Serve the interactive lab. Extra hosts that may open its websocket come from "
                                    "--allow-websocket-origin or the environment variable GRPO_LAB_ORIGINS "
                                    "(comma-separated host[:port]).")
@@ -25,18 +29,18 @@ def register(sub) -> None:
     p.add_argument("--show", action="store_true", help="open the lab in a web browser")
     p.add_argument("--allow-websocket-origin", action="append", default=[], metavar="HOST[:PORT]",
                    help="another origin allowed to open the websocket (repeatable)")
-    p.add_argument("--dry-run", action="store_true", help="print the panel serve command and exit")
+    p.add_argument("--dry-run", action="store_true", help="print the server's command line and exit")
     p.set_defaults(func=cmd_serve)
 
 
 def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = False,
                   origins: list[str] | None = None) -> list[str]:
-    """The ``panel serve`` command line for the lab."""
+    """The command line serving the lab (``panel serve``'s options, run by :mod:`grpo_lab.server`)."""
     if not 0 < port < 65536:
         raise InputError(f"--port must be in 1..65535, got {port}")
     allowed = [f"localhost:{port}", f"127.0.0.1:{port}", *(origins or [])]
     env_origins = [o.strip() for o in os.environ.get("GRPO_LAB_ORIGINS", "").split(",") if o.strip()]
-    cmd = [sys.executable, "-m", "panel", "serve", str(APP_PATH), "--port", str(port), "--address", address,
+    cmd = [sys.executable, "-m", "grpo_lab.server", str(APP_PATH), "--port", str(port), "--address", address,
            "--num-procs", "1", "--index", "app"]
     for origin in dict.fromkeys(allowed + env_origins):
         cmd += ["--allow-websocket-origin", origin]

@@ -9,6 +9,7 @@ from bokeh.models import ColumnDataSource
 from bokeh.palettes import Colorblind8
 from bokeh.plotting import figure
 
+from grpo_lab.notice import TextNotice
 from grpo_lab.state import AdvantageState
 
 from .controls import tip
@@ -55,7 +56,7 @@ class AdvantageExplorer:
             f.legend.label_text_font_size = "11px"
         coef.legend.location = "top_center"
         cover.legend.location = "bottom_center"
-        self.error = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["adv-error"])
+        self.error = TextNotice("", "warning", css_classes=["adv-error"])  # quotes the typed text: shown verbatim
         state.param.watch(self._clamp, ["G"])
         state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text"])
         state.param.watch(lambda _e: self.refresh_curves(), ["G"])
@@ -77,8 +78,7 @@ class AdvantageExplorer:
 
     def refresh(self) -> None:
         t = self.state.table()
-        self.error.object = self.state.error
-        self.error.visible = bool(self.state.error)
+        self.error.show(self.state.error)
         r = t["rewards"]
         shown = min(r.size, 16)
         head = "".join(f"<th>{fixed(x, 2) if x % 1 else int(x)}</th>" for x in r[:shown])

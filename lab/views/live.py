@@ -12,6 +12,7 @@ from __future__ import annotations
 import panel as pn
 
 from grpo_lab.debounce import Debounce
+from grpo_lab.notice import TextNotice
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
@@ -54,9 +55,8 @@ class LiveLab:
         self._periodic = None
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
         play.param.watch(self._play, "playing")
-        self.notice = pn.pane.Alert(lab.notice, alert_type="warning", visible=bool(lab.notice),
-                                    css_classes=["lab-notice"], sizing_mode="stretch_width")
-        lab.param.watch(lambda e: self.notice.param.update(object=e.new, visible=bool(e.new)), "notice")
+        self.notice = TextNotice(lab.notice, "warning", css_classes=["lab-notice"])  # URL text: shown verbatim
+        lab.param.watch(lambda e: self.notice.show(e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
         if embed:

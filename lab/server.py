@@ -1,0 +1,104 @@
+"""``python -m grpo_lab.server APP [panel serve options]``: ``panel serve`` plus the lab's HTTP hardening.
+
+It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dockerfile build it) and adds:
+
+* **Security headers on every response** (a Tornado output transform, :class:`SecurityHeaders`):
+  :data:`CONTENT_SECURITY_POLICY`, ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``.
+  The policy lets the page load nothing from another host (scripts, styles, images, fonts, fetches and
+  websockets: ``'self'`` only) and forbids inline event handlers (``script-src-attr 'none'``), so markup
+  smuggled into the page could neither run ``onerror=`` / ``onload=`` handlers nor call out. What Panel 1.9
+  and Bokeh 3.9 need, and so allow: inline ``<script>`` elements (the page's document and its start-up call
+  are inline, with a per-session token, so no fixed hash covers them: ``'unsafe-inline'``), ``eval``
+  (Bokeh's ``CustomJS`` and Panel's ESM components compile their code in the browser: ``'unsafe-eval'``),
+  ``blob:`` scripts (Panel imports an ESM component's module, such as the lab's grid, from a ``blob:`` URL the
+  page itself made, and fetches it first: ``connect-src`` too; no host can serve one), inline styles, and
+  ``data:``/``blob:`` images (canvas pictures, icons). ``frame-ancestors`` is not set:
+  ``?embed=true`` is meant for other sites' iframes.
+* **A cheap health endpoint**, :data:`HEALTH_PATH`: ``200 {"ok": true}`` from the server's event loop,
+  without building a session (the Dockerfile's HEALTHCHECK uses it).
+
+Both are also importable for other servers: ``ROUTES`` (``panel serve --plugins grpo_lab.server`` adds the
+health route alone) and :class:`SecurityHeaders` (Tornado ``transforms=[SecurityHeaders]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tornado import web
+
+__all__ = ["CONTENT_SECURITY_POLICY", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders", "HealthHandler",
+           "ROUTES", "main"]
+
+#: the page's Content-Security-Policy (see the module docstring for why each source is there)
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'",
+    "script-src 'self' 'unsafe-inline' 'unsafe-eval' blob:",
+    "script-src-attr 'none'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self' blob:",
+    "worker-src 'self' blob:",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+])
+
+#: headers added to every response
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+HEALTH_PATH = "/health"  #: answers 200 without building a session
+
+
+class SecurityHeaders(web.OutputTransform):
+    """Adds :data:`SECURITY_HEADERS` to every response (a Tornado output transform)."""
+
+    def transform_first_chunk(self, status_code, headers, chunk, finishing):
+        for name, value in SECURITY_HEADERS.items():
+            headers.setdefault(name, value)
+        return status_code, headers, chunk
+
+
+class HealthHandler(web.RequestHandler):
+    """``GET /health``: ``{"ok": true}`` once the event loop answers; no Bokeh session is made."""
+
+    def get(self) -> None:
+        self.set_header("Cache-Control", "no-store")
+        self.write({"ok": True})
+
+
+ROUTES = [(HEALTH_PATH, HealthHandler)]
+
+
+def _serve_command():
+    """Panel's ``serve`` subcommand, with the transform and the health route added to the server's options."""
+    from panel.command.serve import Serve
+
+    class LabServe(Serve):
+        def customize_kwargs(self, args, server_kwargs):
+            kwargs = super().customize_kwargs(args, server_kwargs)
+            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *ROUTES]
+            kwargs["transforms"] = [*kwargs.get("transforms", []), SecurityHeaders]
+            return kwargs
+
+    return LabServe
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``panel serve``'s arguments and serve with the lab's headers and health route."""
+    parser = argparse.ArgumentParser(prog="python -m grpo_lab.server",
+                                     description="panel serve, with the lab's security headers and /health")
+    command = _serve_command()(parser=parser)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    command.invoke(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
