@@ -33,13 +33,12 @@ import io
 import json
 import math
 import re
-from functools import reduce
 
 import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, GroupTable, build_record, describe, numeric_scalars, outcome_summary
+from .common import Bundle, describe, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
 from .common import steps_phrase as _steps_phrase
 from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
@@ -183,7 +182,9 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     inferred: dict = {}
     skipped: list[dict] = []
 
-    table = GroupTable()
+    parts: list[tuple] = []  # per new batch: group steps, prompt codes, rewards, advantages, per-function rewards
+    prompt_index: dict = {}
+    prompt_texts: list[str] = []
     G_used = None
     columns_used: list[str] = []
     how_columns = None
@@ -192,10 +193,9 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     logged_at: dict[int, int] = {}  # parquet step -> step whose batch it holds (itself if new)
     new_steps: list[int] = []
     recomputed: dict[int, tuple[float, float]] = {}  # step -> (reward mean, share of zero-std groups)
-    per_func_groups: list[np.ndarray] = []  # each new batch's per-function rewards, (groups, G, functions)
     if parquets:
         pa, pq = _pyarrow()
-        previous = None  # (step, table without 'step') of the last new batch
+        previous = None  # (step, table without 'step', its ParquetFile) of the last new batch
         for f in parquets:
             label = bundle.label(f)
             data = bundle.read(f)
@@ -215,12 +215,8 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
             if weights is None:
                 weights = _weights(reward_weights, rcols)
             columns_used, how_columns = rcols, how
-            wanted = ["step", "prompt", *(["completion"] if "completion" in cols else []), *rcols] + \
-                (["advantage"] if "advantage" in cols else [])
-            try:
-                tab = pf.read(columns=wanted)
-            except Exception as exc:
-                raise InputError(f"{label}: unreadable parquet ({type(exc).__name__}: {str(exc)[:80]})") from None
+            wanted = ["step", "prompt", *rcols] + (["advantage"] if "advantage" in cols else [])
+            tab = _read_columns(pf, wanted, label)
             steps = _numeric(tab, "step", label, pa, integer=True)
             if len(steps) and np.any(steps != steps[0]):
                 raise InputError(f"{label}: 'step' differs between rows (TRL writes one step per file)")
@@ -229,57 +225,55 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
             # TRL writes the last generation batch at every logging step; with steps_per_generation >
             # gradient_accumulation_steps or num_iterations > 1 one batch serves several steps and is
             # written again, unchanged: count it once, at the first step that logged it
-            if previous is not None and previous[1].num_rows == body.num_rows and previous[1].equals(body):
+            if previous is not None and previous[1].num_rows == body.num_rows and previous[1].equals(body) \
+                    and _same_completions(previous[2], pf, label):
                 logged_at[step] = previous[0]
                 skipped.append({"file": label, "why": f"repeats the generation batch logged at step {previous[0]}"})
                 continue
-            previous = (step, body)
+            previous = (step, body, pf)
             logged_at[step] = step
             new_steps.append(step)
-            per_func = np.column_stack([_numeric(tab, c, label, pa) for c in rcols]) if len(tab) else \
+            n = len(steps)
+            per_func = np.column_stack([_numeric(tab, c, label, pa) for c in rcols]) if n else \
                 np.zeros((0, len(rcols)))
             unscorable = np.isnan(per_func).all(axis=1)
             total = np.nansum(per_func * weights, axis=1)
             total[unscorable] = np.nan
             adv = _numeric(tab, "advantage", label, pa) if "advantage" in tab.column_names else None
-            keys_labels = [_prompt_key(v) for v in tab.column("prompt").to_pylist()]
+            codes = _prompt_codes(tab.column("prompt"), prompt_index, prompt_texts, pa)
+            runs = np.diff(np.flatnonzero(np.diff(codes, prepend=-1, append=-1) != 0)) if n else np.zeros(0, int)
+            g_seen = int(np.gcd.reduce(runs)) if len(runs) else 0
             G = num_generations
             if G is None:
-                runs = _run_lengths([k for k, _ in keys_labels])
-                G = reduce(math.gcd, runs) if runs else 0
+                G = g_seen
                 if G < 2:
                     raise InputError(f"{label}: cannot infer num_generations from runs of equal prompts "
-                                     f"(lengths {sorted(set(runs))[:6]}); pass --num-generations")
-            elif G_used is None:
-                runs = _run_lengths([k for k, _ in keys_labels])
-                g_seen = reduce(math.gcd, runs) if runs else G
-                if g_seen != G and g_seen % G == 0:
-                    warns.append(f"num_generations {G} was given, but the prompts of {label} repeat in runs of "
-                                 f"{g_seen}: groups of {G} split TRL's groups")
+                                     f"(lengths {sorted(set(runs.tolist()))[:6]}); pass --num-generations")
+            elif G_used is None and g_seen != G and g_seen % G == 0:
+                warns.append(f"num_generations {G} was given, but the prompts of {label} repeat in runs of "
+                             f"{g_seen}: groups of {G} split TRL's groups")
             if G_used is not None and G != G_used:
                 warns.append(f"{label}: prompts repeat in runs of {G}, the earlier files in runs of {G_used} "
                              f"(files from different runs?); num_generations {G_used} kept")
                 G = G_used
             G_used = G
-            n = len(steps)
             if n % G:
                 raise InputError(f"{label}: {n} rows is not a multiple of num_generations = {G}")
-            for start in range(0, n, G):
-                block = keys_labels[start:start + G]
-                if any(k != block[0][0] for k, _ in block):
-                    raise InputError(f"{label} rows {start + 1}-{start + G}: prompts differ inside a group of "
-                                     f"{G} (wrong --num-generations?)")
-                pid = table.prompt(block[0][0], block[0][1])
-                table.add(step, pid, total[start:start + G].tolist(),
-                          None if adv is None else adv[start:start + G].tolist())
-            per_func_groups.append(per_func.reshape(-1, G, len(rcols)))
+            blocks = codes.reshape(-1, G)
+            bad = np.flatnonzero((blocks != blocks[:, :1]).any(axis=1))
+            if bad.size:
+                start = int(bad[0]) * G
+                raise InputError(f"{label} rows {start + 1}-{start + G}: prompts differ inside a group of "
+                                 f"{G} (wrong --num-generations?)")
+            grouped = total.reshape(-1, G)
+            parts.append((np.full(len(blocks), step, np.int64), blocks[:, 0], grouped,
+                          None if adv is None else adv.reshape(-1, G), per_func.reshape(-1, G, len(rcols))))
             if adv is not None and n:
                 scale_sets.append(scale_modes_matching(total, adv, G))
+            zero = np.isclose(nanstd(grouped, axis=1), 0.0, atol=1e-8)
             with np.errstate(invalid="ignore"):
-                grouped = total.reshape(-1, G) if n else np.zeros((0, G))
-                zero = np.isclose(nanstd(grouped, axis=1), 0.0, atol=1e-8) if n else np.zeros(0, bool)
-            recomputed[step] = (float(np.nanmean(total)) if n and not np.isnan(total).all() else math.nan,
-                                float(np.mean(zero)) if n else math.nan)
+                recomputed[step] = (float(np.nanmean(total)) if n and not np.isnan(total).all() else math.nan,
+                                    float(np.mean(zero)) if n else math.nan)
     # --- what the files could not tell, and where they disagree with trainer_state.json
     scale_rewards = None
     if scale_sets:
@@ -355,8 +349,8 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         "definition": (" + ".join(f"{w:g} * {c}" for w, c in zip(weights, columns_used)) + " (nansum; NaN when every "
                        "function returned None), as GRPOTrainer combines them") if parquets else None,
         "alternatives": {f"reward function {c!r} alone": outcome_summary(
-            np.concatenate([p[:, :, j] for p in per_func_groups]), tolerance) for j, c in enumerate(columns_used)}
-        if per_func_groups else {},
+            np.concatenate([p[4][:, :, j] for p in parts]), tolerance) for j, c in enumerate(columns_used)}
+        if parts else {},
     }
     source = {"kind": "trl", "path": bundle.origin, "completion_files": parquets, "trainer_state": state_file,
               "reward_columns": columns_used,
@@ -364,8 +358,22 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
               "scale_rewards": scale_rewards,
               "completions_cover": "the last generation batch before each logging step, each batch counted once",
               **info}
-    rec = build_record(table, source=source, tolerance=tolerance, scalars=scalars, missing=missing, name=name,
-                       config={"num_generations": G_used})
+    G = G_used or 0
+    n_groups = sum(len(p[0]) for p in parts)
+    has_adv = bool(parts) and all(p[3] is not None for p in parts)
+    groups = {
+        "step": np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64),
+        "prompt_id": np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64),
+        "rewards": np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, 0)),
+        "advantages": np.concatenate([p[3] if p[3] is not None else np.full(p[2].shape, np.nan) for p in parts])
+        if parts else np.zeros((0, 0)),
+        "lengths": np.full((n_groups, G), -1, np.int64),
+        "kept": np.ones(n_groups, bool),
+    }
+    if parts and not has_adv:
+        missing.append("advantages")
+    rec = record_from_arrays(groups, [prompt_label(t) for t in prompt_texts], source=source, tolerance=tolerance,
+                             scalars=scalars, missing=missing, name=name, config={"num_generations": G_used})
     rec.meta["reward"] = reward_info
     rec.meta["notes"] = notes
     rec.meta["warnings"] = warns
@@ -373,6 +381,50 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                                    if bundle.label(f) not in {s["file"] for s in skipped}],
                           "skipped": skipped, "inferred": inferred}
     return rec
+
+
+def _read_columns(pf, columns: list[str], label: str):
+    try:
+        return pf.read(columns=columns)
+    except Exception as exc:  # pyarrow raises several types on a damaged file
+        raise InputError(f"{label}: unreadable parquet ({type(exc).__name__}: {str(exc)[:80]})") from None
+
+
+def _same_completions(previous_pf, pf, label: str) -> bool:
+    """Whether two files' ``completion`` columns are equal (read only once the cheap columns matched)."""
+    if "completion" not in pf.schema_arrow.names or "completion" not in previous_pf.schema_arrow.names:
+        return True
+    return _read_columns(previous_pf, ["completion"], label).equals(_read_columns(pf, ["completion"], label))
+
+
+def _prompt_codes(column, index: dict, texts: list, pa) -> np.ndarray:
+    """Integer codes of a prompt column, interned in ``index`` (key -> code) / ``texts`` (labels) in order.
+
+    Text prompts go through pyarrow's dictionary encoding (one Python step per distinct prompt);
+    conversational prompts (lists of messages) are keyed by their JSON text, labelled by the last user turn.
+    """
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        enc = column.combine_chunks().dictionary_encode()
+        values = enc.dictionary.to_pylist()
+        local = np.empty(len(values), np.int64)
+        for i, v in enumerate(values):
+            code = index.get(v)
+            if code is None:
+                code = index[v] = len(texts)
+                texts.append(v)
+            local[i] = code
+        if enc.null_count:
+            raise InputError("a completions parquet has an empty prompt")
+        return local[enc.indices.to_numpy(zero_copy_only=False)] if len(enc) else np.zeros(0, np.int64)
+    codes = np.empty(len(column), np.int64)
+    for i, v in enumerate(column.to_pylist()):
+        key, label = _prompt_key(v)
+        code = index.get(key)
+        if code is None:
+            code = index[key] = len(texts)
+            texts.append(label)
+        codes[i] = code
+    return codes
 
 
 def schema_names(pf) -> list[str]:
@@ -395,17 +447,3 @@ def _numeric(tab, col: str, label: str, pa, integer: bool = False) -> np.ndarray
             raise InputError(f"{label} row {bad[0] + 1}: column {col!r} is not an integer")
         return values.astype(np.int64)
     return values
-
-
-def _run_lengths(keys: list) -> list[int]:
-    runs, prev, count = [], object(), 0
-    for k in keys:
-        if k == prev:
-            count += 1
-        else:
-            if count:
-                runs.append(count)
-            prev, count = k, 1
-    if count:
-        runs.append(count)
-    return runs

@@ -183,7 +183,6 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
         bad = np.flatnonzero(grouping.rows_per_key % G)
         if bad.size:
             k = int(bad[0])
-            g = int(grouping.key_first_group[k]) if k < len(grouping.key_first_group) else 0
             first_row = grouping.order[int(np.sum(grouping.rows_per_key[:k]))]
             raise InputError(f"{bundle.origin}: step {int(row_step[first_row])} has {int(grouping.rows_per_key[k])} "
                              f"rows for prompt {texts[int(row_prompt[first_row])][:60]!r}, not a multiple of the "
