@@ -26,7 +26,8 @@ def test_t_interval_matches_the_textbook_formula():
 
 def test_cells_are_paired_and_share_one_start():
     p = PRESETS["full"]
-    cells = main_cells(p)
+    cells = main_cells(p, {(reg, est): 1e-4 for reg in p.regimes for est in p.estimators})
+    assert all(c.lr != c.lr for c in main_cells(p))  # the full preset's rates come from its sweep
     assert len(cells) == len(p.seeds) * (len(p.group_sizes) * len(p.estimators) * len(p.regimes) + len(p.regimes))
     assert len({c.name for c in cells}) == len(cells)
     cfgs = [c.config(p) for c in cells[:3]]
@@ -151,3 +152,23 @@ def test_bad_study_options_one_line_exit_2(tmp_path, capsys, argv, needle):
     code = main(["study", "--out", str(tmp_path / "s"), "--no-progress", *argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_blocks_train_every_cell_once_the_first_pair_first():
+    p = PRESETS["full"]
+    lrs = {(reg, est): 2e-4 for reg in p.regimes for est in p.estimators}
+    bl = study.blocks(p, lrs)
+    flat = [c for b in bl for c in b]
+    assert len(flat) == len(set(flat)) and set(flat) == set(sweep_cells(p)) | set(main_cells(p, lrs))
+    first = p.estimators[:2]
+    assert all(c.kind == "sweep" and c.regime == p.regimes[0] and c.estimator in first for c in bl[0])
+    assert all(c.kind == "main" and c.regime == p.regimes[0] and c.G == 4 and c.estimator in first for c in bl[1])
+    # a main cell never comes before the sweep of its (regime, estimator)
+    seen = set()
+    for c in flat:
+        if c.kind == "sweep":
+            seen.add((c.regime, c.estimator))
+        elif not c.ds:
+            assert (c.regime, c.estimator) in seen
+    unknown = study.blocks(p, {})
+    assert all(c.lr != c.lr for c in unknown[1]) and [c.lr for c in unknown[0]] == [c.lr for c in bl[0]]

@@ -94,31 +94,23 @@ class Study:
                 self.figures[c.name] = run_figures(read_record(self.root / "runs" / c.name))
 
     def plan(self):
-        """(sweep cells, main cells or None while the sweep is unfinished, chosen rates or None)."""
+        """(sweep cells, main cells, rates chosen so far): a main cell whose sweep is unfinished has lr NaN."""
         from grpo_lab.sims.trainer.study import choose_lrs, main_cells, sweep_cells
 
         sweep = sweep_cells(self.preset)
         self.load(sweep)
-        if not sweep:
-            return sweep, main_cells(self.preset), None
-        if not all(c.name in self.figures for c in sweep):
-            return sweep, None, None
-        lrs = choose_lrs(self.preset, {k: v["final"] for k, v in self.figures.items()})
-        return sweep, main_cells(self.preset, lrs), lrs
+        lrs = choose_lrs(self.preset, {k: v["final"] for k, v in self.figures.items()}, partial=True) if sweep else {}
+        main = main_cells(self.preset, lrs)
+        self.load(main)
+        return sweep, main, lrs
 
     def write_tables(self) -> str:
         from grpo_lab.sims.record import atomic_write_bytes
-        from grpo_lab.sims.trainer.study import main_cells, tables
+        from grpo_lab.sims.trainer.study import tables
 
         sweep, main, lrs = self.plan()
-        if main is not None:
-            self.load(main)
         sweep_finals = {c.name: self.figures[c.name]["final"] for c in sweep if c.name in self.figures} if sweep else None
-        if main is None:
-            text = (tables(self.preset, [], {}, None, sweep_finals) +
-                    f"\nThe sweep is unfinished, so the {len(main_cells(self.preset))} main runs have not started.\n")
-        else:
-            text = tables(self.preset, main, self.figures, lrs, sweep_finals)
+        text = tables(self.preset, main, self.figures, lrs, sweep_finals)
         self.root.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.root / "tables.md", text.encode())
         return text
@@ -170,7 +162,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     except ImportError:
         raise InputError("the study needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
     from grpo_lab.sims.trainer.loop import resolve_device
-    from grpo_lab.sims.trainer.study import main_cells, sweep_cells
+    from grpo_lab.sims.trainer.study import blocks, main_cells, sweep_cells
 
     resolve_device(args.device)  # refuse an unusable device before anything starts
     try:
@@ -183,15 +175,22 @@ def cmd_study(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         sweep, main, _ = study.plan()
-        done = sum(study.finished(c) for c in sweep + (main or []))
+        done = sum(study.finished(c) for c in sweep + main)
         bar = tqdm(total=total, initial=done, desc=f"study {preset.name}", unit="run", file=sys.stderr,
                    dynamic_ncols=True)
+    failures, i = [], 0
     try:
-        sweep, _, _ = study.plan()
-        failures = _run(study, sweep, args, bar)
-        _, main, _ = study.plan()
-        if main is not None:
-            failures += _run(study, main, args, bar)
+        while True:  # block by block; a block's rates are known once the blocks before it are done
+            _, _, lrs = study.plan()
+            todo = blocks(preset, lrs)
+            if i >= len(todo):
+                break
+            unready = [c.name for c in todo[i] if c.lr != c.lr]
+            if unready:
+                failures.append(f"{unready[0]}: its learning-rate sweep did not finish")
+                break
+            failures += _run(study, todo[i], args, bar)
+            i += 1
     finally:
         if bar is not None:
             bar.close()

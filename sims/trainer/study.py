@@ -62,7 +62,7 @@ PRESETS = {
     "reduced": Preset("reduced", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"),
                       estimators=("dr_grpo", "sign"),
                       about="2 seeds, G = 4, dr_grpo vs sign, default learning rate (no sweep), plain vs DAPO"),
-    "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("broad", "weak"),
+    "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("weak", "broad"),
                    estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4),
                    about="5 seeds, G in {4, 8}, four estimators, learning rate per estimator from a sweep "
                          "on a held-out seed, plain vs DAPO"),
@@ -108,11 +108,12 @@ def sweep_cells(preset: Preset) -> list[Cell]:
 
 
 def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
-    """The study's cells, most informative first (G = 4 before G = 8; estimators in preset order).
+    """The study's cells (G = 4 before G = 8; estimators and regimes in preset order).
 
-    ``lrs[(regime, estimator)]`` is the chosen rate (default: GRPOConfig's learning rate).
+    ``lrs[(regime, estimator)]`` is the chosen rate; without a sweep, GRPOConfig's learning rate;
+    with a sweep not yet finished for a pair, NaN (the cell cannot start yet).
     """
-    default = GRPOConfig().learning_rate
+    default = GRPOConfig().learning_rate if not preset.sweep_lrs else float("nan")
     lr = (lambda reg, est: (lrs or {}).get((reg, est), default))
     cells = []
     for G in preset.group_sizes:
@@ -125,18 +126,40 @@ def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
     return cells
 
 
-def choose_lrs(preset: Preset, finals: dict) -> dict:
+def choose_lrs(preset: Preset, finals: dict, partial: bool = False) -> dict:
     """``{(regime, estimator): rate}`` with the highest final pass rate in ``finals[cell.name]``
-    among the sweep's rates (ties: the lower rate). Raises InputError if a sweep run is missing."""
+    among the sweep's rates (ties: the lower rate). A pair whose sweep is unfinished raises
+    InputError, or with ``partial`` is left out."""
     out = {}
     for reg in preset.regimes:
         for est in preset.estimators:
             runs = [c for c in sweep_cells(preset) if c.regime == reg and c.estimator == est]
             missing = [c.name for c in runs if c.name not in finals]
-            if missing:
+            if missing and not partial:
                 raise InputError(f"the learning-rate sweep lacks {missing[0]}")
-            out[(reg, est)] = max(runs, key=lambda c: (finals[c.name], -c.lr)).lr
+            if not missing:
+                out[(reg, est)] = max(runs, key=lambda c: (finals[c.name], -c.lr)).lr
     return out
+
+
+def blocks(preset: Preset, lrs: dict) -> list[list[Cell]]:
+    """The cells in the order they are trained, as blocks (a block starts when the one before has
+    finished): per pair of estimators (the first two of the preset first), per G, per regime, the
+    pair's sweep (first G only) then its runs; plain vs dynamic sampling after the first pair at
+    :data:`DS_G`. So the first finished blocks already answer the question for the first pair.
+    Cells of a pair whose rate is not chosen yet carry NaN (resolved when their block comes)."""
+    sweep, main = sweep_cells(preset), main_cells(preset, lrs)
+    out = []
+    pairs = [preset.estimators[i:i + 2] for i in range(0, len(preset.estimators), 2)]
+    for k, pair in enumerate(pairs):
+        for G in preset.group_sizes:
+            for reg in preset.regimes:
+                if G == preset.group_sizes[0]:
+                    out.append([c for c in sweep if c.regime == reg and c.estimator in pair])
+                out.append([c for c in main if not c.ds and c.G == G and c.regime == reg and c.estimator in pair])
+            if k == 0 and G == DS_G:
+                out.append([c for c in main if c.ds])
+    return [b for b in out if b]
 
 
 # ---------------------------------------------------------------- figures of one run
@@ -200,6 +223,10 @@ def _ci(values, digits: int = 3) -> str:
     return f"{m:.{digits}f}" if h != h else f"{m:.{digits}f} ± {h:.{digits}f}"
 
 
+def _lr(lr: float) -> str:
+    return "not chosen yet" if lr != lr else f"{lr:g}"
+
+
 def _mean(values, fmt: str = ".3f") -> str:
     v = [x for x in values if x == x]
     return format(float(np.mean(v)), fmt) if v else "-"
@@ -245,7 +272,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
                 diff += f" (n={len(common)})"
         seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
         lines.append(
-            f"| {c0.regime} | {c0.G} | {c0.estimator} | {c0.lr:g} | {seeds_done} | "
+            f"| {c0.regime} | {c0.G} | {c0.estimator} | {_lr(c0.lr)} | {seeds_done} | "
             f"{_mean([x['pass0'] for x in f.values()])} | {_ci([x['final'] for x in f.values()])} | {diff} | "
             f"{_mean([x['never0'] for x in f.values()])} -> {_mean([x['never'] for x in f.values()])} | "
             f"{_mean([x['all_pass'] for x in f.values()])} / {_mean([x['all_fail'] for x in f.values()])} | "
