@@ -21,12 +21,12 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
-from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import read_record
 
-from .catalog import list_runs
+from .catalog import list_runs, runs_dir
+from .diagnose_view import DiagnoseView
 from .model import RunView, rows_for, union_steps
 from .plots import Slot, TimePlots
 from .scrub import scrub_args, scrub_code
@@ -50,12 +50,14 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
+        self._root = str(runs_root if runs_root is not None else runs_dir())
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
             self.state.run = next(iter(self.state.choices))
 
         self.slots = [Slot("a"), Slot("b")]
+        self.diagnose = DiagnoseView()  # the run doctor on the chosen run (docs/doctor.md)
         self.plots = TimePlots(*self.slots)
         self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
                                            "row_b": np.zeros(0, np.int32)}, name="replay_axis")
@@ -84,9 +86,8 @@ class ReplayView(pn.viewable.Viewer):
             w.description = doc
 
         self.tolerance_pane = pn.pane.HTML("", css_classes=["replay-tolerance-pane"], sizing_mode="stretch_width")
-        # record names, file names and ingest messages come from visitors: notices show them as plain text
-        self.missing_pane = TextNotice("", "warning", css_classes=["replay-missing"])
-        self.error_pane = TextNotice("", "danger", css_classes=["replay-error"])
+        self.missing_pane = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["replay-missing"])
+        self.error_pane = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["replay-error"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -114,7 +115,7 @@ class ReplayView(pn.viewable.Viewer):
         a, b = self.slots
         grids = pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout))
         return pn.Column(self.error_pane, self.missing_pane,
-                         pn.Row(pn.Column(controls, grids), pn.pane.Bokeh(self.plots.layout)),
+                         pn.Row(pn.Column(controls, grids), pn.pane.Bokeh(self.plots.layout)), self.diagnose,
                          css_classes=["replay-tab"])
 
     def __panel__(self):
@@ -145,6 +146,7 @@ class ReplayView(pn.viewable.Viewer):
         self.state.error = ""
         for slot, view in zip(self.slots, views):
             slot.load(view)
+        self.diagnose.set_record(views[0].record if views[0] is not None else None)
         steps = union_steps(*views)
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
@@ -174,23 +176,25 @@ class ReplayView(pn.viewable.Viewer):
             tol = view.tolerance
             how = ("binary rewards: a group is degenerate when all its rewards are equal" if tol == 0 else
                    f"a group is degenerate when max - min of its rewards is at most {fixed(tol, 3)}")
-            parts.append(f"<b>{plain_html(view.label)}</b>: reward tolerance in force "
+            parts.append(f"<b>{view.label}</b>: reward tolerance in force "
                          f"<span class=\"replay-tolerance\">{fixed(tol, 3)}</span> ({how})")
             missing += [f"{view.label}: {m}" for m in view.missing()]
         self.tolerance_pane.object = "<br>".join(parts)
         self.state.notice = "; ".join(missing)
-        text = ("Not in this record, so not shown: " + "; ".join(missing)) if missing else ""
-        if views[0] is None:  # the server's runs folder is not named: visitors need not know its path
-            text = ("No run to replay yet: this server has no run records. Upload a file below, or convert a run "
-                    "with grpo-lab ingest PATH --format {trl,verl,jsonl} --out runs/NAME and reload.")
-        self.missing_pane.show(text)
+        self.missing_pane.object = ("**Not in this record, so not shown:** " + "; ".join(missing)) if missing else ""
+        if views[0] is None:
+            self.missing_pane.object = (f"**No run to replay yet.** No run record was found under `{self._root}`. "
+                                        "Upload a file below, or convert a run with `grpo-lab ingest PATH --format "
+                                        "{trl,verl,jsonl} --out runs/NAME` and reload.")
+        self.missing_pane.visible = bool(self.missing_pane.object)
 
     def _on_view(self, event) -> None:
         for s in self.slots:
             s.show_rates(event.new == VIEWS[1])
 
     def _on_error(self, event) -> None:
-        self.error_pane.show(event.new)
+        self.error_pane.object = event.new
+        self.error_pane.visible = bool(event.new)
 
     # --- uploads --------------------------------------------------------------------------
     def _on_upload(self, event) -> None:

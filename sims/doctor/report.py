@@ -14,7 +14,7 @@ import numpy as np
 
 from ..formatting import percent
 
-__all__ = ["text_report", "html_report"]
+__all__ = ["text_report", "html_fragment", "html_report"]
 
 LIST_PREVIEW = 20  #: prompts of each list shown in the page (the JSONL files hold all)
 _W, _H, _PAD = 640, 260, 44  #: plot size and margin in px
@@ -164,7 +164,7 @@ def _table(rows: list[list], head: list[str]) -> str:
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
-_STYLE = """body{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:1.5em auto;color:#222;padding:0 1em}
+_STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:1.5em auto;color:#222;padding:0 1em}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}th{background:#f4f4f4}
 td:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;white-space:pre-wrap}
@@ -173,7 +173,20 @@ figure{margin:.6em 0}figcaption{font-weight:600;font-size:.95em}.caution{backgro
 
 def html_report(d: dict) -> str:
     """One self-contained HTML page (inline SVG, no script, no outside request)."""
-    r, fc, win = d["run"], d["forecast"], d["windows"]
+    title = f"Run doctor: {d['run']['name'] or 'run'}"
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>{html.escape(title)}</title></head><body>", html_fragment(d), "</body></html>"])
+
+
+def html_fragment(d: dict, lab_href: str | None = None) -> str:
+    """The report's content (its own ``<style>``, headings, SVG plots, tables) for embedding in a page.
+
+    ``lab_href``: where the "open this population in the lab" link points (the lab's address with
+    :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None.
+    """
+    r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))
     check = _svg("Unanimous shares per window: observed (95% interval) and the window's fitted Beta", [
@@ -205,7 +218,6 @@ def html_report(d: dict) -> str:
         {"name": "", "x": [w["K"] for w in wi], "y": [w["effective_group_rate"] for w in wi],
          "kind": "points", "color": _COLORS["fit"]}],
         (min(w["K"] for w in wi), max(w["K"] for w in wi)), xlabel="K", xlog2=True, ylabel="effective group rate")
-    f = d["fit"]
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     fit_rows = [[k.replace("_", "-"), percent(ou[k]), f"[{percent(ou[k + '_interval'][0])}, "
                  f"{percent(ou[k + '_interval'][1])}]", percent(pu[k])] for k in ("all_pass", "all_fail", "total")]
@@ -222,11 +234,12 @@ def html_report(d: dict) -> str:
             [[x["prompt_id"], x.get("text", ""), x["draws"], x["successes"], x["last_step"]] for x in rows],
             ["prompt id", "text", "draws", "successes", "last step"]))
     title = f"Run doctor: {r['name'] or 'run'}"
+    link = (f'<p><a class="doctor-lab-link" href="{html.escape(lab_href, quote=True)}" target="_blank" '
+            f'rel="noopener">Open this population in the lab</a> (Beta({f["alpha"]:.3g}, {f["beta"]:.3g}) at '
+            f'K = {r["K"]})</p>' if lab_href is not None else "")
     return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
+        f"<div class=\"doctor-report\"><style>{_STYLE}</style>",
+        f"<h1>{html.escape(title)}</h1>", link,
         f"<pre>{html.escape(text_report(d))}</pre>",
         "<h2>Fit and its check</h2>",
         f"<p>Single Beta: alpha {f['alpha']:.3f} &plusmn; {f['se_alpha']:.3f}, beta {f['beta']:.3f} &plusmn; "
@@ -240,4 +253,4 @@ def html_report(d: dict) -> str:
         "<h2>Skipping, measured on the run</h2>",
         _table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
-        "</body></html>"])
+        "</div>"])

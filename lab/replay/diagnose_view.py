@@ -1,0 +1,93 @@
+"""The Replay tab's *Diagnose* section: the run doctor on the run being replayed.
+
+``DiagnoseView()`` is a ``pn.viewable.Viewer``; the replay view hands it the chosen run with
+``set_record(label, record)``. *Diagnose this run* runs :func:`grpo_lab.sims.doctor.diagnose` in a worker
+thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.sims.doctor.report.html_fragment`:
+the fit and its check, the forecast and its backtest, what-ifs, skipping, prompt lists; every text from the
+record escaped) with an *Open this population in the lab* link: the page's own address with the query
+``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
+notice (plain text) and the page keeps working.
+
+Stable CSS classes: ``replay-diagnose-button``, ``replay-diagnose`` (the report), ``replay-diagnose-notice``;
+inside the report the link has class ``doctor-lab-link``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+
+import panel as pn
+
+from grpo_lab.sims.doctor import diagnose
+from grpo_lab.sims.doctor.report import html_fragment
+from grpo_lab.sims.errors import InputError
+
+__all__ = ["DiagnoseView", "diagnose_html"]
+
+_HELP = ("**Diagnose.** Fit this run's difficulty from its groups, check the fit, forecast when the effective "
+         "group rate falls below 0.5, and price K, dynamic sampling and a difficulty band on it "
+         "(docs/doctor.md). The link opens the fitted population in the live lab.")
+_IDLE, _BUSY = "Diagnose this run", "Diagnosing..."
+
+
+def diagnose_html(record) -> tuple[str | None, str | None]:
+    """(report HTML, None) for a record the doctor can fit, else (None, a one-line reason)."""
+    try:
+        d = diagnose(record)
+    except InputError as exc:
+        return None, f"Cannot diagnose this run: {exc}"
+    return html_fragment(d, lab_href="?" + d["lab_query"]), None
+
+
+class DiagnoseView(pn.viewable.Viewer):
+    """One session's Diagnose section (see the module docstring)."""
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._record = None
+        self.button = pn.widgets.Button(name=_IDLE, button_type="primary", disabled=True,
+                                        css_classes=["replay-diagnose-button"])
+        self.notice = pn.pane.HTML("", visible=False, css_classes=["replay-diagnose-notice"],
+                                   styles={"color": "#8a4b00", "background": "#fff6e0", "padding": "4px 8px"})
+        self.report = pn.pane.HTML("", css_classes=["replay-diagnose"], sizing_mode="stretch_width")
+        self.button.on_click(self._on_click)
+        self._layout = pn.Column(pn.pane.Markdown(_HELP, width=560), self.button, self.notice, self.report,
+                                 sizing_mode="stretch_width")
+
+    def __panel__(self):
+        return self._layout
+
+    def set_record(self, record) -> None:
+        """The run to diagnose (None: nothing chosen); clears the previous report."""
+        self._record = record
+        self.report.object = ""
+        self._note("")
+        has_groups = record is not None and len(record.groups.get("step", ())) > 0
+        self.button.disabled = not has_groups
+        if record is not None and not has_groups:
+            self._note("This record has per-step scalars only; the doctor needs each group's rewards.")
+
+    def _note(self, text: str) -> None:
+        self.notice.object = html.escape(text)
+        self.notice.visible = bool(text)
+
+    def _show(self, report: str | None, error: str | None) -> None:
+        self.report.object = report or ""
+        self._note(error or "")
+
+    def render(self) -> None:
+        """Diagnose the current run now, in this thread (tests; the button uses a worker thread)."""
+        self._show(*diagnose_html(self._record))
+
+    async def _on_click(self, _event) -> None:
+        record = self._record
+        if record is None:
+            return
+        self.button.param.update(disabled=True, name=_BUSY)
+        try:
+            report, error = await asyncio.get_running_loop().run_in_executor(None, diagnose_html, record)
+        finally:
+            self.button.param.update(disabled=False, name=_IDLE)
+        if record is self._record:  # the run may have changed meanwhile
+            self._show(report, error)
