@@ -21,11 +21,12 @@ import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
+from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import read_record
 
-from .catalog import list_runs, runs_dir
+from .catalog import list_runs
 from .diagnose_view import DiagnoseView
 from .model import RunView, rows_for, union_steps
 from .plots import Slot, TimePlots
@@ -50,7 +51,6 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
-        self._root = str(runs_root if runs_root is not None else runs_dir())
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
@@ -86,8 +86,9 @@ class ReplayView(pn.viewable.Viewer):
             w.description = doc
 
         self.tolerance_pane = pn.pane.HTML("", css_classes=["replay-tolerance-pane"], sizing_mode="stretch_width")
-        self.missing_pane = pn.pane.Alert("", alert_type="warning", visible=False, css_classes=["replay-missing"])
-        self.error_pane = pn.pane.Alert("", alert_type="danger", visible=False, css_classes=["replay-error"])
+        # record names, file names and ingest messages come from visitors: notices show them as plain text
+        self.missing_pane = TextNotice("", "warning", css_classes=["replay-missing"])
+        self.error_pane = TextNotice("", "danger", css_classes=["replay-error"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -176,25 +177,23 @@ class ReplayView(pn.viewable.Viewer):
             tol = view.tolerance
             how = ("binary rewards: a group is degenerate when all its rewards are equal" if tol == 0 else
                    f"a group is degenerate when max - min of its rewards is at most {fixed(tol, 3)}")
-            parts.append(f"<b>{view.label}</b>: reward tolerance in force "
+            parts.append(f"<b>{plain_html(view.label)}</b>: reward tolerance in force "
                          f"<span class=\"replay-tolerance\">{fixed(tol, 3)}</span> ({how})")
             missing += [f"{view.label}: {m}" for m in view.missing()]
         self.tolerance_pane.object = "<br>".join(parts)
         self.state.notice = "; ".join(missing)
-        self.missing_pane.object = ("**Not in this record, so not shown:** " + "; ".join(missing)) if missing else ""
-        if views[0] is None:
-            self.missing_pane.object = (f"**No run to replay yet.** No run record was found under `{self._root}`. "
-                                        "Upload a file below, or convert a run with `grpo-lab ingest PATH --format "
-                                        "{trl,verl,jsonl} --out runs/NAME` and reload.")
-        self.missing_pane.visible = bool(self.missing_pane.object)
+        text = ("Not in this record, so not shown: " + "; ".join(missing)) if missing else ""
+        if views[0] is None:  # the server's runs folder is not named: visitors need not know its path
+            text = ("No run to replay yet: this server has no run records. Upload a file below, or convert a run "
+                    "with grpo-lab ingest PATH --format {trl,verl,jsonl} --out runs/NAME and reload.")
+        self.missing_pane.show(text)
 
     def _on_view(self, event) -> None:
         for s in self.slots:
             s.show_rates(event.new == VIEWS[1])
 
     def _on_error(self, event) -> None:
-        self.error_pane.object = event.new
-        self.error_pane.visible = bool(event.new)
+        self.error_pane.show(event.new)
 
     # --- uploads --------------------------------------------------------------------------
     def _on_upload(self, event) -> None:
