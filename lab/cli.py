@@ -16,6 +16,7 @@ from grpo_lab.sims.errors import InputError
 
 from .commands import COMMAND_MODULES
 from .commands import diagnose as _diagnose  # the run doctor (docs/doctor.md)
+from .commands import train_lm as _train_lm  # TRL + a real language model (docs/trl.md)
 
 
 class Parser(argparse.ArgumentParser):
@@ -30,7 +31,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="grpo-lab", description="The arithmetic of GRPO's zero-variance groups.")
     parser.add_argument("--version", action="version", version=f"grpo-lab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in [*COMMAND_MODULES, _diagnose]:
+    for module in [*COMMAND_MODULES, _diagnose, _train_lm]:
         module.register(sub)
     return parser
 

