@@ -14,7 +14,8 @@ tables in run.json as *chunks* (``files.groups = [{name, sha256}, ...]``, which
 Each flush writes the open chunks under fresh content-addressed names, replaces
 run.json in one ``os.replace``, then removes the chunk files run.json no longer
 names, so a reader sees a consistent record after any flush and after a kill at any
-point (the same guarantee as ``write_record``). Memory held: one open segment per
+point (the same guarantee as ``write_record``). The ``evals`` table (small: evaluations x
+prompts) is set whole in ``RecordAppender.evals`` and written as one chunk. Memory held: one open segment per
 table plus the caller's pending rows; the run.json file table grows by one short
 entry per sealed segment.
 """
@@ -68,6 +69,7 @@ class RecordAppender:
         self.segment_rows = int(segment_rows)
         self.sealed: dict[str, list[dict]] = {t: [] for t in _TABLES}
         self.open: dict[str, list[dict[str, np.ndarray]]] = {t: [] for t in _TABLES}
+        self.evals: dict[str, np.ndarray] = {}  # small (evaluations x prompts): rewritten whole at each flush
         # array files of an earlier record in this directory: removed at the first flush
         self._written = {f.name for f in self.path.glob("*.npz") if f.name.split("-")[0] in (*_TABLES, "evals")}
 
@@ -102,14 +104,14 @@ class RecordAppender:
                 _check_groups(tail)
             files[table] = self.sealed[table] + ([self._write_chunk(table, tail)] if tail else [])
             self.open[table] = [opened] if opened else []
-        files["evals"] = []
+        files["evals"] = [self._write_chunk("evals", self.evals)] if self.evals else []
         meta = dict(self.meta)
         meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
         if "n_prompts" not in meta:
             raise InputError("run record: n_prompts is required")
         text = json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
         atomic_write_bytes(self.path / "run.json", text.encode())
-        keep = {e["name"] for t in _TABLES for e in files[t]}
+        keep = {e["name"] for t in (*_TABLES, "evals") for e in files[t]}
         for old in self._written - keep:
             (self.path / old).unlink(missing_ok=True)
         self._written = keep
