@@ -144,3 +144,28 @@ def test_gof_p_value_is_uniform_under_the_model():
     rng = np.random.default_rng(9)
     rejected = [fit_beta(beta_counts(rng, 2000, 8, 2.0, 3.0), 8)["gof"]["p_value"] < 0.05 for _ in range(120)]
     assert np.mean(rejected) < 0.05 + 3 * np.sqrt(0.05 * 0.95 / 120)
+
+
+def test_fits_reach_the_maximum_of_the_likelihood():
+    """The fitted log-likelihood is the maximum: a tight Nelder-Mead from the truth finds nothing higher."""
+    from scipy import optimize
+
+    rng = np.random.default_rng(4)
+    K = 8
+    counts = mixture_counts(rng, 100_000, K, 0.35, (0.7, 3.0), (5.0, 1.0))
+    s = np.arange(K + 1)
+    f = fit_beta(counts, K)
+    nm = optimize.minimize(lambda x: -np.sum(counts * stats.betabinom.logpmf(s, K, *np.exp(x))),
+                           np.log([f["alpha"] * 1.3, f["beta"] * 0.8]), method="Nelder-Mead",
+                           options={"xatol": 1e-10, "fatol": 1e-10, "maxiter": 20_000})
+    assert f["loglik"] >= -nm.fun - 1e-3
+    m = fit_mixture(counts, K)
+
+    def nll(x):
+        w = 1 / (1 + np.exp(-x[0]))
+        a1, b1, a2, b2 = np.exp(x[1:])
+        return -np.sum(counts * np.log(w * stats.betabinom.pmf(s, K, a1, b1) + (1 - w) * stats.betabinom.pmf(s, K, a2, b2)))
+
+    nm = optimize.minimize(nll, [np.log(0.35 / 0.65), *np.log([0.7, 3.0, 5.0, 1.0])], method="Nelder-Mead",
+                           options={"xatol": 1e-10, "fatol": 1e-10, "maxiter": 50_000, "maxfev": 50_000})
+    assert m["loglik"] >= -nm.fun - 1e-2

@@ -6,13 +6,16 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``run``                  name, groups, steps, prompts, K, whether rewards were binarised
 ``fit``                  the single-Beta ML fit of all groups (``alpha``, ``beta``, SEs, GOF)
 ``mixture``              the two-component fit (or why not), ``model`` the one BIC prefers
+``pooled``               prompt-pooled Beta and mixture over the last quarter of the steps, with a check
+                         against that stretch's unanimous shares (:mod:`.pooled`)
 ``correlation``          within-prompt correlation (tau, icc, rho) where prompts repeat
 ``observed_unanimous``   all-pass / all-fail / total shares at the run's K with 95% intervals
 ``predicted_unanimous``  the same from the single Beta (and ``predicted_unanimous_mixture``)
 ``windows``              per-window fits and their checks (:mod:`.windows`)
 ``what_if``              ``[{K, effective_group_rate, rollouts_per_useful_group, ...}]`` on the
                          preferred model; ``dapo``, ``band``, ``coverage`` (:mod:`.whatif`);
-                         ``what_if_recent`` on the last window's Beta
+                         ``what_if_recent`` on the last window's Beta, ``what_if_pooled`` on the
+                         pooled model
 ``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
 ``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
@@ -33,6 +36,7 @@ from .correlation import within_prompt_correlation
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
 from .forecast import DEFAULT_THRESHOLD, forecast as run_forecast
 from .groups import run_groups
+from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
@@ -99,6 +103,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
                    "reason": f"K = {K}: a two-component mixture (5 parameters) needs K >= {MIXTURE_MIN_K}"}
         model = "beta"
     windows = window_fits(groups, window)
+    pooled = pooled_fit(groups)
     timings["fit"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -115,6 +120,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     wi = what_ifs(pop, K, batch, lo, hi, Ks)
     recent = windows[-1]
     what_if_recent = what_if_K((recent["alpha"], recent["beta"]), Ks)
+    what_if_pooled = what_if_K(pooled["population"], Ks) if pooled["available"] else []
     timings["what_if"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -144,10 +150,12 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "observed_unanimous": _observed(counts, K),
         "predicted_unanimous": _predicted(fit),
         "windows": windows,
+        "pooled": pooled,
         "what_if_population": "mixture" if model == "mixture" else "beta",
         "what_if": wi["K_table"], "dapo": wi["dapo"], "band": wi["band"], "coverage": wi["coverage"],
         "what_if_recent": {"steps": [recent["step_first"], recent["step_last"]],
                            "alpha": recent["alpha"], "beta": recent["beta"], "table": what_if_recent},
+        "what_if_pooled": what_if_pooled,
         "forecast": fc,
         "skip": skip,
         "prompts": lists,

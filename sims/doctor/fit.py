@@ -45,24 +45,38 @@ MIXTURE_MIN_K = 6  #: the smallest K at which the 5-parameter mixture is identif
 GOF_ALPHA = 0.01  #: a fit whose chi-square p-value is below this is reported as poor
 MIN_EXPECTED = 5.0  #: cells are pooled until each expects at least this many groups
 INTERVAL = 0.95  #: coverage of the observed shares' intervals
+MIXTURE_STARTS = 2  #: the mixture is climbed from this many of its starting points (the most likely ones)
+GTOL_PER_GROUP = 1e-7  #: BFGS stops when the gradient's norm is below this times the number of groups
 _EDGE = 1e-6  #: a parameter this close (in log) to its bound is reported at the bound
 
 
-def _loglik_cells(counts: np.ndarray, logpmf: np.ndarray) -> float:
-    return float(np.sum(np.where(counts > 0, counts * logpmf, 0.0)))
+def _gtol(w: np.ndarray) -> float:
+    """BFGS's gradient tolerance, relative to the number of groups: the log-likelihood grows with it."""
+    return GTOL_PER_GROUP * float(np.sum(w)) + 1e-8
+
+
+def _loglik(w: np.ndarray, logpmf: np.ndarray) -> float:
+    """sum_i w_i log P_i, with 0 log 0 = 0 (a cell no group falls in costs nothing)."""
+    return float(np.sum(np.where(w > 0, w * logpmf, 0.0)))
+
+
+def _moments(s: np.ndarray, n: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """Method-of-moments (alpha, beta) from weighted (successes, trials) cells, for a starting point:
+    m = sum w s / sum w n; the variance of s/n beyond binomial noise m(1 - m) E[1/n] is Var(p), and
+    alpha + beta = m (1 - m) / Var(p) - 1. Clipped into range."""
+    y = s / n
+    m = float(np.clip(np.sum(w * s) / np.sum(w * n), 1e-3, 1 - 1e-3))
+    var_y = float(np.sum(w * (y - m) ** 2) / np.sum(w))
+    noise = m * (1 - m) * float(np.sum(w / n) / np.sum(w))
+    tau = float(np.clip((var_y - noise) / (m * (1 - m) - noise) if m * (1 - m) > noise else 0.5, 1e-3, 0.95))
+    total = 1.0 / tau - 1.0
+    return m * total, (1 - m) * total
 
 
 def moment_start(counts, K: int) -> tuple[float, float]:
-    """Method-of-moments (alpha, beta) from the cell counts: mean m and overdispersion
-    rho = (Var S / (K m (1 - m)) - 1) / (K - 1), alpha + beta = 1/rho - 1; clipped into range."""
+    """Method-of-moments (alpha, beta) from group cell counts ``n_s`` (s = 0..K); see :func:`_moments`."""
     counts = np.asarray(counts, float)
-    s = np.arange(K + 1)
-    N = counts.sum()
-    m = float(np.clip((counts @ s) / (N * K), 1e-3, 1 - 1e-3))
-    var = float(counts @ (s - m * K) ** 2 / N)
-    rho = float(np.clip((var / (K * m * (1 - m)) - 1) / max(K - 1, 1), 1e-3, 0.95))
-    total = 1.0 / rho - 1.0
-    return m * total, (1 - m) * total
+    return _moments(np.arange(K + 1, dtype=float), np.full(K + 1, float(K)), counts)
 
 
 def _hessian(f, x: np.ndarray, h: float = 1e-3) -> np.ndarray:
@@ -135,6 +149,27 @@ def _check_counts(counts, K: int) -> np.ndarray:
     return counts
 
 
+def _fit_beta_cells(s: np.ndarray, n: np.ndarray, w: np.ndarray) -> dict:
+    """ML Beta(alpha, beta) for weighted (successes s, trials n) cells: the core of :func:`fit_beta`."""
+
+    def nll(x):
+        x = np.clip(x, *LOG_BOUNDS)
+        return -_loglik(w, stats.betabinom.logpmf(s, n, np.exp(x[0]), np.exp(x[1])))
+
+    x0 = np.clip(np.log(_moments(s, n, w)), *LOG_BOUNDS)
+    res = optimize.minimize(nll, x0, method="BFGS", options={"gtol": _gtol(w)})
+    x = np.clip(res.x, *LOG_BOUNDS)
+    a, b = np.exp(x)
+    at_bound = bool(np.any(np.abs(x - LOG_BOUNDS[0]) < _EDGE) or np.any(np.abs(x - LOG_BOUNDS[1]) < _EDGE))
+    cov = _covariance(nll, x, np.diag(np.exp(x))) if not at_bound else np.full((2, 2), np.nan)
+    return {
+        "alpha": float(a), "beta": float(b),
+        "se_alpha": float(np.sqrt(cov[0, 0])), "se_beta": float(np.sqrt(cov[1, 1])), "cov": cov,
+        "mean": float(a / (a + b)), "rho": float(1.0 / (a + b + 1.0)),
+        "loglik": -float(res.fun), "n_groups": int(w.sum()), "at_bound": at_bound,
+    }
+
+
 def fit_beta(counts, K: int) -> dict:
     """ML beta-binomial fit of cell counts ``n_s`` (s = 0..K).
 
@@ -145,26 +180,11 @@ def fit_beta(counts, K: int) -> dict:
     """
     counts = _check_counts(counts, K)
     s = np.arange(K + 1)
-
-    def nll(x):
-        x = np.clip(x, *LOG_BOUNDS)
-        return -_loglik_cells(counts, stats.betabinom.logpmf(s, K, np.exp(x[0]), np.exp(x[1])))
-
-    x0 = np.clip(np.log(moment_start(counts, K)), *LOG_BOUNDS)
-    res = optimize.minimize(nll, x0, method="BFGS")
-    x = np.clip(res.x, *LOG_BOUNDS)
-    a, b = np.exp(x)
-    at_bound = bool(np.any(np.abs(x - LOG_BOUNDS[0]) < _EDGE) or np.any(np.abs(x - LOG_BOUNDS[1]) < _EDGE))
-    cov = _covariance(nll, x, np.diag(np.exp(x))) if not at_bound else np.full((2, 2), np.nan)
-    probs = stats.betabinom.pmf(s, K, a, b)
-    return {
-        "alpha": float(a), "beta": float(b),
-        "se_alpha": float(np.sqrt(cov[0, 0])), "se_beta": float(np.sqrt(cov[1, 1])), "cov": cov,
-        "mean": float(a / (a + b)), "rho": float(1.0 / (a + b + 1.0)),
-        "loglik": -float(res.fun), "n_groups": int(counts.sum()), "at_bound": at_bound,
-        "cell_probs": probs, "predicted_all_pass": float(probs[K]), "predicted_all_fail": float(probs[0]),
-        "gof": gof(counts, probs, 2),
-    }
+    out = _fit_beta_cells(s.astype(float), np.full(K + 1, float(K)), counts)
+    probs = stats.betabinom.pmf(s, K, out["alpha"], out["beta"])
+    out.update(cell_probs=probs, predicted_all_pass=float(probs[K]), predicted_all_fail=float(probs[0]),
+               gof=gof(counts, probs, 2))
+    return out
 
 
 def mixture_pmf(K: int, w: float, a1: float, b1: float, a2: float, b2: float) -> np.ndarray:
@@ -173,14 +193,52 @@ def mixture_pmf(K: int, w: float, a1: float, b1: float, a2: float, b2: float) ->
     return w * stats.betabinom.pmf(s, K, a1, b1) + (1 - w) * stats.betabinom.pmf(s, K, a2, b2)
 
 
-def _mixture_starts(counts: np.ndarray, K: int):
-    """Starting points: split the cells at each interior s and moment-fit each side; plus two fixed tails."""
-    s = np.arange(K + 1)
-    for cut in sorted({K // 4, K // 2, (3 * K) // 4} - {0, K}):
-        lo, hi = np.where(s <= cut, counts, 0.0), np.where(s > cut, counts, 0.0)
-        if lo.sum() > 0 and hi.sum() > 0:
-            yield lo.sum() / counts.sum(), moment_start(lo, K), moment_start(hi, K)
+def _mixture_starts(s: np.ndarray, n: np.ndarray, w: np.ndarray):
+    """Starting points: split the cells at pass rates 1/4, 1/2, 3/4 and moment-fit each side; plus two fixed tails."""
+    y = s / n
+    for cut in (0.25, 0.5, 0.75):
+        low = y <= cut
+        if w[low].sum() > 0 and w[~low].sum() > 0:
+            yield (w[low].sum() / w.sum(), _moments(s[low], n[low], w[low]),
+                   _moments(s[~low], n[~low], w[~low]))
     yield 0.5, (0.5, 4.0), (4.0, 0.5)
+
+
+def _fit_mixture_cells(s: np.ndarray, n: np.ndarray, wt: np.ndarray) -> dict:
+    """ML two-component mixture for weighted (successes, trials) cells: the core of :func:`fit_mixture`."""
+
+    def unpack(x):
+        return 1.0 / (1.0 + np.exp(-np.clip(x[0], *W_BOUNDS))), *np.exp(np.clip(x[1:], *LOG_BOUNDS))
+
+    def nll(x):
+        w, a1, b1, a2, b2 = unpack(x)
+        lp = np.logaddexp(np.log(w) + stats.betabinom.logpmf(s, n, a1, b1),
+                          np.log1p(-w) + stats.betabinom.logpmf(s, n, a2, b2))
+        return -_loglik(wt, lp)
+
+    best = None
+    lo, hi = [W_BOUNDS[0]] + [LOG_BOUNDS[0]] * 4, [W_BOUNDS[1]] + [LOG_BOUNDS[1]] * 4
+    starts = [np.clip(np.concatenate([[np.log(w0 / (1 - w0))], np.log(c1), np.log(c2)]), lo, hi)
+              for w0, c1, c2 in _mixture_starts(s, n, wt)]
+    for x0 in sorted(starts, key=nll)[:MIXTURE_STARTS]:  # climb from the most likely starting points only
+        res = optimize.minimize(nll, x0, method="BFGS", options={"gtol": _gtol(wt)})
+        if best is None or res.fun < best.fun:
+            best = res
+    x = np.clip(best.x, lo, hi)
+    w, a1, b1, a2, b2 = unpack(x)
+    if a1 / (a1 + b1) > a2 / (a2 + b2):  # order the components by mean
+        x = np.concatenate([[-x[0]], x[3:5], x[1:3]])
+        w, a1, b1, a2, b2 = unpack(x)
+    jac = np.diag([w * (1 - w), a1, b1, a2, b2])
+    cov = _covariance(nll, x, jac)
+    se = np.sqrt(np.where(np.diag(cov) >= 0, np.diag(cov), np.nan))
+    return {
+        "w": float(w),
+        "components": [{"alpha": float(a1), "beta": float(b1), "mean": float(a1 / (a1 + b1))},
+                       {"alpha": float(a2), "beta": float(b2), "mean": float(a2 / (a2 + b2))}],
+        "se": dict(zip(("w", "alpha1", "beta1", "alpha2", "beta2"), map(float, se))),
+        "loglik": -float(best.fun), "n_groups": int(wt.sum()),
+    }
 
 
 def fit_mixture(counts, K: int) -> dict:
@@ -196,41 +254,12 @@ def fit_mixture(counts, K: int) -> dict:
         raise InputError(f"a two-component mixture has 5 parameters: it needs K >= {MIXTURE_MIN_K} "
                          f"(this run has K = {K})")
     s = np.arange(K + 1)
-
-    def unpack(x):
-        return 1.0 / (1.0 + np.exp(-np.clip(x[0], *W_BOUNDS))), *np.exp(np.clip(x[1:], *LOG_BOUNDS))
-
-    def nll(x):
-        w, a1, b1, a2, b2 = unpack(x)
-        lp = np.logaddexp(np.log(w) + stats.betabinom.logpmf(s, K, a1, b1),
-                          np.log1p(-w) + stats.betabinom.logpmf(s, K, a2, b2))
-        return -_loglik_cells(counts, lp)
-
-    best = None
-    lo, hi = [W_BOUNDS[0]] + [LOG_BOUNDS[0]] * 4, [W_BOUNDS[1]] + [LOG_BOUNDS[1]] * 4
-    for w0, c1, c2 in _mixture_starts(counts, K):
-        x0 = np.clip(np.concatenate([[np.log(w0 / (1 - w0))], np.log(c1), np.log(c2)]), lo, hi)
-        res = optimize.minimize(nll, x0, method="BFGS")
-        if best is None or res.fun < best.fun:
-            best = res
-    x = np.clip(best.x, lo, hi)
-    w, a1, b1, a2, b2 = unpack(x)
-    if a1 / (a1 + b1) > a2 / (a2 + b2):  # order the components by mean
-        x = np.concatenate([[-x[0]], x[3:5], x[1:3]])
-        w, a1, b1, a2, b2 = unpack(x)
-    jac = np.diag([w * (1 - w), a1, b1, a2, b2])
-    cov = _covariance(nll, x, jac)
-    se = np.sqrt(np.where(np.diag(cov) >= 0, np.diag(cov), np.nan))
-    probs = mixture_pmf(K, w, a1, b1, a2, b2)
-    return {
-        "w": float(w),
-        "components": [{"alpha": float(a1), "beta": float(b1), "mean": float(a1 / (a1 + b1))},
-                       {"alpha": float(a2), "beta": float(b2), "mean": float(a2 / (a2 + b2))}],
-        "se": dict(zip(("w", "alpha1", "beta1", "alpha2", "beta2"), map(float, se))),
-        "loglik": -float(best.fun), "n_groups": int(counts.sum()),
-        "cell_probs": probs, "predicted_all_pass": float(probs[K]), "predicted_all_fail": float(probs[0]),
-        "gof": gof(counts, probs, 5),
-    }
+    out = _fit_mixture_cells(s.astype(float), np.full(K + 1, float(K)), counts)
+    (c1, c2), w = out["components"], out["w"]
+    probs = mixture_pmf(K, w, c1["alpha"], c1["beta"], c2["alpha"], c2["beta"])
+    out.update(cell_probs=probs, predicted_all_pass=float(probs[K]), predicted_all_fail=float(probs[0]),
+               gof=gof(counts, probs, 5))
+    return out
 
 
 def bic(loglik: float, n_params: int, n: int) -> float:

@@ -35,10 +35,10 @@ __all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast"
 
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
-SEARCH_POINTS = 100  #: grid points of that search (then bisection to one step)
+SEARCH_POINTS = 40  #: grid points of that search (then bisection to half a step)
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
-SERIES_POINTS = 200  #: steps at which the fitted series is evaluated (interpolated between them)
+SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
 MAX_STEP = 5.0  #: largest Newton step on any logit parameter
 Z95 = 1.959963984540054  #: standard normal 97.5% quantile
 ROLLING = 10  #: steps in the rolling mean of the observed rate (as the replay's default)

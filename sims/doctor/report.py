@@ -56,6 +56,17 @@ def text_report(d: dict) -> str:
     bad = sum(not (w["inside_all_pass"] and w["inside_all_fail"]) for w in win)
     lines.append(f"windows: {len(win)}; prediction outside the observed 95% interval in {bad}; "
                  f"poor chi-square in {sum(w['gof']['poor'] for w in win)}")
+    pl = d["pooled"]
+    if pl["available"]:
+        pop = " + ".join(f"{w:.2f} Beta({a:.2f}, {b:.2f})" for w, a, b in pl["population"])
+        ck = pl["check"]
+        lines.append(f"prompt-pooled (steps {pl['steps'][0]}-{pl['steps'][1]}, {pl['prompts']:,} prompts, median "
+                     f"{pl['median_trials']:g} rollouts each): {pop} ({pl['model']} by BIC); one group of K: "
+                     f"all-pass {percent(ck['all_pass']['predicted'])} vs observed {percent(ck['all_pass']['observed'])}"
+                     f", all-fail {percent(ck['all_fail']['predicted'])} vs {percent(ck['all_fail']['observed'])}"
+                     + ("" if ck["all_pass"]["inside"] and ck["all_fail"]["inside"] else "  (outside the 95% interval)"))
+    else:
+        lines.append(f"prompt-pooled: {pl['reason']}")
     c = d["correlation"]
     if c.get("available"):
         lines.append(f"within-prompt: tau {c['tau']:.3f} +/- {c['se']['tau']:.3f} (between-prompt share), "
@@ -63,10 +74,15 @@ def text_report(d: dict) -> str:
                      f"{c['pairs']:,} repeated draws")
     else:
         lines.append(f"within-prompt correlation: {c['reason']}")
-    lines.append(f"what-if ({d['what_if_population']}):   K   effective rate   rollouts per useful group")
+    pooled = {row["K"]: row for row in d["what_if_pooled"]}
+    lines.append(f"what-if:  K   effective rate   rollouts per useful group   (whole run, {d['what_if_population']}"
+                 + ("; recent, pooled" if pooled else "") + ")")
     for row in d["what_if"]:
-        lines.append(f"  {row['K']:>24d}   {percent(row['effective_group_rate']):>14s}   "
-                     f"{_num(row['rollouts_per_useful_group'], '.1f'):>10s}")
+        extra = pooled.get(row["K"])
+        lines.append(f"  {row['K']:>9d}   {percent(row['effective_group_rate']):>14s}   "
+                     f"{_num(row['rollouts_per_useful_group'], '.1f'):>10s}"
+                     + (f"   | {percent(extra['effective_group_rate'])}, "
+                        f"{_num(extra['rollouts_per_useful_group'], '.1f')}" if extra else ""))
     for row in d["dapo"]:
         if row["K"] == r["K"]:
             lines.append(f"DAPO at K = {row['K']}, batch {row['batch_groups']}: amplification "
@@ -221,8 +237,10 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     fit_rows = [[k.replace("_", "-"), percent(ou[k]), f"[{percent(ou[k + '_interval'][0])}, "
                  f"{percent(ou[k + '_interval'][1])}]", percent(pu[k])] for k in ("all_pass", "all_fail", "total")]
+    pooled = {row["K"]: row for row in d["what_if_pooled"]}
     wi_rows = [[w["K"], percent(w["effective_group_rate"]), _num(w["rollouts_per_useful_group"], ".1f"),
-                percent(w["all_pass"]), percent(w["all_fail"])] for w in wi]
+                percent(w["all_pass"]), percent(w["all_fail"]),
+                percent(pooled[w["K"]]["effective_group_rate"]) if w["K"] in pooled else "-"] for w in wi]
     dapo_rows = [[x["K"], x["batch_groups"], f"{x['amplification_expected']:.2f}", _num(x["amplification_p95"])]
                  for x in d["dapo"]]
     skip_rows = [[x["after_unanimous_draws"], percent(x["rollouts_saved_share"]),
@@ -248,7 +266,8 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         _table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"]), check,
         "<h2>Forecast</h2>", f"<p>{html.escape(fc['status'])}.</p>", eff,
         "<h2>What-ifs</h2>", kplot,
-        _table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail"]),
+        _table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail",
+                         "effective rate (recent, prompt-pooled)"]),
         _table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
         "<h2>Skipping, measured on the run</h2>",
         _table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
