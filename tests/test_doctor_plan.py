@@ -231,3 +231,21 @@ def test_pooled_fit_needs_enough_prompts():
                   n_prompts=5)
     r = pooled_fit(g)
     assert not r["available"] and "prompts" in r["reason"]
+
+
+def test_windows_consecutive_rolling_and_per_step():
+    """Window cells equal the groups counted directly; rolling windows overlap; window=1 is one per step."""
+    from grpo_lab.sims.doctor.windows import window_fits
+
+    g = random_run(seed=3, T=30, per=40)
+    rows = window_fits(g, window=10)
+    assert [(r["step_first"], r["step_last"]) for r in rows] == [(0, 9), (10, 19), (20, 29)]
+    for r in rows:
+        m = (g.step >= r["step_first"]) & (g.step <= r["step_last"])
+        assert r["groups"] == m.sum()
+        assert r["observed_all_pass"] == pytest.approx(np.mean(g.successes[m] == g.K))
+    rolling = window_fits(g, window=10, stride=5)
+    assert [(r["step_first"], r["step_last"]) for r in rolling] == [(0, 9), (5, 14), (10, 19), (15, 24), (20, 29)]
+    assert len(window_fits(g, window=1)) == 30
+    with pytest.raises(InputError):
+        window_fits(g, window=10, stride=0)

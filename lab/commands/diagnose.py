@@ -29,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"effective group rate the forecast watches (default {DEFAULT_THRESHOLD:g})")
     p.add_argument("--window", type=int, default=None, help="steps per check window (default: about 20 windows)")
+    p.add_argument("--stride", type=int, default=None,
+                   help="steps between window starts (default: the window; smaller gives rolling windows)")
     p.add_argument("--batch", type=int, default=None,
                    help="DAPO batch size in groups (default: the run's groups per step)")
     p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"), default=DEFAULT_BAND,
@@ -60,7 +62,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     band = check_band(*args.band)
     record = read_record(_resolve(args.run))
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
-                      batch=args.batch, band=band, retire_after=args.retire_after)
+                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after)
     written = {}
     if args.lists:
         written.update(write_prompt_lists(result["prompts"], args.lists))

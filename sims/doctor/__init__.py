@@ -5,6 +5,7 @@ One module per stage (see docs/doctor.md):
 - :mod:`.groups`      the record reduced to success counts per group, and its input checks
 - :mod:`.fit`         ML beta-binomial and two-component mixture fits, SEs, goodness of fit
 - :mod:`.windows`     the fit checked window by window against observed unanimous shares
+- :mod:`.pooled`      prompt-pooled Beta and mixture fits (identifiable where one group is too small)
 - :mod:`.correlation` within-prompt correlation where prompts repeat
 - :mod:`.whatif`      K, DAPO, band and estimator what-ifs via the core's closed forms
 - :mod:`.forecast`    per-prompt trend, the step the effective rate crosses a threshold, backtest

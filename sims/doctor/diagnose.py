@@ -63,7 +63,7 @@ def _predicted(fit: dict) -> dict:
 
 
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
-             window: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
+             window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
              retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
@@ -72,6 +72,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     tolerance : allow non-binary rewards, counting a reward above 0.5 as a pass (see :mod:`.groups`).
     threshold : effective group rate the forecast watches (default 0.5).
     window : steps per check window (default: about 20 windows).
+    stride : steps between the starts of check windows (default: ``window``; smaller: rolling windows).
     batch : DAPO batch size in groups (default: the run's mean groups per step).
     band : (lo, hi) difficulty band of the what-if.
     retire_after : all-pass draws in a row that make a retire candidate.
@@ -102,7 +103,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         mixture = {"available": False,
                    "reason": f"K = {K}: a two-component mixture (5 parameters) needs K >= {MIXTURE_MIN_K}"}
         model = "beta"
-    windows = window_fits(groups, window)
+    windows = window_fits(groups, window, stride)
     pooled = pooled_fit(groups)
     timings["fit"] = time.perf_counter() - t
 

@@ -1,9 +1,10 @@
 r"""The fit, checked against the run window by window.
 
-The run's steps are cut into consecutive windows of ``window`` steps (by default
-enough steps for :data:`TARGET_WINDOWS` windows, and never fewer groups than
+The run's steps are cut into windows of ``window`` steps (by default enough steps
+for :data:`TARGET_WINDOWS` windows, and never fewer groups than
 :data:`~.groups.MIN_GROUPS` in a window when the run allows; ``window=1`` fits
-every step). In each window a single Beta is fitted to that window's groups
+every step), one starting every ``stride`` steps: consecutive windows by default
+(``stride = window``), rolling ones with a smaller stride. In each window a single Beta is fitted to that window's groups
 (:func:`.fit.fit_beta`), and its predicted all-pass and all-fail shares at the
 run's K (the fitted pmf at K and at 0) are set beside the observed shares with
 their Jeffreys 95% intervals; ``inside`` says whether the prediction falls in the
@@ -32,21 +33,25 @@ def default_window(groups: RunGroups) -> int:
     return int(min(len(steps), max(math.ceil(len(steps) / TARGET_WINDOWS), math.ceil(MIN_GROUPS / per_step))))
 
 
-def window_fits(groups: RunGroups, window: int | None = None) -> list[dict]:
+def window_fits(groups: RunGroups, window: int | None = None, stride: int | None = None) -> list[dict]:
     """One row per window: ``step_first``, ``step_last``, ``groups``, ``alpha``, ``beta``, ``mean``,
     ``observed_all_pass`` / ``observed_all_fail`` with ``..._interval``, ``predicted_all_pass`` /
     ``predicted_all_fail``, ``inside_all_pass`` / ``inside_all_fail`` and ``gof``."""
     if window is None:
         window = default_window(groups)
-    if not isinstance(window, (int, np.integer)) or window < 1:
-        raise InputError(f"window must be a positive number of steps, got {window!r}")
+    stride = window if stride is None else stride
+    for name, v in (("window", window), ("stride", stride)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise InputError(f"{name} must be a positive number of steps, got {v!r}")
     steps, inv = np.unique(groups.step, return_inverse=True)
-    win = inv // window
     K = groups.K
-    cells = np.zeros((win.max() + 1, K + 1))
-    np.add.at(cells, (win, groups.successes), 1.0)
+    per_step = np.zeros((len(steps) + 1, K + 1))
+    np.add.at(per_step, (inv + 1, groups.successes), 1.0)
+    cum = np.cumsum(per_step, axis=0)  # cum[i] = cells of the first i steps
     rows = []
-    for w, c in enumerate(cells):
+    for start in range(0, len(steps), stride):
+        stop = min(start + window, len(steps))
+        c = cum[stop] - cum[start]
         n = c.sum()
         if n == 0:
             continue
@@ -54,7 +59,7 @@ def window_fits(groups: RunGroups, window: int | None = None) -> list[dict]:
         lo_p, hi_p = share_interval(c[K], n)
         lo_f, hi_f = share_interval(c[0], n)
         rows.append({
-            "step_first": int(steps[w * window]), "step_last": int(steps[min((w + 1) * window, len(steps)) - 1]),
+            "step_first": int(steps[start]), "step_last": int(steps[stop - 1]),
             "groups": int(n), "alpha": f["alpha"], "beta": f["beta"], "mean": f["mean"], "at_bound": f["at_bound"],
             "observed_all_pass": float(c[K] / n), "observed_all_pass_interval": [float(lo_p), float(hi_p)],
             "observed_all_fail": float(c[0] / n), "observed_all_fail_interval": [float(lo_f), float(hi_f)],
@@ -63,4 +68,6 @@ def window_fits(groups: RunGroups, window: int | None = None) -> list[dict]:
             "inside_all_fail": bool(lo_f <= f["predicted_all_fail"] <= hi_f),
             "gof": f["gof"],
         })
+        if stop == len(steps):
+            break
     return rows
