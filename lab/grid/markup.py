@@ -70,9 +70,9 @@ def controls_html(values: dict, spec: dict | None = None) -> str:
     return f"""<div class="gx-controls" data-spec="{spec_json(spec)}">
   <label class="gx-field" title="{tip['progress']}"><span>Training progress t
     <output id="gx-progress-out">{values['progress']:.{pd}f}</output></span>
-    {_range("progress", c["progress"], values["progress"])}</label>
+    {_range("progress", c["progress"], values["progress"], ' aria-label="Training progress t"')}</label>
   <label class="gx-field" title="{tip['K']}"><span>Group size K <output id="gx-K-out">{values['K']}</output></span>
-    {_range("K", c["K"], values["K"])}</label>
+    {_range("K", c["K"], values["K"], ' aria-label="Group size K"')}</label>
   <label class="gx-check" title="{tip['filter']}"><input type="checkbox" id="gx-filter" name="filter"{checked}>
     Difficulty filter: keep prompts whose pass rate lies in the band</label>
   <fieldset class="gx-field gx-band{'' if on else ' gx-off'}" title="{band_tip}"><legend>Filter band
@@ -100,7 +100,7 @@ def grid_html(n_prompts: int, geometry: dict, readouts: str = "") -> str:
     """Readouts (``readouts``: their filled HTML, or empty until the view paints), canvas, tip and legend."""
     W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
     label = html.escape(f"{n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
-    return f"""<div class="gx-readouts" id="gx-readouts">{readouts}</div>
+    return f"""<div class="gx-readouts" id="gx-readouts" aria-live="polite">{readouts}</div>
 <div class="gx-grid">
   <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
   <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>

@@ -29,7 +29,11 @@ _CSS = """
 .grpo-readouts th:first-child,.grpo-readouts td:first-child{text-align:left}
 .grpo-readouts .main td{font-size:15px}
 .grpo-readouts span[class^=readout-]{font-variant-numeric:tabular-nums;font-weight:600}
+.grpo-readouts .set-kept,.gx-view:has(#gx-filter:checked) .grpo-readouts .set-all{display:none}
+.gx-view:has(#gx-filter:checked) .grpo-readouts .set-kept{display:inline}
 </style>"""
+#: the prompts a share counts, said beside the mean pass rate (CSS shows one: kept prompts while the filter is on)
+_SET = ', <span class="set-all">all prompts</span><span class="set-kept">kept prompts</span>'
 
 
 def _readout_template(which: str) -> str:
@@ -42,6 +46,7 @@ def _readout_template(which: str) -> str:
         extra = (' <small>(<span data-v>{{n_kept:int}}</span> of <span data-v>{{n_prompts:int}}</span>)</small>'
                  if stem == "kept" else "")
         cls = ' class="main"' if stem in _MAIN else ""
+        label += _SET if stem == "mean-pass" else ""
         body.append(f"<tr{cls}><td>{label}</td><td>{e}</td><td>{r}{extra}</td></tr>")
     head = "<tr><th></th><th>expected</th><th>realised</th></tr>"
     return f'{_CSS}<div class="grpo-readouts"><table>{head}{"".join(body)}</table></div>'

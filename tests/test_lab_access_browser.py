@@ -1,0 +1,176 @@
+"""The served lab in real Chromium, by keyboard and through the accessibility tree, and checked with axe-core.
+
+axe-core is the copy the ``axe-playwright-python`` package ships (test extra), loaded into the page with
+``page.add_script_tag``: no download at test time. Rules run: WCAG 2.0 / 2.1 / 2.2, levels A and AA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import axe_playwright_python
+import pytest
+
+from lab_server import PAGE_TEXT, serve, wait_readout
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+AXE = Path(axe_playwright_python.__file__).with_name("axe.min.js")
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+#: JavaScript: the element that has the focus, through shadow roots
+FOCUSED = """() => { let a = document.activeElement;
+  while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+  return a; }"""
+
+#: JavaScript: the first element matching a selector, through shadow roots
+FIND = """sel => { function find(root) { const el = root.querySelector(sel); if (el) return el;
+  for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
+  return null; } return find(document); }"""
+
+
+@pytest.fixture(scope="module")
+def lab_url():
+    with serve() as url:
+        yield url
+
+
+def ready(page) -> None:
+    wait_readout(page)
+    page.get_by_role("tab", name="Live lab").wait_for(timeout=15_000)  # the page's access fixes are in
+
+
+def axe_violations(page) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate("""async tags => {
+      const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+      return r.violations.map(v => ({id: v.id, help: v.help, nodes: v.nodes.map(n => n.target.join(' > '))}));
+    }""", WCAG_AA)
+
+
+def luminance(rgb) -> float:
+    def channel(c):
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b) -> float:
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_axe_finds_no_wcag_aa_violation_in_the_live_lab_and_the_advantages_tab(page, lab_url):
+    page.goto(lab_url)
+    ready(page)
+    page.wait_for_timeout(500)
+    assert axe_violations(page) == []
+    tab = page.get_by_role("tab", name="Advantages")
+    tab.focus()
+    page.keyboard.press("Enter")  # opened by keyboard
+    page.wait_for_function(f"({PAGE_TEXT})().includes('dr_grpo')", timeout=60_000)
+    page.wait_for_timeout(500)
+    assert axe_violations(page) == []
+    assert page.console_errors == []
+
+
+def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page, lab_url):
+    page.goto(lab_url)
+    ready(page)
+    page.wait_for_timeout(300)
+    tree = page.locator("body").aria_snapshot()
+    for line in ('tab "Live lab" [selected]', 'tab "Advantages"', 'slider "Training progress t"',
+                 'slider "Group size K"', 'slider "Rollout correlation rho"', 'slider "Filter band, low end"',
+                 'textbox "Prompts"', 'textbox "Seed"', 'button "New draw"', 'checkbox "Difficulty filter'):
+        assert line in tree, line
+    # the Tab order: the tabs, then the controls beside the grid, then the grid's own (no unnamed stops between)
+    stops = []
+    for _ in range(14):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
+                                   "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
+    assert stops[:5] == ["Live lab", "Advantages", "Replay", "\u25b6 Play", "Step"], stops
+    assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
+    assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
+    assert all(s for s in stops), stops
+    # Right arrow on a tab opens the next one
+    page.get_by_role("tab", name="Live lab").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"({PAGE_TEXT})().includes('dr_grpo')", timeout=60_000)
+    page.wait_for_function("() => true")
+    assert 'tab "Advantages" [selected]' in page.locator("body").aria_snapshot()
+    page.keyboard.press("ArrowLeft")
+    page.get_by_role("tab", name="Live lab", selected=True).wait_for(timeout=15_000)
+    assert page.console_errors == []
+
+
+def test_focus_ring_is_visible_with_3_to_1_contrast(page, lab_url):
+    page.goto(lab_url)
+    ready(page)
+    page.get_by_role("tab", name="Replay").focus()
+    page.keyboard.press("Tab")  # to Play, by keyboard (so :focus-visible applies)
+    ring = page.evaluate(f"""() => {{ const a = ({FOCUSED})(); const s = getComputedStyle(a);
+      return [a.textContent.trim(), s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }}""")
+    assert ring[0] == "\u25b6 Play"
+    assert ring[1] == "solid" and ring[2] >= 2
+    rgb = [int(x) for x in ring[3][ring[3].index("(") + 1:ring[3].index(")")].split(",")[:3]]
+    assert contrast(rgb, (255, 255, 255)) >= 3.0  # against the page around the button
+    assert page.console_errors == []
+
+
+def test_readouts_are_a_polite_live_region_and_say_which_prompts_they_count(page, lab_url):
+    page.goto(lab_url + "?progress=1")
+    ready(page)
+    assert page.evaluate(f"() => ({FIND})('#gx-readouts').getAttribute('aria-live')") == "polite"
+    mean_label = f"() => ({FIND})('.readout-mean-pass').closest('tr').cells[0].innerText.trim()"
+    assert page.evaluate(mean_label) == "Mean pass rate, all prompts"
+    page.locator("#gx-filter").click()
+    page.wait_for_function(f"() => ({mean_label})() === 'Mean pass rate, kept prompts'", timeout=15_000)
+    assert page.console_errors == []
+
+
+def open_advantages(page, lab_url) -> None:
+    page.goto(lab_url)
+    ready(page)
+    page.get_by_role("tab", name="Advantages").click()
+    page.wait_for_function(f"() => ({FIND})('.adv-numbers') !== null", timeout=60_000)
+
+
+TABLE_GAPS = f"""() => {{
+  const t = ({FIND})('.adv-numbers');
+  const gaps = [];
+  for (const row of t.rows) {{
+    const boxes = Array.from(row.cells).slice(1).map(c => {{
+      const r = document.createRange(); r.selectNodeContents(c); return r.getBoundingClientRect(); }});
+    for (let i = 1; i < boxes.length; i++) if (boxes[i].width && boxes[i - 1].width) gaps.push(boxes[i].left - boxes[i - 1].right);
+  }}
+  return gaps;
+}}"""
+
+
+def test_advantages_numbers_stand_apart_and_the_tab_says_k(page, lab_url):
+    open_advantages(page, lab_url)
+    gaps = page.evaluate(TABLE_GAPS)
+    assert gaps and min(gaps) >= 8, gaps  # "-0.353" and "-0.353" never run together
+    text = page.evaluate(PAGE_TEXT)
+    assert "Group size K" in text and "Group size G" not in text and "group size G" not in text
+    assert "Group size K: rollouts in the group." in text  # help shown as text, not behind an icon on the label
+    assert page.console_errors == []
+
+
+def test_typed_rewards_say_so_and_the_sliders_step_aside(page, lab_url):
+    open_advantages(page, lab_url)
+    source = f"() => ({FIND})('.adv-source').textContent"
+    assert "K pass / fail rollouts (the sliders)" in page.evaluate(source)
+    box = page.get_by_role("textbox", name="Or type rewards")
+    box.fill("1, 0, 0.5")
+    box.press("Enter")
+    page.wait_for_function(f"() => ({source})().includes('the typed reward vector')", timeout=15_000)
+    assert page.get_by_role("radio", name="the typed reward vector").is_checked()
+    assert page.get_by_role("slider", name="Group size K").evaluate(
+        "h => h.closest('.noUi-target').hasAttribute('disabled')")
+    page.get_by_role("radio", name="K pass / fail rollouts (the sliders)").check()
+    page.wait_for_function(f"() => ({source})().includes('the sliders')", timeout=15_000)
+    assert "K = 8" in page.evaluate(source)  # the sliders' group again, with the typed text still there
+    assert page.console_errors == []
