@@ -106,18 +106,33 @@ class PlayState(param.Parameterized):
         return self.playing
 
 
-class AdvantageState(param.Parameterized):
-    """The advantage explorer: a group of G binary rollouts with ``correct`` successes, or typed rewards."""
+#: where the advantage explorer's rewards come from: value -> what the page calls it
+REWARD_SOURCES = {"binary": "K pass / fail rollouts (the sliders)", "typed": "the typed reward vector"}
 
-    G = param.Integer(8, bounds=(1, K_MAX), doc="Group size G.")
+
+class AdvantageState(param.Parameterized):
+    """The advantage explorer: a group of K binary rollouts with ``correct`` successes, or typed rewards.
+
+    ``source`` says which of the two the table uses ("binary" or "typed"); typing a reward vector
+    switches it to "typed" and clearing the text back to "binary", and the page shows it, so typed
+    rewards never replace the sliders unannounced. (The group size is the parameter ``G``, shown as K.)
+    """
+
+    G = param.Integer(8, bounds=(1, K_MAX), doc="Group size K: rollouts in the group.")
     correct = param.Integer(1, bounds=(0, K_MAX), doc="Number of correct rollouts in the group (binary rewards).")
     rewards_text = param.String("", doc=(
-        "Or type a reward vector, e.g. 1, 0, 0, 0.5 (overrides G and the number correct)."))
+        "A reward vector, e.g. 1, 0, 0, 0.5 (used instead of the sliders while 'Rewards from' says so)."))
+    source = param.Selector(default="binary", objects=list(REWARD_SOURCES), doc="Which rewards the table uses.")
     error = param.String("", doc="Why the typed rewards were not used.")
 
+    @param.depends("rewards_text", watch=True)
+    def _follow_text(self) -> None:
+        self.source = "typed" if self.rewards_text.strip() else "binary"
+
     def rewards(self) -> np.ndarray:
-        """The group's rewards: the typed vector when it parses, else ``correct`` ones then zeros."""
-        text = self.rewards_text.strip()
+        """The group's rewards: the typed vector when ``source`` is "typed" and it parses, else ``correct`` ones
+        then zeros (``error`` says why typed rewards were not used)."""
+        text = self.rewards_text.strip() if self.source == "typed" else ""
         if text:
             try:
                 values = [float(v) for v in text.replace(";", ",").replace(" ", ",").split(",") if v != ""]

@@ -3,6 +3,8 @@ expected gradient coefficient and coverage against p."""
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
@@ -10,9 +12,8 @@ from bokeh.palettes import Colorblind8
 from bokeh.plotting import figure
 
 from grpo_lab.notice import TextNotice
-from grpo_lab.state import AdvantageState
+from grpo_lab.state import REWARD_SOURCES, AdvantageState
 
-from .controls import tip
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.formatting import fixed
 
@@ -28,6 +29,23 @@ _DOC = {
     "tasa": "+1/n\u208a above 0.5, \u22121/n\u208b below",
 }
 
+#: the table's cells are padded apart, so neighbouring numbers ("-0.353", "-0.353") never run together
+_TABLE_STYLE = ("<style>.adv-numbers{border-collapse:collapse;font-size:14px;text-align:right;"
+                "font-variant-numeric:tabular-nums}.adv-numbers th,.adv-numbers td{padding:3px 10px;"
+                "border-bottom:1px solid #ddd}.adv-source,.adv-doc{font-size:14px;margin:0 0 6px}"
+                ".adv-doc{margin-top:6px;color:#333}</style>")
+
+
+def _hint(text: str) -> pn.pane.HTML:
+    """A line of help shown as text (not behind a ``?`` icon that sits on the label and takes no focus)."""
+    return pn.pane.HTML(f"<p style='margin:0 10px 6px;font-size:13px;color:#333'>{html.escape(text)}</p>",
+                        sizing_mode="stretch_width", margin=0)
+
+
+def _hinted(widget, text: str) -> pn.Column:
+    """The widget with its help text under it."""
+    return pn.Column(widget, _hint(text), sizing_mode="stretch_width", margin=0)
+
 
 class AdvantageExplorer:
     """Widgets bound to an AdvantageState, a table of advantages, and two curves against p."""
@@ -35,15 +53,19 @@ class AdvantageExplorer:
     def __init__(self, state: AdvantageState):
         self.state = state
         p = state.param
-        self.G = pn.widgets.IntSlider.from_param(p.G, name="Group size G")
+        self.G = pn.widgets.IntSlider.from_param(p.G, name="Group size K")
         self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)
         self.rewards = pn.widgets.TextInput.from_param(p.rewards_text, name="Or type rewards",
-                                                       placeholder="e.g. 1, 0, 0, 0", description=p.rewards_text.doc)
+                                                       placeholder="e.g. 1, 0, 0, 0")
+        # where the table's rewards come from, said in words: typing switches it, and the sliders grey out
+        self.source = pn.widgets.RadioBoxGroup.from_param(
+            p.source, name="Rewards from", options={label: key for key, label in REWARD_SOURCES.items()},
+            css_classes=["adv-source-choice"])
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["adv-table"])
         self.curves = ColumnDataSource({"p": _P, **{f"c_{n}": _P * 0 for n in adv.ESTIMATORS},
                                         **{f"v_{n}": _P * 0 for n in adv.ESTIMATORS}})
         coef = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
-                      title="Expected gradient coefficient (units of |\u2207p|) at group size G")
+                      title="Expected gradient coefficient (units of |\u2207p|) at group size K")
         cover = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
                        y_range=(0, 1.02), title="Coverage: P(group has any non-zero advantage)")
         for n in adv.ESTIMATORS:
@@ -58,18 +80,27 @@ class AdvantageExplorer:
         cover.legend.location = "bottom_center"
         self.error = TextNotice("", "warning", css_classes=["adv-error"])  # quotes the typed text: shown verbatim
         state.param.watch(self._clamp, ["G"])
-        state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text"])
+        state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text", "source"])
+        state.param.watch(lambda _e: self._sliders_follow_source(), ["source"])
+        self._sliders_follow_source()
         state.param.watch(lambda _e: self.refresh_curves(), ["G"])
         self.refresh()
         self.refresh_curves()
         self.panel = pn.Column(
-            pn.pane.Markdown("### Advantage explorer\nChoose a group of G binary rollouts (or type any rewards) and "
+            pn.pane.Markdown("### Advantage explorer\nChoose a group of K binary rollouts (or type any rewards) and "
                              "compare how the four estimators turn them into advantages."),
-            pn.Row(pn.Column(tip(self.G, p.G.doc), tip(self.correct, p.correct.doc), self.rewards, self.error, width=320), self.table,
-                   sizing_mode="stretch_width"),
+            pn.FlexBox(pn.Column(_hinted(self.G, p.G.doc), _hinted(self.correct, p.correct.doc), self.rewards,
+                                 _hint("Rewards from:"), self.source, self.error, width=320),
+                       pn.Column(self.table, min_width=300, sizing_mode="stretch_width"), flex_wrap="wrap",
+                       sizing_mode="stretch_width"),
             pn.Row(pn.pane.Bokeh(coef, sizing_mode="stretch_width"), pn.pane.Bokeh(cover, sizing_mode="stretch_width"),
                    sizing_mode="stretch_width"),
             sizing_mode="stretch_width")
+
+    def _sliders_follow_source(self) -> None:
+        """The sliders are greyed out while the typed rewards are used (and the table says so)."""
+        typed = self.state.source == "typed"
+        self.G.disabled = self.correct.disabled = typed
 
     def _clamp(self, event) -> None:
         self.correct.end = event.new
@@ -86,11 +117,15 @@ class AdvantageExplorer:
         rows = []
         for n, a in t["advantages"].items():
             cells = "".join(f"<td>{fixed(x, 3)}</td>" for x in a[:shown])
-            rows.append(f"<tr><td style='text-align:left' title='{_DOC[n]}'><b>{n}</b></td>{cells}"
+            rows.append(f"<tr><th scope='row' style='text-align:left'>{n}</th>{cells}"
                         f"{'<td></td>' if more else ''}<td class='adv-max-{n}'><b>{fixed(t['max_abs'][n], 3)}</b></td></tr>")
-        self.table.object = ("<table style='border-collapse:collapse;font-size:13px;text-align:right'>"
-                             f"<tr><th style='text-align:left'>reward</th>{head}{more}<th>max |A|</th></tr>"
-                             + "".join(rows) + "</table>")
+        used = REWARD_SOURCES[self.state.source if not self.state.error else "binary"]
+        K = r.size
+        self.table.object = (
+            f"{_TABLE_STYLE}<p class='adv-source'>The table uses {html.escape(used)}: a group of K = {K} "
+            f"rewards.</p><table class='adv-numbers'><tr><th scope='col' style='text-align:left'>reward</th>"
+            f"{head}{more}<th scope='col'>max |A|</th></tr>" + "".join(rows) + "</table><p class='adv-doc'>"
+            + "; ".join(f"<b>{n}</b>: {d}" for n, d in _DOC.items()) + ".</p>")
 
     def refresh_curves(self) -> None:
         G = self.state.G
