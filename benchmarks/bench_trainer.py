@@ -3,7 +3,7 @@
     python benchmarks/bench_trainer.py                 # train the default config (200 steps) in a temp dir
     python benchmarks/bench_trainer.py --steps 50      # a shorter run, same per-step figures
     python benchmarks/bench_trainer.py --estimator sign  # every completion carries advantage: no rows skipped
-    python benchmarks/bench_trainer.py --record runs/g4-sign-s0   # figures from an existing record
+    python benchmarks/bench_trainer.py --record runs/broad-g4-sign-s1   # figures from an existing record
     python benchmarks/bench_trainer.py --findings runs            # the findings table of docs/trainer.md
 
 The warm start is timed separately (it is cached per seed after the first run; pass
@@ -55,7 +55,7 @@ def findings(root: str) -> None:
     from grpo_lab.sims.record import read_record, summarise
 
     rows = defaultdict(list)
-    for path in sorted(Path(root).glob("g4-*")):
+    for path in sorted(p for p in Path(root).iterdir() if (p / "run.json").is_file()):
         if not (path / "run.json").is_file():
             continue
         rec = read_record(path)

@@ -121,7 +121,7 @@ def test_a_finished_study_trains_nothing_again_and_an_interrupted_run_resumes(sm
     victim = root / "runs" / cell.name
     before = read_record(victim)
     shutil.rmtree(victim)
-    partial = victim.with_name(cell.name + ".partial")
+    partial = root / "runs" / ".partial" / cell.name
 
     def stop(run_, metrics):
         if run_.step == 1:
@@ -130,11 +130,11 @@ def test_a_finished_study_trains_nothing_again_and_an_interrupted_run_resumes(sm
     with pytest.raises(KeyboardInterrupt):
         train(cell.config(p), partial, device="cpu", threads=1, on_step=stop)
     assert read_record(partial).meta["steps_completed"] == 1
-    others = {d.name: (d / "run.json").stat().st_mtime_ns for d in (root / "runs").iterdir() if d != partial}
+    others = {d.name: (d / "run.json").stat().st_mtime_ns for d in (root / "runs").iterdir() if d != partial.parent}
     assert main(["study", "--preset", "smoke", "--out", str(root), "--no-progress"]) == 0
     assert {d.name: (d / "run.json").stat().st_mtime_ns for d in (root / "runs").iterdir() if d.name in others} == others
     after = read_record(victim)  # resumed from its save, and equal to the uninterrupted run
-    assert not partial.exists() and after.meta["complete"]
+    assert not partial.parent.exists() and after.meta["complete"] and after.meta["name"] == cell.name
     for k in ("prompt_id", "rewards", "advantages"):
         np.testing.assert_array_equal(after.groups[k], before.groups[k], err_msg=k)
     np.testing.assert_array_equal(after.evals["pass_rate"], before.evals["pass_rate"])

@@ -1,6 +1,6 @@
 """``study``: the controlled estimator study (:mod:`grpo_lab.sims.trainer.study`) in one command.
 
-Each run of the study is trained in ``OUT/runs/NAME.partial`` and renamed to ``OUT/runs/NAME`` when
+Each run of the study is trained in ``OUT/runs/.partial/NAME`` and moved to ``OUT/runs/NAME`` when
 it is finished (one ``os.replace``), so a finished cell is always a complete record and an
 interrupted study, run again with the same command, skips the finished cells and resumes the
 unfinished ones from their last save. The tables (Markdown) are rewritten atomically to
@@ -18,6 +18,7 @@ from pathlib import Path
 from grpo_lab.sims.errors import InputError
 
 DEFAULT_OUT = "runs-local/study-{preset}"
+PARTIAL = ".partial"  #: folder of the runs in progress, inside OUT/runs
 
 
 def register(sub) -> None:
@@ -52,7 +53,7 @@ def _positive(name: str, v: int) -> int:
 
 
 def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> str:
-    """Train one cell to completion in ``NAME.partial`` (resuming it if a save is there), then rename it."""
+    """Train one cell to completion in ``.partial/NAME`` (resuming it if a save is there), then move it."""
     import contextlib
     import io
 
@@ -60,7 +61,7 @@ def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> 
     from grpo_lab.sims.trainer.study import PRESETS
 
     runs = Path(root) / "runs"
-    final, partial = runs / cell.name, runs / f"{cell.name}.partial"
+    final, partial = runs / cell.name, runs / PARTIAL / cell.name
     if (final / "run.json").is_file():
         return cell.name
     resume = (partial / "run.json").is_file() and (partial / CHECKPOINT).is_file()
@@ -72,6 +73,10 @@ def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> 
               command=f"grpo-lab study --preset {preset_name} ({cell.name})")
     (partial / CHECKPOINT).unlink(missing_ok=True)
     os.replace(partial, final)
+    try:
+        partial.parent.rmdir()  # only when no other run is in progress
+    except OSError:
+        pass
     return cell.name
 
 

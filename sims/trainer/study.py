@@ -302,7 +302,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
                          f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
                          f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
                          f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')}")
-                ended = str(sum(1 for x in f.values() if x["ended"]))
+                ended = str(sum(1 for x in f.values() if x["ended"])) if f else "-"
             else:
                 diff, extra, ended = "—", "— | — | — | —", "—"
             seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
