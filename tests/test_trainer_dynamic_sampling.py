@@ -139,3 +139,13 @@ def test_impossible_settings_refused_in_one_line(tmp_path, capsys, argv, needle)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "r").exists()
+
+
+def test_compare_shows_trained_group_shares_for_dynamic_sampling(tmp_path, monkeypatch, capsys):
+    import json
+
+    rec = go(tmp_path, monkeypatch, scripted(set(range(0, 24, 3)), set(range(1, 24, 3))))
+    assert rec.meta["summary"]["frac_reward_zero_std"] > 0  # the drawn groups include unanimous ones
+    assert main(["compare", str(tmp_path / "run"), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["zero_std"] == row["all_pass"] == row["all_fail"] == 0.0  # every trained group was mixed

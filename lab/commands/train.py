@@ -72,7 +72,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("compare", help="side-by-side table of run records",
-                       description="One row per run: degeneracy, both tails, D_real vs D_iid, final pass rate.")
+                       description="One row per run: degeneracy and both tails of the groups trained on (a dynamic-sampling "
+                                   "run trains on mixed groups only; its drawn groups: grpo-lab inspect), D_real vs D_iid, "
+                                   "final pass rate.")
     p.add_argument("runs", nargs="+", help="run directories")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_compare)
@@ -137,7 +139,19 @@ def _summary(path):
     s["dynamic_sampling"] = cfg.get("dynamic_sampling")
     s["seed"] = rec.meta.get("seed")
     s["path"] = str(path)
+    s["trained"] = _trained_shares(rec)
     return s
+
+
+def _trained_shares(rec) -> dict:
+    """Unanimous shares of the groups that entered the loss (all groups of a plain run; with dynamic
+    sampling only mixed ones, so 0), so that no table sets a drawn-groups share beside a trained one."""
+    from grpo_lab.sims.record import group_outcomes
+
+    kept = rec.groups["kept"]
+    degenerate, all_pass, all_fail = group_outcomes(rec.groups["rewards"][kept], rec.reward_tolerance)
+    share = (lambda m: float(m.mean()) if len(m) else float("nan"))
+    return {"zero_std": share(degenerate), "all_pass": share(all_pass), "all_fail": share(all_fail)}
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -167,8 +181,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         last = s["evals"][-1] if s["evals"] else {}
         rows.append({
             "run": s["name"] or path, "estimator": s["estimator"] or "-", "DS": "yes" if s["dynamic_sampling"] else "-",
-            "steps": s["steps"], "groups": s["groups"], "zero_std": s["frac_reward_zero_std"],
-            "all_pass": s["frac_all_pass"], "all_fail": s["frac_all_fail"],
+            "steps": s["steps"], "groups": s["groups"], **s["trained"],
             "D_real": last.get("d_real"), "D_iid": last.get("d_iid"),
             "pass_0": s["evals"][0]["mean_pass_rate"] if s["evals"] else None,
             "pass_end": s["final_eval_pass_rate"], "rollouts/kept": s["rollouts_per_kept_group"],
