@@ -22,6 +22,7 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from grpo_lab.notice import TextNotice, plain_html
+from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import read_record
@@ -32,7 +33,9 @@ from .model import RunView, rows_for, union_steps
 from .plots import Slot, TimePlots
 from .scrub import scrub_args, scrub_code
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
-from .upload import load_upload
+from .upload import describe_limits, load_upload
+from .upload_input import UploadInput
+from .upload_job import UploadJob
 
 __all__ = ["ReplayView"]
 
@@ -75,7 +78,9 @@ class ReplayView(pn.viewable.Viewer):
         self.player.jslink(self.slider, value="value", bidirectional=True)
         self.slider.jscallback(value=scrub_code(), args=scrub_args(None, self.axis, self.plots.spans, self.slots))
 
-        self.file_input = pn.widgets.FileInput(accept=".jsonl,.json,.parquet,.zip", css_classes=["replay-upload"])
+        # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
+        self.file_input = UploadInput(css_classes=["replay-upload"], width=300)
+        self._job: UploadJob | None = None
         self.format_select = pn.widgets.Select(label="Format of the upload", options=list(self.state.param.upload_format.objects),
                                                value=self.state.upload_format, css_classes=["replay-format"], width=150)
         self.tolerance_input = pn.widgets.FloatInput(label="Reward tolerance", value=self.state.tolerance, start=0.0,
@@ -109,7 +114,7 @@ class ReplayView(pn.viewable.Viewer):
         upload = pn.Column(
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
-                             "folder. It stays in this browser session."),
+                             "folder. It stays in this browser session. " + describe_limits()),
             pn.Row(self.file_input, self.format_select, self.tolerance_input), width=560)
         controls = pn.Column(pn.pane.Markdown(_HELP, width=560), pn.Row(self.run_select, self.compare_select),
                              self.view_toggle, self.slider, self.player, self.tolerance_pane, upload)
@@ -217,12 +222,26 @@ class ReplayView(pn.viewable.Viewer):
             self._ingest()
 
     def _ingest(self) -> None:
+        """Read the upload: on the upload worker in a served session, here and now without a server."""
         name, data = self._upload_bytes
-        rec, error = load_upload(name, data, self.state.upload_format, self.state.tolerance)
+        fmt, tolerance = self.state.upload_format, self.state.tolerance
+        doc = pn.state.curdoc
+        if self._job is not None:
+            self._job.cancel()  # a newer file, format or tolerance replaces the read in progress
+            self._job = None
+        if doc is None or doc.session_context is None:
+            self._loaded(name, fmt, tolerance, *load_upload(name, data, fmt, tolerance))
+            return
+        self._job = UploadJob(doc, name, data, fmt, tolerance, self.file_input,
+                              lambda rec, error: self._loaded(name, fmt, tolerance, rec, error))
+
+    def _loaded(self, name: str, fmt: str, tolerance: float, rec, error: str) -> None:
+        """An upload was read (``rec``) or refused (``error``): list it and show it, or say why not."""
+        self._job = None
         if rec is None:
             self.state.error = f"Upload not loaded: {error}"
             return
-        label = f"{UPLOAD_PREFIX}{name} ({self.state.upload_format}, tolerance {fixed(self.state.tolerance, 3)})"
+        label = f"{UPLOAD_PREFIX}{name} ({fmt}, tolerance {fixed(tolerance, 3)})"
         self.state.choices = {**{k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)},
                               label: rec}
         self._sync_options()

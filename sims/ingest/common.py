@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import STEP_METRICS, RunRecord, group_outcomes
+from .budget import CHECK_EVERY_LINES, charge, count_rows
 
 __all__ = [
     "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines",
@@ -172,6 +173,7 @@ class Bundle:
         if self.read_bytes > self.max_bytes:
             raise InputError(f"{self.label(name)}: over the size cap of {self.max_bytes} bytes")
         _refuse_pickle(self.label(name), data[:8])
+        charge(rows=count_rows(data), where=self.label(name))  # an upload's row/time budget (.budget)
         if cache:
             self._cache[name] = data
         if self.progress is not None:
@@ -191,6 +193,7 @@ def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes: int, ori
             out += chunk
             if len(out) > max_bytes:
                 raise InputError(f"{origin}:{info.filename}: expands past the size cap of {max_bytes} bytes")
+            charge(nbytes=len(chunk), where=f"{origin}:{info.filename}")  # an upload's time budget (.budget)
     return bytes(out)
 
 
@@ -218,6 +221,8 @@ def iter_json_lines(data: bytes, label: str):
         raise InputError(f"{label}: not UTF-8 text ({describe(data)}; byte {exc.start})") from None
     loads = json.loads
     for n, line in enumerate(text.split("\n"), 1):
+        if not n % CHECK_EVERY_LINES:
+            charge(where=f"{label} line {n}")  # an upload's time budget (.budget)
         if not line or line.isspace():
             continue
         try:

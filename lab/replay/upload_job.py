@@ -1,0 +1,68 @@
+"""One upload being read off the event loop, for one session: progress, result delivery, cancel.
+
+``UploadJob(doc, name, data, fmt, tolerance, widget, done)`` starts the read in the server's
+upload worker (:func:`grpo_lab.replay.upload.start_upload`), shows its progress (the seconds it
+has been reading) in ``widget.status`` every :data:`PROGRESS_MS` while ``widget.busy`` is on, and
+calls ``done(record, error)`` on the session's own event-loop turn (``doc.add_next_tick_callback``,
+the one Bokeh document call that is safe from another thread) when the read ends. A newer upload
+or the session closing cancels it: a read still waiting for the worker never starts, and one
+already running ends at the latest at its time budget, its result dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+
+import panel as pn
+
+from .upload import start_upload, upload_failed
+
+__all__ = ["UploadJob", "PROGRESS_MS"]
+
+PROGRESS_MS = 500  #: how often the progress line is refreshed while an upload is read
+_log = logging.getLogger(__name__)
+
+
+class UploadJob:
+    """See the module docstring."""
+
+    def __init__(self, doc, name: str, data: bytes, fmt: str, tolerance: float, widget, done):
+        self.doc, self.name, self.widget, self.done = doc, name, widget, done
+        self.started, self.cancelled = time.monotonic(), False
+        widget.param.update(busy=True, status=f"Reading {name}\u2026")
+        self._progress = pn.state.add_periodic_callback(self._show_progress, PROGRESS_MS)
+        pn.state.on_session_destroyed(lambda _context: self.cancel())
+        self.future = start_upload(name, data, fmt, tolerance)
+        self.future.add_done_callback(self._finished)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.future.cancel()
+        self._stop_progress()
+
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def _show_progress(self) -> None:
+        self.widget.status = f"Reading {self.name}\u2026 {time.monotonic() - self.started:.0f} s"
+
+    def _finished(self, future) -> None:
+        """On the worker thread: hand the result to the session's event loop (unless the session is gone)."""
+        if self.cancelled:
+            return
+        failed = upload_failed(future, self.name)  # load_upload never raises; its worker can die
+        result = (None, failed) if failed else future.result()
+        try:
+            self.doc.add_next_tick_callback(partial(self._deliver, *result))
+        except Exception:  # the session closed meanwhile: nobody to tell
+            _log.debug("upload finished after its session closed")
+
+    def _deliver(self, record, error: str) -> None:
+        self._stop_progress()
+        status = "" if record is None else f"Read {self.name} in {time.monotonic() - self.started:.1f} s."
+        self.widget.param.update(busy=False, status=status)
+        self.done(record, error)
