@@ -22,10 +22,11 @@ from urllib.parse import urlencode
 
 import panel as pn
 
-from grpo_lab.access import PageAccess
+from grpo_lab.access import PAGE_CSS, PageAccess
 from grpo_lab.debounce import Debounce
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
+from grpo_lab.views.layout import PRESENT_CSS
 from grpo_lab.views.live import LiveLab
 
 __all__ = ["Session", "TABS", "build_app", "session_query"]
@@ -41,10 +42,11 @@ class Session:
     play: PlayState
     advantages: AdvantageState
     embed: bool = False
+    present: bool = False  #: presentation mode (``?present=true``): larger type, fewer panels
 
 
 def _live_tab(s: Session):
-    return LiveLab(s.lab, s.play).panel
+    return LiveLab(s.lab, s.play, present=s.present).panel
 
 
 def _advantages_tab(s: Session):
@@ -82,7 +84,8 @@ def _is_true(value: str | None) -> bool:
 def build_app(query: dict[str, str] | None = None):
     """Build one session's page from its URL query (read from the request when not given)."""
     query = session_query() if query is None else query
-    session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")))
+    session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")),
+                      present=_is_true(query.get("present")))
     values, notices = sanitize(query)
     session.lab.param.update(**values)
     if notices:
@@ -97,7 +100,8 @@ def build_app(query: dict[str, str] | None = None):
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
         "Share a view by copying the URL.</p>", sizing_mode="stretch_width")
     tabs = _lazy_tabs(session)
-    return pn.Column(header, tabs, PageAccess(), sizing_mode="stretch_width", css_classes=["grpo-lab"])
+    access = PageAccess(css=PAGE_CSS + PRESENT_CSS) if session.present else PageAccess()
+    return pn.Column(header, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:

@@ -97,15 +97,17 @@ def legend_html(grey_label: str = FILTERED_LABEL) -> str:
 
 
 def grid_html(n_prompts: int, geometry: dict, readouts: str = "") -> str:
-    """Readouts (``readouts``: their filled HTML, or empty until the view paints), canvas, tip and legend."""
+    """Readouts (``readouts``: their filled HTML, or empty until the view paints), legend, canvas and tip.
+
+    The legend sits above the canvas, so the colour key is on the first screen with the grid."""
     W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
     label = html.escape(f"{n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
     return f"""<div class="gx-readouts" id="gx-readouts" aria-live="polite">{readouts}</div>
+{legend_html()}
 <div class="gx-grid">
   <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
   <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>
-</div>
-{legend_html()}"""
+</div>"""
 
 
 def geometry(n_prompts: int, width: int = GRID_WIDTH) -> dict:

@@ -66,11 +66,11 @@ class KCostTable:
                         f"<td>{fixed(c['cost_vs_baseline'][j], 2)}\u00d7</td></tr>")
         self.panel.object = (
             f"{_STYLE}<p class='kcost-headline'>{headline}</p><p class='kcost-counted'>{counted}</p>"
-            "<table class='kcost-table'><caption class='sr-only' style='position:absolute;left:-9999px'>"
+            "<div style='overflow-x:auto'><table class='kcost-table'><caption class='sr-only' style='position:absolute;left:-9999px'>"
             "Cost of group size K for the prompts counted now</caption>"
             "<tr><th scope='col'>K</th><th scope='col'>groups with a gradient</th>"
             "<th scope='col'>useful groups per 1,000 rollouts</th><th scope='col'>rollouts per useful group</th>"
-            f"<th scope='col'>cost per useful group vs K = {BASELINE_K}</th></tr>" + "".join(body) + "</table>"
+            f"<th scope='col'>cost per useful group vs K = {BASELINE_K}</th></tr>" + "".join(body) + "</table></div>"
             "<p style='font-size:13px;margin-top:6px'>Expected values: share = mean over the prompts of "
             "1 \u2212 p<sup>K</sup> \u2212 (1 \u2212 p)<sup>K</sup>"
             + (f" (correlated rollouts, rho = {s.rho:g})" if s.rho else "")

@@ -25,6 +25,7 @@ from .formulas import formulas_pane
 from .frame import Frame
 from .jensen import JensenPlot
 from .kcost import KCostTable
+from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
 
 __all__ = ["LiveLab"]
@@ -36,15 +37,15 @@ PLAY_REDRAW_MS = 400  #: while playing (no pause comes), the plots redraw at mos
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
 
-    def __init__(self, lab: LabState, play: PlayState, embed: bool = False):
-        self.lab, self.play = lab, play
+    def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False):
+        self.lab, self.play, self._present = lab, play, present  # present: fewer panels (lab.views.layout)
         self.controls = Controls(lab, play)
         scenario = lab.scenario()
         self.population = scenario.population()
         self._pop_key = lab.population_key()
-        self._readouts = "main" if embed else "full"
+        self._readouts = "main" if embed or present else "full"
         # an embed follows its iframe's width (down to a phone's); the full page gives the grid a column
-        size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else {"width": 560}
+        size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
                                    css_classes=["lab-grid"], **size)
         link(lab, self.grid)
@@ -65,14 +66,17 @@ class LiveLab:
             o, d, k, j = self.plots
             self.panel = pn.Column(
                 self.notice,
-                pn.Row(pn.Column(c.all(), width=380), grid_pane,
-                       pn.Column(pn.pane.Markdown("#### The arithmetic"), formulas_pane(), width=360)),
-                pn.Row(pn.Column(o.panel, sizing_mode="stretch_width"), pn.Column(d.panel, sizing_mode="stretch_width"),
-                       sizing_mode="stretch_width"),
-                pn.Row(pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel, sizing_mode="stretch_width"),
-                       pn.Column(pn.pane.Markdown("#### The Jensen gap"), j.panel, sizing_mode="stretch_width"),
-                       sizing_mode="stretch_width"),
+                first_screen(c.all(), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
+                                                                                formulas_pane())),
+                *plot_rows(*self._plot_pairs(o, d, k, j)),
                 sizing_mode="stretch_width")
+
+    def _plot_pairs(self, o, d, k, j) -> tuple:
+        """The plots in rows of two; in presentation mode only the K-cost table and the decay curve."""
+        kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
+        if self._present:
+            return ((kcost, d.panel),)
+        return ((o.panel, d.panel), (kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), j.panel)))
 
     def frame(self) -> Frame:
         scenario = self.lab.scenario()
