@@ -69,11 +69,11 @@ def _pool(rng, n: int, chars: int) -> list[str]:
     return ["".join(rng.choice(letters, chars)) for _ in range(n)]
 
 
-def make_verl(folder: Path, groups: int, G: int, chars: int, rng) -> list[Path]:
+def make_verl(folder: Path, groups: int, G: int, chars: int, n_prompts: int, rng) -> list[Path]:
     """Rollout dump files ``{step}.jsonl`` in verl's shape (input, output, gts, score, step, acc) + metrics.jsonl."""
     (folder / "rollouts").mkdir(parents=True)
     outputs = _pool(rng, 64, chars)
-    n_prompts = max(groups // 4, GROUPS_PER_STEP_VERL)
+    n_prompts = max(n_prompts, GROUPS_PER_STEP_VERL)
     files, metrics = [], []
     for step in range(1, -(-groups // GROUPS_PER_STEP_VERL) + 1):
         k = min(GROUPS_PER_STEP_VERL, groups - (step - 1) * GROUPS_PER_STEP_VERL)
@@ -172,6 +172,8 @@ def main() -> None:
     ap.add_argument("--plain-groups", type=int, default=100_000)
     ap.add_argument("--G", type=int, default=8)
     ap.add_argument("--chars", type=int, default=2000, help="characters per response")
+    ap.add_argument("--prompts", type=int, default=17_398,
+                    help="verl: size of the prompt set the steps draw from (default: that of DAPO-Math-17k)")
     ap.add_argument("--keep", help="generate into this folder and keep it (default: a temporary folder)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -181,7 +183,7 @@ def main() -> None:
         cases = []
         if args.verl_groups:
             t = time.perf_counter()
-            files = make_verl(root / "verl", args.verl_groups, args.G, args.chars, rng)
+            files = make_verl(root / "verl", args.verl_groups, args.G, args.chars, args.prompts, rng)
             print(f"generated verl: {args.verl_groups} groups in {time.perf_counter() - t:.0f} s", flush=True)
             cases.append(("verl", root / "verl" / "rollouts", files, args.verl_groups))
         if args.trl_groups:

@@ -71,7 +71,7 @@ def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: li
         schema = pa.schema([("input", pa.string()), ("step", pa.int64())] +
                            [(k, pa.bool_() if k in bools else pa.float64()) for k in keys])
         try:
-            tab = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24),
+            tab = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24, use_threads=False),
                                parse_options=pj.ParseOptions(explicit_schema=schema,
                                                              unexpected_field_behavior="ignore"))
             break
