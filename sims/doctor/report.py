@@ -187,6 +187,21 @@ td:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em;overflow-x:au
 figure{margin:.6em 0}figcaption{font-weight:600;font-size:.95em}.caution{background:#fff6e0;padding:.5em}"""
 
 
+def _pooled_html(pl: dict, K: int) -> str:
+    """The prompt-pooled fit as a paragraph and its check as a table."""
+    if not pl["available"]:
+        return f"<h3>Prompt-pooled fit</h3><p>{html.escape(pl['reason'])}.</p>"
+    pop = " + ".join(f"{w:.2f} Beta({a:.3g}, {b:.3g})" for w, a, b in pl["population"])
+    rows = [[key.replace("_", "-"), percent(c["observed"]),
+             f"[{percent(c['interval'][0])}, {percent(c['interval'][1])}]", percent(c["predicted"]),
+             "yes" if c["inside"] else "no"] for key, c in ((k, pl["check"][k]) for k in ("all_pass", "all_fail"))]
+    return (f"<h3>Prompt-pooled fit (steps {pl['steps'][0]}-{pl['steps'][1]})</h3>"
+            f"<p>{pl['prompts']:,} prompts, median {pl['median_trials']:g} pooled rollouts each: "
+            f"{html.escape(pop)} ({html.escape(pl['model'])}, by BIC). Checked on single groups of K = {K} in "
+            f"those steps:</p>"
+            + _table(rows, ["group of K", "observed", "95% interval", "predicted", "inside"]))
+
+
 def html_report(d: dict) -> str:
     """One self-contained HTML page (inline SVG, no script, no outside request)."""
     title = f"Run doctor: {d['run']['name'] or 'run'}"
@@ -264,6 +279,7 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         f"{f['se_beta']:.3f}; chi-square p = {_num(f['gof']['p_value'])}"
         f"{' (poor fit)' if f['gof']['poor'] else ''}.</p>",
         _table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"]), check,
+        _pooled_html(d["pooled"], r["K"]),
         "<h2>Forecast</h2>", f"<p>{html.escape(fc['status'])}.</p>", eff,
         "<h2>What-ifs</h2>", kplot,
         _table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail",
