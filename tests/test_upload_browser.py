@@ -4,7 +4,7 @@ does not stop another visitor's page from loading.
 The second test is the issue's two-session check without a stopwatch: visitor B's page must finish
 loading *while* visitor A's upload (at the server's budget: about 60 MB of JSONL in a zip) is still
 being read. On the old code the read held the server's event loop, so B's page could only appear
-after it. How long B's load takes is measured by benchmarks/bench_upload_fairness.py.
+after it. How long B's load takes is measured by benchmarks/bench_fairness.py.
 """
 
 from __future__ import annotations

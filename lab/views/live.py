@@ -13,6 +13,7 @@ import panel as pn
 
 from grpo_lab.debounce import Debounce
 from grpo_lab.notice import TextNotice
+from grpo_lab.notice import TextNotice
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
@@ -27,6 +28,7 @@ from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
+from .play_budget import FrameBudget, session_connected
 
 __all__ = ["LiveLab"]
 
@@ -120,12 +122,22 @@ class LiveLab:
         if event.new and self._periodic is None:
             if self.lab.progress >= 1.0:
                 self.lab.progress = 0.0
+            self._frames = FrameBudget()
             self._periodic = pn.state.add_periodic_callback(self._tick, period=self.play.period_ms)
+            pn.state.on_session_destroyed(lambda _context: setattr(self.play, "playing", False))
         elif not event.new and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
 
     def _tick(self) -> None:
-        if not self.play.tick(self.lab) and self._periodic is not None:
+        """One Play frame, within the session's frame budget (lab.views.play_budget); none once the tab closed."""
+        if not self._frames.ready():
+            return  # the last frame's share of the server is not earned back yet: skip this tick
+        if not session_connected(pn.state.curdoc):
+            self.play.playing = False  # the visitor left: stop now, not when the session is discarded
+            return
+        with self._frames.frame():
+            playing = self.play.tick(self.lab)
+        if not playing and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
