@@ -249,3 +249,29 @@ def test_windows_consecutive_rolling_and_per_step():
     assert len(window_fits(g, window=1)) == 30
     with pytest.raises(InputError):
         window_fits(g, window=10, stride=0)
+
+
+@pytest.mark.parametrize("case", ["all_fail", "all_pass", "K2", "one_step"])
+def test_degenerate_runs_diagnose_quietly(case):
+    """Edge runs give strict JSON, a text and an HTML report, and no warning on stderr."""
+    import warnings
+
+    from grpo_lab.sims.doctor import diagnose
+    from grpo_lab.sims.doctor.report import html_report, text_report
+    from grpo_lab.sims.jsonable import jsonable
+
+    rng = np.random.default_rng(0)
+    rewards = {"all_fail": np.zeros((100, 4)), "all_pass": np.ones((100, 4)),
+               "K2": rng.integers(0, 2, (100, 2)).astype(float),
+               "one_step": rng.integers(0, 2, (40, 8)).astype(float)}[case]
+    step = np.zeros(len(rewards), np.int64) if case == "one_step" else np.repeat(np.arange(len(rewards) // 10), 10)
+    rec = _record(rewards, pid=rng.integers(0, 20, len(rewards)), step=step, n_prompts=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = diagnose(rec)
+        json.dumps(jsonable(d), allow_nan=False)
+        text_report(d), html_report(d)
+    if case == "one_step":
+        assert d["forecast"]["crossing_step"] is None and "no trend" in d["forecast"]["status"]
+    if case == "all_fail":
+        assert d["observed_unanimous"]["all_fail"] == 1.0 and d["prompts"]["counts"]["hard"] == 20

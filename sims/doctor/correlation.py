@@ -29,6 +29,8 @@ with them), :data:`N_BOOT` resamples.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .groups import RunGroups
@@ -94,7 +96,8 @@ def within_prompt_correlation(groups: RunGroups, n_boot: int = N_BOOT, seed: int
         w = rng.multinomial(len(seen), np.full(len(seen), 1.0 / len(seen)), size=reps).astype(float)
         boots.append(_stats(w @ seen))
     boots = np.concatenate(boots)
-    with np.errstate(invalid="ignore"):
+    with warnings.catch_warnings():  # a statistic undefined in every resample (e.g. m = 0) has no SE: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
         se = np.nanstd(boots, axis=0, ddof=1)
     return {"available": True, "pairs": pairs, **dict(zip(keys, map(float, est))),
             "se": dict(zip(keys, map(float, se)))}

@@ -41,6 +41,7 @@ TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
 MAX_STEP = 5.0  #: largest Newton step on any logit parameter
 Z95 = 1.959963984540054  #: standard normal 97.5% quantile
+MIN_STEPS = 3  #: fewer distinct steps than this: no forecast
 ROLLING = 10  #: steps in the rolling mean of the observed rate (as the replay's default)
 
 
@@ -70,9 +71,11 @@ def _newton(S, K, pid, t, n_prompts, beta=None, alpha0=None):
             g_b = float(r @ t + (0.5 - mu0) @ tbar)
             e = float(w @ (t * t) + w0 @ (tbar * tbar))
             schur = e - float(c @ (c / D))
+            if schur <= 0:  # every group at one step: the slope is not identified; keep it at 0
+                schur, g_b = np.inf, 0.0
             db = (g_b - float(c @ (g_a / D))) / schur
             da = (g_a - c * db) / D
-            se = 1.0 / np.sqrt(schur) if schur > 0 else np.nan
+            se = 1.0 / np.sqrt(schur) if np.isfinite(schur) else np.nan
         alpha += np.clip(da, -MAX_STEP, MAX_STEP)
         b += float(np.clip(db, -MAX_STEP, MAX_STEP))
         if np.max(np.abs(da)) < TOL and abs(db) < TOL:
@@ -173,7 +176,10 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         bounds.append(_crossing(trend, threshold, beta=b, alpha=alpha)[0])
     finite = [x for x in bounds if x is not None]
     interval = [min(finite), None if None in bounds else max(finite)] if cross is not None and finite else [None, None]
-    if now < threshold:
+    if len(steps) < MIN_STEPS:
+        status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
+        cross, interval = None, [None, None]
+    elif now < threshold:
         status = "already below the threshold at the last step (model)"
     elif cross is None:
         status = f"stays above the threshold for {HORIZON:g} run lengths if the trend holds"
