@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from .._checks import band as check_band
 from ..errors import InputError
 from ..record import RunRecord
 from .correlation import within_prompt_correlation
@@ -79,6 +80,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     """
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    lo, hi = check_band(*band)
     t_all = time.perf_counter()
     timings = {}
     groups = run_groups(record, tolerance)
@@ -117,7 +119,6 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
                (1 - mixture["w"], mixture["components"][1]["alpha"], mixture["components"][1]["beta"])]
     else:
         pop = (fit["alpha"], fit["beta"])
-    lo, hi = band
     wi = what_ifs(pop, K, batch, lo, hi, Ks)
     recent = windows[-1]
     what_if_recent = what_if_K((recent["alpha"], recent["beta"]), Ks)
