@@ -1,4 +1,4 @@
-"""Every notebook under notebooks/ executes top to bottom without an error."""
+"""Every notebook under notebooks/ executes top to bottom without an error; the teaching ones draw pictures."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+#: the teaching notebooks and how many figures each draws at least (matplotlib, from the test extra)
+PICTURE_NOTEBOOKS = {"01_arithmetic.ipynb": 4, "02_run_and_decay.ipynb": 4}
 
 
 def test_there_are_notebooks():
     assert NOTEBOOKS
+    assert set(PICTURE_NOTEBOOKS) <= {p.name for p in NOTEBOOKS}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -22,3 +25,6 @@ def test_notebook_executes(path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
     assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    images = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "display_data" and "image/png" in o.get("data", {})]
+    assert len(images) >= PICTURE_NOTEBOOKS.get(path.name, 0)
