@@ -13,17 +13,27 @@ tables in run.json as *chunks* (``files.groups = [{name, sha256}, ...]``, which
 
 Each flush writes the open chunks under fresh content-addressed names, replaces
 run.json in one ``os.replace``, then removes the chunk files run.json no longer
-names, so a reader sees a consistent record after any flush and after a kill at any
+names (those of the run.json just replaced stay until the next flush, for a reader that
+opened it a moment before), so a reader sees a consistent record after any flush and after a kill at any
 point (the same guarantee as ``write_record``). The ``evals`` table (small: evaluations x
-prompts) is set whole in ``RecordAppender.evals`` and written as one chunk. Memory held: one open segment per
-table plus the caller's pending rows; the run.json file table grows by one short
-entry per sealed segment.
+prompts) is set whole in ``RecordAppender.evals`` and written as one chunk. Memory held: one
+open segment per table plus the caller's pending rows; the run.json file table grows by one
+short entry per sealed segment.
+
+With ``background=True`` a flush only copies the rows it will write (the caller's thread pays
+for a few small array copies) and a writer thread does the compression, the writes and the
+fsyncs, in order; when flushes arrive faster than the disk takes them, the writer writes
+every sealed segment but only the newest open chunk and run.json. :meth:`RecordAppender.wait`
+blocks until everything submitted is on disk; a write error is raised by the next call.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import queue
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -57,9 +67,10 @@ class RecordAppender:
     path : directory of the record (created; must be writable).
     meta : run.json metadata besides the file table (must hold ``n_prompts`` by the first flush).
     segment_rows : rows per sealed chunk; the open chunk holds fewer.
+    background : write in a writer thread (see the module docstring).
     """
 
-    def __init__(self, path, meta: dict, segment_rows: int = SEGMENT_ROWS):
+    def __init__(self, path, meta: dict, segment_rows: int = SEGMENT_ROWS, background: bool = False):
         self.path = Path(path)
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -72,6 +83,13 @@ class RecordAppender:
         self.evals: dict[str, np.ndarray] = {}  # small (evaluations x prompts): rewritten whole at each flush
         # array files of an earlier record in this directory: removed at the first flush
         self._written = {f.name for f in self.path.glob("*.npz") if f.name.split("-")[0] in (*_TABLES, "evals")}
+        self._previous: set[str] = set()
+        self._jobs: queue.Queue | None = queue.Queue() if background else None
+        self._error: BaseException | None = None
+        self._idle = threading.Event()
+        self._idle.set()
+        if background:
+            threading.Thread(target=self._writer, name="grpo-lab-record-writer", daemon=True).start()
 
     def append(self, table: str, rows: dict[str, np.ndarray]) -> None:
         """Add final rows (columns of equal length) to ``table`` ("groups" or "steps")."""
@@ -91,27 +109,70 @@ class RecordAppender:
         ``pending`` rows are written but not kept: pass them again (changed or not) at the
         next flush until they are final, then :meth:`append` them.
         """
+        self._raise()
         pending = pending or {}
         self.meta.update(meta_updates)
-        files = {}
+        if "n_prompts" not in self.meta:
+            raise InputError("run record: n_prompts is required")
+        job = {"seal": {}, "tail": {}}
         for table in _TABLES:
             opened = _stack(self.open[table])
             if _rows(opened) >= self.segment_rows:
-                self.sealed[table].append(self._write_chunk(table, opened))
-                self.open[table], opened = [], {}
-            tail = _stack([opened, pending.get(table) or {}])
+                job["seal"][table] = opened
+                opened = {}
+            tail = _stack([opened, pending.get(table) or {}])  # fresh arrays: the caller may change pending
             if table == "groups" and tail:
                 _check_groups(tail)
-            files[table] = self.sealed[table] + ([self._write_chunk(table, tail)] if tail else [])
+            job["tail"][table] = tail
             self.open[table] = [opened] if opened else []
-        files["evals"] = [self._write_chunk("evals", self.evals)] if self.evals else []
-        meta = dict(self.meta)
+        job["evals"] = {k: np.array(v) for k, v in self.evals.items()}
+        job["meta"] = copy.deepcopy(self.meta)
+        if self._jobs is None:
+            self._write([job])
+        else:
+            self._idle.clear()
+            self._jobs.put(job)
+
+    def wait(self) -> None:
+        """Block until every flush so far is on disk (background mode); raise a write error."""
+        self._idle.wait()
+        self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+
+    def _writer(self) -> None:
+        while True:
+            jobs = [self._jobs.get()]
+            while not self._jobs.empty():
+                jobs.append(self._jobs.get_nowait())
+            try:
+                self._write(jobs)
+            except BaseException as exc:  # handed to the caller's thread at its next call
+                self._error = exc
+            if self._jobs.empty():
+                self._idle.set()
+
+    def _write(self, jobs: list[dict]) -> None:
+        """Write every sealed segment of ``jobs`` in order, then the last job's open chunks and run.json."""
+        for job in jobs:
+            for table, arrays in job["seal"].items():
+                self.sealed[table].append(self._write_chunk(table, arrays))
+        last = jobs[-1]
+        files = {}
+        for table in _TABLES:
+            tail = last["tail"][table]
+            files[table] = self.sealed[table] + ([self._write_chunk(table, tail)] if tail else [])
+        files["evals"] = [self._write_chunk("evals", last["evals"])] if last["evals"] else []
+        meta = last["meta"]
         meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
-        if "n_prompts" not in meta:
-            raise InputError("run record: n_prompts is required")
         text = json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
         atomic_write_bytes(self.path / "run.json", text.encode())
         keep = {e["name"] for t in (*_TABLES, "evals") for e in files[t]}
-        for old in self._written - keep:
+        # the files of the run.json just replaced stay one more flush: a reader that opened it
+        # a moment ago can still read them
+        for old in self._written - keep - self._previous:
             (self.path / old).unlink(missing_ok=True)
-        self._written = keep
+        self._written, self._previous = keep | self._previous, keep

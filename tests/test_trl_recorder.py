@@ -162,7 +162,8 @@ def test_one_reward_function_default_weight(tmp_path):
 def test_crash_leaves_a_record_that_loads(tmp_path):
     truth = []
     trainer = make_trainer(tmp_path, truth, max_steps=5)
-    GroupRecorder(tmp_path / "rec").attach(trainer)
+    recorder = GroupRecorder(tmp_path / "rec", flush_interval_s=0)
+    recorder.attach(trainer)
     original = trainer.reward_funcs[0]
     calls = []
 
@@ -176,6 +177,9 @@ def test_crash_leaves_a_record_that_loads(tmp_path):
     trainer.reward_funcs[0] = failing
     with pytest.raises(RuntimeError, match="killed"):
         trainer.train()
+    rec = read_record(tmp_path / "rec")  # consistent at any moment, even with writes in flight
+    assert rec.meta["steps_completed"] <= 3 and not rec.meta["complete"]
+    recorder.wait()  # the writes in flight land (at exit this happens through atexit)
     rec = read_record(tmp_path / "rec")
     assert not rec.meta["complete"] and rec.meta["steps_completed"] == 3
     assert len(rec.groups["step"]) == 3 * 8 // G and list(rec.steps["step"]) == [1, 2, 3]

@@ -69,7 +69,8 @@ class LMRunConfig:
 PRESETS = {
     "smoke": LMRunConfig(max_steps=2, per_tier=1, prompts_per_step=2, num_generations=4, eval_samples=1,
                          max_completion_length=4),
-    "cpu": LMRunConfig(max_steps=12, per_tier=3, prompts_per_step=4, num_generations=4, eval_samples=8),
+    "cpu": LMRunConfig(max_steps=10, per_tier=2, prompts_per_step=2, num_generations=4, eval_samples=4,
+                       max_completion_length=10),
     "gpu": LMRunConfig(max_steps=80, per_tier=16, prompts_per_step=16, num_generations=8, eval_samples=16,
                        learning_rate=5e-4, device="cuda"),
 }

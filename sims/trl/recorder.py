@@ -25,8 +25,10 @@ Two lines in a user's script::
   optimizer step ``global_step + 1``, so each group carries the first (``step``) and the
   last (``last_step``) optimizer step that used it;
 * the callback's ``on_step_end`` appends the step's row and flushes the record
-  (:class:`~grpo_lab.sims.record_append.RecordAppender`: readable after every step and
-  after a kill), ``on_train_end`` marks it complete.
+  (:class:`~grpo_lab.sims.record_append.RecordAppender` in background mode: the training
+  thread copies the rows, a writer thread compresses, writes and fsyncs; the record on disk
+  is consistent after every flush and after a kill, and lags the training by the writes
+  in flight), ``on_train_end`` marks it complete and waits for the writer.
 
 Groups table columns beyond the core ones: ``last_step`` (int64), ``generation`` (int64,
 generation batch index), ``tag`` (int64 index into ``meta["tags"]``, -1 untagged) and
@@ -37,6 +39,7 @@ Single process only (a multi-process run raises at attach).
 
 from __future__ import annotations
 
+import atexit
 import json
 import platform
 import time
@@ -52,6 +55,7 @@ from .metrics import PREFIX, RollingPassRates, batch_metrics
 __all__ = ["GroupRecorder", "prompt_key", "combine_rewards", "LABEL_CHARS"]
 
 LABEL_CHARS = 60  #: prompt labels kept in run.json are cut to this many characters
+FLUSH_INTERVAL_S = 0.5  #: default least time between flushes (the live replay polls every second)
 _CONFIG_KEYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
                 "steps_per_generation", "generation_batch_size", "num_iterations", "logging_steps", "max_steps",
                 "learning_rate", "beta", "loss_type", "scale_rewards", "temperature", "max_completion_length",
@@ -89,16 +93,20 @@ class GroupRecorder:
     window : groups per prompt in the rolling pass-rate estimate.
     reward_tolerance : reward spread at or below which a group counts as zero-variance.
     meta : extra run.json entries (for example ``{"model": "SmolLM2-135M-Instruct"}``).
+    flush_interval_s : least time between two flushes at step ends (0: every step); the end of
+        training and evaluations always flush. The record on disk lags by at most this much.
     """
 
     def __init__(self, out, tag_column: str = "tag", window: int = 4, reward_tolerance: float = 0.0,
-                 meta: dict | None = None):
+                 meta: dict | None = None, flush_interval_s: float = FLUSH_INTERVAL_S):
         self.trl = check_trl()
         self.out = out
         self.tag_column = tag_column
         self.window = window
         self.tolerance = float(reward_tolerance)
         self.extra_meta = dict(meta or {})
+        self.flush_interval_s = float(flush_interval_s)
+        self._last_flush = float("-inf")
         self.trainer = None
         self.callback = None
 
@@ -116,7 +124,8 @@ class GroupRecorder:
         self.rolling = RollingPassRates(self.n_prompts, self.window)
         args = trainer.args
         self.steps_per_batch = args.steps_per_generation * trainer.num_iterations / args.gradient_accumulation_steps
-        self.appender = RecordAppender(self.out, self._meta(trainer))
+        self.appender = RecordAppender(self.out, self._meta(trainer), background=True)
+        atexit.register(self._drain)  # a run that dies by an exception still gets its last flush on disk
         self.current = None  # the generation batch being trained on: dict of group columns
         self.generation = 0
         self.step_batches: dict[int, list] = {}  # step -> (rewards, advantages) of the batches generated for it
@@ -289,12 +298,14 @@ class GroupRecorder:
     def on_step_end(self, step: int) -> None:
         """Append step ``step``'s row and flush the record."""
         self.appender.append("steps", self._step_row(step))
-        self.flush(step)
+        if time.perf_counter() - self._last_flush >= self.flush_interval_s:
+            self.flush(step)
 
     def flush(self, step: int, complete: bool = False) -> None:
         pending = {"groups": self.current} if self.current is not None else {}
-        if self.current is None and not self.appender.sealed["groups"] and not self.appender.open["groups"]:
+        if not self.generation:
             return  # nothing generated yet: no record to write (a record needs its groups table)
+        self._last_flush = time.perf_counter()
         summary = {"rollouts": self.rollouts, "generation_batches": self.generation,
                    "rewards_missing": int(self.missing[-1]),
                    "rewards_missing_per_func": dict(zip(self.func_names, self.missing[:-1].tolist()))}
@@ -315,6 +326,17 @@ class GroupRecorder:
     def on_train_end(self, step: int) -> None:
         self._finalise()
         self.flush(step, complete=True)
+        self.wait()
+
+    def wait(self) -> None:
+        """Block until every flush so far is on disk."""
+        self.appender.wait()
+
+    def _drain(self) -> None:
+        try:
+            self.appender.wait()
+        except Exception:  # at exit there is nobody left to tell
+            pass
 
 
 def _make_callback(recorder: GroupRecorder):
