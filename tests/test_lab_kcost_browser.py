@@ -108,3 +108,27 @@ def test_play_moves_the_plots_and_tables_while_it_plays(page, lab_url):
     page.wait_for_function(f"want => JSON.stringify(({TABLE_ROWS})().slice(1)) === JSON.stringify(want)",
                            arg=core_rows(Scenario(progress=1.0)), timeout=15_000)
     assert page.console_errors == []
+
+
+def test_caption_says_what_the_view_shows_and_follows_the_controls(page, lab_url):
+    """'41.7% are all-pass: 2,000 rollouts bought nothing': counted here from the core's realised groups."""
+    from grpo_lab.sims.scenario import ALL_PASS, MIXED
+
+    def want(s: Scenario) -> list[str]:
+        v = evaluate(s)
+        n = int(v.kept.sum())
+        mixed, all_pass = int(((v.outcome == MIXED) & v.kept).sum()), int(((v.outcome == ALL_PASS) & v.kept).sum())
+        return [f"At t = {s.progress:.2f} with K = {s.K}, {percent(mixed / n)} of groups carry a gradient.",
+                f"{percent(all_pass / n)} are all-pass: {all_pass * s.K:,} rollouts bought nothing."]
+
+    caption = f"() => {{ const c = ({FIND})('.state-caption'); return c ? c.textContent : ''; }}"
+    page.goto(f"{lab_url}?progress=1")
+    wait_readout(page)
+    for line in want(Scenario(progress=1.0)):
+        page.wait_for_function(f"line => ({caption})().includes(line)", arg=line, timeout=15_000)
+    handle = page.locator("#gx-K")
+    handle.focus()
+    handle.press("ArrowRight")  # K = 9: the caption follows once the control rests
+    for line in want(Scenario(progress=1.0, K=9)):
+        page.wait_for_function(f"line => ({caption})().includes(line)", arg=line, timeout=15_000)
+    assert page.console_errors == []

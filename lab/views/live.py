@@ -13,13 +13,13 @@ import panel as pn
 
 from grpo_lab.debounce import Debounce
 from grpo_lab.notice import TextNotice
-from grpo_lab.notice import TextNotice
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
 from grpo_lab.state import LabState, PlayState
 from grpo_lab.sims.scenario import evaluate
 
+from .caption import StateCaption
 from .controls import Controls
 from .decay import DecayPlot
 from .formulas import formulas_pane
@@ -28,7 +28,6 @@ from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
-from .play_budget import FrameBudget, session_connected
 
 __all__ = ["LiveLab"]
 
@@ -52,6 +51,7 @@ class LiveLab:
                                    css_classes=["lab-grid"], **size)
         link(lab, self.grid)
         c = self.controls
+        self.caption = StateCaption()  # the view in words; follows the plots' redraw
         self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
@@ -63,12 +63,12 @@ class LiveLab:
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
         if embed:
-            self.panel = pn.Column(self.notice, c.main(), grid_pane, css_classes=["lab-embed"])
+            self.panel = pn.Column(self.notice, c.main(), grid_pane, self.caption.panel, css_classes=["lab-embed"])
         else:
             o, d, k, j = self.plots
             self.panel = pn.Column(
                 self.notice,
-                first_screen(c.all(), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
+                first_screen(pn.Column(c.all(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
                                                                                 formulas_pane())),
                 *plot_rows(*self._plot_pairs(o, d, k, j)),
                 sizing_mode="stretch_width")
@@ -99,6 +99,7 @@ class LiveLab:
             update["view"] = server_view(frame.view, frame.scenario.K)
         if update:
             self.grid.param.update(**update)
+        self.caption.update(frame)
         for plot in self.plots:
             plot.update(frame)
 
@@ -122,22 +123,12 @@ class LiveLab:
         if event.new and self._periodic is None:
             if self.lab.progress >= 1.0:
                 self.lab.progress = 0.0
-            self._frames = FrameBudget()
             self._periodic = pn.state.add_periodic_callback(self._tick, period=self.play.period_ms)
-            pn.state.on_session_destroyed(lambda _context: setattr(self.play, "playing", False))
         elif not event.new and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
 
     def _tick(self) -> None:
-        """One Play frame, within the session's frame budget (lab.views.play_budget); none once the tab closed."""
-        if not self._frames.ready():
-            return  # the last frame's share of the server is not earned back yet: skip this tick
-        if not session_connected(pn.state.curdoc):
-            self.play.playing = False  # the visitor left: stop now, not when the session is discarded
-            return
-        with self._frames.frame():
-            playing = self.play.tick(self.lab)
-        if not playing and self._periodic is not None:
+        if not self.play.tick(self.lab) and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
