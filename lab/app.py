@@ -8,7 +8,8 @@ the browser through ``lab/static/kernel.js`` (see ``lab.grid``), the plots from 
 URL query parameters (``progress``, ``K``, ``filter``, ``band_lo``, ``band_hi``, ``rho``,
 ``n_prompts``, ``a``, ``b``, ``seed``) set and follow the controls; bad values are
 clamped or replaced with a visible notice. ``?embed=true`` shows only the grid, the
-main controls and the main readouts.
+main controls and the main readouts; ``?present=true`` is the presentation mode (``lab.views.layout``);
+``?tour=N`` opens step N of the guided tour (``lab.views.tour``).
 
 Tabs: :data:`TABS` lists ``(title, builder)``; a builder takes the session's
 :class:`Session` and returns a Panel object. To add a tab (e.g. the replay), add one
@@ -28,6 +29,7 @@ from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, quer
 from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.layout import PRESENT_CSS
 from grpo_lab.views.live import LiveLab
+from grpo_lab.views.tour import TourPanel, TourState, tour_step
 
 __all__ = ["Session", "TABS", "build_app", "session_query"]
 
@@ -90,18 +92,22 @@ def build_app(query: dict[str, str] | None = None):
     session.lab.param.update(**values)
     if notices:
         session.lab.notice = "Some URL parameters were corrected: " + "; ".join(notices) + "."
+    tour = TourState()
+    tour_panel = TourPanel(tour, session.lab)
+    if not session.embed:
+        tour_panel.go(tour_step(query.get("tour")))  # a linked tour step sets the controls (?tour=N)
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
-        pn.state.onload(lambda: _sync_url(session.lab, query))
+        pn.state.onload(lambda: _sync_url(session.lab, query, tour))
     if session.embed:
         return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, PageAccess(),
                          css_classes=["grpo-lab", "embed"])
     header = pn.pane.HTML(
         f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
-        "Share a view by copying the URL.</p>", sizing_mode="stretch_width")
+        "Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>", sizing_mode="stretch_width")
     tabs = _lazy_tabs(session)
     access = PageAccess(css=PAGE_CSS + PRESENT_CSS) if session.present else PageAccess()
-    return pn.Column(header, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+    return pn.Column(header, tour_panel.panel, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:
@@ -122,28 +128,32 @@ def _lazy_tabs(session: Session) -> pn.Tabs:
 URL_DELAY_MS = 300
 
 
-def _sync_url(lab: LabState, query: dict[str, str]) -> None:
+def _sync_url(lab: LabState, query: dict[str, str], tour: TourState | None = None) -> None:
     """Keep the URL's query string in step with ``lab``: now, then after each pause in the controls.
 
     Runs once the page is connected (when ``location`` holds the browser's URL). Query arguments
-    that are not controls (``embed``) are kept. Writing the URL costs a server message, a history
-    entry and a browser -> server echo, so while a control moves the write waits until it has been
-    still for URL_DELAY_MS (like the plots' redraw); dragging then costs the browser nothing extra.
+    that are not controls (``embed``, ``present``) are kept; ``tour`` follows the tour's step. Writing
+    the URL costs a server message, a history entry and a browser -> server echo, so while a control
+    moves the write waits until it has been still for URL_DELAY_MS (like the plots' redraw); dragging
+    then costs the browser nothing extra.
     """
     location = getattr(pn.state, "location", None)
     doc = getattr(pn.state, "curdoc", None)
     if location is None:
         return
-    others = {k: v for k, v in query.items() if k not in URL_PARAMS}
+    others = {k: v for k, v in query.items() if k not in URL_PARAMS and k != "tour"}
 
     def write() -> None:
-        search = "?" + urlencode({**others, **query_values(lab)})
+        step = {"tour": str(tour.step)} if tour is not None and tour.step else {}
+        search = "?" + urlencode({**others, **step, **query_values(lab)})
         if location.search != search:
             location.search = search
 
     later = Debounce(write, URL_DELAY_MS)
     write()  # at once: corrected values replace the bad ones, and a bare URL gets the full state
     lab.param.watch(lambda *_events: later.trigger(doc), list(URL_PARAMS))
+    if tour is not None:
+        tour.param.watch(lambda *_events: later.trigger(doc), "step")
 
 
 def serve_resources_locally(doc) -> None:

@@ -84,13 +84,13 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
                  'slider "Group size K"', 'slider "Rollout correlation rho"', 'slider "Filter band, low end"',
                  'textbox "Prompts"', 'textbox "Seed"', 'button "New draw"', 'checkbox "Difficulty filter'):
         assert line in tree, line
-    # the Tab order: the tabs, then the controls beside the grid, then the grid's own (no unnamed stops between)
+    # the Tab order: the header's tour link, the tabs, the controls beside the grid, the grid's own (all named)
     stops = []
     for _ in range(14):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
                                    "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
-    assert stops[:5] == ["Live lab", "Advantages", "Replay", "\u25b6 Play", "Step"], stops
+    assert stops[:6] == ["guided tour", "Live lab", "Advantages", "Replay", "\u25b6 Play", "Step"], stops
     assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
     assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
     assert all(s for s in stops), stops
