@@ -16,6 +16,10 @@ It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dock
   ``?embed=true`` is meant for other sites' iframes.
 * **A cheap health endpoint**, :data:`HEALTH_PATH`: ``200 {"ok": true}`` from the server's event loop,
   without building a session (the Dockerfile's HEALTHCHECK uses it).
+* **Quiet closed sockets**: a visitor who closes the tab while the server is sending to it made Tornado
+  log "Task exception was never retrieved" and a traceback (``WebSocketClosedError``); the event loop's
+  exception handler (:func:`quiet_closed_sockets`) turns that into one info line. Other errors are
+  logged as before.
 
 Both are also importable for other servers: ``ROUTES`` (``panel serve --plugins grpo_lab.server`` adds the
 health route alone) and :class:`SecurityHeaders` (Tornado ``transforms=[SecurityHeaders]``).
@@ -24,12 +28,18 @@ health route alone) and :class:`SecurityHeaders` (Tornado ``transforms=[Security
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
 import sys
 
 from tornado import web
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError
 
 __all__ = ["CONTENT_SECURITY_POLICY", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders", "HealthHandler",
-           "ROUTES", "main"]
+           "ROUTES", "quiet_closed_sockets", "main"]
+
+_log = logging.getLogger("grpo_lab.server")
 
 #: the page's Content-Security-Policy (see the module docstring for why each source is there)
 CONTENT_SECURITY_POLICY = "; ".join([
@@ -57,7 +67,18 @@ HEALTH_PATH = "/health"  #: answers 200 without building a session
 
 
 class SecurityHeaders(web.OutputTransform):
-    """Adds :data:`SECURITY_HEADERS` to every response (a Tornado output transform)."""
+    """Adds :data:`SECURITY_HEADERS` to every response (a Tornado output transform).
+
+    It also installs :func:`quiet_closed_sockets` on the serving process's event loop at its first
+    request: with ``--num-procs`` > 1 the processes are forked after the server is configured, and
+    a loop must not be touched before the fork.
+    """
+
+    def __init__(self, request):
+        super().__init__(request)
+        loop = asyncio.get_running_loop()
+        if loop.get_exception_handler() is not quiet_closed_sockets:
+            loop.set_exception_handler(quiet_closed_sockets)
 
     def transform_first_chunk(self, status_code, headers, chunk, finishing):
         for name, value in SECURITY_HEADERS.items():
@@ -74,6 +95,14 @@ class HealthHandler(web.RequestHandler):
 
 
 ROUTES = [(HEALTH_PATH, HealthHandler)]
+
+
+def quiet_closed_sockets(loop, context: dict) -> None:
+    """An asyncio exception handler: a send to a page that has closed is one info line, not a traceback."""
+    if isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError)):
+        _log.info("a page closed while the server was sending to it; message dropped")
+        return
+    loop.default_exception_handler(context)
 
 
 def _serve_command():

@@ -3,7 +3,9 @@
 * The Content-Security-Policy is in force and the lab works under it (all three tabs, no violation),
   while an inline event handler or a request to another host is refused by the browser.
 * Offline whatever the session's history: a page whose websocket connects after its session expired
-  gets a rebuilt session, and the rebuilt page still asks no other host for anything.
+  gets a rebuilt session, and the rebuilt page still asks no other host for anything. (With several
+  server processes ``grpo-lab serve`` reuses sessions, so every visitor's session is built from its
+  websocket; the policy test covers that default.)
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ CHECK_UNUSED_MS = 500  #: ... checking this often
 
 
 def lab_command(port: int, *extra: str) -> list[str]:
-    return [*serve_command(port=port), *extra]
+    """``grpo-lab serve``'s command line plus ``extra`` (later flags win; ``--num-procs 1`` also drops
+    ``--reuse-sessions``, which only matters with several processes)."""
+    base = serve_command(port=port)
+    if "--num-procs" in extra:
+        base = [a for a in base if a != "--reuse-sessions"]
+    return [*base, *extra]
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +92,8 @@ def test_a_rebuilt_session_asks_no_other_host(browser, tmp_path):
     """Hold the page's scripts until its session has expired; its websocket then gets a rebuilt session."""
     port = free_port()
     log = tmp_path / "server.log"
-    cmd = lab_command(port, "--unused-session-lifetime", str(SESSION_LIFETIME_MS),
+    # one process and no session reuse: the page's own session is built by its HTML request, then expires
+    cmd = lab_command(port, "--num-procs", "1", "--unused-session-lifetime", str(SESSION_LIFETIME_MS),
                       "--check-unused-sessions", str(CHECK_UNUSED_MS), "--log-level", "debug",
                       "--log-file", str(log))
     with serve(cmd=cmd, port=port) as url:

@@ -1,0 +1,52 @@
+"""grpo_lab.server without a browser: the headers it adds, its health route, and quiet closed sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tornado.httputil import HTTPHeaders
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError
+
+from grpo_lab.commands.serve import serve_command
+from grpo_lab.server import HEALTH_PATH, ROUTES, SECURITY_HEADERS, HealthHandler, SecurityHeaders, quiet_closed_sockets
+
+
+class FakeLoop:
+    def __init__(self):
+        self.default_calls = []
+
+    def default_exception_handler(self, context):
+        self.default_calls.append(context)
+
+
+def test_a_send_to_a_closed_page_is_one_info_line_not_a_traceback(caplog):
+    loop = FakeLoop()
+    with caplog.at_level(logging.INFO, logger="grpo_lab.server"):
+        for exc in (WebSocketClosedError(), StreamClosedError()):
+            quiet_closed_sockets(loop, {"message": "Task exception was never retrieved", "exception": exc})
+    assert loop.default_calls == []
+    assert [r.levelno for r in caplog.records] == [logging.INFO, logging.INFO]
+
+
+def test_other_loop_errors_are_logged_as_before():
+    loop = FakeLoop()
+    context = {"message": "boom", "exception": ValueError("x")}
+    quiet_closed_sockets(loop, context)
+    assert loop.default_calls == [context]
+
+
+def test_the_transform_adds_the_headers_and_installs_the_handler():
+    async def run():
+        status, headers, chunk = SecurityHeaders(None).transform_first_chunk(200, HTTPHeaders(), b"x", True)
+        return status, dict(headers), chunk, asyncio.get_running_loop().get_exception_handler()
+
+    status, headers, chunk, handler = asyncio.run(run())
+    assert (status, chunk, handler) == (200, b"x", quiet_closed_sockets)
+    assert all(headers[k] == v for k, v in SECURITY_HEADERS.items())
+
+
+def test_grpo_lab_serve_runs_the_hardened_server_with_the_health_route():
+    assert serve_command(port=5006)[1:3] == ["-m", "grpo_lab.server"]
+    assert (HEALTH_PATH, HealthHandler) in ROUTES
