@@ -29,6 +29,12 @@ FIND = """sel => { function find(root) { const el = root.querySelector(sel); if 
   return null; } return find(document); }"""
 
 
+#: JavaScript: how many help icons (Panel's description "?" and TooltipIcon) the page holds, through shadow roots
+HELP_ICONS = """() => { let n = 0; function walk(root) { for (const e of root.querySelectorAll('*')) {
+  if (e.matches('.bk-description, .bk-panel-models-widgets-TooltipIcon')) n++;
+  if (e.shadowRoot) walk(e.shadowRoot); } } walk(document); return n; }"""
+
+
 @pytest.fixture(scope="module")
 def lab_url():
     with serve() as url:
@@ -94,6 +100,7 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
     assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
     assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
     assert all(s for s in stops), stops
+    assert page.evaluate(HELP_ICONS) == 0  # help is text under the controls, not a "?" on a label
     # Right arrow on a tab opens the next one
     page.get_by_role("tab", name="Live lab").focus()
     page.keyboard.press("ArrowRight")
@@ -156,6 +163,7 @@ def test_advantages_numbers_stand_apart_and_the_tab_says_k(page, lab_url):
     text = page.evaluate(PAGE_TEXT)
     assert "Group size K" in text and "Group size G" not in text and "group size G" not in text
     assert "Group size K: rollouts in the group." in text  # help shown as text, not behind an icon on the label
+    assert page.evaluate(HELP_ICONS) == 0
     assert page.console_errors == []
 
 

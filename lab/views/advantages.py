@@ -14,6 +14,7 @@ from bokeh.plotting import figure
 from grpo_lab.notice import TextNotice
 from grpo_lab.state import REWARD_SOURCES, AdvantageState
 
+from .controls import hint as _hint, hinted as _hinted
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.formatting import fixed
 
@@ -36,16 +37,6 @@ _TABLE_STYLE = ("<style>.adv-numbers{border-collapse:collapse;font-size:14px;tex
                 ".adv-doc{margin-top:6px;color:#333}</style>")
 
 
-def _hint(text: str) -> pn.pane.HTML:
-    """A line of help shown as text (not behind a ``?`` icon that sits on the label and takes no focus)."""
-    return pn.pane.HTML(f"<p style='margin:0 10px 6px;font-size:13px;color:#333'>{html.escape(text)}</p>",
-                        sizing_mode="stretch_width", margin=0)
-
-
-def _hinted(widget, text: str) -> pn.Column:
-    """The widget with its help text under it."""
-    return pn.Column(widget, _hint(text), sizing_mode="stretch_width", margin=0)
-
 
 class AdvantageExplorer:
     """Widgets bound to an AdvantageState, a table of advantages, and two curves against p."""
@@ -56,7 +47,7 @@ class AdvantageExplorer:
         self.G = pn.widgets.IntSlider.from_param(p.G, name="Group size K")
         self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)
         self.rewards = pn.widgets.TextInput.from_param(p.rewards_text, name="Or type rewards",
-                                                       placeholder="e.g. 1, 0, 0, 0")
+                                                       placeholder="e.g. 1, 0, 0, 0", description=None)
         # where the table's rewards come from, said in words: typing switches it, and the sliders grey out
         self.source = pn.widgets.RadioBoxGroup.from_param(
             p.source, name="Rewards from", options={label: key for key, label in REWARD_SOURCES.items()},

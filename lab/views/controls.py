@@ -1,4 +1,4 @@
-"""The live lab's controls beside the grid: widgets bound to :class:`lab.state.LabState`, each with a tooltip.
+"""The live lab's controls beside the grid: widgets bound to :class:`lab.state.LabState`, their help as text.
 
 Training progress, K, the filter and its band belong to the grid itself (:class:`grpo_lab.grid.component.LiveGrid`),
 which repaints in the browser as they move; the widgets here are those that need the server anyway.
@@ -6,11 +6,13 @@ which repaints in the browser as they move; the widgets here are those that need
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 
 from grpo_lab.state import LabState, PlayState
 
-__all__ = ["Controls", "tip"]
+__all__ = ["Controls", "hint", "hinted"]
 
 _TIPS = {
     "play": "Play / pause: animate training progress from its current value to 1.",
@@ -22,9 +24,19 @@ _TIPS = {
 _PLAY_LABEL = {False: "\u25b6 Play", True: "\u275a\u275a Pause"}
 
 
-def tip(widget, text: str) -> pn.Row:
-    """The widget with a tooltip icon beside it (for widgets without a ``description``)."""
-    return pn.Row(widget, pn.widgets.TooltipIcon(value=text, margin=(18, 0, 0, 0)), sizing_mode="stretch_width")
+_POPULATION = ("Prompts: one cell each; their starting pass rates are drawn from Beta(a, b), and the seed fixes "
+               "the draw (New draw picks another).")
+
+
+def hint(text: str) -> pn.pane.HTML:
+    """A line of help shown as text (a ``?`` icon sat on its label, took no focus and said nothing to a reader)."""
+    return pn.pane.HTML(f"<p style='margin:0 10px 6px;font-size:13px;color:#333'>{html.escape(text)}</p>",
+                        sizing_mode="stretch_width", margin=0)
+
+
+def hinted(widget, text: str) -> pn.Column:
+    """The widget with its help text under it."""
+    return pn.Column(widget, hint(text), sizing_mode="stretch_width", margin=0)
 
 
 class Controls:
@@ -34,11 +46,10 @@ class Controls:
         self.lab, self.play = lab, play
         p = lab.param
         self.rho = pn.widgets.FloatSlider.from_param(p.rho, name="Rollout correlation rho", css_classes=["ctl-rho"])
-        self.n_prompts = pn.widgets.IntInput.from_param(p.n_prompts, name="Prompts", description=p.n_prompts.doc,
-                                                        width=80)
-        self.a = pn.widgets.FloatInput.from_param(p.a, name="Beta a", step=0.1, description=p.a.doc, width=70)
-        self.b = pn.widgets.FloatInput.from_param(p.b, name="Beta b", step=0.1, description=p.b.doc, width=70)
-        self.seed = pn.widgets.IntInput.from_param(p.seed, name="Seed", description=p.seed.doc, width=90)
+        self.n_prompts = pn.widgets.IntInput.from_param(p.n_prompts, name="Prompts", description=None, width=80)
+        self.a = pn.widgets.FloatInput.from_param(p.a, name="Beta a", step=0.1, description=None, width=70)
+        self.b = pn.widgets.FloatInput.from_param(p.b, name="Beta b", step=0.1, description=None, width=70)
+        self.seed = pn.widgets.IntInput.from_param(p.seed, name="Seed", description=None, width=90)
         self.play_button = pn.widgets.Toggle.from_param(play.param.playing, name=_PLAY_LABEL[play.playing],
                                                         button_type="primary", width=110)
         play.param.watch(lambda e: setattr(self.play_button, "name", _PLAY_LABEL[e.new]), "playing")
@@ -52,11 +63,11 @@ class Controls:
 
     def main(self) -> pn.Row:
         """Play and step: the controls of an embed beside the grid's own."""
-        return pn.Row(self.play_button, self.step_button,
-                      pn.widgets.TooltipIcon(value=_TIPS["play"], margin=(12, 0, 0, 0)))
+        return pn.Row(self.play_button, self.step_button)
 
     def all(self) -> pn.Column:
         """Every control beside the grid: play and step, rho, the population and the buttons."""
         population = pn.Row(self.n_prompts, self.a, self.b, self.seed)
-        return pn.Column(self.main(), tip(self.rho, self.lab.param.rho.doc), "**Population**", population,
-                         pn.Row(self.new_draw_button, self.reset_button), sizing_mode="stretch_width")
+        return pn.Column(self.main(), hint(_TIPS["play"]), hinted(self.rho, self.lab.param.rho.doc), "**Population**",
+                         population, hint(_POPULATION), pn.Row(self.new_draw_button, self.reset_button),
+                         sizing_mode="stretch_width")
