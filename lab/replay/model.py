@@ -139,6 +139,8 @@ class RunView:
         listed = [m for m in meta.get("missing", []) if m not in ("evals", "completions")]
         if listed:
             out.append("also not in the source: " + ", ".join(map(str, listed)))
+        # ingested runs: what the reader could not know, and where the source disagreed (sims.ingest)
+        out += [str(t) for key in ("warnings", "notes") for t in meta.get(key) or []]
         return out
 
     def summary(self, row: int) -> dict:
