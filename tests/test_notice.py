@@ -36,3 +36,12 @@ def test_a_missing_runs_folder_is_not_named_to_visitors(tmp_path):
     view = ReplayView(runs_root=missing)
     assert view.missing_pane.visible and "No run to replay yet" in view.missing_pane.text
     assert str(tmp_path) not in view.missing_pane.text and "no-such-runs-folder" not in view.missing_pane.object
+
+
+def test_the_exported_page_escapes_its_title_and_file_name():
+    """The export's text comes from its command line; it is still escaped (title, provenance, embedded JSON)."""
+    from grpo_lab.export import make_spec, render
+
+    page = render(make_spec(title="<script>alert(1)</script>", n_prompts=50), "x</script><script>alert(2)</script>.html")
+    assert "<script>alert(1)" not in page and "alert(2)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
