@@ -12,6 +12,7 @@ import numpy as np
 
 from grpo_lab.sims.advantages import ESTIMATORS, advantages
 
+from ..kernel import b64
 from .spec import K_MAX
 
 __all__ = ["advantage_table", "hover_advantages"]
@@ -49,11 +50,10 @@ def advantage_table() -> dict[str, np.ndarray]:
 
 @lru_cache(maxsize=1)
 def hover_advantages() -> dict:
-    """:func:`advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``; JSON-ready,
-    NaN as null). The same for every population and session, so it is computed once per process."""
+    """:func:`advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``): the estimator
+    names, and each column as little-endian base64 (``offset`` int32, the rest float32 with NaN where no
+    rollout passes / fails), which a session serialises as a few strings instead of 25,000 numbers. The
+    same for every population and session, so it is computed once per process."""
     t = advantage_table()
-    out = {"names": list(ESTIMATORS), "offset": t["offset"].tolist()}
-    for key, values in t.items():
-        if key != "offset":  # NaN (no such rollout) travels as null
-            out[key] = [None if np.isnan(v) else round(float(v), 6) for v in values]
-    return out
+    return {"names": list(ESTIMATORS), **{key: b64(values, "<i4" if key == "offset" else "<f4")
+                                          for key, values in t.items()}}

@@ -20,17 +20,15 @@ The element ids (``gx-progress``, ``gx-K``, ``gx-filter``, ``gx-band-lo``, ``gx-
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from pathlib import Path
-
-import numpy as np
 
 from grpo_lab.sims.population import Population
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from ..kernel import b64, kernel_data_b64
+from ..memo import Memo, array_key
 from ..palette import FILTERED_ALPHA, FILTERED_COLOR, FILTERED_LABEL, OUTCOME_COLORS, OUTCOME_LABELS, OUTCOME_SYMBOLS
 from .cells import FILTERED, cell_pixels, cell_positions, cell_tiles, grid_shape
 from .readouts import STATE_WORDS, TEMPLATES
@@ -116,8 +114,7 @@ def geometry(n_prompts: int, width: int = GRID_WIDTH) -> dict:
     return {"cols": cols, "rows": rows, "P": cell_pixels(width, cols)}
 
 
-_PACKED: dict = {}  #: grid_data's cache: a population's packing depends on no session
-_PACKED_MAX = 16
+_PACKED = Memo(16)  #: grid_data's cache: a population's packing depends on no session
 
 
 def grid_data(population: Population, gain: float, *, readouts: str = "main", width: int = GRID_WIDTH) -> dict:
@@ -127,17 +124,13 @@ def grid_data(population: Population, gain: float, *, readouts: str = "main", wi
     The packing is cached per (seed, size, pass rates, gain, readouts, width), the whole of what it
     depends on (the uniforms are the seed's), so every visit to the default view reuses one.
     """
-    digest = hashlib.blake2b(np.ascontiguousarray(population.pass_rates, np.float64).tobytes(), digest_size=16)
-    key = (population.seed, population.n, digest.digest(), float(gain), readouts, width)
-    data = _PACKED.get(key)
-    if data is None:
+    def pack() -> dict:
         geo = geometry(population.n, width)
         x, y = cell_positions(population.pass_rates)
-        data = {**kernel_data_b64(population, gain), "x": x.astype(int).tolist(), "y": y.astype(int).tolist(),
+        return {**kernel_data_b64(population, gain), "x": b64(x, "<i4"), "y": b64(y, "<i4"),
                 "geometry": geo, "tiles": b64(cell_tiles(geo["P"]), "<u4"),
                 "template": TEMPLATES[readouts], "filtered_code": FILTERED,
                 "words": [STATE_WORDS[c] for c in sorted(STATE_WORDS)], "filtered_label": FILTERED_LABEL}
-        while len(_PACKED) >= _PACKED_MAX:
-            _PACKED.pop(next(iter(_PACKED)))
-        _PACKED[key] = data
-    return data
+
+    key = (population.seed, population.n, array_key(population.pass_rates), float(gain), readouts, width)
+    return _PACKED.get(key, pack)

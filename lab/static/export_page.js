@@ -3,7 +3,7 @@
  * The grid, its controls, readouts and hover are the lab's grid view (grpoGridView,
  * lab/static/gridview.js, over the kernel and the cell painter). This file adds what a
  * server would otherwise do:
- *   play      animate training progress up to 1 (a requestAnimationFrame loop);
+ *   play      the button of the view's play (grpoGridView's, in the browser);
  *   new draw  show the next population embedded in the page state;
  *   describe  name the view shown: seed, draw, and the `grpo-lab population` command
  *             whose --json output equals the readouts.
@@ -13,7 +13,7 @@
   "use strict";
   var STATE_ID = "grpo-export-state";
   var SWEEP_SECONDS = 8;  /* a full sweep of training progress, min to max */
-  var state, view, drawIndex = 0, raf = 0, play;
+  var state, view, drawIndex = 0, play;
 
   function $(id) { return document.getElementById(id); }
 
@@ -35,23 +35,10 @@
 
   function playing() { return play.getAttribute("aria-pressed") === "true"; }
 
+  /* the view plays (grpoGridView's play); the page keeps its button and provenance line in step */
   function setPlaying(on) {
     play.setAttribute("aria-pressed", on ? "true" : "false");
-    if (raf) { cancelAnimationFrame(raf); raf = 0; }
-    if (!on) return;
-    var c = view.spec.controls.progress;  /* its bounds and step */
-    if (view.values.progress >= c.max) { view.set({progress: c.min}); repaint(); }
-    var t0 = view.values.progress, start = null;
-    function step(now) {
-      if (!playing()) { raf = 0; return; }
-      if (start === null) start = now;
-      var t = Math.min(c.max, t0 + (c.max - c.min) * (now - start) / 1000 / SWEEP_SECONDS);
-      view.set({progress: Number((Math.round(t / c.step) * c.step).toFixed(c.digits))});  /* on the slider's step */
-      repaint();
-      if (t >= c.max) { raf = 0; play.setAttribute("aria-pressed", "false"); return; }
-      raf = requestAnimationFrame(step);
-    }
-    raf = requestAnimationFrame(step);
+    view.play(on, SWEEP_SECONDS, {frame: describe, stop: function () { play.setAttribute("aria-pressed", "false"); }});
   }
 
   function start() {
@@ -59,10 +46,7 @@
     view = window.grpoGridView($("grpo-export"));
     play = $("gx-play");
     view.setData(state.draws[0]);
-    view.onInput(function (changed) {
-      if ("progress" in changed && playing()) setPlaying(false);  /* grabbing the slider pauses */
-      repaint();
-    });
+    view.onInput(function () { repaint(); });  /* grabbing the progress slider also pauses play (the view's) */
     play.addEventListener("click", function () { setPlaying(!playing()); });
     $("gx-new-draw").addEventListener("click", function () {
       drawIndex = (drawIndex + 1) % state.draws.length;

@@ -11,9 +11,10 @@
  *   view.spec                   the control spec (grpo_lab.grid.spec.control_spec)
  *   view.names                  the names of the controls' values, in order (view.spec.names)
  *   view.setData(data)          a population as grpo_lab.grid.markup.grid_data packs it: p0 and u
- *                               (base64), stride, gain, x, y, geometry, tiles (base64), template,
+ *                               (base64), stride, gain, x, y (base64 int32), geometry, tiles (base64), template,
  *                               filtered_code, words, filtered_label
- *   view.advantages             the hover's advantage table (grpo_lab.grid.hover.hover_advantages), or null
+ *   view.advantages             the hover's advantage table (grpo_lab.grid.hover.hover_advantages: base64
+ *                               columns), or null
  *   view.values                 the controls' values {progress, K, filter, band_lo, band_hi}: the
  *                               values painted, exactly (an input shows the nearest step)
  *   view.set(values)            change some values (the inputs follow; no input event)
@@ -22,6 +23,12 @@
  *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
  *                               the kernel does not cover)
  *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
+ *   view.play(on, seconds, hooks)  play (or pause) training progress in the browser: from here to its
+ *                               maximum, a whole sweep taking `seconds`, on the slider's step, one paint
+ *                               per animation frame (from the maximum it restarts at the minimum);
+ *                               hooks.frame() after each paint, hooks.stop() when it stops (at the end,
+ *                               or because a reader grabbed the progress slider)
+ *   view.playing()              whether it plays
  */
 (function (root) {
   "use strict";
@@ -36,11 +43,12 @@
   /* base64 arrays to typed arrays, and the cell -> prompt lookup of the hover; kept on the object */
   function decode(data) {
     if (data.__decoded) return data.__decoded;
-    var g = data.geometry, n = data.x.length, slot = new Int32Array(g.cols * g.rows).fill(-1);
-    for (var p = 0; p < n; p++) slot[data.y[p] * g.cols + data.x[p]] = p;
+    var g = data.geometry, x = new Int32Array(bytes(data.x)), y = new Int32Array(bytes(data.y)), n = x.length;
+    var slot = new Int32Array(g.cols * g.rows).fill(-1);
+    for (var p = 0; p < n; p++) slot[y[p] * g.cols + x[p]] = p;
     data.__decoded = {p0: new Float64Array(bytes(data.p0)), u: new Float32Array(bytes(data.u)),
-                      stride: data.stride, gain: data.gain, x: Int32Array.from(data.x),
-                      y: Int32Array.from(data.y), slot: slot, tiles: new Uint32Array(bytes(data.tiles))};
+                      stride: data.stride, gain: data.gain, x: x, y: y, slot: slot,
+                      tiles: new Uint32Array(bytes(data.tiles))};
     return data.__decoded;
   }
 
@@ -148,7 +156,37 @@
 
     view.onInput = function (fn) { listeners.push(fn); };
 
+    var raf = 0, hooks = {};
+    view.playing = function () { return raf !== 0; };
+
+    function stopPlay() {
+      if (!raf) return;
+      cancelAnimationFrame(raf);
+      raf = 0;
+      if (hooks.stop) hooks.stop();
+    }
+
+    view.play = function (on, seconds, playHooks) {
+      stopPlay();
+      if (!on) return;
+      hooks = playHooks || {};
+      var c = C.progress;
+      if (view.values.progress >= c.max) { view.set({progress: c.min}); view.paint(); }
+      var t0 = view.values.progress, start = null;
+      function step(now) {
+        if (start === null) start = now;
+        var t = Math.min(c.max, t0 + (c.max - c.min) * (now - start) / 1000 / seconds);
+        view.set({progress: Number((Math.round(t / c.step) * c.step).toFixed(c.digits))});  /* on the step */
+        view.paint();
+        if (hooks.frame) hooks.frame();
+        if (t >= c.max) { raf = 0; if (hooks.stop) hooks.stop(); return; }
+        raf = requestAnimationFrame(step);
+      }
+      raf = requestAnimationFrame(step);
+    };
+
     function moved(name, value) {
+      if (name === "progress") stopPlay();  /* grabbing the slider pauses */
       var changed = {};
       changed[name] = value;
       /* the band's ends never cross: moving one past the other carries the other along */
@@ -164,6 +202,19 @@
       else input.addEventListener("input", function () { moved(name, Number(input.value)); });
     });
 
+    /* the hover's table, decoded from base64 once (offset int32, the columns float32; NaN: no such rollout) */
+    function advantages() {
+      var t = view.advantages;
+      if (!t) return null;
+      if (!t.__decoded) {
+        var out = {names: t.names};
+        for (var key in t) if (key !== "names" && key !== "__decoded")
+          out[key] = key === "offset" ? new Int32Array(bytes(t[key])) : new Float32Array(bytes(t[key]));
+        t.__decoded = out;
+      }
+      return t.__decoded;
+    }
+
     function signed(a) { return (a >= 0 ? "+" : "") + G.fixed(a, 3); }
 
     function tip(at) {
@@ -176,14 +227,14 @@
       var r = shown.result, K = shown.K, k = r.successes[i], group = data.words[r.outcome[i]];
       if (!r.kept[i]) group = data.filtered_label + ", " + group;
       var lines = ["prompt " + i, group, "pass rate now " + G.percent(r.pass_rate[i]), "successes " + k + " of " + K];
-      var adv = view.advantages;
+      var adv = advantages();
       if (adv) {
         var row = adv.offset[K] + k;
         adv.names.forEach(function (name) {
           var parts = [];
           ["pass", "fail"].forEach(function (side) {
             var a = adv[name + "_" + side][row];
-            if (a !== null && !isNaN(a)) parts.push(side + " " + signed(a));
+            if (!isNaN(a)) parts.push(side + " " + signed(a));
           });
           lines.push("A " + name + ": " + parts.join(", "));
         });

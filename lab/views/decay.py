@@ -7,12 +7,15 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
+from grpo_lab.memo import Memo, array_key
 from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
 from grpo_lab.sims.sweep import useful_share_curve
 
 from .frame import Frame
 
 __all__ = ["DecayPlot"]
+
+_CURVES = Memo(32)  #: (population, K, rho, band, gain) -> the plot's columns; the same for every session
 
 
 class DecayPlot:
@@ -49,8 +52,15 @@ class DecayPlot:
         if key == self._key:
             return
         self._key = key
-        ts = np.linspace(0.0, 1.0, 21 if s.rho > 0 else 41)
-        free = useful_share_curve(frame.population, ts, s.K, s.rho, None, s.gain)
-        kept = useful_share_curve(frame.population, ts, s.K, s.rho, frame.band, s.gain)
-        self.source.data = {"t": ts, "exp": free["expected"], "real": free["realised"], "exp_f": kept["expected"],
-                            "real_f": kept["realised"]}
+        self.source.data = dict(_CURVES.get((array_key(frame.population.pass_rates), frame.population.seed, s.K,
+                                             s.rho, frame.band, s.gain), lambda: _columns(frame)))
+
+
+def _columns(frame: Frame) -> dict:
+    """The plot's columns: t and the expected / realised useful share over all prompts and over the band."""
+    s, pop = frame.scenario, frame.population
+    ts = np.linspace(0.0, 1.0, 21 if s.rho > 0 else 41)
+    free = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)
+    kept = useful_share_curve(pop, ts, s.K, s.rho, frame.band, s.gain)
+    return {"t": ts, "exp": free["expected"], "real": free["realised"], "exp_f": kept["expected"],
+            "real_f": kept["realised"]}

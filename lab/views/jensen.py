@@ -7,6 +7,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
+from grpo_lab.grid.spec import K_MAX
+from grpo_lab.memo import Memo, array_key
 from grpo_lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
@@ -15,15 +17,24 @@ from .frame import Frame
 
 __all__ = ["JensenPlot"]
 
-_K = np.arange(1, 65)
+_K = np.arange(1, K_MAX + 1)
+_CURVES = Memo(32)  #: (kept pass rates, rho) -> (D_real, D_iid) over _K; the same for every session
+
+
+def _curves(p: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """D_real(K) and D_iid(K) for K in _K (cached: they depend on the pass rates and rho alone)."""
+    def compute():
+        return (np.array([degeneracy_real(p, K, rho) for K in _K]), np.array([degeneracy_iid(p, K, rho) for K in _K]))
+
+    return _CURVES.get((array_key(p), float(rho)), compute)
 
 
 class JensenPlot:
     """D_real(K) and D_iid(K) for the current population at the current t (kept prompts)."""
 
     def __init__(self):
-        self.source = ColumnDataSource({"K": _K, "real": np.zeros(64), "iid": np.zeros(64)})
-        fig = figure(height=240, sizing_mode="stretch_width", x_range=(1, 64), y_range=(0, 1.02), tools="",
+        self.source = ColumnDataSource({"K": _K, "real": np.zeros(len(_K)), "iid": np.zeros(len(_K))})
+        fig = figure(height=240, sizing_mode="stretch_width", x_range=(1, K_MAX), y_range=(0, 1.02), tools="",
                      toolbar_location=None, title="Degenerate share: D_real (per prompt) vs D_iid (mean p)")
         fig.line("K", "real", source=self.source, line_width=2.5, color=ALL_FAIL_COLOR, legend_label="D_real")
         fig.line("K", "iid", source=self.source, line_width=2.5, color=ALL_PASS_COLOR, line_dash="dashed",
@@ -39,11 +50,10 @@ class JensenPlot:
         s, v = frame.scenario, frame.view
         p = v.pass_rate[v.kept]
         if p.size == 0:
-            self.source.data = {"K": _K, "real": np.full(64, np.nan), "iid": np.full(64, np.nan)}
+            self.source.data = {"K": _K, "real": np.full(len(_K), np.nan), "iid": np.full(len(_K), np.nan)}
             self.text.object = "<p class='jensen-caption' style='margin:0'>No prompt is kept by the filter.</p>"
             return
-        real = np.array([degeneracy_real(p, K, s.rho) for K in _K])
-        iid = np.array([degeneracy_iid(p, K, s.rho) for K in _K])
+        real, iid = _curves(p, s.rho)
         self.source.data = {"K": _K, "real": real, "iid": iid}
         self.marker.location = s.K
         sm = v.summary

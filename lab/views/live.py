@@ -31,6 +31,8 @@ from .outcome import OutcomePlot
 
 __all__ = ["LiveLab"]
 
+PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept while they are built after the first render (no layout jump)
+PLOTS_DELAY_MS = 250  #: the plots are built this long after the page has loaded
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 PLAY_REDRAW_MS = 400  #: while playing (no pause comes), the plots redraw at most this often
 
@@ -52,7 +54,7 @@ class LiveLab:
         link(lab, self.grid)
         c = self.controls
         self.caption = StateCaption()  # the view in words; follows the plots' redraw
-        self.plots = [] if embed else [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
+        self.plots = []  # the full page's plots are built once the page has loaded (_build_plots)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed"])
         self._periodic = None
@@ -65,13 +67,35 @@ class LiveLab:
         if embed:
             self.panel = pn.Column(self.notice, c.main(), grid_pane, self.caption.panel, css_classes=["lab-embed"])
         else:
-            o, d, k, j = self.plots
+            # the plots (most of a session's Bokeh models) stay out of the first render: the page is
+            # interactive sooner, and a room of visitors arriving together waits less for it
+            self._plots = pn.Column(sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT, css_classes=["lab-plots"])
             self.panel = pn.Column(
                 self.notice,
                 first_screen(pn.Column(c.all(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
                                                                                 formulas_pane())),
-                *plot_rows(*self._plot_pairs(o, d, k, j)),
+                self._plots,
                 sizing_mode="stretch_width")
+            pn.state.onload(self._plots_soon)  # at once outside a server session
+
+    def _plots_soon(self) -> None:
+        """Build the plots PLOTS_DELAY_MS after the page loaded: visitors still waiting for their first render
+        (a room arriving together) are served first."""
+        if pn.state.curdoc is None:
+            self._build_plots()
+        else:
+            pn.state.add_periodic_callback(self._build_plots, period=PLOTS_DELAY_MS, count=1)
+
+    def _build_plots(self) -> None:
+        """Build, fill and show the plots (once the page has loaded); marks them ``lab-plots-ready``."""
+        self.plots = [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
+        frame = self.frame()
+        for plot in self.plots:
+            plot.update(frame)
+        o, d, k, j = self.plots
+        self._plots.objects = [
+            *plot_rows(*self._plot_pairs(o, d, k, j))]
+        self._plots.css_classes = ["lab-plots", "lab-plots-ready"]
 
     def _plot_pairs(self, o, d, k, j) -> tuple:
         """The plots in rows of two; in presentation mode only the K-cost table and the decay curve."""

@@ -1,0 +1,328 @@
+"""Load: N visitors open the served lab at once; time to interactive, errors, server CPU and memory.
+
+Starts ``grpo-lab serve`` with its defaults on a free loopback port (127.0.0.1 only), and for each
+round (``--visitors 10 30``) has that many visitors arrive together. Each visitor does what a
+browser's BokehJS client does, over real HTTP and a real websocket (Bokeh's own protocol classes):
+
+1. GET /app (the server builds the session's document and renders the page);
+2. open the websocket with the page's session token, send PULL-DOC-REQ and wait for the document
+   (PULL-DOC-REPLY): the page is interactive once it has its document;
+3. tell the server the page has rendered (BokehJS's document_ready event), and wait for what the
+   server builds then (the lab's plots, marked ``lab-plots-ready``): the page is complete;
+4. move a control: a PATCH-DOC setting the grid's K, as the browser's component sends it, and wait
+   for the server's OK;
+5. close the websocket.
+
+First, ``--alone`` visits one at a time give the server CPU of one new visit, to interactive and to
+complete. Printed per round: time to interactive (GET start to the document received) p50 / p95 / max,
+time to complete p50 / max, the control's round trip p50 / max, errors, the server's CPU per visit (user + system of the
+server's processes over the round, divided by the visitors), and its memory (RSS of its processes)
+before the round, at its peak and 60 s after the sessions closed (``--settle``).
+
+``--baseline REF`` runs the same rounds against the lab of a git commit (its ``lab/`` and ``sims/``
+exported to a temporary folder and put first on the server's PYTHONPATH), so a figure measured on a
+loaded machine stands beside a baseline measured the same way in the same run.
+
+Bounded: at most 60 visitors a round, every wait has a timeout, everything is on loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import urllib.request
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_VISITORS = 60
+STEP_TIMEOUT_S = 120  #: a visitor that waits longer than this for any step counts as an error
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def snapshot(ref: str) -> Path:
+    """``lab/`` and ``sims/`` of commit ``ref`` laid out as the installed package (grpo_lab, grpo_lab.sims)."""
+    out = Path(tempfile.mkdtemp(prefix="bench-load-base-"))
+    data = subprocess.run(["git", "archive", "--format=tar", ref, "lab", "sims"], cwd=ROOT, capture_output=True,
+                          check=True).stdout
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(out / "src", filter="data")
+    (out / "src" / "lab").rename(out / "grpo_lab")
+    (out / "src" / "sims").rename(out / "grpo_lab" / "sims")
+    return out
+
+
+class Server:
+    """``grpo-lab serve`` (its defaults) on a free loopback port; ``pythonpath`` first on its path."""
+
+    def __init__(self, pythonpath: Path | None = None, extra: list[str] | None = None):
+        self.port = free_port()
+        env = {**os.environ, "GRPO_LAB_RUNS": str(ROOT / "runs")}
+        if pythonpath:
+            env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--port", str(self.port), *(extra or [])]
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
+        self.url = f"http://127.0.0.1:{self.port}/app"
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError("the server exited: " + self.log.read().decode(errors="replace")[-600:])
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/static/extensions/panel/panel.min.js", timeout=5)
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("the server did not start within 120 s")
+
+    def processes(self):
+        import psutil
+
+        try:
+            root = psutil.Process(self.proc.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def cpu_s(self) -> float:
+        total = 0.0
+        for p in self.processes():
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except Exception:
+                pass
+        return total
+
+    def rss_mb(self) -> float:
+        total = 0
+        for p in self.processes():
+            try:
+                total += p.memory_info().rss
+            except Exception:
+                pass
+        return total / 2**20
+
+    def stop(self) -> None:
+        for p in reversed(self.processes()):
+            try:
+                p.terminate()
+            except Exception:
+                pass
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _find_grid(doc_json) -> str | None:
+    """The id of the grid component's data model (Panel names its class LiveGrid<n>)."""
+    stack = [doc_json]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "object" and str(node.get("name", "")).startswith("LiveGrid") and "id" in node:
+                return node["id"]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+async def _patch(conn, events: list):
+    """Send a PATCH-DOC of these (serialised) document events, as BokehJS does; returns the message."""
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    msg = patch_doc(patch_doc.create_header(), {}, {"events": events})
+    await msg.send(conn)
+    return msg
+
+
+async def visit(url: str, K: int, cpu=None) -> dict:
+    """One visitor (see the module docstring); returns its timings in seconds, or its error."""
+    from bokeh.client.websocket import WebSocketClientConnectionWrapper
+    from bokeh.protocol import Protocol
+    from bokeh.protocol.receiver import Receiver
+    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    t0 = time.perf_counter()
+    out = {}
+    try:
+        resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, request_timeout=STEP_TIMEOUT_S),
+                                      STEP_TIMEOUT_S)
+        html = resp.body.decode()
+        out["page"] = time.perf_counter() - t0
+        token = re.search(r'"token":\s*"([^"]+)"', html).group(1)
+        ws_url = url.replace("http://", "ws://") + "/ws"
+        sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
+                                                        max_message_size=200 * 2**20), STEP_TIMEOUT_S)
+        conn = WebSocketClientConnectionWrapper(sock)
+        protocol = Protocol()
+        receiver = Receiver(protocol)
+
+        async def read(kind: str):
+            while True:
+                frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
+                if frag is None:
+                    raise ConnectionError("the websocket closed")
+                msg = await receiver.consume(frag)
+                if msg is not None and msg.header["msgtype"] == kind:
+                    return msg
+                if msg is not None and msg.header["msgtype"] == "ERROR":
+                    raise RuntimeError(msg.content.get("text"))
+
+        await read("ACK")
+        await protocol.create("PULL-DOC-REQ").send(conn)
+        reply = await read("PULL-DOC-REPLY")
+        out["interactive"] = time.perf_counter() - t0
+        out["cpu_interactive"] = cpu() if cpu else float("nan")
+        grid = _find_grid(reply.content["doc"])
+        if grid is None:
+            raise RuntimeError("no grid component in the document")
+        # the page has rendered: BokehJS tells the server (Panel then runs the session's onload callbacks,
+        # which build what the first render left out: the plots, marked lab-plots-ready when shown)
+        text = json.dumps(reply.content["doc"])
+        await _patch(conn, [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+            "type": "event", "name": "document_ready", "values": {"type": "map", "entries": []}}}])
+        if "lab-plots" in text and "lab-plots-ready" not in text:
+            while "lab-plots-ready" not in json.dumps((await read("PATCH-DOC")).content):
+                pass
+        out["complete"] = time.perf_counter() - t0
+        out["cpu_complete"] = cpu() if cpu else float("nan")
+        t1 = time.perf_counter()
+        msg = await _patch(conn, [{"kind": "ModelChanged", "model": {"id": grid}, "attr": "K", "new": K}])
+        while (await read("OK")).header.get("reqid") != msg.header["msgid"]:
+            pass  # the OK of the document_ready patch
+        out["control"] = time.perf_counter() - t1
+        sock.close()
+    except Exception as exc:  # counted and reported, never raised
+        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
+    return out
+
+
+def percentile(values, q: float) -> float:
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))] if v else float("nan")
+
+
+def run_round(server: Server, n: int, settle_s: float) -> dict:
+    """n visitors at once; memory sampled every 0.1 s until settle_s after the last closed."""
+    from tornado.httpclient import AsyncHTTPClient
+
+    AsyncHTTPClient.configure(None, max_clients=MAX_VISITORS + 10)
+    rss_before, cpu_before = server.rss_mb(), server.cpu_s()
+    peak = [rss_before]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], server.rss_mb())
+            stop.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+
+    async def everyone():
+        return await asyncio.gather(*[visit(server.url, 4 + (i % 60)) for i in range(n)])
+
+    results = asyncio.run(everyone())
+    cpu = server.cpu_s() - cpu_before
+    time.sleep(settle_s)
+    stop.set()
+    sampler.join()
+    ok = [r for r in results if "error" not in r]
+    tti = [r["interactive"] for r in ok]
+    full = [r["complete"] for r in ok]
+    ctl = [r["control"] for r in ok]
+    return {"visitors": n, "errors": len(results) - len(ok),
+            "first_error": next((r["error"] for r in results if "error" in r), ""),
+            "tti_p50": percentile(tti, 0.5), "tti_p95": percentile(tti, 0.95), "tti_max": max(tti, default=float("nan")),
+            "complete_p50": percentile(full, 0.5), "complete_max": max(full, default=float("nan")),
+            "control_p50": percentile(ctl, 0.5), "control_max": max(ctl, default=float("nan")),
+            "cpu_per_visit": cpu / n, "rss_before": rss_before, "rss_peak": peak[0], "rss_after": server.rss_mb()}
+
+
+def one_at_a_time(server: Server, n: int) -> dict:
+    """Server CPU of a new visit alone (median of n): to interactive, and to complete (plots built)."""
+    first, full = [], []
+    for i in range(n):
+        before = server.cpu_s()
+        r = asyncio.run(visit(server.url, 5 + i, cpu=server.cpu_s))
+        if "error" not in r:
+            first.append(r["cpu_interactive"] - before)
+            full.append(r["cpu_complete"] - before)
+        time.sleep(0.5)
+    return {"cpu_first": statistics.median(first) if first else float("nan"),
+            "cpu_full": statistics.median(full) if full else float("nan")}
+
+
+def bench(label: str, pythonpath: Path | None, rounds: list[int], settle_s: float, extra: list[str],
+          alone: int) -> list[dict]:
+    server = Server(pythonpath, extra)
+    try:
+        asyncio.run(visit(server.url, 8))  # warm up: first imports, static caches (not counted)
+        time.sleep(1)
+        single = one_at_a_time(server, alone) if alone else {"cpu_first": float("nan"), "cpu_full": float("nan")}
+        return [{"label": label, **single, **run_round(server, n, settle_s)} for n in rounds]
+    finally:
+        server.stop()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--visitors", type=int, nargs="+", default=[10, 30], help="visitors per round (default 10 30)")
+    ap.add_argument("--settle", type=float, default=60.0, help="seconds after the sessions close to read memory")
+    ap.add_argument("--baseline", default=None, metavar="REF", help="also measure the lab of this git commit")
+    ap.add_argument("--serve-args", default="", help="extra `grpo-lab serve` options (e.g. '--num-procs 1')")
+    ap.add_argument("--alone", type=int, default=5, help="visits measured one at a time first (default 5)")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    args = ap.parse_args(argv)
+    if any(not 1 <= n <= MAX_VISITORS for n in args.visitors):
+        ap.error(f"--visitors must be from 1 to {MAX_VISITORS}")
+    extra = args.serve_args.split()
+    rows = []
+    if args.baseline:
+        base = snapshot(args.baseline)
+        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone)
+    rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone)
+    print(f"load: visitors arriving together at `grpo-lab serve` {args.serve_args} (defaults otherwise), "
+          f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+    print(f"{'server':<22} {'N':>3} | {'interactive p50':>15} {'p95':>6} {'max':>6} | {'complete p50':>12} {'max':>6} | "
+          f"{'control p50':>11} {'max':>6} | {'errors':>6} | {'CPU/visit':>9} | {'RSS before':>10} {'peak':>6} "
+          f"{'+' + str(int(args.settle)) + ' s':>6}")
+    for r in rows:
+        print(f"{r['label']:<22} {r['visitors']:>3} | {r['tti_p50']:>14.2f}s {r['tti_p95']:>5.2f}s {r['tti_max']:>5.2f}s | "
+              f"{r['complete_p50']:>11.2f}s {r['complete_max']:>5.2f}s | "
+              f"{r['control_p50']:>10.3f}s {r['control_max']:>5.2f}s | {r['errors']:>6} | {r['cpu_per_visit']:>8.3f}s | "
+              f"{r['rss_before']:>8.0f}MB {r['rss_peak']:>4.0f}MB {r['rss_after']:>4.0f}MB")
+        if r is rows[-1] or rows[rows.index(r) + 1]["label"] != r["label"]:
+            print(f"{r['label']:<22} one visit alone: server CPU {r['cpu_first']:.3f}s to interactive, "
+                  f"{r['cpu_full']:.3f}s to complete (median of {args.alone})")
+        if r["first_error"]:
+            print(f"    first error: {r['first_error']}")
+    if args.json:
+        print(json.dumps(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""`grpo-lab serve`'s defaults (several processes, sessions reused for the page request) in real Chromium.
+
+With more than one process a page request and its websocket may reach different processes, and the page
+is rendered from a reused session: each visitor must still get its own session, built from its own URL.
+Several visitors open different views at once; each sees exactly the core's numbers for its URL, its
+plots arrive after the first render, and moving a control in one leaves the others alone.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from lab_server import READ_CLASS, free_port, serve, wait_readout
+from grpo_lab.commands.serve import DEFAULT_PROCS
+from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.scenario import Scenario, evaluate
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+VIEWS = [("K=4&progress=0.3", dict(K=4, progress=0.3)), ("K=32&progress=0.9", dict(K=32, progress=0.9)),
+         ("K=8&filter=true&progress=1", dict(K=8, progress=1.0, band=(0.2, 0.8))), ("", {})]
+
+
+def useful(**kw) -> str:
+    return percent(evaluate(Scenario(**kw)).summary["useful_share_realised"])
+
+
+def test_default_serve_gives_each_visitor_its_own_view(browser):
+    assert DEFAULT_PROCS > 1  # the configuration under test is the default one
+    port = free_port()
+    cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--port", str(port)]
+    with serve(cmd=cmd, port=port) as url:
+        pages = [browser.new_page() for _ in VIEWS]
+        try:
+            for page, (query, _) in zip(pages, VIEWS):
+                page.goto(f"{url}?{query}" if query else url, wait_until="commit")
+            for page, (_, scenario) in zip(pages, VIEWS):
+                wait_readout(page)
+                page.wait_for_function(f"({READ_CLASS})('readout-useful') === {useful(**scenario)!r}", timeout=60_000)
+                page.wait_for_selector(".lab-plots-ready", timeout=60_000)  # built after the first render
+            first = pages[0]
+            k = first.locator("#gx-K")
+            k.focus()
+            k.press("End")
+            first.wait_for_function(f"({READ_CLASS})('readout-useful') === {useful(K=64, progress=0.3)!r}")
+            first.wait_for_timeout(1000)
+            for page, (_, scenario) in zip(pages[1:], VIEWS[1:]):
+                assert page.evaluate(READ_CLASS, "readout-useful") == useful(**scenario)
+        finally:
+            for page in pages:
+                page.close()
