@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grpo_lab.grid.spec import DEFAULT_BAND
 from grpo_lab.sims.population import Population
 from grpo_lab.sims.scenario import Scenario, View
 
@@ -17,4 +18,4 @@ class Frame:
     scenario: Scenario
     population: Population
     view: View
-    band: tuple[float, float] = (0.2, 0.8)  #: the filter's band, also when the filter is off
+    band: tuple[float, float] = DEFAULT_BAND  #: the filter's band, also when the filter is off

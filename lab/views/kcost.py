@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import panel as pn
 
+from grpo_lab.grid.spec import K_MAX
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import BASELINE_K, k_cost
 
@@ -17,7 +18,7 @@ from .frame import Frame
 
 __all__ = ["KCostTable", "K_ROWS", "counted_text"]
 
-K_ROWS = (4, 8, 16, 32, 64)
+K_ROWS = (4, 8, 16, 32, K_MAX)  #: the table's rows: doublings from 4 up to the largest group size
 _STYLE = ("<style>.kcost-table{border-collapse:collapse;width:100%;text-align:right;font-size:14px}"
           ".kcost-table th,.kcost-table td{padding:3px 8px;border-bottom:1px solid #ddd}"
           ".kcost-table th{font-weight:600;vertical-align:bottom}"
