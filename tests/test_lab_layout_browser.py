@@ -88,3 +88,17 @@ def test_presentation_mode_has_larger_type_and_fewer_panels(browser, lab_url):
         context.close()
         normal_context.close()
     assert errors == []
+
+
+def test_embed_in_a_700x500_frame_shows_the_key_and_readouts_and_has_a_caption(browser, lab_url):
+    context, page, errors = open_at(browser, lab_url + "?embed=true", 700, 500)
+    try:
+        for sel in (".grpo-legend", ".readout-useful", ".readout-mean-pass", ".readout-kept"):
+            box = page.evaluate(BOX, sel)
+            assert box["bottom"] <= 500 and box["right"] <= 700, (sel, box)
+        page.wait_for_function(f"() => ({BOX})('.state-caption') !== null", timeout=15_000)
+        scroll = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert scroll[0] <= scroll[1]
+    finally:
+        context.close()
+    assert errors == []
