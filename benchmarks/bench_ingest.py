@@ -41,7 +41,7 @@ from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 path, fmt, out = sys.argv[1:4]
 t = time.perf_counter()
-rec = ingest(path, fmt, max_bytes=1 << 40)
+rec = ingest(path, fmt, max_bytes=1 << 40, workers=int(sys.argv[4]))
 ti = time.perf_counter() - t
 t = time.perf_counter()
 write_record(out, rec)
@@ -174,6 +174,7 @@ def main() -> None:
     ap.add_argument("--chars", type=int, default=2000, help="characters per response")
     ap.add_argument("--prompts", type=int, default=17_398,
                     help="verl: size of the prompt set the steps draw from (default: that of DAPO-Math-17k)")
+    ap.add_argument("--workers", type=int, default=1, help="as grpo-lab ingest --workers")
     ap.add_argument("--keep", help="generate into this folder and keep it (default: a temporary folder)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -197,7 +198,7 @@ def main() -> None:
         for fmt, path, files, groups in cases:
             mb = sum(f.stat().st_size for f in files) / 1e6
             tb = baseline(files)
-            r = _child(_CHILD, str(path), fmt, str(root / f"rec-{fmt}"))
+            r = _child(_CHILD, str(path), fmt, str(root / f"rec-{fmt}"), str(args.workers))
             assert r["groups"] == groups, (r["groups"], groups)
             print(f"{fmt:>6}  {groups:9d}  {mb:8.0f}  {tb:10.1f}  {r['ingest_s']:9.1f}  {groups / r['ingest_s']:9.0f}  "
                   f"{groups / tb:17.0f}  {r['peak_rss_mb']:14.0f}  {r['write_s']:7.1f}", flush=True)

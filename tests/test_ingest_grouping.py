@@ -60,3 +60,33 @@ def test_pyarrow_and_line_readers_give_the_same_record(run, monkeypatch):
     for k in fast.groups:
         np.testing.assert_array_equal(fast.groups[k], slow.groups[k])
     assert fast.meta == slow.meta
+
+
+@pytest.mark.parametrize("run", ["verl_matrix/naive/run", "verl_matrix/dapo_float/run"])
+def test_worker_processes_give_the_same_record(run, monkeypatch):
+    """The parallel reading (spawned workers, used for large folders) equals the in-process one."""
+    from grpo_lab.sims.ingest import parallel
+
+    one = ingest(FIX / run, "verl")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    many = ingest(FIX / run, "verl", workers=2)
+    for k in one.groups:
+        np.testing.assert_array_equal(one.groups[k], many.groups[k])
+    assert one.meta == many.meta
+
+
+def test_worker_errors_name_the_file_and_line(tmp_path, monkeypatch):
+    import shutil
+
+    from grpo_lab.sims.errors import InputError
+    from grpo_lab.sims.ingest import parallel
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "verl_matrix" / "naive" / "run", run)
+    with open(run / "rollouts" / "3.jsonl", "a") as fh:
+        fh.write('{"input": "x", "step": 3\n')
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    with pytest.raises(InputError, match=r"3\.jsonl line 17: not valid JSON"):
+        ingest(run, "verl", workers=2)

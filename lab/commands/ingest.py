@@ -64,6 +64,9 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the record's summary and what was read, skipped and inferred as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on long ingests")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes that parse a large verl folder's files (default 1; on the shared 2-core "
+                        "machine under load 2 were slower, see docs/ingest.md)")
     p.set_defaults(func=cmd_ingest)
 
 
@@ -71,6 +74,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from grpo_lab.sims.ingest import ingest
     from grpo_lab.sims.record import summarise, write_record
 
+    if args.workers < 1:
+        raise InputError(f"--workers must be a positive integer, got {args.workers}")
     if not math.isfinite(args.max_mb) or args.max_mb <= 0:
         raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")
     out = Path(args.out)
@@ -82,7 +87,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                  name=args.name or out.name, num_generations=args.num_generations,
                  reward_columns=args.reward_columns, reward_weights=args.reward_weights,
                  reward_key=args.reward_key, scalars=args.scalars,
-                 progress=None if args.no_progress or args.json else "tqdm")
+                 progress=None if args.no_progress or args.json else "tqdm",
+                 workers=args.workers)
     write_record(out, rec)
     summary = summarise(rec)
     if args.json:

@@ -67,7 +67,8 @@ def _progress(bundle: Bundle, progress):
 
 def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_BYTES, *, name: str | None = None,
            num_generations: int | None = None, reward_columns: list[str] | None = None,
-           reward_weights=None, reward_key: str | None = None, scalars=None, progress=None) -> RunRecord:
+           reward_weights=None, reward_key: str | None = None, scalars=None, progress=None,
+           workers: int = 1) -> RunRecord:
     """Convert a run's logs at ``path`` (folder, file or .zip) in format ``fmt`` into a run record.
 
     Parameters
@@ -84,10 +85,13 @@ def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_
     reward_key : verl only: ``"training"`` (default: the reward that trained) or a per-row key (``score``, ``acc``).
     scalars : verl only: path of the file logger's JSONL, if not inside ``path``.
     progress : None, ``"tqdm"`` (a bar on stderr for long ingests) or an object with ``update(n_bytes)``.
+    workers : processes that may parse the files of a large verl folder (:mod:`.parallel`; spawned, so a
+        script calling this with ``workers > 1`` needs the ``if __name__ == "__main__":`` guard).
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     bundle = Bundle.from_path(path, max_bytes)
+    bundle.workers = workers
     bar = _progress(bundle, progress)
     try:
         return _dispatch(bundle, fmt, tolerance=tolerance, name=name, num_generations=num_generations,

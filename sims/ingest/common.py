@@ -86,6 +86,7 @@ class Bundle:
     read_bytes: int = 0
     single: bool = False  # one file given directly (not a folder or archive)
     progress: object = None  # anything with update(n_bytes), e.g. a tqdm bar; see read()
+    workers: int = 1  # processes that may parse a large folder's files (.parallel); 1: this one only
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod

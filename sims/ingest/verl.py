@@ -39,7 +39,8 @@ from .common import iter_json_lines, format_hint, numeric_scalars, outcome_summa
 from .common import Bundle
 from .common import steps_phrase as _steps_phrase
 from .grouping import group_rows
-from .verl_rows import read_dump
+from .parallel import map_files
+from .verl_rows import parse_dump
 
 __all__ = ["ingest_verl"]
 
@@ -115,6 +116,16 @@ def _rewards(cols: dict[str, np.ndarray], reward_key: str | None
                     "training_reward": training_def}, offer, notes
 
 
+def _parse_all(bundle: Bundle, dumps: list[str], keys: tuple, need: str):
+    """``(rows, texts, boolean keys)`` per dump file, in order: the first file here (it tells which keys are
+    JSON booleans), the rest on every core when the folder is large (:mod:`.parallel`)."""
+    if not dumps:
+        return
+    first = parse_dump(bundle.read(dumps[0], cache=False), bundle.label(dumps[0]), keys, need)
+    yield first
+    yield from map_files(bundle, dumps[1:], parse_dump, (keys, need, first[2]))
+
+
 def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, num_generations: int | None = None,
                 reward_key: str | None = None, scalars_path: str | None = None, scalars_bundle: Bundle | None = None
                 ) -> RunRecord:
@@ -138,19 +149,25 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
     need = reward_key if reward_key not in (None, TRAINING) else "score"
     index: dict[str, int] = {}
     texts: list[str] = []
-    bools: set[str] = set()
     parts: list = []
     dump_files = []
-    for f in dumps:
-        data = bundle.read(f, cache=False)  # one file in memory at a time
-        label = bundle.label(f)
-        if bundle.single and _is_scalar_log(data):
-            _parse_scalars(data, label, scalars)
-            scalar_files.append(f)
-            continue
-        dump_files.append(f)
-        parts.append(read_dump(data, label, keys, need, index, texts, bools))
-        del data
+    if bundle.single:
+        data = bundle.read(dumps[0]) if dumps else b""  # kept: _parse_all reads it from the cache
+        if dumps and _is_scalar_log(data):
+            _parse_scalars(data, bundle.label(dumps[0]), scalars)
+            scalar_files.append(dumps[0])
+            dumps = []
+    for k, (rows, local, _) in enumerate(_parse_all(bundle, dumps, keys, need)):
+        codes = np.empty(len(local), np.int64)
+        for i, t in enumerate(local):  # one step per distinct prompt of the file
+            c = index.get(t)
+            if c is None:
+                c = index[t] = len(texts)
+                texts.append(t)
+            codes[i] = c
+        rows.prompt = codes[rows.prompt] if len(rows.prompt) else rows.prompt
+        parts.append(rows)
+        dump_files.append(dumps[k])
     n_rows = sum(len(p.step) for p in parts)
     if not n_rows and not scalars:
         raise InputError(f"{bundle.origin}: no verl rollout dumps ({{step}}.jsonl) or file-logger scalars found")

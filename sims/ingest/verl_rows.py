@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from .common import format_hint, iter_json_lines
 
-__all__ = ["DumpRows", "read_dump", "number"]
+__all__ = ["DumpRows", "read_dump", "parse_dump", "number"]
 
 _TENSOR_TEXT = re.compile(r"^tensor\((-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|True|False)\.?\)$")
 _BOOL_COLUMN = re.compile(r"Column\(/([^)]*)\) changed from (?:number to boolean|boolean to number)")
@@ -130,6 +130,16 @@ def _slow(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict
         col.extend([math.nan] * (len(steps) - len(col)))
     return DumpRows(np.asarray(steps, np.int64), _intern(texts, index, labels),
                     {k: np.asarray(v, float) for k, v in cols.items()})
+
+
+def parse_dump(data: bytes, label: str, keys: tuple[str, ...], need: str, bools: frozenset = frozenset()
+               ) -> tuple[DumpRows, list[str], frozenset]:
+    """One dump file on its own (for a worker process): rows with prompt codes into the returned texts,
+    and the keys found to be JSON booleans. ``bools``: those known from earlier files."""
+    texts: list[str] = []
+    found = set(bools)
+    rows = read_dump(data, label, keys, need, {}, texts, found)
+    return rows, texts, frozenset(found)
 
 
 def read_dump(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict, labels: list,
