@@ -8,6 +8,7 @@ plots arrive after the first render, and moving a control in one leaves the othe
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -17,7 +18,6 @@ from grpo_lab.commands.serve import DEFAULT_PROCS
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 VIEWS = [("K=4&progress=0.3", dict(K=4, progress=0.3)), ("K=32&progress=0.9", dict(K=32, progress=0.9)),
          ("K=8&filter=true&progress=1", dict(K=8, progress=1.0, band=(0.2, 0.8))), ("", {})]
@@ -27,6 +27,25 @@ def useful(**kw) -> str:
     return percent(evaluate(Scenario(**kw)).summary["useful_share_realised"])
 
 
+def serve_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grpo_lab.cli", "serve", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_num_procs_option_and_its_default():
+    default = serve_cli("--dry-run").stdout.split()
+    assert default[default.index("--num-procs") + 1] == str(DEFAULT_PROCS) and "--reuse-sessions" in default
+    one = serve_cli("--num-procs", "1", "--dry-run").stdout.split()
+    assert one[one.index("--num-procs") + 1] == "1" and "--reuse-sessions" not in one
+    for bad in ("0", "65", "two"):
+        proc = serve_cli("--num-procs", bad, "--dry-run")
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "--num-procs" in lines[0], proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 def test_default_serve_gives_each_visitor_its_own_view(browser):
     assert DEFAULT_PROCS > 1  # the configuration under test is the default one
     port = free_port()
