@@ -17,7 +17,7 @@ from grpo_lab.cli import main
 from grpo_lab.sims.record import RunRecord, read_record, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = sorted(p for p in (ROOT / "runs").glob("g4-*") if (p / "run.json").is_file())
+SHIPPED = sorted(p for p in (ROOT / "runs").iterdir() if (p / "run.json").is_file())
 
 
 def expected_figures(rec) -> dict:
@@ -136,7 +136,7 @@ def test_inspect_bad_record_is_one_line_exit_2(tmp_path, capsys, bad):
 
 def test_shipped_runs_exist():
     names = {p.name for p in SHIPPED}
-    want = {f"g4-{e}-s{s}" for e in ("dr_grpo", "grpo", "sign", "tasa", "dr_grpo-ds") for s in (0, 1, 2)}
+    want = {f"{reg}-g4-{e}-s1" for reg in ("broad", "weak") for e in ("dr_grpo", "sign", "dr_grpo-ds")}
     assert want <= names, sorted(want - names)
 
 
@@ -145,7 +145,8 @@ def test_shipped_run_loads_and_matches_its_arrays(path, capsys):
     got = check_inspect(path, capsys)
     rec = read_record(path)
     cfg = rec.meta["config"]
-    assert rec.meta["complete"] and got["steps"] == cfg["steps"] == 200
+    assert rec.meta["complete"] and cfg["steps"] == 200 and got["steps"] == rec.meta["steps_completed"]
+    assert rec.meta["steps_completed"] == 200 or rec.meta["end_reason"]  # a dynamic-sampling run may end early
     assert cfg["num_generations"] == 4 and rec.meta["source"]["kind"] == "grpo-lab-train"
     assert not (path / "checkpoint.pt").exists()
     kept = rec.groups["kept"]
@@ -154,3 +155,33 @@ def test_shipped_run_loads_and_matches_its_arrays(path, capsys):
         assert np.all(r[kept].max(1) > r[kept].min(1))  # only mixed groups enter the loss
     else:
         assert kept.all()
+
+
+def test_replay_opens_on_a_healthy_run_whose_environment_expires():
+    from grpo_lab.replay.catalog import FEATURED, list_runs
+
+    runs = list_runs(ROOT / "runs")
+    assert next(iter(runs)) == FEATURED
+    rec = read_record(runs[FEATURED])
+    rates = rec.evals["pass_rate"].mean(axis=1)
+    assert rates[-1] > rates[0] + 0.05  # it learns
+    ap = rec.steps["frac_all_pass"]
+    assert ap[-20:].mean() > ap[:20].mean() + 0.05  # and its easy end expires: more all-pass groups
+    same_start = read_record(runs[FEATURED.replace("dr_grpo", "sign")])  # the side-by-side pair
+    np.testing.assert_array_equal(same_start.evals["pass_rate"][0], rec.evals["pass_rate"][0])
+
+
+def test_shipped_weak_runs_start_as_the_weak_regime_says():
+    from grpo_lab.sims.trainer.config import REGIMES
+
+    weak = [p for p in SHIPPED if p.name.startswith("weak-")]
+    assert weak
+    for path in weak:
+        rec = read_record(path)
+        cfg = rec.meta["config"]
+        assert cfg["start"] == "weak" and cfg["sft_steps"] == REGIMES["weak"]["sft_steps"]
+        assert tuple(cfg["sft_digit_weights"]) == REGIMES["weak"]["sft_digit_weights"]
+        p0 = rec.evals["pass_rate"][0]
+        assert 0.2 <= p0.mean() <= 0.4 and np.mean(p0 == 0) >= 0.4 and np.mean(p0 > 0.9) > 0  # most near 0, some near 1
+        # G = 4 groups from these pass rates: all-fail and all-pass shares near seed 003's 54.75% / 14.50%
+        assert abs(np.mean((1 - p0) ** 4) - 0.5475) < 0.05 and abs(np.mean(p0 ** 4) - 0.145) < 0.05

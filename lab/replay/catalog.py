@@ -9,6 +9,8 @@ __all__ = ["DEFAULT_RUNS_DIR", "runs_dir", "list_runs"]
 
 DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[2] / "runs"  #: the shipped runs of the repository
 MAX_DEPTH = 3  #: runs/<name>/run.json, runs/<estimator>/<seed>/run.json, ...
+#: the shipped run listed first (the tab opens on it): a healthy run whose environment expires from the easy end
+FEATURED = "broad-g4-dr_grpo-s1"
 
 
 def runs_dir() -> Path:
@@ -18,7 +20,8 @@ def runs_dir() -> Path:
 
 
 def list_runs(root=None) -> dict[str, Path]:
-    """``{label: directory}`` of the record directories under ``root`` (label = path relative to it), sorted."""
+    """``{label: directory}`` of the record directories under ``root`` (label = path relative to it), sorted,
+    :data:`FEATURED` first when it is there."""
     root = Path(root) if root is not None else runs_dir()
     if not root.is_dir():
         return {}
@@ -27,4 +30,4 @@ def list_runs(root=None) -> dict[str, Path]:
         for meta in root.glob("/".join(["*"] * depth) + "/run.json"):
             if meta.is_file():
                 found[meta.parent.relative_to(root).as_posix()] = meta.parent
-    return dict(sorted(found.items()))
+    return dict(sorted(found.items(), key=lambda item: (item[0] != FEATURED, item[0])))
