@@ -198,7 +198,7 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         previous = None  # (step, table without 'step', its ParquetFile) of the last new batch
         for f in parquets:
             label = bundle.label(f)
-            data = bundle.read(f)
+            data = bundle.read(f, cache=False)  # one file (and the previous batch) in memory at a time
             pf, cols = _read_parquet(data, label, pa, pq)
             for need in ("step", "prompt"):
                 if need not in cols:
