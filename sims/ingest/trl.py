@@ -23,8 +23,23 @@ Verified against TRL 1.16.0 (``trl/trainer/grpo_trainer.py``):
   (``reward``, ``reward_std``, ``frac_reward_zero_std``, ``rewards/<func>/mean``...).
 
 Reward columns: ``reward_columns`` if given, else the columns named in
-``rewards/<name>/mean`` keys of ``log_history``, else every numeric column other
-than ``step`` and ``advantage``.
+``rewards/<name>/mean`` keys of ``log_history`` *in the parquet's column order* (which
+is ``reward_funcs`` order, the order of ``reward_weights``; trainer_state.json sorts its
+keys), else every numeric column other than ``step`` and ``advantage``. Weights may also
+be given by name.
+
+What the reader adds to a plain reading (each case is a fixture written by GRPOTrainer,
+tests/fixtures/ingest/trl_matrix):
+
+- a file equal to the previous one in every column but ``step`` is the same generation
+  batch re-logged (``steps_per_generation`` > ``gradient_accumulation_steps``, or
+  ``num_iterations`` > 1): its groups are counted once, at the first step;
+- ``scale_rewards`` is read back from the advantages (:mod:`.trl_checks`); advantages that
+  no scaling reproduces mean the weights are not the trainer's (a warning);
+- where ``trainer_state.json`` disagrees with the files (rewards logged at a step without a
+  file, files at steps it does not log, a logged ``reward`` the completions do not give back)
+  the record carries a warning; what the folder cannot tell (batches between logging steps,
+  re-logged batches) is a note.
 """
 
 from __future__ import annotations
