@@ -6,7 +6,8 @@ per training step, one line per completion with
 
 ``input``   the prompt, ``tokenizer.batch_decode(batch.batch["prompts"], skip_special_tokens=True)``
 ``output``  the completion text
-``score``   the sequence reward, ``token_level_scores.sum(-1)``
+``score``   ``token_level_scores.sum(-1)``, *overwritten* by a ``score`` key of the reward
+            extra info (DAPO's dict scorers): see :func:`_rewards` for which reward it then is
 ``step``    ``global_steps``
 ``gts``     the ground truth (newer versions), plus every ``reward_extra_info`` list of the
             reward function (e.g. ``acc``) and sometimes ``request_id``
@@ -16,8 +17,11 @@ groups are rebuilt by prompt text within a step: the rows of one step with the
 same ``input`` are the ``rollout.n`` samples of that prompt. If a prompt was
 drawn k times in one batch its rows number k * n and are split, in file order,
 into k groups of n (which rows belonged together is not recorded by verl, so
-such groups are approximate). ``n`` is ``--num-generations`` or, by default,
-the greatest common divisor of those row counts.
+such groups are ambiguous: counted in ``source.ambiguous_groups``, with a note).
+``n`` is ``--num-generations`` or, by default, the greatest common divisor of
+those row counts. Rows are read by :mod:`.verl_rows` and grouped by
+:mod:`.grouping` with numpy; the record classifies the training reward unless
+``reward_key`` names a dump key, and offers the others (``meta["reward"]``).
 
 Scalars: verl's ``file`` logger backend (``trainer.logger=[...,file]``, path in
 ``VERL_FILE_LOGGER_PATH``) writes one line per step, ``{"step": N, "data": {...}}``
