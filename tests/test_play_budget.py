@@ -107,3 +107,47 @@ def test_play_stops_once_the_page_is_gone(monkeypatch):
     before = lab.progress
     view._tick()
     assert play.playing is False and lab.progress == before
+
+
+class TimeoutDoc:
+    """Records add_timeout_callback calls (what FrameBudget.request schedules)."""
+
+    def __init__(self):
+        self.timeouts = []
+
+    def add_timeout_callback(self, fn, ms):
+        self.timeouts.append((fn, ms))
+        return len(self.timeouts)
+
+
+def test_server_painted_redraws_wait_for_the_budget_and_coalesce():
+    clock, doc, runs = Clock(), TimeoutDoc(), []
+    frames = FrameBudget(share=0.25, clock=clock)
+
+    def redraw():  # a heavy redraw: 0.5 s of work
+        runs.append(clock.t)
+        clock.t += 0.5
+
+    frames.request(redraw, doc)
+    assert runs == [100.0] and doc.timeouts == []  # the first runs at once
+    asked = []
+    for _ in range(3):  # a drag goes on: 3 more changes inside the budget
+        clock.t += 0.05
+        asked.append(clock.t)
+        frames.request(redraw, doc)
+    assert len(runs) == 1 and len(doc.timeouts) == 1  # one redraw scheduled for all three
+    (due, ms), = doc.timeouts
+    assert ms == int(1000 * (100.0 + 0.5 / 0.25 - asked[0]))  # when the budget is earned back
+    clock.t = 102.0
+    due()
+    assert runs == [100.0, 102.0]
+    frames.request(redraw, doc)  # later changes schedule anew
+    assert len(doc.timeouts) == 2
+
+
+def test_without_a_server_a_redraw_runs_at_once():
+    clock, runs = Clock(), []
+    frames = FrameBudget(clock=clock)
+    for _ in range(3):
+        frames.request(lambda: runs.append(1), None)
+    assert runs == [1, 1, 1]

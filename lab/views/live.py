@@ -13,6 +13,7 @@ import panel as pn
 
 from grpo_lab.debounce import Debounce
 from grpo_lab.notice import TextNotice
+from grpo_lab.notice import TextNotice
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
@@ -28,6 +29,7 @@ from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
+from .play_budget import FrameBudget, session_connected
 
 __all__ = ["LiveLab"]
 
@@ -59,6 +61,7 @@ class LiveLab:
                                         "seed"])
         self._periodic = None
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
+        self._frames = FrameBudget()  # the session's share of the server: Play and server-painted redraws
         play.param.watch(self._play, "playing")
         self.notice = TextNotice(lab.notice, "warning", css_classes=["lab-notice"])  # URL text: shown verbatim
         lab.param.watch(lambda e: self.notice.show(e.new), "notice")
@@ -138,8 +141,8 @@ class LiveLab:
         server_paints = self.lab.rho > 0 or self.lab.population_key() != self._pop_key
         doc = pn.state.curdoc
         if server_paints or doc is None or not self.plots:
-            self._redraw.cancel()
-            self.refresh(repaint_grid=self.lab.rho > 0)
+            self._redraw.cancel()  # within the session's frame budget; a burst of changes coalesces
+            self._frames.request(lambda: self.refresh(repaint_grid=self.lab.rho > 0), doc)
             return
         self._redraw.trigger(doc, PLAY_REDRAW_MS if self.play.playing else None)  # Play: a bounded rate
 
@@ -148,11 +151,20 @@ class LiveLab:
             if self.lab.progress >= 1.0:
                 self.lab.progress = 0.0
             self._periodic = pn.state.add_periodic_callback(self._tick, period=self.play.period_ms)
+            pn.state.on_session_destroyed(lambda _context: setattr(self.play, "playing", False))
         elif not event.new and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
 
     def _tick(self) -> None:
-        if not self.play.tick(self.lab) and self._periodic is not None:
+        """One Play frame, within the session's frame budget (lab.views.play_budget); none once the tab closed."""
+        if not self._frames.ready():
+            return  # the last frame's share of the server is not earned back yet: skip this tick
+        if not session_connected(pn.state.curdoc):
+            self.play.playing = False  # the visitor left: stop now, not when the session is discarded
+            return
+        with self._frames.frame():
+            playing = self.play.tick(self.lab)
+        if not playing and self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
