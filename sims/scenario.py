@@ -35,6 +35,7 @@ __all__ = ["MIXED", "ALL_PASS", "ALL_FAIL", "OUTCOME_NAMES", "Scenario", "View",
 
 MIXED, ALL_PASS, ALL_FAIL = 0, 1, 2  #: outcome codes of a realised group
 OUTCOME_NAMES = ("mixed", "all-pass", "all-fail")
+DEFAULT_BAND = (0.2, 0.8)  #: the difficulty filter's default band (seed 002's filter), for the lab and the doctor
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import math
 import param
 
 from grpo_lab.sims.population import UNIFORM_BLOCK
-from grpo_lab.sims.scenario import Scenario
+from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
@@ -37,7 +37,6 @@ __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS
 
 K_MAX = UNIFORM_BLOCK  #: the largest group size: one block of the core's rollout uniforms, all the kernel has
 RHO_MAX = 0.95  #: the largest rollout correlation offered (Beta quantiles beyond it are numerically harsh)
-DEFAULT_BAND = (0.2, 0.8)  #: the difficulty filter's default band (seed 002's filter)
 PROGRESS_STEP = 0.01  #: the served lab's progress slider step
 EXPORT_PROGRESS_STEP = 0.001  #: the exported page's progress slider step (its play moves smoothly)
 BAND_STEP = 0.01  #: the band sliders' step

@@ -31,12 +31,12 @@ from ..advantages import ESTIMATORS, coverage
 from ..dynamic_sampling import p_batch_not_full, rollout_amplification
 from ..outcomes import p_useful
 from ..population import beta_degeneracy
+from ..scenario import DEFAULT_BAND
 
 __all__ = ["WHAT_IF_K", "DEFAULT_BAND", "DAPO_PERCENTILE", "QUANTILE_POINTS", "as_components", "what_if_K",
            "dapo", "band", "estimator_coverage", "what_ifs"]
 
 WHAT_IF_K = (4, 8, 16, 32, 64)  #: group sizes the what-if table covers
-DEFAULT_BAND = (0.2, 0.8)  #: difficulty band examined by default (seed 002's filter, as the lab's)
 DAPO_PERCENTILE = 0.95  #: the quantile of the refill rounds reported beside the mean
 MAX_ROUNDS = 10_000  #: refill rounds searched for that quantile; beyond it: reported as None
 QUANTILE_POINTS = 4000  #: mid-quantiles per component for expectations without a closed form
