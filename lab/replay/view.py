@@ -25,10 +25,11 @@ from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
-from grpo_lab.sims.record import read_record
+from grpo_lab.sims.record import RunRecord, read_record
 
 from .catalog import list_runs
 from .diagnose_view import DiagnoseView
+from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
 from .plots import Slot, TimePlots
 from .scrub import scrub_args, scrub_code
@@ -105,6 +106,8 @@ class ReplayView(pn.viewable.Viewer):
         self.state.param.watch(self._on_view, "view")
         self.state.param.watch(self._on_error, "error")
 
+        self._followers: list[RecordFollower] = []  # live follow of records still being written (follow.py)
+        self._poller = None
         self._sync_options()
         self._on_runs()
         self._layout = self._build_layout()
@@ -136,20 +139,23 @@ class ReplayView(pn.viewable.Viewer):
         self.compare_select.options = [NONE, *labels]
         self.compare_select.value = self.state.compare if self.state.compare in labels else NONE
 
-    def _load(self, label: str) -> RunView | None:
+    def _load(self, label: str, fresh: RunRecord | None = None) -> RunView | None:
         if not label or label == NONE or label not in self.state.choices:
             return None
         source = self.state.choices[label]
-        rec = read_record(source) if isinstance(source, str) else source
+        rec = fresh if fresh is not None else read_record(source) if isinstance(source, str) else source
         return RunView(label, rec)
 
-    def _on_runs(self, *_events) -> None:
+    def _on_runs(self, *_events, fresh=(None, None), pin: bool = False) -> None:
         try:
-            views = [self._load(self.state.run), self._load(self.state.compare)]
+            views = [self._load(self.state.run, fresh[0]), self._load(self.state.compare, fresh[1])]
         except InputError as exc:
             self.state.error = f"Cannot replay this run: {exc}"
             return
         self.state.error = ""
+        self._follow(views)
+        if self._followers[0] is not None and self._followers[0].active and all(r is None for r in fresh):
+            pin = True  # a run still being written opens at its latest step
         for slot, view in zip(self.slots, views):
             slot.load(view)
         self.diagnose.set_record(views[0].record if views[0] is not None else None)
@@ -160,10 +166,28 @@ class ReplayView(pn.viewable.Viewer):
         for s in self.slots:
             s.show_rates(self.state.view == VIEWS[1])
         end = max(len(steps) - 1, 1)
-        pos = min(self.slider.value, len(steps) - 1) if len(steps) else 0
+        pos = (len(steps) - 1 if pin else min(self.slider.value, len(steps) - 1)) if len(steps) else 0
         self.paint(pos)
         self.slider.param.update(end=end, value=pos, disabled=len(steps) < 2)
         self.player.param.update(end=end, value=pos, disabled=len(steps) < 2)
+
+    def _follow(self, views) -> None:
+        """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
+        labels = (self.state.run, self.state.compare)
+        self._followers = [RecordFollower(self.state.choices.get(label), v.record) if v is not None else None
+                           for label, v in zip(labels, views)]
+        live = any(f is not None and f.active for f in self._followers)
+        if live and self._poller is None and pn.state.curdoc is not None and pn.state.curdoc.session_context:
+            self._poller = pn.state.add_periodic_callback(self.poll, period=int(POLL_S * 1000))
+        elif not live and self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    def poll(self) -> None:
+        """Re-read followed runs whose run.json changed; a slider at the last step stays at the last step."""
+        fresh = tuple(f.poll() if f is not None else None for f in self._followers)
+        if any(r is not None for r in fresh):
+            self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)
 
     def paint(self, pos: int) -> None:
         """Python's rendering of axis position ``pos`` (the browser repaints on every slider move)."""

@@ -1,0 +1,103 @@
+"""Live replay: the Replay tab follows a record still being written, pinned to the latest step while the
+slider sits there, and stops polling once the record is complete."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from lab_server import serve_local
+from grpo_lab.replay.follow import RecordFollower
+from grpo_lab.replay.view import ReplayView
+from grpo_lab.sims.formatting import fixed
+from grpo_lab.sims.record import read_record
+from grpo_lab.sims.record_append import RecordAppender
+
+G, N_PROMPTS = 4, 12
+
+
+def _step(app, s, rng):
+    ids = rng.choice(N_PROMPTS, 4, replace=False).astype(np.int64)
+    rewards = rng.integers(0, 2, (4, G)).astype(float)
+    app.append("groups", {"step": np.full(4, s, np.int64), "prompt_id": ids, "rewards": rewards,
+                          "advantages": rewards - rewards.mean(axis=1, keepdims=True),
+                          "lengths": np.full((4, G), 3, np.int64), "kept": np.ones(4, bool)})
+    app.append("steps", {"step": np.array([s], np.int64), "reward_mean": np.array([rewards.mean()])})
+
+
+def _writer(path, steps):
+    app = RecordAppender(path, {"n_prompts": N_PROMPTS, "num_generations": G, "complete": False})
+    rng = np.random.default_rng(0)
+    for s in range(1, steps + 1):
+        _step(app, s, rng)
+        app.flush(steps_completed=s)
+    return app, rng
+
+
+def test_follower_reads_changes_and_stops_when_complete(tmp_path):
+    app, rng = _writer(tmp_path / "live", 2)
+    f = RecordFollower(str(tmp_path / "live"), read_record(tmp_path / "live"))
+    assert f.active and f.poll() is None  # nothing new yet
+    _step(app, 3, rng)
+    app.flush(steps_completed=3)
+    assert list(f.poll().steps["step"]) == [1, 2, 3] and f.poll() is None
+    app.flush(complete=True)
+    assert f.poll().meta["complete"] and not f.active
+    assert not RecordFollower(read_record(tmp_path / "live")).active  # an uploaded record never changes
+
+
+def test_view_follows_and_pins_to_the_latest_step(tmp_path):
+    app, rng = _writer(tmp_path / "live", 3)
+    view = ReplayView(runs_root=tmp_path)
+    assert list(view.axis.data["step"]) == [1, 2, 3] and view.slider.value == 2  # opens at the latest step
+    _step(app, 4, rng)
+    app.flush(steps_completed=4)
+    view.poll()
+    assert list(view.axis.data["step"]) == [1, 2, 3, 4] and view.slider.value == 3  # pinned
+    view.slider.value = 1  # scrubbing back unpins
+    _step(app, 5, rng)
+    app.flush(steps_completed=5)
+    view.poll()
+    assert len(view.axis.data["step"]) == 5 and view.slider.value == 1
+    app.flush(complete=True)
+    view.poll()
+    assert not any(f.active for f in view._followers if f is not None)
+
+
+@pytest.mark.browser
+def test_browser_shows_new_steps_without_reloading(tmp_path, page):
+    steps = 12
+    app, rng = _writer(tmp_path / "live", 2)
+    made = []
+    srv, url = serve_local(lambda: made.append(ReplayView(runs_root=tmp_path)) or made[-1])
+    try:
+        page.goto(url, timeout=300_000)  # generous: the shared test machine can be very loaded
+        read = "() => { const f = (r) => { const e = r.querySelector('.replay-step'); if (e) return e.textContent;" \
+               " for (const n of r.querySelectorAll('*')) if (n.shadowRoot) { const t = f(n.shadowRoot);" \
+               " if (t !== null) return t; } return null; }; return f(document); }"
+        page.wait_for_function(f"() => ({read})() === '{fixed(2.0, 0)}'", timeout=120_000)
+
+        def write_more():
+            for s in range(3, steps + 1):
+                time.sleep(0.3)
+                _step(app, s, rng)
+                app.flush(steps_completed=s)
+            app.flush(complete=True)
+
+        t = threading.Thread(target=write_more)
+        t.start()
+        t.join()
+        # the page, never reloaded, reaches the last step written (pinned to the latest)
+        page.wait_for_function(f"() => ({read})() === '{fixed(float(steps), 0)}'", timeout=120_000)
+        view = made[-1]
+        assert len(view.axis.data["step"]) == steps
+        deadline = time.monotonic() + 60  # a bound on waiting, not a speed assertion
+        while view._poller is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert view._poller is None  # the finished run is no longer polled
+        assert page.console_errors == []
+    finally:
+        srv.stop()
