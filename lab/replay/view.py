@@ -22,7 +22,6 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from grpo_lab.notice import TextNotice, plain_html
-from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record

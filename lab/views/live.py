@@ -13,7 +13,6 @@ import panel as pn
 
 from grpo_lab.debounce import Debounce
 from grpo_lab.notice import TextNotice
-from grpo_lab.notice import TextNotice
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
