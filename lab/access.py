@@ -2,7 +2,8 @@
 
 The lab's own markup (the grid view, the tables) carries its names and roles itself; Panel's and
 Bokeh's widgets leave gaps (tabs a keyboard cannot open and that come after their content in the
-Tab order, sliders and spin buttons with no name, a focus ring of 2.7:1 on the Play button).
+Tab order, sliders, spin buttons and the Player's buttons with no name, a focus ring of 2.7:1 on the
+Play button, Markdown code at 2.3:1).
 ``PageAccess()`` is placed once on a page; its script (``lab/static/page_access.js``) closes those
 gaps in the browser, and :data:`PAGE_CSS` is the focus ring and contrast it adopts into every
 shadow root. It draws nothing and does no work while a control moves.
@@ -27,6 +28,8 @@ PAGE_CSS = f"""
    or stepped with ArrowUp / ArrowDown in the input */
 .bk-spin-btn {{ display: none !important; }}
 .bk-slider-title, .bk-input-group label {{ color: #222; }}
+/* Panel's Markdown code is #82aaff on white (2.3:1) */
+:host(.markdown) code, .markdown code {{ color: #22437f !important; }}
 """
 
 

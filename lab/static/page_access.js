@@ -8,6 +8,7 @@
  *     End to move between them, and the tab headers first in the Tab order (Bokeh puts them after the tab's
  *     content);
  *   - names sliders (noUiSlider handles) after their title, with the value in words;
+ *   - names the buttons and the slider of Panel's Player (the replay's step control);
  *   - names the spin buttons of number inputs and takes them out of the Tab order (the input's own
  *     ArrowUp / ArrowDown do the same), names a file input, and takes the plots' event layers (no
  *     keyboard function) out of the Tab order.
@@ -58,6 +59,7 @@ export function render({ model, el }) {
     tabs(root);
     sliders(root);
     spinners(root);
+    players(root);
     root.querySelectorAll(".bk-layer.bk-events[tabindex]").forEach(function (n) { n.setAttribute("tabindex", "-1"); });
     root.querySelectorAll("input[type=file]:not([aria-label])").forEach(function (n) {
       n.setAttribute("aria-label", "Choose a run record file to upload");
@@ -119,6 +121,20 @@ export function render({ model, el }) {
         new MutationObserver(value).observe(handle, { attributes: true, attributeFilter: ["aria-valuenow"] });
       }
     });
+  }
+
+  /* Panel's Player (the replay's step control): icon-only buttons and an unlabelled range input */
+  var PLAYER = {first: "First step", previous: "Previous step", reverse: "Play backwards", pause: "Pause",
+                play: "Play", next: "Next step", last: "Last step", slower: "Slower", faster: "Faster"};
+  function players(root) {
+    if (!root.querySelector("button.play") || !root.querySelector("button.pause")) return;
+    Object.keys(PLAYER).forEach(function (cls) {
+      root.querySelectorAll("button." + cls + ":not([aria-label])").forEach(function (b) {
+        b.setAttribute("aria-label", PLAYER[cls]);
+        b.setAttribute("title", PLAYER[cls]);
+      });
+    });
+    root.querySelectorAll("input[type=range]:not([aria-label])").forEach(function (n) { n.setAttribute("aria-label", "Step"); });
   }
 
   function spinners(root) {
