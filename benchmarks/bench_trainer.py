@@ -49,10 +49,13 @@ def report(rec, sft_s: float | None = None) -> None:
 
 
 def findings(root: str) -> None:
-    """Mean and spread (sample sd) over seeds of each shipped configuration, as a Markdown table."""
+    """Mean and spread (sample sd) over seeds of each shipped configuration, as a Markdown table.
+
+    ``zero_std``, ``all_pass``, ``all_fail``: shares of the groups *trained on* (a dynamic-sampling run
+    trains on mixed groups only, so 0 there; its drawn groups are in ``grpo-lab study``'s own table)."""
     from collections import defaultdict
 
-    from grpo_lab.sims.record import read_record, summarise
+    from grpo_lab.sims.record import group_outcomes, read_record, summarise
 
     rows = defaultdict(list)
     for path in sorted(p for p in Path(root).iterdir() if (p / "run.json").is_file()):
@@ -62,12 +65,14 @@ def findings(root: str) -> None:
         if not rec.meta.get("complete"):
             continue
         s = summarise(rec)
+        kept = rec.groups["kept"]
+        trained = group_outcomes(rec.groups["rewards"][kept], rec.reward_tolerance)  # never drawn-group shares
         a = rec.groups["advantages"]
         nonzero = np.any(a != 0, axis=1) & rec.groups["kept"]
         last, first = s["evals"][-1], s["evals"][0]
         rows[path.name.rsplit("-s", 1)[0]].append({
-            "seed": rec.meta["seed"], "zero_std": s["frac_reward_zero_std"], "all_pass": s["frac_all_pass"],
-            "all_fail": s["frac_all_fail"], "d_real": last["d_real"], "d_iid": last["d_iid"],
+            "seed": rec.meta["seed"], "zero_std": trained[0].mean(), "all_pass": trained[1].mean(),
+            "all_fail": trained[2].mean(), "d_real": last["d_real"], "d_iid": last["d_iid"],
             "gap": last["d_real"] - last["d_iid"], "never0": float(np.mean(rec.evals["pass_rate"][0] == 0)),
             "always0": float(np.mean(rec.evals["pass_rate"][0] == 1)), "pass0": first["mean_pass_rate"],
             "pass": last["mean_pass_rate"], "gain": last["mean_pass_rate"] - first["mean_pass_rate"],
