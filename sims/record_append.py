@@ -138,6 +138,13 @@ class RecordAppender:
         self._idle.wait()
         self._raise()
 
+    def close(self) -> None:
+        """Wait for the writer, then remove the files the last run.json does not name (a finished record)."""
+        self.wait()
+        for old in self._written - self._previous:
+            (self.path / old).unlink(missing_ok=True)
+        self._written = set(self._previous)
+
     def _raise(self) -> None:
         if self._error is not None:
             err, self._error = self._error, None

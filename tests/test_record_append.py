@@ -87,8 +87,11 @@ def test_background_writer_lands_every_row(tmp_path):
             app.wait()  # run.json exists from the first write on
         rec = read_record(tmp_path)  # consistent while the writer is busy
         assert len(rec.groups["step"]) == 2 * rec.meta["steps_completed"] <= 2 * s
-    app.wait()
+    app.close()
     rec = read_record(tmp_path)
     assert rec.meta["steps_completed"] == 29
+    named = {e["name"] for t in ("groups", "steps") for e in __import__("json").loads(
+        (tmp_path / "run.json").read_text())["files"][t]}
+    assert {p.name for p in tmp_path.glob("*.npz")} == named  # a closed record holds only what it names
     for k in expect[0]:
         assert np.array_equal(rec.groups[k], np.concatenate([e[k] for e in expect]))

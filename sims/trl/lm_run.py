@@ -182,6 +182,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     }
     recorder = GroupRecorder(out, tag_column="tier", meta=meta)
     recorder.attach(trainer)
+    recorder.appender.meta["config"].update(estimator=cfg.estimator)  # what `grpo-lab inspect` shows
     from transformers import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # TRL's log dicts on stdout; the progress bar shows reward and eff
@@ -193,6 +194,11 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     recorder.add_eval(cfg.max_steps, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
                                                          cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
     recorder.flush(trainer.state.global_step, complete=True)
+    recorder.appender.close()
+    try:
+        (out / "trl-output").rmdir()  # TRL's output_dir: empty with save_strategy="no"
+    except OSError:
+        pass
     return out
 
 

@@ -326,7 +326,7 @@ class GroupRecorder:
     def on_train_end(self, step: int) -> None:
         self._finalise()
         self.flush(step, complete=True)
-        self.wait()
+        self.appender.close()
 
     def wait(self) -> None:
         """Block until every flush so far is on disk."""
