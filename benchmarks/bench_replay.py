@@ -1,12 +1,14 @@
 """Scrub latency of the replay tab, measured inside headless Chromium, with a same-run baseline.
 
 For each size (prompts x steps of a synthetic record, ``tests/synthetic_record.py``) the tab is served
-alone; the benchmark presses ArrowRight on the step slider's handle ``--presses`` times and,
-in the page, takes ``performance.now()`` at the keydown and again when a MutationObserver sees
-the readout ``replay-step`` rewritten (the browser-side CustomJS path), and once more when the
-next frame is done (a task posted from its animation-frame callbacks: grid canvas repainted, page
-laid out and painted). The baseline, in the same page and run: a Python
-callback that echoes the slider value into a pane (one browser -> Python -> browser round trip).
+alone; the benchmark presses ArrowRight on the step slider (``#gx-step``, the grid view's native input)
+``--presses`` times and, in the page, takes ``performance.now()`` at the keydown and again when a
+MutationObserver sees the readout ``replay-step`` rewritten (the grid view's frames mode), and once
+more when the next frame is done (a task posted from its animation-frame callbacks: grid canvas
+repainted, page laid out and painted). For comparison, in the same page and run: a Python callback
+that echoes the step position into a pane once Python hears it (the component sends it after the
+slider rests 150 ms, so this column includes that pause and the round trip). Compare the frame column
+with ``benchmarks/bench_lab_latency.py``'s lab figure, measured in the same session.
 
 Run:  python benchmarks/bench_replay.py [--presses 60]
 """
@@ -36,7 +38,13 @@ INSTALL = r"""() => {
     return null;
   };
   const B = window.__bench = {t0: null, js: [], frame: [], echo: []};
-  const handle = find(document, 'noUi-handle');
+  const byId = (root, id) => {
+    const hit = root.getElementById ? root.getElementById(id) : null;
+    if (hit) return hit;
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) { const f = byId(el.shadowRoot, id); if (f) return f; }
+    return null;
+  };
+  const handle = byId(document, 'gx-step');
   handle.addEventListener('keydown', () => { B.t0 = performance.now(); B.echo_t0 = B.t0; }, true);
   const watch = (cls, on) => {
     const el = find(document, cls);
@@ -47,7 +55,7 @@ INSTALL = r"""() => {
     const t0 = B.t0; B.t0 = null;
     B.js.push(performance.now() - t0);
     // the end of the frame that shows it: a task posted from a frame callback runs after all of that
-    // frame's callbacks (Bokeh repaints the grid in one) and its style, layout and paint
+    // frame's callbacks and its style, layout and paint
     requestAnimationFrame(() => {
       const ch = new MessageChannel(); ch.port1.onmessage = () => B.frame.push(performance.now() - t0);
       ch.port2.postMessage(0);
@@ -89,7 +97,7 @@ def measure(browser, url: str, presses: int) -> dict:
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=120_000)
     page.wait_for_timeout(3000)
     page.evaluate(INSTALL)
-    handle = page.locator(".replay-slider .noUi-handle")
+    handle = page.locator("#gx-step")
     handle.focus()
     handle.press("Home")
     page.wait_for_timeout(300)
@@ -114,7 +122,7 @@ def main(argv=None) -> int:
 
     print(f"replay scrub latency, {args.presses} slider steps per size, headless Chromium (ms)")
     print(f"{'prompts':>8} {'steps':>6} | {'to readout p50':>14} {'p95':>6} | {'to next frame p50':>17} {'p95':>6} | "
-          f"{'server round trip p50':>21} {'p95':>6}")
+          f"{'Python hears it p50':>21} {'p95':>6}")
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
         for n, steps, per_step in SIZES:

@@ -23,11 +23,12 @@ import numpy as np
 
 from .errors import InputError
 from .outcomes import p_unanimous
+from .advantages import THRESHOLD
 from .record import RunRecord, group_outcomes
 from .scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 __all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean", "HISTOGRAM_STATES",
-           "step_histograms", "scalar_step_series"]
+           "step_histograms", "scalar_step_series", "grid_successes", "group_size"]
 
 NOT_SAMPLED = -1  #: grid state of a prompt with no group at a step
 
@@ -47,7 +48,8 @@ def rolling_mean(x, window: int) -> np.ndarray:
         return np.where(cnt > 0, (csum[idx] - csum[lo]) / cnt, np.nan)
 
 
-def _group_size(record: RunRecord) -> int:
+def group_size(record: RunRecord) -> int:
+    """K of a record: its ``num_generations``, else the widest recorded group (1 with no groups)."""
     G = record.meta.get("num_generations")
     if G:
         return int(G)
@@ -108,7 +110,7 @@ def _predictions(record: RunRecord, steps: np.ndarray, inv: np.ndarray):
     nan = np.full(len(steps), np.nan)
     if rates is None or len(rates) == 0:
         return nan, nan.copy()
-    G = _group_size(record)
+    G = group_size(record)
     ev_idx = eval_index(record, steps)
     pid = np.asarray(record.groups["prompt_id"])
     p = rates[ev_idx[inv], pid]  # each group's prompt, measured at its step's evaluation
@@ -136,6 +138,25 @@ def grid_states(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
     states[np.searchsorted(steps, g["step"]), pid] = code  # later rows overwrite earlier ones
     return steps, states
 
+
+
+def grid_successes(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """(k, K): per step and prompt (the rows and columns of :func:`grid_states`), how many of the group's
+    rollouts passed (reward above :data:`sims.advantages.THRESHOLD`) and how many it had (non-NaN rewards).
+
+    Both are int16 arrays of shape (steps, n_prompts); 0 and 0 where the prompt was not sampled; where a
+    prompt has several groups in one step the last recorded one counts, as in :func:`grid_states`.
+    """
+    g = record.groups
+    steps = np.unique(g["step"])
+    r = np.asarray(g["rewards"], dtype=float)
+    k = np.zeros((len(steps), record.n_prompts), np.int16)
+    K = np.zeros_like(k)
+    if len(steps):
+        at = np.searchsorted(steps, g["step"]), np.asarray(g["prompt_id"])
+        k[at] = np.sum(r > THRESHOLD, axis=1)  # NaN > THRESHOLD is False
+        K[at] = np.sum(~np.isnan(r), axis=1)
+    return k, K
 
 # --- additions for the lab's replay tab (lab/replay/) -------------------------------------------
 

@@ -1,11 +1,14 @@
-"""The replay tab in real Chromium: scrubbing, side by side, uploads, offline, no console errors.
+"""The replay tab in real Chromium: scrubbing, play, hover, side by side, uploads, offline, no console errors.
 
-Every expected value is recomputed here from the record with the core (``sims.replay``,
-``sims.formatting``), independently of the tab's own code paths.
+The tab draws with the browser grid view in frames mode (``grpoGridView.frames``, one
+:class:`grpo_lab.replay.grid.ReplayGrid`). Every expected value is recomputed here from the record
+with the core (``sims.replay``, ``sims.formatting``) or from its raw groups, independently of the
+tab's own code paths.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,8 @@ import pytest
 from bokeh.palettes import Cividis256
 
 from grid_twins import cell_image
-from grpo_lab.grid.cells import cell_tiles
+from grpo_lab.grid.cells import cell_pixels, cell_positions, cell_tiles, grid_shape
+from grpo_lab.grid.markup import GRID_WIDTH
 from lab_server import block_outside, serve_local
 from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
@@ -43,20 +47,21 @@ READ_CLASS = """(cls) => {
   walk(document);
   return out;
 }"""
-CELL_CODES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).data.code)"
-CELL_RATES = "(name) => Array.from(Bokeh.documents[0].get_model_by_name(name).data.rate)"
-#: the picture a grid shows: [shape, pixels] of the image lab/static/cells.js painted for its renderer
-PICTURE = """(name) => {
-  const img = Bokeh.documents[0].get_model_by_name(name).__grpoImage;
-  return [Array.from(img.shape), Array.from(img)];
-}"""
 
 
-def picture(page, name: str):
-    """The image of a grid's picture (``name``: its pixels source): (rows * P, cols * P) uint32 RGBA, row 0 at
-    the bottom."""
-    (h, w), flat = page.evaluate(PICTURE, name)
+def picture(page, run: str = "a"):
+    """The image run ``run``'s canvas holds: (rows * P, cols * P) uint32 RGBA, row 0 at the bottom."""
+    h, w, flat = page.locator(f'.gx-run[data-run="{run}"] canvas').evaluate(
+        "c => [c.height, c.width, Array.from(c.__grpoPixels)]")
     return np.array(flat, dtype=np.uint32).reshape(h, w)
+
+
+def layout(record):
+    """Cells as the tab lays them out (largest pass rate at the first evaluation top-left), and the tile size."""
+    first = np.asarray(record.evals["pass_rate"][0], float)
+    x, y = cell_positions(np.where(np.isfinite(first), first, -1.0))
+    cols, rows = grid_shape(record.n_prompts)
+    return x.astype(int), y.astype(int), cols, rows, cell_pixels(GRID_WIDTH, cols)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +74,12 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(runs):
-    srv, url = serve_local(lambda: ReplayView(runs_root=runs))
+    import panel as pn
+
+    from grpo_lab.access import PageAccess
+
+    # as the app serves the tab: with the page's accessibility fixes for Bokeh's own widgets
+    srv, url = serve_local(lambda: pn.Column(PageAccess(), ReplayView(runs_root=runs)))
     yield url
     srv.stop()
 
@@ -118,40 +128,61 @@ def wait_step(page, cls, value):
     page.wait_for_function(f"() => ({READ_CLASS})('{cls}')[0] === '{value}'")
 
 
-def handle(page):
-    h = page.locator(".replay-slider .noUi-handle")
-    h.focus()
-    return h
-
-
 def scrub_to(page, pos):
-    """Home, then ArrowRight pos times (noUiSlider's End key keeps the range it was built with)."""
-    h = handle(page)
+    """The step slider by keyboard, as a reader moves it: Home, then ArrowRight pos times."""
+    h = page.locator("#gx-step")
+    h.focus()
     h.press("Home")
     for _ in range(pos):
         h.press("ArrowRight")
 
 
-def test_scrub_changes_grid_and_readouts_to_the_record(lab, runs):
+def hover_cell(page, run, x, y, cols, rows):
+    """Point at cell (x, y) of run ``run``'s grid (row 0 at the bottom) and return the tip's text."""
+    canvas = page.locator(f'.gx-run[data-run="{run}"] canvas')
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + (x + 0.5) * box["width"] / cols, box["y"] + (rows - 1 - y + 0.5) * box["height"] / rows)
+    tip = page.locator(f'.gx-run[data-run="{run}"] .gx-tip')
+    tip.wait_for(state="visible")
+    return tip.text_content()
+
+
+def test_scrub_changes_grid_readouts_and_hover_to_the_record(lab, runs):
     rec = read_record(runs / RUN_A)
     series = step_series(rec)
+    x, y, cols, rows, P = layout(rec)
     seen = []
     for i in (0, 7, 23, len(series["step"]) - 1):
         scrub_to(lab, i)
         wait_step(lab, "replay-step", fixed(float(series["step"][i]), 0))
         got = {cls: texts(lab, cls)[0] for cls in expected_readouts(series, i)}
         assert got == expected_readouts(series, i)
-        codes = lab.evaluate(CELL_CODES, "replay_cells_a")
-        assert codes == expected_codes(rec, i)
-        seen.append(tuple(codes))
-        # the picture on screen shows those codes: the tiles of lab.grid placed at the cells' positions
-        x, y = (np.array(lab.evaluate(f"() => Array.from(Bokeh.documents[0].get_model_by_name("
-                                      f"'replay_cells_a').data.{c})")) for c in "xy")
-        cols, rows = int(x.max()) + 1, int(y.max()) + 1
-        shown = picture(lab, "replay_outcome_a_pixels")
-        P = shown.shape[1] // cols
+        codes = expected_codes(rec, i)
+        # the canvas shows the record's outcomes at that step: the tiles of lab.grid at the cells' places
+        shown = picture(lab)
         np.testing.assert_array_equal(shown, cell_image(codes, x, y, cell_tiles(P), cols, rows))
+        seen.append(tuple(codes))
     assert len(set(seen)) == len(seen), "scrubbing must change the grid"
+    # hover at the last step: the prompt, its group, its pass rate at the nearest evaluation and k of K, from
+    # the raw groups (the last group recorded for the prompt at that step)
+    g, last = rec.groups, series["step"][-1]
+    ev = rec.evals["pass_rate"][np.flatnonzero(rec.evals["step"] <= last)[-1]]
+    labels = rec.meta.get("prompt_labels") or [str(i) for i in range(rec.n_prompts)]
+    sampled = np.unique(g["prompt_id"][g["step"] == last])
+    others = np.setdiff1d(np.arange(rec.n_prompts), sampled)
+    assert len(sampled) >= 2
+    for prompt in [*sampled[:2], *others[:1]]:
+        text = hover_cell(lab, "a", x[prompt], y[prompt], cols, rows)
+        assert text.startswith(f"prompt {labels[prompt]} \u00b7 "), text
+        assert f"pass rate at the nearest evaluation {percent(float(ev[prompt]))}" in text, text
+        at = np.flatnonzero((g["step"] == last) & (g["prompt_id"] == prompt))
+        if len(at):
+            r = g["rewards"][at[-1]]
+            assert f"{int(np.sum(r > 0.5))} of {int(np.sum(~np.isnan(r)))} rollouts passed" in text, text
+        else:
+            assert "not sampled" in text and "rollouts passed" not in text, text
+    lab.mouse.move(0, 0)
 
 
 def test_pass_rate_view_colours_by_the_nearest_evaluation(lab, runs):
@@ -160,39 +191,84 @@ def test_pass_rate_view_colours_by_the_nearest_evaluation(lab, runs):
     scrub_to(lab, last)
     wait_step(lab, "replay-step", str(int(rec.groups["step"].max())))
     lab.get_by_text("pass rate at the nearest evaluation", exact=True).click()
-    lab.wait_for_function("() => Bokeh.documents[0].get_model_by_name('replay_grid_a').renderers[1].visible")
-    rates = np.array(lab.evaluate(CELL_RATES, "replay_cells_a"), dtype=float)
+    lab.locator(".gx-key-rate").first.wait_for(state="visible")
     ev = rec.evals["step"]
-    want = rec.evals["pass_rate"][np.flatnonzero(ev <= rec.groups["step"].max())[-1]]
-    np.testing.assert_allclose(rates, want.astype(np.float32), rtol=0, atol=0)
+    rates = rec.evals["pass_rate"][np.flatnonzero(ev <= rec.groups["step"].max())[-1]].astype(np.float32)
     # each cell is painted in the Cividis colour of its rate's bin (floor(256 r), as Bokeh's colour mappers bin)
-    x, y = (np.array(lab.evaluate(f"() => Array.from(Bokeh.documents[0].get_model_by_name("
-                                  f"'replay_cells_a').data.{c})")) for c in "xy")
-    shown = picture(lab, "replay_rate_a_pixels")
-    P = shown.shape[1] // (int(x.max()) + 1)
+    x, y, cols, rows, P = layout(rec)
+    lab.wait_for_function("() => true")
+    shown = picture(lab)
     for i in range(len(rates)):
-        v = int(shown[int(y[i]) * P, int(x[i]) * P])  # the cell's first pixel
+        v = int(shown[int(y[i]) * P + P // 2, int(x[i]) * P + P // 2])  # the cell's centre
         colour = "#%02x%02x%02x" % (v & 255, v >> 8 & 255, v >> 16 & 255)
-        assert colour == Cividis256[min(255, int(np.floor(rates[i] * 256)))].lower(), (i, rates[i])
+        assert colour == Cividis256[min(255, int(np.floor(float(rates[i]) * 256)))].lower(), (i, rates[i])
     assert last > 0
 
 
-def test_side_by_side_two_runs_on_one_time_axis(lab, runs):
+def test_side_by_side_two_runs_on_one_time_axis_with_a_caption_each(lab, runs):
     rec_a, rec_b = read_record(runs / RUN_A), read_record(runs / RUN_B)
     sa, sb = step_series(rec_a), step_series(rec_b)
     lab.locator(".replay-compare select").select_option(RUN_B)
     lab.wait_for_function(f"() => ({READ_CLASS})('replay-b-step').length > 0")
-    axis = lab.evaluate("() => Array.from(Bokeh.documents[0].get_model_by_name('replay_axis').data.step)")
-    assert axis == sorted(set(sa["step"].tolist()) | set(sb["step"].tolist()))
+    captions = texts(lab, "gx-caption")
+    assert captions[0].startswith(f"Run: {RUN_A}. {rec_a.n_prompts} prompts, {len(sa['step'])} recorded steps")
+    assert RUN_B in captions[1] and f"{len(sb['step'])} recorded steps" in captions[1]
+    axis = sorted(set(sa["step"].tolist()) | set(sb["step"].tolist()))
+    assert lab.locator("#gx-step").get_attribute("max") == str(len(axis) - 1)
     scrub_to(lab, len(axis) - 1)  # run B is longer: A stays at its last step while B reaches its own
     wait_step(lab, "replay-b-step", fixed(float(sb["step"][-1]), 0))
     want = {**expected_readouts(sa, len(sa["step"]) - 1), **expected_readouts(sb, len(sb["step"]) - 1, "replay-b-")}
     assert {cls: texts(lab, cls)[0] for cls in want} == want
-    assert lab.evaluate(CELL_CODES, "replay_cells_b") == expected_codes(rec_b, len(sb["step"]) - 1)
+    x, y, cols, rows, P = layout(rec_b)
+    np.testing.assert_array_equal(picture(lab, "b"), cell_image(expected_codes(rec_b, len(sb["step"]) - 1), x, y,
+                                                                cell_tiles(P), cols, rows))
     scrub_to(lab, 12)
     wait_step(lab, "replay-step", fixed(float(axis[12]), 0))
     want = {**expected_readouts(sa, 12), **expected_readouts(sb, 12, "replay-b-")}
     assert {cls: texts(lab, cls)[0] for cls in want} == want
+
+
+def test_play_runs_in_the_browser_and_the_plots_follow(lab, runs):
+    rec = read_record(runs / RUN_A)
+    series = step_series(rec)
+    scrub_to(lab, len(series["step"]) - 5)
+    play = lab.get_by_role("button", name="Play", exact=True)
+    play.click()
+    lab.get_by_role("button", name="Pause", exact=True).wait_for()
+    wait_step(lab, "replay-step", fixed(float(series["step"][-1]), 0))  # it plays to the end, then stops
+    lab.get_by_role("button", name="Play", exact=True).wait_for()
+    got = {cls: texts(lab, cls)[0] for cls in expected_readouts(series, len(series["step"]) - 1)}
+    assert got == expected_readouts(series, len(series["step"]) - 1)
+    # the time-series plots' step markers follow (Python hears the position when play stops)
+    last = float(series["step"][-1])
+    lab.wait_for_function(f"""() => {{
+      const spans = []; for (const m of Bokeh.documents[0].all_models) if (m.type === 'Span') spans.push(m.location);
+      return spans.length === 4 && spans.every(v => v === {last});
+    }}""")
+
+
+def test_one_step_control_and_every_control_named_in_words(lab):
+    """One slider for the step (not two for one value); every button, slider and field has a name in words."""
+    assert lab.get_by_role("slider").count() == 1
+    assert lab.get_by_role("slider", name="Step").count() == 1
+    names = lab.evaluate("""() => {
+      const out = [];
+      const walk = (root) => root.querySelectorAll('button, input, select').forEach((el) => {
+        if (el.type === 'hidden' || el.closest('[hidden]')) return;
+        let name = el.getAttribute('aria-label') || (el.labels && el.labels[0] ? el.labels[0].textContent : '')
+                   || el.getAttribute('title') || (el.tagName === 'BUTTON' ? el.textContent : '');
+        const by = el.getAttribute('aria-labelledby');
+        if (!name && by) name = by.split(' ').map(id => (root.getElementById ? root.getElementById(id) : null))
+                                  .filter(Boolean).map(n => n.textContent).join(' ');
+        out.push([el.tagName + '.' + (el.type || ''), (name || '').trim()]);
+      });
+      const all = (root) => { walk(root); root.querySelectorAll('*').forEach(el => el.shadowRoot && all(el.shadowRoot)); };
+      all(document);
+      return out;
+    }""")
+    assert names, "no controls found"
+    unnamed = [(kind, name) for kind, name in names if not re.search(r"[A-Za-z]{2,}", name)]
+    assert unnamed == [], unnamed
 
 
 def test_malformed_upload_shows_the_line_and_the_page_survives(lab, tmp_path):
@@ -211,5 +287,30 @@ def test_malformed_upload_shows_the_line_and_the_page_survives(lab, tmp_path):
     wait_step(lab, "replay-step", fixed(float(series["step"][0]), 0))
     want = expected_readouts(series, 0)
     assert {cls: texts(lab, cls)[0] for cls in want} == want
-    assert lab.evaluate(CELL_CODES, "replay_cells_a") == expected_codes(rec, 0)
     assert any("evaluations" in t for t in texts(lab, "replay-missing"))
+
+
+def test_after_an_upload_every_readout_is_the_new_runs(lab, runs):
+    """#17: at the last step of a 40-step run, upload a short record: the step, rollout counts and evaluation
+    pass rate are the upload's (no count above what it holds, no evaluation it lacks), the caption names it."""
+    rec_a = read_record(runs / RUN_A)
+    scrub_to(lab, len(step_series(rec_a)["step"]) - 1)
+    wait_step(lab, "replay-step", fixed(float(step_series(rec_a)["step"][-1]), 0))
+    good = FIXTURES / "plain.jsonl"
+    lab.locator(".replay-upload input[type=file]").set_input_files(str(good))
+    rec = ingest(good, "jsonl")
+    series = step_series(rec)
+    last = len(series["step"]) - 1
+    wait_step(lab, "replay-step", fixed(float(series["step"][last]), 0))
+    want = expected_readouts(series, last)
+    assert {cls: texts(lab, cls)[0] for cls in want} == want
+    possible = int(np.sum(~np.isnan(rec.groups["rewards"])))
+    assert int(texts(lab, "replay-generated")[0]) <= possible
+    assert texts(lab, "replay-eval-pass")[0] == percent(float("nan"))  # the upload has no evaluations
+    assert texts(lab, "gx-caption")[0].startswith("Run: upload: plain.jsonl")
+    x, y, cols, rows, P = layout(rec) if len(rec.evals.get("pass_rate", [])) else (None,) * 5
+    if x is None:  # no evaluations: cells in prompt order (every key -1, ties by id)
+        x, y = (v.astype(int) for v in cell_positions(np.full(rec.n_prompts, -1.0)))
+        cols, rows = grid_shape(rec.n_prompts)
+        P = cell_pixels(GRID_WIDTH, cols)
+    np.testing.assert_array_equal(picture(lab), cell_image(expected_codes(rec, last), x, y, cell_tiles(P), cols, rows))

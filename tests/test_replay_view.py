@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import numpy as np
@@ -9,12 +10,17 @@ import numpy as np
 from grpo_lab.replay.catalog import list_runs
 from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
-from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 from grpo_lab.sims.replay import scalar_step_series, step_series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
+
+
+def sent(view, key: str, run: int = 0) -> np.ndarray:
+    """A readout series as the grid component sends it to the browser (frames_data: base64 float64)."""
+    return np.frombuffer(base64.b64decode(view.grid.frames["runs"][run]["series"][key]), "<f8")
 
 
 def upload(view, path: Path, fmt: str):
@@ -38,10 +44,9 @@ def test_scalars_only_upload_shows_what_it_can_and_says_what_is_missing(tmp_path
     assert view.state.run.startswith("upload: trainer_state.json")
     assert "per-group rewards" in view.state.notice and view.missing_pane.visible
     s = scalar_step_series(ingest(FIXTURES / "trl_run" / "trainer_state.json", "trl"))
-    assert f'<span class="replay-effective-rate">{percent(s["effective_group_rate"][0])}</span>' in \
-        view.slots[0].readouts.text
-    assert np.isnan(s["rollouts_useful_cum"][0]) and '<span class="replay-useful">\u2013</span>' in \
-        view.slots[0].readouts.text
+    np.testing.assert_array_equal(sent(view, "eff"), s["effective_group_rate"])
+    assert np.isnan(s["rollouts_useful_cum"]).all() and np.isnan(sent(view, "useful_cum")).all()
+    assert "scalars only" in view.grid.frames["runs"][0]["caption"]
 
 
 def test_tolerance_is_applied_and_stated(tmp_path):
@@ -51,7 +56,7 @@ def test_tolerance_is_applied_and_stated(tmp_path):
     assert view.slots[0].view.tolerance == 0.5
     assert f'<span class="replay-tolerance">{fixed(0.5, 3)}</span>' in view.tolerance_pane.object
     want = step_series(ingest(FIXTURES / "plain.jsonl", "jsonl", tolerance=0.5))
-    assert f'<span class="replay-all-fail">{percent(want["all_fail_share"][0])}</span>' in view.slots[0].readouts.text
+    np.testing.assert_array_equal(sent(view, "all_fail"), want["all_fail_share"])
     view.tolerance_input.value = 0.0  # re-ingests the same upload
     assert view.slots[0].view.tolerance == 0.0
     view.tolerance_input.value = -1.0
@@ -81,3 +86,22 @@ def test_rate_codes_bin_like_a_linear_colour_mapper():
     got = rate_codes(np.array([0.0, 1 / 256 - 1e-9, 1 / 256, 0.5, 0.999, 1.0, np.nan], np.float32)).tolist()
     assert got == [0, 0, 1, 128, 255, 255, NAN_RATE_CODE]
     assert NAN_RATE_CODE == 256 and len(RATE_COLOURS) == 257
+
+
+def test_hover_counts_are_each_groups_passing_rollouts(tmp_path):
+    """k of K sent for the hover: per step and prompt, the last group recorded there, counted from its rewards."""
+    rec = ingest(FIXTURES / "plain.jsonl", "jsonl")
+    write_record(tmp_path / "r", rec)
+    view = ReplayView(runs_root=tmp_path)
+    run = view.grid.frames["runs"][0]
+    steps = np.unique(rec.groups["step"])
+    k = np.frombuffer(base64.b64decode(run["k"]), "<i2").reshape(len(steps), rec.n_prompts)
+    K = np.frombuffer(base64.b64decode(run["K"]), "<i2").reshape(len(steps), rec.n_prompts)
+    want_k, want_K = np.zeros_like(k), np.zeros_like(K)
+    for step, pid, rewards in zip(rec.groups["step"], rec.groups["prompt_id"], rec.groups["rewards"]):
+        row = list(steps).index(step)
+        want_k[row, pid] = sum(1 for r in rewards if r == r and r > 0.5)
+        want_K[row, pid] = sum(1 for r in rewards if r == r)
+    np.testing.assert_array_equal(k, want_k)
+    np.testing.assert_array_equal(K, want_K)
+    assert want_K.max() == 4

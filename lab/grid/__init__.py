@@ -1,4 +1,4 @@
-"""The prompt grid, one component for the live lab, the exported page (and, in time, the replay).
+"""The prompt grid, one browser view for the live lab, the exported page and the replay.
 
 - :mod:`grpo_lab.grid.spec`      the controls (bounds, defaults, steps) and readout rows, declared once
 - :mod:`grpo_lab.grid.cells`     the near-square layout and the cell tiles
@@ -6,8 +6,8 @@
 - :mod:`grpo_lab.grid.hover`     the hover's advantage table
 - :mod:`grpo_lab.grid.markup`    the view's HTML (controls from the spec, readouts, canvas, legend) and data
 - :mod:`grpo_lab.grid.component` :class:`LiveGrid`, the served lab's Panel component over the view
-- :mod:`grpo_lab.grid.picture`   the replay's Bokeh picture of a grid (until the replay uses the view)
 
 The browser side is ``lab/static/gridview.js`` over ``kernel.js`` (the only browser-side arithmetic)
-and ``cells.js`` (the painter).
+and ``cells.js`` (the painter); the Replay tab's component over the view's frames mode is
+:class:`grpo_lab.replay.grid.ReplayGrid`.
 """

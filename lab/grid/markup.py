@@ -35,7 +35,7 @@ from .readouts import STATE_WORDS, TEMPLATES
 from .spec import control_spec
 
 __all__ = ["GRID_WIDTH", "STATIC", "STYLE_PATH", "controls_html", "grid_html", "grid_data", "legend_html",
-           "geometry", "spec_json"]
+           "geometry", "spec_json", "frames_html"]
 
 GRID_WIDTH = 560  #: the grid's nominal width in CSS pixels (it scales down with its column)
 STATIC = Path(__file__).resolve().parents[1] / "static"
@@ -134,3 +134,25 @@ def grid_data(population: Population, gain: float, *, readouts: str = "main", wi
 
     key = (population.seed, population.n, array_key(population.pass_rates), float(gain), readouts, width)
     return _PACKED.get(key, pack)
+
+
+def frames_html(grey_label: str, rate_key: str, runs: tuple[str, ...] = ("a", "b")) -> str:
+    """The view's frames mode (``grpoGridView.frames``, the Replay tab): Play and one step slider for the
+    shared time axis, then per run a block with its caption, readouts (a polite live region), the outcome
+    legend (grey: ``grey_label``) or the pass-rate key (``rate_key``: its HTML), the canvas and the tip.
+    The captions, readouts and canvas labels are filled by the browser from the frames' data (as text)."""
+    blocks = "".join(f"""<section class="gx-run" data-run="{r}" hidden>
+  <p class="gx-caption"></p>
+  <div class="gx-readouts" aria-live="polite"></div>
+  <div class="gx-key-outcome">{legend_html(grey_label)}</div><div class="gx-key-rate">{rate_key}</div>
+  <div class="gx-grid"><canvas class="gx-canvas" width="1" height="1" role="img"></canvas>
+    <div class="gx-tip" role="tooltip" hidden></div></div>
+</section>""" for r in runs)
+    return f"""<div class="gx-frames-view">
+<div class="gx-controls gx-row">
+  <button type="button" class="gx-button gx-play" id="gx-play" aria-pressed="false">Play</button>
+  <label class="gx-field gx-step-field"><span>Step <output id="gx-step-out">\u2013</output></span>
+    <input type="range" id="gx-step" name="step" min="0" max="0" step="1" value="0" aria-label="Step"></label>
+</div>
+<div class="gx-runs">{blocks}</div>
+</div>"""

@@ -4,7 +4,7 @@
 - :mod:`grpo_lab.replay.state`     :class:`ReplayState`, the tab's per-session state
 - :mod:`grpo_lab.replay.model`     :class:`RunView`: one record as the step-indexed arrays the browser scrubs
 - :mod:`grpo_lab.replay.plots`     Bokeh grid / histogram / readouts per run, time plots of both runs
-- :mod:`grpo_lab.replay.scrub`     the CustomJS that repaints while scrubbing (indexing only)
+- :mod:`grpo_lab.replay.grid`      :class:`ReplayGrid`: grid, step slider, Play, hover and readouts in the browser
 - :mod:`grpo_lab.replay.upload`    a visitor's file -> run record (via ``sims.ingest``), errors as messages
 - :mod:`grpo_lab.replay.view`      :class:`ReplayView`, the tab itself
 """

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpo_lab.sims.record import RunRecord
-from grpo_lab.sims.replay import eval_index, grid_states, scalar_step_series, step_histograms, step_series
+from grpo_lab.sims.replay import eval_index, grid_states, group_size, scalar_step_series, step_histograms, step_series
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from ..grid.cells import FILTERED, cell_positions
@@ -123,6 +123,11 @@ class RunView:
         if isinstance(labels, list) and len(labels) == self.n_prompts:
             return [str(v) for v in labels]
         return [str(i) for i in range(self.n_prompts)]
+
+    @property
+    def group_size(self) -> int:
+        """K, the rollouts per group (:func:`grpo_lab.sims.replay.group_size`); 0 for a scalars-only record."""
+        return 0 if self.scalars_only and not self.record.meta.get("num_generations") else group_size(self.record)
 
     @property
     def tolerance(self) -> float:

@@ -1,35 +1,28 @@
-"""The replay tab's Bokeh models: one :class:`Slot` per run shown (grid, histogram, readouts)
-and :class:`TimePlots` (the per-step series of both runs on one time axis).
+"""The replay tab's Bokeh models: one :class:`Slot` per run shown (its series and its histogram)
+and :class:`TimePlots` (the per-step series of both runs on one time axis); and the readout rows
+and colour bins that :mod:`grpo_lab.replay.grid` sends to the browser grid view.
 
-Python fills every source from a :class:`~lab.replay.model.RunView` when a run is chosen;
-while scrubbing, the browser indexes those sources (``lab.replay.scrub``) and Python is
-not involved. :meth:`Slot.paint` is the server's rendering of the same indexing, used when
-a run is (re)loaded.
+Python fills every source from a :class:`~lab.replay.model.RunView` when a run is chosen; the
+histograms and the plots' step markers follow the step slider once it pauses.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColorBar, ColumnDataSource, CustomJSHover, Div, HoverTool, LinearColorMapper, Range1d, Span
+from bokeh.models import ColumnDataSource, Range1d, Span
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
-from ..grid.cells import cell_pixels, cell_tiles, colour_tiles
-from ..grid.markup import legend_html
-from ..grid.picture import CELL_UNDER_MOUSE_JS, Picture, with_browser_code
-from ..grid.readouts import STATE_WORDS, readout_html
 from ..palette import FILTERED_COLOR, OUTCOME_COLORS
 from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
 
-__all__ = ["Slot", "TimePlots", "readout_template", "rate_codes", "RATE_COLOURS", "NAN_RATE_CODE", "WORDS",
-           "HIST_COLUMNS", "NOT_SAMPLED_LABEL"]
+__all__ = ["Slot", "TimePlots", "readout_template", "rate_codes", "RATE_COLOURS", "NAN_RATE_CODE",
+           "HIST_COLUMNS", "NOT_SAMPLED_LABEL", "READOUTS"]
 
 NOT_SAMPLED_LABEL = "not sampled at this step"
-#: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled): the hover's words; the tiles: lab.grid.cell_tiles
-WORDS = [STATE_WORDS[MIXED], STATE_WORDS[ALL_PASS], STATE_WORDS[ALL_FAIL], NOT_SAMPLED_LABEL]
 #: the pass-rate view's colours: Cividis by pass rate in 256 bins of [0, 1], then grey for "no evaluation yet"
 RATE_COLOURS = list(Cividis256) + [FILTERED_COLOR]
 NAN_RATE_CODE = len(RATE_COLOURS) - 1
@@ -45,13 +38,6 @@ def rate_codes(rates) -> np.ndarray:
     code = np.clip(np.floor(np.nan_to_num(r, nan=0.0) * 256), 0, 255).astype(np.int16)
     return np.where(np.isnan(r), NAN_RATE_CODE, code).astype(np.int16)
 
-
-_REPLAY_HOVER = CELL_UNDER_MOUSE_JS + r"""
-if (i < 0) return "";
-if (format === "prompt") return String(d.prompt[i]);
-if (format === "group") return words[d.code[i]];
-return isNaN(d.rate[i]) ? "none yet" : window.grpoKernel.percent(d.rate[i]);
-"""
 
 #: histogram columns, in the order of sims.replay.HISTOGRAM_STATES
 HIST_COLUMNS = ("mixed", "all_pass", "all_fail", "not_sampled")
@@ -82,121 +68,52 @@ _CSS = """<style>
 
 def readout_template(prefix: str) -> str:
     """Readout table whose value spans carry the CSS classes ``<prefix><stem>`` (e.g. ``replay-step``)."""
-    rows = "".join(f'<tr><td>{label}</td><td><span class="{prefix}{stem}">{{{{{key}:{fmt}}}}}</span></td></tr>'
+    # every value sits alone in a span marked data-v, so the browser rewrites just its text
+    rows = "".join(f'<tr><td>{label}</td><td><span class="{prefix}{stem}" data-v>{{{{{key}:{fmt}}}}}</span></td></tr>'
                    for label, key, fmt, stem in READOUTS)
     return f'{_CSS}<div class="replay-readouts"><table>{rows}</table></div>'
 
 
 class Slot:
-    """Grid (outcome view and pass-rate view), histogram and readouts of one run; ``name`` is "a" or "b"."""
+    """One run's Bokeh part (its per-step series for :class:`TimePlots`, and its pass-rate histogram at the
+    step shown); ``name`` is "a" or "b". The grid, readouts and captions are :class:`grpo_lab.replay.grid.ReplayGrid`'s."""
 
-    def __init__(self, name: str, width: int = 360):
+    def __init__(self, name: str, width: int = 400):
         self.name = name
-        self.prefix = "replay-" if name == "a" else f"replay-{name}-"
-        self.template = readout_template(self.prefix)
-        self.cells = ColumnDataSource(data=self._empty_cells(), name=f"replay_cells_{name}")
-        self.states = ColumnDataSource(data={"s": np.zeros(0, np.int8)}, name=f"replay_states_{name}")
-        self.rates = ColumnDataSource(data={"r": np.zeros(0, np.float32)}, name=f"replay_rates_{name}")
         self.series = ColumnDataSource(data={k: np.zeros(0) for k in (*SERIES, "step", "ev_row")},
                                        name=f"replay_series_{name}")
-        self.histall = ColumnDataSource(data={"c": np.zeros(0, np.int32)}, name=f"replay_histall_{name}")
         self.hist = ColumnDataSource(data={"mid": [], **{c: [] for c in HIST_COLUMNS}}, name=f"replay_hist_{name}")
-        self.title = Div(text="", name=f"replay_title_{name}", styles={"font-weight": "600"})
-
-        self.grid = figure(width=width, height=width, tools="", toolbar_location=None, min_border=2,
-                           outline_line_color=None, x_range=Range1d(-0.5, 0.5), y_range=Range1d(-0.5, 0.5),
-                           name=f"replay_grid_{name}")
-        self.grid.axis.visible = False
-        self.grid.grid.visible = False
-        self.rcodes = ColumnDataSource(data={"c": np.zeros(0, np.int16)}, name=f"replay_rcodes_{name}")
-        # both views are one picture each (lab.grid.Picture): outcome tiles with marks, or a colour per rate bin
-        self.outcome = Picture(self.grid, self.cells, f"replay_outcome_{name}", "code")
-        self.rate = Picture(self.grid, self.cells, f"replay_rate_{name}", "rate_code", geometry=self.outcome.geometry,
-                            visible=False)
-        self.outcome_cells, self.rate_cells = self.outcome.renderer, self.rate.renderer
-        self._width = width
-        rate_mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0, nan_color=FILTERED_COLOR)
-        self.colorbar = ColorBar(color_mapper=rate_mapper, width=10, title="pass rate", visible=False)
-        self.grid.add_layout(self.colorbar, "right")
-        fmt = CustomJSHover(code=with_browser_code(_REPLAY_HOVER),
-                            args={"source": self.cells, "geometry": self.outcome.geometry, "words": WORDS})
-        self.grid.add_tools(HoverTool(renderers=[self.outcome_cells, self.rate_cells], tooltips=[
-            ("prompt", "$x{prompt}"), ("group", "$x{group}"), ("pass rate at nearest eval", "$x{rate}")],
-            formatters={"$x": fmt}))
-        self.legend = Div(text=legend_html(NOT_SAMPLED_LABEL), width=width)
-
-        self.hist_fig = figure(width=width, height=200, tools="", toolbar_location=None, x_range=(0, 1),
-                               title="Pass rates at the nearest evaluation (colours: group now)",
-                               name=f"replay_hist_fig_{name}")
+        self.hist_fig = figure(width=width, height=220, tools="", toolbar_location=None, x_range=(0, 1),
+                               title="", name=f"replay_hist_fig_{name}")
         colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
         self.hist_fig.vbar_stack(list(HIST_COLUMNS), x="mid", width=0.095, source=self.hist, color=colors)
-        self.hist_fig.xaxis.axis_label = "per-prompt pass rate"
+        self.hist_fig.title.text_font_size = "12px"
+        self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation (colour: group at this step)"
         self.hist_fig.yaxis.axis_label = "prompts"
-        self.readouts = Div(text="", name=f"replay_readouts_{name}", width=width, height=250)  # fixed: no re-layout
-        self.layout = column(self.title, self.grid, self.legend, self.readouts, self.hist_fig)
+        self.layout = column(self.hist_fig)
         self.view: RunView | None = None
 
-    @staticmethod
-    def _empty_cells() -> dict:
-        return {"prompt": [], "x": np.zeros(0), "y": np.zeros(0), "code": np.zeros(0, np.int8),
-                "rate": np.zeros(0, np.float32), "rate_code": np.zeros(0, np.int16)}
-
     def load(self, view: RunView | None) -> None:
-        """Send one run's arrays (or nothing) to the browser's sources."""
+        """Send one run's series (or nothing) to the browser."""
         self.view = view
         if view is None:
-            self.cells.data = self._empty_cells()
-            self.states.data = {"s": np.zeros(0, np.int8)}
-            self.rates.data = {"r": np.zeros(0, np.float32)}
-            self.rcodes.data = {"c": np.zeros(0, np.int16)}
             self.series.data = {k: np.zeros(0) for k in (*SERIES, "step", "ev_row")}
-            self.histall.data = {"c": np.zeros(0, np.int32)}
-            self.title.text = ""
+            self.hist.data = {"mid": [], **{c: [] for c in HIST_COLUMNS}}
             self.layout.visible = False
             return
         self.layout.visible = True
-        n = view.n_prompts
-        self.grid.x_range.update(start=float(view.x.min(initial=0)) - 0.5, end=float(view.x.max(initial=0)) + 0.5)
-        self.grid.y_range.update(start=float(view.y.min(initial=0)) - 0.5, end=float(view.y.max(initial=0)) + 0.5)
-        cols, rows = int(view.x.max(initial=0)) + 1, int(view.y.max(initial=0)) + 1
-        P = cell_pixels(self._width, cols)
-        self.outcome.set(cols, rows, P, cell_tiles(P))
-        self.rate.set(cols, rows, P, colour_tiles(P, [(c, 1.0) for c in RATE_COLOURS]))
-        self.states.data = {"s": np.ascontiguousarray(view.codes.ravel())}
-        self.rates.data = {"r": np.ascontiguousarray(view.eval_rates.ravel(), dtype=np.float32)}
-        self.rcodes.data = {"c": np.ascontiguousarray(rate_codes(view.eval_rates).ravel())}
+        self.hist_fig.title.text = "Run: pass rates" if self.name == "a" else "Compared run: pass rates"
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
-        self.histall.data = {"c": np.ascontiguousarray(view.hist.ravel(), dtype=np.int32)}
         mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
         self.hist.data = {"mid": mids, **{c: np.zeros(len(mids), np.int32) for c in HIST_COLUMNS}}
-        self.cells.data = {"prompt": view.prompt_labels, "x": view.x, "y": view.y,
-                           "code": np.full(n, NOT_SAMPLED_CODE, np.int8), "rate": np.full(n, np.nan, np.float32),
-                           "rate_code": np.full(n, NAN_RATE_CODE, np.int16)}
-        self.title.text = (f"Run: {view.label}" if self.name == "a" else
-                           f"Compared with: {view.label} (dash-dot lines in the plots)")
 
     def paint(self, row: int) -> None:
-        """Python's rendering of step row ``row`` (-1: before the run's first step), as the browser does it."""
+        """The histogram at step row ``row`` (-1: before the run's first step: empty)."""
         view = self.view
         if view is None:
-            self.readouts.text = ""
             return
-        n = view.n_prompts
-        code = view.codes[row] if row >= 0 else np.full(n, NOT_SAMPLED_CODE, np.int8)
-        ev = int(view.ev_row[row]) if row >= 0 else -1
-        rate = view.eval_rates[ev] if ev >= 0 else np.full(n, np.nan, np.float32)
-        self.cells.data.update(code=code.astype(np.int8), rate=np.asarray(rate, np.float32),
-                               rate_code=rate_codes(rate))
         counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
         self.hist.data.update({c: counts[:, j].astype(np.int32) for j, c in enumerate(HIST_COLUMNS)})
-        self.readouts.text = readout_html(view.summary(row), self.template)
-
-    def show_rates(self, rates: bool) -> None:
-        """Switch the grid between the outcome view and the pass-rate view."""
-        self.outcome_cells.visible = not rates
-        self.rate_cells.visible = rates
-        self.colorbar.visible = rates
-        self.legend.visible = not rates
 
 
 class TimePlots:

@@ -1,18 +1,20 @@
 """The "Replay" tab: scrub through a recorded run (shipped, ingested or uploaded), alone or beside another.
 
 ``ReplayView(state=None, runs_root=None)`` is a ``pn.viewable.Viewer``; build one per session
-(``lab/app.py`` does, and tests serve it alone). Scrubbing runs entirely in the browser
-(:mod:`grpo_lab.replay.scrub`); choosing a run, the view or an upload goes through Python.
+(``lab/app.py`` does, and tests serve it alone). The grid, its one step slider, Play, hover,
+captions and readouts are :class:`grpo_lab.replay.grid.ReplayGrid` (the browser grid view in
+frames mode): scrubbing and play run in the browser; the plots' step markers and the histograms
+follow once the slider pauses. Choosing a run, the view or an upload goes through Python.
 
 Stable CSS classes for tests and scripts: readouts ``replay-step``, ``replay-effective-rate``,
 ``replay-effective-rolling``, ``replay-predicted-real``, ``replay-predicted-iid``,
 ``replay-all-pass``, ``replay-all-fail``, ``replay-reward``, ``replay-eval-pass``,
-``replay-generated``, ``replay-useful`` (the compared run: ``replay-b-<stem>``);
+``replay-generated``, ``replay-useful`` (the compared run: ``replay-b-<stem>``), inside the grid
+component (``#gx-step`` the step slider, ``#gx-play`` Play, ``.gx-run[data-run=a|b]`` a run's block with
+its ``.gx-caption`` and ``.gx-canvas``);
 ``replay-tolerance`` (the tolerance in force), ``replay-error`` (error notice), ``replay-missing``
-(what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-slider``,
-``replay-player``, ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``.
-Bokeh models by name: ``replay_cells_a`` / ``_b`` (one row per prompt; ``code`` is the cell's
-state), ``replay_axis`` (the shared step axis).
+(what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-grid`` (the
+component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from .catalog import list_runs
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
+from .grid import ReplayGrid, frames_data
 from .plots import Slot, TimePlots
-from .scrub import scrub_args, scrub_code
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
 from .upload import describe_limits, load_upload
 from .upload_input import UploadInput
@@ -70,13 +72,10 @@ class ReplayView(pn.viewable.Viewer):
                                                 width=320)
         self.view_toggle = pn.widgets.RadioButtonGroup(options=list(VIEWS), value=self.state.view,
                                                        css_classes=["replay-view"])
-        self.slider = pn.widgets.IntSlider(label="Step (position on the time axis)", start=0, end=1, value=0,
-                                           css_classes=["replay-slider"], width=520)
-        self.player = pn.widgets.Player(start=0, end=1, value=0, interval=150, loop_policy="once",
-                                        show_loop_controls=False, css_classes=["replay-player"], width=520,
-                                        show_value=False)
-        self.player.jslink(self.slider, value="value", bidirectional=True)
-        self.slider.jscallback(value=scrub_code(), args=scrub_args(None, self.axis, self.plots.spans, self.slots))
+        # one step control: the grid component's slider (and Play); ``value`` is the position on the axis
+        self.grid = ReplayGrid(css_classes=["replay-grid"], sizing_mode="stretch_width")
+        self.slider = self.grid
+        self.grid.param.watch(lambda e: self.paint(e.new), "value")
 
         # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
         self.file_input = UploadInput(css_classes=["replay-upload"], width=300)
@@ -119,11 +118,11 @@ class ReplayView(pn.viewable.Viewer):
                              "folder. It stays in this browser session. " + describe_limits()),
             pn.Row(self.file_input, self.format_select, self.tolerance_input), width=560)
         controls = pn.Column(pn.pane.Markdown(_HELP, width=560), pn.Row(self.run_select, self.compare_select),
-                             self.view_toggle, self.slider, self.player, self.tolerance_pane, upload)
+                             self.view_toggle, self.tolerance_pane, upload)
         a, b = self.slots
-        grids = pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout))
+        plots = pn.Column(pn.pane.Bokeh(self.plots.layout), pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout)))
         return pn.Column(self.error_pane, self.missing_pane,
-                         pn.Row(pn.Column(controls, grids), pn.pane.Bokeh(self.plots.layout)), self.diagnose,
+                         pn.Row(pn.Column(controls, self.grid, width=600), plots), self.diagnose,
                          css_classes=["replay-tab"])
 
     def __panel__(self):
@@ -162,13 +161,9 @@ class ReplayView(pn.viewable.Viewer):
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
         self._describe(views)
-        for s in self.slots:
-            s.show_rates(self.state.view == VIEWS[1])
-        end = max(len(steps) - 1, 1)
-        pos = (len(steps) - 1 if pin else min(self.slider.value, len(steps) - 1)) if len(steps) else 0
+        pos = (len(steps) - 1 if pin else min(self.grid.value, len(steps) - 1)) if len(steps) else 0
+        self.grid.param.update(frames=frames_data(views, steps), value=pos, rates=self.state.view == VIEWS[1])
         self.paint(pos)
-        self.slider.param.update(end=end, value=pos, disabled=len(steps) < 2)
-        self.player.param.update(end=end, value=pos, disabled=len(steps) < 2)
 
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
@@ -189,7 +184,8 @@ class ReplayView(pn.viewable.Viewer):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)
 
     def paint(self, pos: int) -> None:
-        """Python's rendering of axis position ``pos`` (the browser repaints on every slider move)."""
+        """The plots' step markers and the histograms at axis position ``pos`` (the grid, its readouts and
+        captions repaint in the browser on every slider move; these follow once it pauses)."""
         steps = self.axis.data["step"]
         for span in self.plots.spans:
             span.location = float(steps[pos]) if len(steps) else 0.0
@@ -217,8 +213,7 @@ class ReplayView(pn.viewable.Viewer):
         self.missing_pane.show(text)
 
     def _on_view(self, event) -> None:
-        for s in self.slots:
-            s.show_rates(event.new == VIEWS[1])
+        self.grid.rates = event.new == VIEWS[1]
 
     def _on_error(self, event) -> None:
         self.error_pane.show(event.new)

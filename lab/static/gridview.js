@@ -29,6 +29,21 @@
  *                               hooks.frame() after each paint, hooks.stop() when it stops (at the end,
  *                               or because a reader grabbed the progress slider)
  *   view.playing()              whether it plays
+ *
+ * Frames mode (the Replay tab, lab/replay/grid.py): a sequence of recorded frames instead of the kernel.
+ *
+ *   f = grpoGridView.frames(root)  root holds grpo_lab.grid.markup.frames_html: a step slider (#gx-step), a
+ *                               Play button (#gx-play) and one block per run (.gx-run[data-run=a|b]) with its
+ *                               caption, readouts, canvas and tip
+ *   f.setFrames(frames)         the runs on one step axis (grpo_lab.replay.grid.frames_data): steps, and per
+ *                               run its cell codes per step, k and K per step, pass rates per evaluation,
+ *                               readout series per step and the row each axis position shows (-1: before it)
+ *   f.setRates(on)              colour cells by pass rate at the nearest evaluation instead of the outcome
+ *   f.go(pos)                   show axis position pos (the slider follows; no input event)
+ *   f.pos                       the position shown
+ *   f.onInput(fn)               fn(pos) after a reader moved the slider (or play advanced it)
+ *   f.play(on, ms, hooks)       play (or pause) in the browser, one position per `ms`; from the last
+ *                               position it restarts at the first; hooks.stop() when it stops
  */
 (function (root) {
   "use strict";
@@ -52,6 +67,39 @@
     return data.__decoded;
   }
 
+  /* the prompt under the pointer at `at` (client coordinates) on a grid canvas, or -1; row 0 at the bottom */
+  function cellAt(canvas, g, slot, at) {
+    var box = canvas.getBoundingClientRect();
+    var cx = Math.floor((at.x - box.left) / box.width * g.cols);
+    var cy = g.rows - 1 - Math.floor((at.y - box.top) / box.height * g.rows);
+    return (cx >= 0 && cx < g.cols && cy >= 0 && cy < g.rows) ? slot[cy * g.cols + cx] : -1;
+  }
+
+  /* show `lines` in the tip beside the pointer, kept inside the grid's box */
+  function placeTip(tipEl, canvas, at, lines) {
+    tipEl.textContent = lines.join(" \u00b7 ");
+    tipEl.__at = at;
+    tipEl.hidden = false;
+    var hostBox = canvas.parentNode.getBoundingClientRect(), w = tipEl.offsetWidth;
+    tipEl.style.left = Math.max(0, Math.min(at.x - hostBox.left + 12, hostBox.width - w)) + "px";
+    tipEl.style.top = (at.y - hostBox.top + 14) + "px";
+  }
+
+  /* a filled readout template into box: the whole table the first time (holder.slots null), then only
+     the texts of its data-v spans, so the browser restyles nothing */
+  function writeReadouts(box, holder, filled) {
+    if (!holder.slots) {
+      box.innerHTML = filled.html;
+      holder.slots = Array.prototype.map.call(box.querySelectorAll("[data-v]"), function (s) {
+        return s.firstChild || s.appendChild(document.createTextNode(""));
+      });
+      return false;
+    }
+    var slots = holder.slots, values = filled.values;
+    for (var i = 0; i < slots.length; i++) if (slots[i].data !== values[i]) slots[i].data = values[i];
+    return true;
+  }
+
   function grpoGridView(host) {
     var q = function (sel) { return host.querySelector(sel); };
     var spec = JSON.parse(q(".gx-controls").getAttribute("data-spec")), NAMES = spec.names, C = spec.controls;
@@ -59,7 +107,7 @@
     NAMES.forEach(function (name) { el[name] = q("#gx-" + name.replace("_", "-")); });
     var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
     var view = {values: {}, advantages: null, spec: spec, names: NAMES};
-    var data = null, d = null, shown = null, code = null, slots = null, listeners = [];
+    var data = null, d = null, shown = null, code = null, held = {slots: null}, listeners = [];
 
     function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
 
@@ -84,17 +132,7 @@
     };
 
     function readouts(summary) {
-      if (!slots) {
-        var filled = G.fill(data.template, summary);
-        el.readouts.innerHTML = filled.html;
-        slots = Array.prototype.map.call(el.readouts.querySelectorAll("[data-v]"), function (s) {
-          return s.firstChild || s.appendChild(document.createTextNode(""));
-        });
-        return;
-      }
-      var values = G.fill(data.template, summary).values;
-      for (var i = 0; i < slots.length; i++) if (slots[i].data !== values[i]) slots[i].data = values[i];
-      fix(el.readouts);
+      if (writeReadouts(el.readouts, held, G.fill(data.template, summary))) fix(el.readouts);
     }
 
     /* once shown, a box whose text changes while a control moves gets a fixed height and full
@@ -127,7 +165,7 @@
 
     view.setData = function (next) {
       if (data && next.template !== data.template) {
-        slots = null;
+        held.slots = null;
         unfix(el.readouts);
       }
       data = next;
@@ -219,10 +257,7 @@
 
     function tip(at) {
       if (!at || !shown) return;
-      var box = el.grid.getBoundingClientRect(), g = data.geometry;
-      var cx = Math.floor((at.x - box.left) / box.width * g.cols);
-      var cy = g.rows - 1 - Math.floor((at.y - box.top) / box.height * g.rows);  /* row 0 at the bottom */
-      var i = (cx >= 0 && cx < g.cols && cy >= 0 && cy < g.rows) ? d.slot[cy * g.cols + cx] : -1;
+      var i = cellAt(el.grid, data.geometry, d.slot, at);
       if (i < 0) { el.tip.hidden = true; return; }
       var r = shown.result, K = shown.K, k = r.successes[i], group = data.words[r.outcome[i]];
       if (!r.kept[i]) group = data.filtered_label + ", " + group;
@@ -239,12 +274,7 @@
           lines.push("A " + name + ": " + parts.join(", "));
         });
       }
-      el.tip.textContent = lines.join(" \u00b7 ");
-      el.tip.__at = at;
-      el.tip.hidden = false;
-      var hostBox = el.grid.parentNode.getBoundingClientRect(), w = el.tip.offsetWidth;
-      el.tip.style.left = Math.max(0, Math.min(at.x - hostBox.left + 12, hostBox.width - w)) + "px";
-      el.tip.style.top = (at.y - hostBox.top + 14) + "px";
+      placeTip(el.tip, el.grid, at, lines);
     }
 
     /* a new width may wrap the readouts differently: measure their height again on the next paint */
@@ -262,5 +292,137 @@
     return view;
   }
 
+
+  /* Frames mode (see the header): the browser only indexes Python's arrays; it computes nothing. */
+  function framesView(host) {
+    var q = function (sel) { return host.querySelector(sel); };
+    var step = q("#gx-step"), stepOut = q("#gx-step-out"), playBtn = q("#gx-play");
+    var f = {pos: 0}, frames = null, runs = [], rates = false, listeners = [];
+
+    function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
+
+    function decodeRun(r, block) {
+      var x = new Int32Array(bytes(r.x)), y = new Int32Array(bytes(r.y)), g = r.geometry;
+      var slot = new Int32Array(g.cols * g.rows).fill(-1);
+      for (var p = 0; p < x.length; p++) slot[y[p] * g.cols + x[p]] = p;
+      var series = {};
+      for (var key in r.series) series[key] = new Float64Array(bytes(r.series[key]));
+      return {raw: r, n: x.length, x: x, y: y, slot: slot, codes: new Int8Array(bytes(r.codes)),
+              k: new Int16Array(bytes(r.k)), K: new Int16Array(bytes(r.K)), rates: new Float32Array(bytes(r.rates)),
+              rcodes: new Int16Array(bytes(r.rate_codes)), ev: new Int32Array(bytes(r.ev_row)),
+              rows: new Int32Array(bytes(r.rows)), series: series, tiles: new Uint32Array(bytes(r.tiles)),
+              rateTiles: new Uint32Array(bytes(r.rate_tiles)), block: block, code: new Int16Array(x.length),
+              canvas: block.querySelector(".gx-canvas"), tip: block.querySelector(".gx-tip"),
+              readouts: block.querySelector(".gx-readouts"), slots: null, row: -1};
+    }
+
+    function readouts(run, row) {
+      var summary = {};
+      for (var key in run.series) summary[key] = row >= 0 ? run.series[key][row] : NaN;
+      writeReadouts(run.readouts, run, G.fill(run.raw.template, summary));
+    }
+
+    function paintRun(run) {
+      var row = run.rows[f.pos], n = run.n, code = run.code, ev = row >= 0 ? run.ev[row] : -1;
+      run.row = row;
+      if (rates) for (var x = 0; x < n; x++) code[x] = ev >= 0 ? run.rcodes[ev * n + x] : run.raw.nan_rate_code;
+      else for (var z = 0; z < n; z++) code[z] = row >= 0 ? run.codes[row * n + z] : run.raw.not_sampled;
+      cells.canvas(run.canvas, run.raw.geometry, code, run.x, run.y, rates ? run.rateTiles : run.tiles);
+      readouts(run, row);
+      if (!run.tip.hidden) tip(run, run.tip.__at);
+    }
+
+    function paint() {
+      var steps = frames ? frames.steps : [];
+      setText(stepOut, steps.length ? String(steps[f.pos]) : "\u2013");
+      for (var i = 0; i < runs.length; i++) paintRun(runs[i]);
+    }
+
+    f.go = function (pos) {
+      var last = frames ? Math.max(frames.steps.length - 1, 0) : 0;
+      f.pos = Math.min(Math.max(Math.round(Number(pos)) || 0, 0), last);
+      if (Number(step.value) !== f.pos) step.value = String(f.pos);
+      paint();
+    };
+
+    f.setFrames = function (next) {
+      frames = next;
+      runs = [];
+      var blocks = host.querySelectorAll(".gx-run");
+      for (var b = 0; b < blocks.length; b++) {
+        var r = next.runs[b], block = blocks[b];
+        block.hidden = !r;
+        if (!r) continue;
+        setText(block.querySelector(".gx-caption"), r.caption);
+        block.querySelector(".gx-canvas").setAttribute("aria-label", r.canvas_label);
+        block.querySelector(".gx-tip").hidden = true;
+        runs.push(decodeRun(r, block));
+      }
+      step.max = String(Math.max(next.steps.length - 1, 0));
+      step.disabled = next.steps.length < 2;
+      playBtn.disabled = next.steps.length < 2;
+      f.go(f.pos);
+    };
+
+    f.setRates = function (on) {
+      rates = !!on;
+      host.querySelector(".gx-frames-view").classList.toggle("gx-rates", rates);
+      paint();
+    };
+
+    f.onInput = function (fn) { listeners.push(fn); };
+    function moved() { for (var i = 0; i < listeners.length; i++) listeners[i](f.pos); }
+
+    var timer = 0, playHooks = {};
+    f.playing = function () { return timer !== 0; };
+    function stopPlay() {
+      if (!timer) return;
+      clearInterval(timer);
+      timer = 0;
+      playBtn.textContent = "Play";
+      playBtn.setAttribute("aria-pressed", "false");
+      if (playHooks.stop) playHooks.stop();
+    }
+    f.play = function (on, ms, hooks) {
+      stopPlay();
+      if (!on || !frames) return;
+      playHooks = hooks || {};
+      var last = frames.steps.length - 1;
+      if (f.pos >= last) f.go(0);
+      playBtn.textContent = "Pause";
+      playBtn.setAttribute("aria-pressed", "true");
+      timer = setInterval(function () {
+        f.go(f.pos + 1);
+        moved();
+        if (f.pos >= last) stopPlay();
+      }, ms);
+    };
+
+    step.addEventListener("input", function () { stopPlay(); f.go(step.value); moved(); });
+
+    function tip(run, at) {
+      if (!at) return;
+      var i = cellAt(run.canvas, run.raw.geometry, run.slot, at);
+      if (i < 0) { run.tip.hidden = true; return; }
+      var row = run.row, n = run.n, ev = row >= 0 ? run.ev[row] : -1;
+      var code = row >= 0 ? run.codes[row * n + i] : run.raw.not_sampled;
+      var rate = ev >= 0 ? run.rates[ev * n + i] : NaN;
+      var lines = ["prompt " + run.raw.prompts[i], run.raw.words[code],
+                   "pass rate at the nearest evaluation " + (isNaN(rate) ? "none" : G.percent(rate))];
+      if (row >= 0 && run.K[row * n + i] > 0) lines.push(run.k[row * n + i] + " of " + run.K[row * n + i] + " rollouts passed");
+      placeTip(run.tip, run.canvas, at, lines);
+    }
+
+    Array.prototype.forEach.call(host.querySelectorAll(".gx-run"), function (block, b) {
+      var canvas = block.querySelector(".gx-canvas"), tipEl = block.querySelector(".gx-tip");
+      function at(e) { if (runs[b]) tip(runs[b], {x: e.clientX, y: e.clientY}); }
+      canvas.addEventListener("pointermove", at);
+      canvas.addEventListener("pointerdown", at);
+      canvas.addEventListener("pointerleave", function () { tipEl.hidden = true; tipEl.__at = null; });
+    });
+    return f;
+  }
+
+  grpoGridView.frames = framesView;
   root.grpoGridView = grpoGridView;
 })(typeof window !== "undefined" ? window : globalThis);
