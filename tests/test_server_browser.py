@@ -19,7 +19,7 @@ import pytest
 
 from lab_server import PAGE_TEXT, block_outside, free_port, serve, wait_readout
 from grpo_lab.commands.serve import serve_command
-from grpo_lab.server import CONTENT_SECURITY_POLICY
+from grpo_lab.server import content_security_policy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -55,12 +55,14 @@ def origin_of(url: str) -> str:
 
 
 def test_every_response_carries_the_policy_and_health_is_cheap(served):
+    policy = content_security_policy(urlsplit(served).netloc)
+    assert f"connect-src 'self' blob: ws://{urlsplit(served).netloc} " in policy
     with urllib.request.urlopen(served, timeout=30) as r:
-        assert r.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+        assert r.headers["Content-Security-Policy"] == policy
         assert r.headers["X-Content-Type-Options"] == "nosniff"
     with urllib.request.urlopen(origin_of(served) + "/health", timeout=30) as r:
         assert json.loads(r.read()) == {"ok": True}
-        assert r.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+        assert r.headers["Content-Security-Policy"] == policy
 
 
 def test_lab_works_under_the_policy_which_blocks_handlers_and_other_hosts(page, served):

@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 from tornado.httputil import HTTPHeaders
 from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
 from grpo_lab.commands.serve import serve_command
-from grpo_lab.server import HEALTH_PATH, ROUTES, SECURITY_HEADERS, HealthHandler, SecurityHeaders, quiet_closed_sockets
+from grpo_lab.server import (HEALTH_PATH, ROUTES, SECURITY_HEADERS, HealthHandler, SecurityHeaders, content_security_policy,
+                             quiet_closed_sockets)
 
 
 class FakeLoop:
@@ -40,13 +42,22 @@ def test_other_loop_errors_are_logged_as_before():
 
 def test_the_transform_adds_the_headers_and_installs_the_handler():
     async def run():
-        status, headers, chunk = SecurityHeaders(None).transform_first_chunk(200, HTTPHeaders(), b"x", True)
+        request = SimpleNamespace(host="lab.example:5006")
+        status, headers, chunk = SecurityHeaders(request).transform_first_chunk(200, HTTPHeaders(), b"x", True)
         return status, dict(headers), chunk, asyncio.get_running_loop().get_exception_handler()
 
     with ThreadPoolExecutor(1) as pool:  # a fresh thread: the browser tests' driver may hold this one's loop
         status, headers, chunk, handler = pool.submit(asyncio.run, run()).result()
     assert (status, chunk, handler) == (200, b"x", quiet_closed_sockets)
     assert all(headers[k] == v for k, v in SECURITY_HEADERS.items())
+    policy = headers["Content-Security-Policy"]
+    assert policy == content_security_policy("lab.example:5006") and "script-src-attr 'none'" in policy
+    assert "connect-src 'self' blob: ws://lab.example:5006 wss://lab.example:5006;" in policy
+
+
+def test_a_forged_host_cannot_add_sources_to_the_policy():
+    policy = content_security_policy("evil.example; script-src * 'unsafe-inline'")
+    assert policy.count("script-src ") == 1 and "*" not in policy and "evil.examplescript-src" in policy
 
 
 def test_grpo_lab_serve_runs_the_hardened_server_with_the_health_route():
