@@ -196,8 +196,7 @@ def test_pass_rate_view_colours_by_the_nearest_evaluation(lab, runs):
     rates = rec.evals["pass_rate"][np.flatnonzero(ev <= rec.groups["step"].max())[-1]].astype(np.float32)
     # each cell is painted in the Cividis colour of its rate's bin (floor(256 r), as Bokeh's colour mappers bin)
     x, y, cols, rows, P = layout(rec)
-    lab.wait_for_function("() => true")
-    shown = picture(lab)
+    shown = picture(lab)  # setRates shows the key and repaints in one call
     for i in range(len(rates)):
         v = int(shown[int(y[i]) * P + P // 2, int(x[i]) * P + P // 2])  # the cell's centre
         colour = "#%02x%02x%02x" % (v & 255, v >> 8 & 255, v >> 16 & 255)
