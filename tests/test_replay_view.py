@@ -95,8 +95,9 @@ def test_hover_counts_are_each_groups_passing_rollouts(tmp_path):
     view = ReplayView(runs_root=tmp_path)
     run = view.grid.frames["runs"][0]
     steps = np.unique(rec.groups["step"])
-    k = np.frombuffer(base64.b64decode(run["k"]), "<i2").reshape(len(steps), rec.n_prompts)
-    K = np.frombuffer(base64.b64decode(run["K"]), "<i2").reshape(len(steps), rec.n_prompts)
+    assert run["counts"] == "u1"  # groups of 4: a byte per count
+    k = np.frombuffer(base64.b64decode(run["k"]), "<u1").reshape(len(steps), rec.n_prompts)
+    K = np.frombuffer(base64.b64decode(run["K"]), "<u1").reshape(len(steps), rec.n_prompts)
     want_k, want_K = np.zeros_like(k), np.zeros_like(K)
     for step, pid, rewards in zip(rec.groups["step"], rec.groups["prompt_id"], rec.groups["rewards"]):
         row = list(steps).index(step)

@@ -57,12 +57,13 @@ def _run_data(view: RunView, which: str, steps: np.ndarray) -> dict:
         k = K = np.zeros((len(view.steps), n), np.int16)
     else:
         k, K = grid_successes(view.record)
+    counts = "<u1" if int(K.max(initial=0)) <= 255 else "<i2"  # a byte per count for any usual group size
     prefix = "replay-" if which == "a" else f"replay-{which}-"
     return {"caption": caption(view, which), "prompts": view.prompt_labels, "words": WORDS,
             "canvas_label": f"{n} prompts of {view.label}, one cell each, coloured by its group at this step",
             "geometry": {"cols": cols, "rows": rows, "P": P}, "x": b64(view.x, "<i4"), "y": b64(view.y, "<i4"),
             "tiles": b64(cell_tiles(P), "<u4"), "rate_tiles": b64(colour_tiles(P, [(c, 1.0) for c in RATE_COLOURS]), "<u4"),
-            "codes": b64(view.codes, "<i1"), "k": b64(k, "<i2"), "K": b64(K, "<i2"),
+            "codes": b64(view.codes, "<i1"), "k": b64(k, counts), "K": b64(K, counts), "counts": counts[1:],
             "rates": b64(view.eval_rates, "<f4"), "rate_codes": b64(rate_codes(view.eval_rates), "<i2"),
             "ev_row": b64(view.ev_row, "<i4"), "rows": b64(rows_for(view, steps), "<i4"),
             "series": {key: b64(view.series[key], "<f8") for _, key, _, _ in READOUTS},

@@ -36,7 +36,8 @@
  *                               Play button (#gx-play) and one block per run (.gx-run[data-run=a|b]) with its
  *                               caption, readouts, canvas and tip
  *   f.setFrames(frames)         the runs on one step axis (grpo_lab.replay.grid.frames_data): steps, and per
- *                               run its cell codes per step, k and K per step, pass rates per evaluation,
+ *                               run its cell codes per step, k and K per step (uint8, or int16 when
+ *                               counts = "i2"), pass rates per evaluation,
  *                               readout series per step and the row each axis position shows (-1: before it)
  *   f.setRates(on)              colour cells by pass rate at the nearest evaluation instead of the outcome
  *   f.go(pos)                   show axis position pos (the slider follows; no input event)
@@ -303,12 +304,12 @@
 
     function decodeRun(r, block) {
       var x = new Int32Array(bytes(r.x)), y = new Int32Array(bytes(r.y)), g = r.geometry;
-      var slot = new Int32Array(g.cols * g.rows).fill(-1);
+      var slot = new Int32Array(g.cols * g.rows).fill(-1), Counts = r.counts === "u1" ? Uint8Array : Int16Array;
       for (var p = 0; p < x.length; p++) slot[y[p] * g.cols + x[p]] = p;
       var series = {};
       for (var key in r.series) series[key] = new Float64Array(bytes(r.series[key]));
       return {raw: r, n: x.length, x: x, y: y, slot: slot, codes: new Int8Array(bytes(r.codes)),
-              k: new Int16Array(bytes(r.k)), K: new Int16Array(bytes(r.K)), rates: new Float32Array(bytes(r.rates)),
+              k: new Counts(bytes(r.k)), K: new Counts(bytes(r.K)), rates: new Float32Array(bytes(r.rates)),
               rcodes: new Int16Array(bytes(r.rate_codes)), ev: new Int32Array(bytes(r.ev_row)),
               rows: new Int32Array(bytes(r.rows)), series: series, tiles: new Uint32Array(bytes(r.tiles)),
               rateTiles: new Uint32Array(bytes(r.rate_tiles)), block: block, code: new Int16Array(x.length),
