@@ -23,4 +23,4 @@ USER 10001:10001
 EXPOSE 5006
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["sh", "-c", "python -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:'+__import__('os').environ['PORT']+'/health', timeout=4)\""]
-CMD ["sh", "-c", "exec python -m grpo_lab.server lab/app.py --address 0.0.0.0 --port \"$PORT\" --num-procs 1 --index app"]
+CMD ["sh", "-c", "exec python -m grpo_lab.server lab/app.py --address 0.0.0.0 --port \"$PORT\" --num-procs 2 --reuse-sessions --index app"]

@@ -1,5 +1,6 @@
 """The wheel installs one import name, grpo_lab, and the installed package works from it."""
 import json
+import shutil
 import subprocess
 import sys
 import venv
@@ -12,9 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_wheel_installs_only_grpo_lab(tmp_path):
+    # build from a copy of the sources: a stale build/ folder in the checkout would leak modules that
+    # no longer exist into the wheel
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "runs", "tests", "docs", "notebooks", "benchmarks", "__pycache__"))
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(wheels), str(ROOT)], check=True, timeout=300)
+                    "-w", str(wheels), str(src)], check=True, timeout=300)
     (wheel,) = wheels.glob("grpo_lab-*.whl")
     env_dir = tmp_path / "venv"
     # system site packages: numpy, panel ... come from the test environment; the wheel itself goes into
