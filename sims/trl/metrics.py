@@ -108,4 +108,5 @@ class RollingPassRates:
         p = self.rates()
         if not p.size:
             return {"d_real": float("nan"), "d_iid": float("nan")}
-        return {"d_real": float(np.mean(p_unanimous(p, G))), "d_iid": float(p_unanimous(float(np.mean(p)), G))}
+        d = p_unanimous(np.append(p, np.mean(p)), G)  # one call: every prompt's D, then D at the mean
+        return {"d_real": float(np.mean(d[:-1])), "d_iid": float(d[-1])}

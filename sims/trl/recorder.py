@@ -260,10 +260,10 @@ class GroupRecorder:
         self.missing[:-1] += np.isnan(rpf).sum(axis=0)
         self.missing[-1] += int(np.isnan(combined).sum())
         self.rollouts += rows
-        self.step_batches.setdefault(step, []).append((combined, adv.reshape(n, G)))
         self.rolling.update(ids[:, 0], combined)
         figures = batch_metrics(combined, adv.reshape(n, G), self.steps_per_batch, self.current["tag"],
                                 self.tag_names, self.tolerance)
+        self.step_batches.setdefault(step, []).append((combined, adv.reshape(n, G), figures))
         figures.update(self.rolling.d_values(G))
         buf = trainer._metrics["train"]
         for k, v in figures.items():
@@ -278,7 +278,8 @@ class GroupRecorder:
         batches = self.step_batches.pop(step, [])
         r = np.concatenate([b[0] for b in batches]) if batches else np.zeros((0, self.G))
         a = np.concatenate([b[1] for b in batches]) if batches else np.zeros((0, self.G))
-        fig = batch_metrics(r, a, self.steps_per_batch, tolerance=self.tolerance)
+        # one batch for this step (the usual case): its figures are the step's
+        fig = batches[0][2] if len(batches) == 1 else batch_metrics(r, a, self.steps_per_batch, tolerance=self.tolerance)
         nan = float("nan")
         row = {
             "step": step,
