@@ -14,8 +14,9 @@ pass rates (so the replay can compare D_real and D_iid with the groups it saw).
 TRL 1.16 has no dynamic sampling (DAPO-style refilling of zero-variance groups): runs here
 are plain.
 
-:data:`PRESETS` ``smoke`` (2 steps, for the tests), ``cpu`` (fits 45 minutes on 2 cores for
-one arm pair, see docs/trl.md) and ``gpu`` (the full comparison, one arm per run).
+:data:`PRESETS` ``smoke`` (2 steps, for the tests), ``cpu`` (10 steps; the shipped dr_grpo arm took
+17 minutes on one thread of the shared 2-core machine at load average 15, see docs/trl.md) and ``gpu``
+(the full comparison, one arm per run; not yet run).
 """
 
 from __future__ import annotations
