@@ -36,7 +36,7 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 from .budget import CHECK_EVERY_LINES, charge, count_rows
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines",
+    "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines", "intern_codes",
     "build_record", "record_from_arrays", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
 ]
 
@@ -257,6 +257,22 @@ def check_tolerance(tolerance) -> float:
     if not math.isfinite(tol) or tol < 0:
         raise InputError(f"--tolerance must be a finite number >= 0, got {tolerance!r}")
     return tol
+
+
+def intern_codes(keys, index: dict, labels: list, shown=None) -> np.ndarray:
+    """Integer codes of ``keys`` in ``index`` (key -> code); a new key appends its label to ``labels``.
+
+    The label is the key itself, or ``shown[i]`` when given (a prompt keyed by its JSON text but labelled
+    by its last user turn). Codes are assigned in order of first appearance, across calls.
+    """
+    codes = np.empty(len(keys), np.int64)
+    for i, key in enumerate(keys):
+        code = index.get(key)
+        if code is None:
+            code = index[key] = len(labels)
+            labels.append(key if shown is None else shown[i])
+        codes[i] = code
+    return codes
 
 
 def prompt_label(text: str) -> str:

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, describe, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
+from .common import Bundle, describe, intern_codes, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
 from .common import steps_phrase as _steps_phrase
 from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
@@ -420,26 +420,12 @@ def _prompt_codes(column, index: dict, texts: list, pa) -> np.ndarray:
     """
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         enc = column.combine_chunks().dictionary_encode()
-        values = enc.dictionary.to_pylist()
-        local = np.empty(len(values), np.int64)
-        for i, v in enumerate(values):
-            code = index.get(v)
-            if code is None:
-                code = index[v] = len(texts)
-                texts.append(v)
-            local[i] = code
+        local = intern_codes(enc.dictionary.to_pylist(), index, texts)
         if enc.null_count:
             raise InputError("a completions parquet has an empty prompt")
         return local[enc.indices.to_numpy(zero_copy_only=False)] if len(enc) else np.zeros(0, np.int64)
-    codes = np.empty(len(column), np.int64)
-    for i, v in enumerate(column.to_pylist()):
-        key, label = _prompt_key(v)
-        code = index.get(key)
-        if code is None:
-            code = index[key] = len(texts)
-            texts.append(label)
-        codes[i] = code
-    return codes
+    pairs = [_prompt_key(v) for v in column.to_pylist()]
+    return intern_codes([k for k, _ in pairs], index, texts, shown=[label for _, label in pairs])
 
 
 def schema_names(pf) -> list[str]:

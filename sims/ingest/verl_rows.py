@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from ..errors import InputError
-from .common import format_hint, iter_json_lines
+from .common import format_hint, intern_codes, iter_json_lines
 
 __all__ = ["DumpRows", "read_dump", "parse_dump", "number"]
 
@@ -47,18 +47,6 @@ class DumpRows:
 
     def __init__(self, step: np.ndarray, prompt: np.ndarray, cols: dict[str, np.ndarray]):
         self.step, self.prompt, self.cols = step, prompt, cols
-
-
-def _intern(texts, index: dict, labels: list) -> np.ndarray:
-    """Codes of ``texts`` in ``index`` (text -> code), adding new texts to ``labels`` in order."""
-    codes = np.empty(len(texts), np.int64)
-    for i, t in enumerate(texts):
-        c = index.get(t)
-        if c is None:
-            c = index[t] = len(labels)
-            labels.append(t)
-        codes[i] = c
-    return codes
 
 
 def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: list, bools: set) -> DumpRows | None:
@@ -92,7 +80,7 @@ def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: li
     if enc is None:
         codes = np.zeros(0, np.int64)
     else:
-        local = _intern(enc.dictionary.to_pylist(), index, labels)
+        local = intern_codes(enc.dictionary.to_pylist(), index, labels)
         codes = local[enc.indices.to_numpy(zero_copy_only=False)]
     cols = {}
     for k in keys:
@@ -128,7 +116,7 @@ def _slow(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict
                 col.append(number(obj[k], k, f"{label} line {n}"))
     for col in cols.values():  # rows without a key read as NaN
         col.extend([math.nan] * (len(steps) - len(col)))
-    return DumpRows(np.asarray(steps, np.int64), _intern(texts, index, labels),
+    return DumpRows(np.asarray(steps, np.int64), intern_codes(texts, index, labels),
                     {k: np.asarray(v, float) for k, v in cols.items()})
 
 

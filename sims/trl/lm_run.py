@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..advantages import ESTIMATORS
 from ..errors import InputError
 from .arithmetic import TIERS, check_answer, make_prompts, reward_exact
 
 __all__ = ["LMRunConfig", "PRESETS", "run_lm", "evaluate_pass_rates", "ESTIMATOR_CHOICES"]
 
-ESTIMATOR_CHOICES = ("sign", "dr_grpo", "tasa", "grpo")
+ESTIMATOR_CHOICES = tuple(ESTIMATORS)  #: the core's estimators, by name
 
 
 @dataclass(frozen=True)
