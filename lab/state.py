@@ -26,6 +26,7 @@ from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario
 
+from .grid.pin import parse_pin, pin_text
 from .grid.spec import DEFAULT_BAND, K_MAX, RHO_MAX, GridControls, ordered_band
 
 __all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
@@ -35,8 +36,8 @@ LAB_MAX_PROMPTS = 20_000  #: the most prompts the lab draws (each ships 64 float
 BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
 SEED_MAX = 2**32 - 1
 
-#: URL query parameter names, in order (also the LabState parameter names)
-URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b", "seed")
+#: URL query parameter names, in order (also the LabState parameter names); ``pin`` only while a view is pinned
+URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b", "seed", "pin")
 
 _DEFAULT = Scenario()
 
@@ -51,6 +52,9 @@ class LabState(GridControls):
     b = param.Number(_DEFAULT.b, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: b.")
     seed = param.Integer(_DEFAULT.seed, bounds=(0, SEED_MAX), doc=(
         "Seed of the population draw: the same seed gives the same prompts and the same groups."))
+    pin = param.String("", doc=(
+        "The pinned view's controls (grpo_lab.grid.pin: e.g. K8_t0.68), shown as a ghost beside the grid and "
+        "compared with the live view; empty: nothing pinned."))
     notice = param.String("", doc="Corrections made to the URL's values, shown on the page.")
 
     def scenario(self) -> Scenario:
@@ -195,6 +199,8 @@ def _clean(name: str, raw) -> tuple[object, str | None]:
     carried, so the page shows notices as plain text (:class:`grpo_lab.notice.TextNotice`), never as
     Markdown or HTML.
     """
+    if name == "pin":
+        return _clean_pin(raw)
     p = LabState.param[name]
     default = _default(name)
     shown = _quoted(raw)
@@ -217,6 +223,24 @@ def _clean(name: str, raw) -> tuple[object, str | None]:
         note = f"{name}={shown} is outside [{lo}, {hi}]; clamped to {clamped}"
         v = clamped
     return (int(v) if isinstance(p, param.Integer) else float(v)), note
+
+
+def _clean_pin(raw) -> tuple[str, str | None]:
+    """A clean ``pin`` (:mod:`grpo_lab.grid.pin`) from a raw URL value: each field cleaned as its control's
+    URL value is (clamped, rounded), the band put in order; one that is not a pin is dropped with a notice."""
+    text = str(raw).strip()
+    if not text:
+        return "", None
+    try:
+        fields = parse_pin(text)
+    except ValueError:
+        return "", f"pin={_quoted(raw)} is not a pinned view (like K8_t0.5); nothing is pinned"
+    values, notes = {"filter": "band_lo" in fields, "band_lo": 0.0, "band_hi": 1.0, "rho": 0.0}, []
+    for name, value in fields.items():
+        values[name], note = _clean(name, value)
+        if note:
+            notes.append(note)
+    return pin_text(values), ("in pin=" + _quoted(raw) + ": " + "; ".join(notes)) if notes else None
 
 
 def sanitize(query: Mapping[str, object]) -> tuple[dict, list[str]]:
@@ -247,8 +271,10 @@ def sanitize(query: Mapping[str, object]) -> tuple[dict, list[str]]:
 
 
 def query_values(state: LabState) -> dict[str, str]:
-    """The URL query of a state, as strings (booleans as true/false)."""
+    """The URL query of a state, as strings (booleans as true/false; ``pin`` only while a view is pinned)."""
     out = {}
     for name, v in state.values().items():
+        if name == "pin" and not v:
+            continue
         out[name] = str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, float) else str(v)
     return out

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from grpo_lab.grid.pin import pin_text
 from grpo_lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.scenario import Scenario
@@ -52,9 +53,12 @@ def test_sanitized_values_round_trip_through_the_query_string():
         s = LabState(progress=float(rng.random()), K=int(rng.integers(1, 65)), filter=bool(rng.integers(2)),
                      band_lo=0.25, band_hi=0.75, rho=float(rng.random() * 0.9), n_prompts=int(rng.integers(1, 5000)),
                      a=float(rng.uniform(0.1, 9)), b=float(rng.uniform(0.1, 9)), seed=int(rng.integers(0, 2**31)))
+        if rng.integers(2):  # a pinned view (grpo_lab.grid.pin); the URL carries pin only while one is pinned
+            s.pin = pin_text({"progress": float(rng.random()), "K": int(rng.integers(1, 65)), "filter": True,
+                              "band_lo": 0.1, "band_hi": 0.6, "rho": 0.0})
         clean, notices = sanitize(query_values(s))
-        assert notices == [] and clean == s.values()
-        assert set(clean) == set(URL_PARAMS)
+        assert notices == [] and clean == {k: v for k, v in s.values().items() if k != "pin" or s.pin}
+        assert set(clean) == set(URL_PARAMS) - ({"pin"} if not s.pin else set())
 
 
 def test_reset_new_draw_and_step():

@@ -27,8 +27,9 @@ from panel.custom import JSComponent
 from grpo_lab.sims.population import Population
 
 from ..kernel import b64, kernel_source
-from .hover import hover_advantages
+from .hover import HOVER_MARKERS, hover_advantages
 from .markup import STATIC, STYLE_PATH, controls_html, grid_data, grid_html
+from .pin import pin_html
 from .spec import PROGRESS_STEP, GridControls, control_spec
 
 __all__ = ["LiveGrid", "server_view"]
@@ -50,10 +51,16 @@ def _json_number(v):
 
 def server_view(view, K: int) -> dict:
     """An evaluated view (``sims.scenario.evaluate``) as ``grpoGridView.show`` takes it: per-prompt arrays
-    as little-endian base64 (int8 outcome, uint8 kept, float64 pass rate now, int32 successes), the summary's numbers."""
+    as little-endian base64 (int8 outcome, uint8 kept, float64 pass rate now, int32 successes), the summary's
+    numbers, rho, and with rho > 0 the shared rates q (float64; the hover's rollouts pass iff u < q, and q is
+    the pass rate itself at rho = 0)."""
     summary = {k: _json_number(v) for k, v in view.summary.items() if isinstance(v, (int, float, np.number))}
-    return {"K": int(K), "outcome": b64(view.outcome, "<i1"), "kept": b64(view.kept, "<u1"),
-            "p_now": b64(view.pass_rate, "<f8"), "k": b64(view.successes, "<i4"), "summary": summary}
+    rho = float(view.summary.get("parameters", {}).get("rho", 0.0))
+    out = {"K": int(K), "rho": rho, "outcome": b64(view.outcome, "<i1"), "kept": b64(view.kept, "<u1"),
+           "p_now": b64(view.pass_rate, "<f8"), "k": b64(view.successes, "<i4"), "summary": summary}
+    if rho > 0:
+        out["q"] = b64(view.shared_rate, "<f8")
+    return out
 
 
 class LiveGrid(JSComponent, GridControls):
@@ -71,14 +78,23 @@ class LiveGrid(JSComponent, GridControls):
         "The hover's advantage table (grpo_lab.grid.hover.hover_advantages); set once, whatever the population."))
     view = param.Dict(default=None, allow_None=True, doc="Python's view (server_view), shown while rho > 0.")
     markup = param.String(default="", doc="The view's HTML (grpo_lab.grid.markup), with the control spec; set once.")
+    markers = param.Dict(default=dict(HOVER_MARKERS), doc=(
+        "The names of the plots' hover markers (grpo_lab.grid.hover.HOVER_MARKERS), which the browser moves."))
+    pin_clicks = param.Integer(default=0, doc="Presses of the Pin button (grpo_lab.views.compare.PinLink answers).")
+    ghost = param.Dict(default=None, allow_None=True, doc=(
+        "The pinned view, painted as a ghost beside the grid: {key, label, view (server_view)}; None: no pin."))
+    compare = param.String(default="", doc="The pinned view against the live one (grpo_lab.views.compare), HTML.")
 
     _esm = _module_source()
     _stylesheets = [STYLE_PATH.read_text(encoding="utf-8")]
 
     @classmethod
     def build(cls, population: Population, values: dict, gain: float, *, readouts: str = "full",
-              progress_step: float = PROGRESS_STEP, **layout) -> "LiveGrid":
-        """A LiveGrid for a population and control values (``GridControls.linked_values()``: the band in order)."""
+              progress_step: float = PROGRESS_STEP, pin: bool = False, **layout) -> "LiveGrid":
+        """A LiveGrid for a population and control values (``GridControls.linked_values()``: the band in order);
+        with ``pin``, the Pin button and the ghost's box (:func:`grpo_lab.grid.pin.pin_html`) under the grid."""
         data = grid_data(population, gain, readouts=readouts)
         markup = controls_html(values, control_spec(progress_step)) + grid_html(population.n, data["geometry"])
+        if pin:
+            markup += pin_html()
         return cls(markup=markup, data=data, advantages=hover_advantages(), **values, **layout)

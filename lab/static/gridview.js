@@ -23,6 +23,11 @@
  *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
  *                               the kernel does not cover)
  *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
+ *   view.onHover(fn)            fn(h) when the hovered cell or its view changes: h = {prompt, p (pass rate now),
+ *                               pu (its expected P(useful) at K, NaN when rho > 0), K}, or null when the
+ *                               pointer leaves; the served lab moves the plots' markers with it
+ *   view.ghost(server)          paint a pinned view (server_view's form; null hides it) on the ghost's canvas
+ *                               (.gx-ghost-canvas, in the served lab's markup only), with the same cells
  *   view.play(on, seconds, hooks)  play (or pause) training progress in the browser: from here to its
  *                               maximum, a whole sweep taking `seconds`, on the slider's step, one paint
  *                               per animation frame (from the maximum it restarts at the minimum);
@@ -76,9 +81,51 @@
     return (cx >= 0 && cx < g.cols && cy >= 0 && cy < g.rows) ? slot[cy * g.cols + cx] : -1;
   }
 
+  /* the hover's marks on a grid canvas: an outline around the hovered cell and, in the tip, one dot per
+     rollout (filled: passed); both created here, so every host of the view has them */
+  function hoverMarks(canvas, tipEl) {
+    var outline = document.createElement("div");
+    outline.className = "gx-outline";
+    outline.hidden = true;
+    canvas.parentNode.appendChild(outline);
+    var dots = document.createElement("span");
+    dots.className = "gx-dots";
+    dots.setAttribute("aria-hidden", "true");  /* the tip says "successes k of K" in words */
+    return {outline: outline, dots: dots, tip: tipEl, canvas: canvas, key: null};
+  }
+
+  /* outline cell (x, y) (row 0 at the bottom) of a grid with geometry g */
+  function outlineCell(marks, g, x, y) {
+    var box = marks.canvas.getBoundingClientRect(), host = marks.canvas.parentNode.getBoundingClientRect();
+    var w = box.width / g.cols, h = box.height / g.rows, o = marks.outline.style;
+    o.left = (box.left - host.left + x * w) + "px";
+    o.top = (box.top - host.top + (g.rows - 1 - y) * h) + "px";
+    o.width = w + "px";
+    o.height = h + "px";
+    marks.outline.hidden = false;
+  }
+
+  /* the tip's row of rollout dots: pass[i] = 1 for a passed rollout (rebuilt only when it changes) */
+  function rolloutDots(marks, pass, K, key) {
+    if (marks.key !== key) {
+      marks.key = key;
+      var html = "";
+      for (var i = 0; i < K; i++) html += pass[i] ? '<i class="gx-dot gx-pass"></i>' : '<i class="gx-dot"></i>';
+      marks.dots.innerHTML = html;
+    }
+    return marks.dots;
+  }
+
+  function hideMarks(marks) {
+    marks.tip.hidden = true;
+    marks.tip.__at = null;
+    marks.outline.hidden = true;
+  }
+
   /* show `lines` in the tip beside the pointer, kept inside the grid's box */
-  function placeTip(tipEl, canvas, at, lines) {
+  function placeTip(tipEl, canvas, at, lines, extra) {
     tipEl.textContent = lines.join(" \u00b7 ");
+    if (extra) tipEl.appendChild(extra);
     tipEl.__at = at;
     tipEl.hidden = false;
     var hostBox = canvas.parentNode.getBoundingClientRect(), w = tipEl.offsetWidth;
@@ -108,7 +155,8 @@
     NAMES.forEach(function (name) { el[name] = q("#gx-" + name.replace("_", "-")); });
     var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
     var view = {values: {}, advantages: null, spec: spec, names: NAMES};
-    var data = null, d = null, shown = null, code = null, held = {slots: null}, listeners = [];
+    var data = null, d = null, shown = null, code = null, held = {slots: null}, listeners = [], hoverFns = [];
+    var marks = hoverMarks(el.grid, el.tip), hovered = null, pass = null;
 
     function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
 
@@ -187,13 +235,28 @@
       if (!d) return;
       var r = {outcome: new Int8Array(bytes(server.outcome)), kept: new Uint8Array(bytes(server.kept)),
                pass_rate: new Float64Array(bytes(server.p_now)), successes: new Int32Array(bytes(server.k)),
-               summary: {}};
+               summary: {}, rho: server.rho || 0};
+      r.shared_rate = server.q ? new Float64Array(bytes(server.q)) : r.pass_rate;  /* rollouts pass iff u < q */
       if (r.outcome.length !== d.p0.length) return;  /* a view of another population */
       for (var key in server.summary) r.summary[key] = server.summary[key] === null ? NaN : server.summary[key];
       draw(r, server.K);
     };
 
     view.onInput = function (fn) { listeners.push(fn); };
+    view.onHover = function (fn) { hoverFns.push(fn); };
+
+    var ghostCanvas = q(".gx-ghost-canvas"), ghostCode = null;
+    view.ghost = function (server) {
+      var box = q(".gx-ghost");
+      if (!box) return;
+      var oc = server && d ? new Int8Array(bytes(server.outcome)) : null;
+      if (!oc || oc.length !== d.p0.length) { box.hidden = true; return; }  /* none, or another population's */
+      var kept = new Uint8Array(bytes(server.kept)), n = oc.length;
+      if (!ghostCode || ghostCode.length !== n) ghostCode = new Int8Array(n);
+      for (var x = 0; x < n; x++) ghostCode[x] = kept[x] ? oc[x] : data.filtered_code;
+      box.hidden = false;
+      cells.canvas(ghostCanvas, data.geometry, ghostCode, d.x, d.y, d.tiles);
+    };
 
     var raf = 0, hooks = {};
     view.playing = function () { return raf !== 0; };
@@ -256,13 +319,31 @@
 
     function signed(a) { return (a >= 0 ? "+" : "") + G.fixed(a, 3); }
 
+    /* tell the hover's listeners about prompt i of the view shown (-1: none), once per change */
+    function hoverChanged(i) {
+      var r = shown && shown.result, h = null;
+      if (i >= 0 && r) {
+        var p = r.pass_rate[i];
+        h = {prompt: i, p: p, K: shown.K, pu: r.rho ? NaN : G.usefulProbability(p, shown.K)};
+      }
+      var key = h ? h.prompt + "/" + h.p + "/" + h.K + "/" + h.pu : null;
+      if (key === hovered) return;
+      hovered = key;
+      for (var j = 0; j < hoverFns.length; j++) hoverFns[j](h);
+    }
+
+    function leave() { hideMarks(marks); hoverChanged(-1); }
+
     function tip(at) {
       if (!at || !shown) return;
       var i = cellAt(el.grid, data.geometry, d.slot, at);
-      if (i < 0) { el.tip.hidden = true; return; }
+      if (i < 0) { leave(); return; }
       var r = shown.result, K = shown.K, k = r.successes[i], group = data.words[r.outcome[i]];
       if (!r.kept[i]) group = data.filtered_label + ", " + group;
+      var rate = (r.shared_rate || r.pass_rate)[i], pu = r.rho ? NaN : G.usefulProbability(r.pass_rate[i], K);
+      pass = G.rollouts(d, i, rate, K, pass);
       var lines = ["prompt " + i, group, "pass rate now " + G.percent(r.pass_rate[i]), "successes " + k + " of " + K];
+      if (!isNaN(pu)) lines.push("P(useful) at K = " + K + ": " + G.percent(pu));
       var adv = advantages();
       if (adv) {
         var row = adv.offset[K] + k;
@@ -275,7 +356,9 @@
           lines.push("A " + name + ": " + parts.join(", "));
         });
       }
-      placeTip(el.tip, el.grid, at, lines);
+      placeTip(el.tip, el.grid, at, lines, rolloutDots(marks, pass, K, i + "/" + rate + "/" + K));
+      outlineCell(marks, data.geometry, d.x[i], d.y[i]);
+      hoverChanged(i);
     }
 
     /* a new width may wrap the readouts differently: measure their height again on the next paint */
@@ -285,7 +368,7 @@
 
     el.grid.addEventListener("pointermove", function (e) { tip({x: e.clientX, y: e.clientY}); });
     el.grid.addEventListener("pointerdown", function (e) { tip({x: e.clientX, y: e.clientY}); });
-    el.grid.addEventListener("pointerleave", function () { el.tip.hidden = true; el.tip.__at = null; });
+    el.grid.addEventListener("pointerleave", leave);
 
     var start = {};
     NAMES.forEach(function (name) { start[name] = C[name].kind === "boolean" ? el[name].checked : Number(el[name].value); });

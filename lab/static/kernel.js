@@ -15,10 +15,27 @@
  *   expected P(useful) = 1 - p^K - (1 - p)^K (0 when K = 1 or p is 0 or 1).
  *   Shares are over the kept prompts; NaN when none is kept.
  *
+ * The hover (lab/static/gridview.js) asks two more things of one prompt, by the same rules:
+ *   rollouts(data, x, rate, K, out)  out[i] = 1 iff rollout i of prompt x passes (u[x, i] < rate; rate is the
+ *                                    shared rate q of sims.scenario, p_t when rho = 0), for i < K
+ *   usefulProbability(p, K)          expected P(useful) of one group at rho = 0 (the formula above)
+ *
  * percent / fixed / fill print numbers exactly as sims.formatting and lab.grid.readout_html do.
  */
 (function (root) {
   "use strict";
+
+  /* P(useful) of one group given p^K and (1 - p)^K (evaluate has them already) */
+  function useful(p, K, ap, af) { return (K === 1 || p === 0 || p === 1) ? 0 : 1 - ap - af; }
+
+  function usefulProbability(p, K) { return useful(p, K, Math.pow(p, K), Math.pow(1 - p, K)); }
+
+  function rollouts(data, x, rate, K, out) {
+    out = out && out.length >= K ? out : new Uint8Array(K);
+    var u = data.u, row = x * data.stride;
+    for (var i = 0; i < K; i++) out[i] = u[row + i] < rate ? 1 : 0;
+    return out;
+  }
 
   function evaluate(data, params, out) {
     var p0 = data.p0, u = data.u, stride = data.stride;
@@ -46,8 +63,7 @@
       sumP += p;
       if (o === 0) nMixed++; else if (o === 1) nPass++; else nFail++;
       var ap = Math.pow(p, K), af = Math.pow(1 - p, K);
-      var never = (K === 1 || p === 0 || p === 1);
-      sumUseful += never ? 0 : 1 - ap - af;
+      sumUseful += useful(p, K, ap, af);
       sumAP += ap;
       sumAF += af;
     }
@@ -98,5 +114,6 @@
     return {html: html, values: values};
   }
 
-  root.grpoKernel = { evaluate: evaluate, percent: percent, fixed: fixed, fill: fill };
+  root.grpoKernel = { evaluate: evaluate, rollouts: rollouts, usefulProbability: usefulProbability, percent: percent,
+                      fixed: fixed, fill: fill };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -6,10 +6,16 @@
  * (URL, play, step, reset), the population (`data`) and, when rho > 0 (which the kernel does not
  * cover), the view it computed (`view`): the browser then shows Python's view instead (and always
  * with `server_paints`, the benchmark's round-trip baseline).
+ *
+ * Linked views: hovering a cell moves the plots' hover markers (Bokeh models named in `markers`, found in
+ * this session's document) in the browser, without telling the server (setv with sync: false), at most
+ * once per animation frame. Pin and compare: the Pin button sends the values shown, then a click
+ * (`pin_clicks`); Python answers with the pinned view (`ghost`, painted beside the grid) and the
+ * comparison (`compare`, its HTML).
  */
 var SYNC_MS = 150;
 
-export function render({ model, el }) {
+export function render({ model, el, view: esmView }) {
   var box = document.createElement("div");
   box.className = "gx-view";
   box.innerHTML = model.markup;
@@ -56,8 +62,54 @@ export function render({ model, el }) {
       paint();
     });
   });
-  model.on("data", function () { view.setData(model.data); paint(); });
+  model.on("data", function () { view.setData(model.data); paint(); view.ghost(model.ghost && model.ghost.view); });
   model.on("view", function () { if (serverPaints() && model.view) view.show(model.view); });
   model.on("rho", paint);
+
+  /* the plots' hover markers: found by name once the plots exist (they are built after the page loads) */
+  var marks = null, nextHover = null, hoverFrame = 0;
+  function markerModels() {
+    if (marks) return marks;
+    var doc = esmView && esmView.model && esmView.model.document, m = {};
+    if (!doc) return null;
+    for (var key in model.markers) {
+      m[key] = doc.get_model_by_name(model.markers[key]);
+      if (!m[key]) return null;
+    }
+    return (marks = m);
+  }
+  function moveMarkers() {
+    hoverFrame = 0;
+    var m = markerModels(), h = nextHover, on = !!h, dot = on && isFinite(h.pu);
+    if (!m) return;
+    var quiet = {sync: false};  /* the browser's own: the server never hears of a hover */
+    m.curve.setv({location: on ? h.p : 0, visible: on}, quiet);
+    m.hist.setv({location: on ? h.p : 0, visible: on}, quiet);
+    m.dot.setv({data: {p: dot ? [h.p] : [], u: dot ? [h.pu] : []}}, quiet);
+  }
+  view.onHover(function (h) {
+    nextHover = h;
+    if (!hoverFrame) hoverFrame = requestAnimationFrame(moveMarkers);
+  });
+
+  /* pin and compare (present when the markup has the Pin button) */
+  var pinButton = box.querySelector("#gx-pin"), compareBox = box.querySelector("#gx-compare");
+  function showPin() {
+    view.ghost(model.ghost && model.ghost.view);
+    var canvas = box.querySelector(".gx-ghost-canvas");
+    if (canvas && model.ghost) canvas.setAttribute("aria-label", model.ghost.label);
+    if (compareBox && compareBox.innerHTML !== model.compare) compareBox.innerHTML = model.compare;  /* Python's */
+    if (pinButton) pinButton.textContent = model.ghost ? "Unpin" : "Pin this view";
+  }
+  if (pinButton) {
+    pinButton.addEventListener("click", function () {
+      clearTimeout(timer);
+      sync();  /* Python pins the values shown */
+      model.pin_clicks = model.pin_clicks + 1;
+    });
+    model.on("ghost", showPin);
+    model.on("compare", showPin);
+    showPin();
+  }
   box.setAttribute("data-ready", "true");
 }

@@ -8,6 +8,7 @@ come from ``sims``; these modules only lay them out.
 - :mod:`grpo_lab.views.outcome`     P(useful) against p for the current K, population histogram by outcome
 - :mod:`grpo_lab.views.decay`       useful share against t, with and without the filter, current t marked
 - :mod:`grpo_lab.views.kcost`       the K-cost table
+- :mod:`grpo_lab.views.compare`     pin and compare: the pinned view beside the grid, compared at the same budget
 - :mod:`grpo_lab.views.jensen`      D_real against D_iid for the current population
 - :mod:`grpo_lab.views.advantages`  the advantage explorer
 - :mod:`grpo_lab.views.formulas`    the formulas, typeset as MathML (no CDN)

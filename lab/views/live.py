@@ -20,6 +20,7 @@ from grpo_lab.state import LabState, PlayState
 from grpo_lab.sims.scenario import evaluate
 
 from .caption import StateCaption
+from .compare import PinLink
 from .controls import Controls
 from .decay import DecayPlot
 from .formulas import formulas_pane
@@ -51,8 +52,9 @@ class LiveLab:
         # an embed follows its iframe's width (down to a phone's); the full page gives the grid a column
         size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   css_classes=["lab-grid"], **size)
+                                   pin=not embed, css_classes=["lab-grid"], **size)
         link(lab, self.grid)
+        self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
         c = self.controls
         self.caption = StateCaption()  # the view in words; follows the plots' redraw
         self.plots = []  # the full page's plots are built once the page has loaded (_build_plots)
@@ -126,6 +128,7 @@ class LiveLab:
         if update:
             self.grid.param.update(**update)
         self.caption.update(frame)
+        self.pin.update(frame)
         for plot in self.plots:
             plot.update(frame)
 

@@ -1,4 +1,9 @@
-"""P(useful) against p for the current K, with the population's pass-rate histogram under it, by outcome."""
+"""P(useful) against p for the current K, with the population's pass-rate histogram under it, by outcome.
+
+Linked views: hovering a grid cell marks the prompt's pass rate on both figures (a vertical line) and its
+place on the curve (a dot). The marks are Bokeh models named in :data:`grpo_lab.grid.hover.HOVER_MARKERS`,
+hidden here; the grid's browser code (``lab/static/live_grid.js``) finds them by name and moves them itself.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Span
 from bokeh.plotting import figure
 
+from grpo_lab.grid.hover import HOVER_MARKERS
 from grpo_lab.palette import FILTERED_COLOR, OUTCOME_COLORS, OUTCOME_HATCHES
 from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
@@ -32,6 +38,12 @@ class OutcomePlot:
         top.yaxis.axis_label = "P(useful)"
         self.mean = Span(location=0.5, dimension="height", line_dash="dashed", line_color="#555")
         top.add_layout(self.mean)
+        # the hover's marks (moved in the browser only): the hovered prompt's pass rate, its P(useful)
+        self.hover_lines = [Span(name=HOVER_MARKERS[key], location=0.0, dimension="height", visible=False,
+                                 line_color="#000", line_width=2) for key in ("curve", "hist")]
+        top.add_layout(self.hover_lines[0])
+        self.hover_dot = ColumnDataSource({"p": [], "u": []}, name=HOVER_MARKERS["dot"])
+        top.scatter("p", "u", source=self.hover_dot, size=11, fill_color="#fff", line_color="#000", line_width=2)
         bottom = figure(height=180, sizing_mode="stretch_width", x_range=top.x_range, tools="",
                         toolbar_location=None, title="Prompts by current pass rate and realised group")
         colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
@@ -39,6 +51,7 @@ class OutcomePlot:
         labels = ["mixed", "all pass", "all fail", "removed by the filter"]
         bottom.vbar_stack(list(_STACK), x="mid", width=0.038, source=self.hist, color=colors, hatch_pattern=hatches,
                           hatch_alpha=0.4, hatch_color="black", legend_label=labels, line_color=None)
+        bottom.add_layout(self.hover_lines[1])
         bottom.legend.location = "top_left"
         bottom.legend.label_text_font_size = "11px"
         bottom.xaxis.axis_label = "pass rate p (now)"

@@ -1,0 +1,93 @@
+"""Pin and compare: a pinned view as the URL writes it, and the markup of its ghost.
+
+A pin freezes the grid's controls (training progress, K, the filter and its band, rho) of the view on
+screen; the population stays the page's (``seed``, ``n_prompts``, ``a``, ``b``), so the pinned view is a
+pure function of the URL like every other view. The URL carries it as one value, ``pin``:
+
+    K8_t0.68               K = 8 at t = 0.68, no filter, rho = 0
+    K8_t1.0_lo0.2_hi0.8    the same with the filter on, band [0.2, 0.8]
+    K8_t0.5_rho0.3         correlated rollouts
+
+Fields are ``_``-separated, each a letter code and a number (floats as Python's ``repr``, so the value
+round-trips exactly); ``lo`` and ``hi`` come together or not at all. :func:`pin_text` writes it,
+:func:`parse_pin` splits it into raw field values (``grpo_lab.state`` cleans them against the controls'
+bounds), :func:`pin_values` reads a clean one back as control values. :func:`pin_html` is the Pin button
+and the ghost's box, which ``lab/static/gridview.js`` (the ghost's cells) and ``live_grid.js`` (the
+button) fill.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .spec import DEFAULT_BAND, ordered_band
+
+__all__ = ["PIN_FIELDS", "pin_text", "parse_pin", "pin_values", "pin_label", "pin_html"]
+
+#: the pin's field codes and the control each one holds, in the order they are written
+PIN_FIELDS = {"K": "K", "t": "progress", "lo": "band_lo", "hi": "band_hi", "rho": "rho"}
+_FIELD = re.compile(r"^(K|t|lo|hi|rho)([0-9eE.+-]+)$")
+
+
+def pin_text(values: dict) -> str:
+    """The ``pin`` URL value of control values {progress, K, filter, band_lo, band_hi, rho}."""
+    parts = [f"K{int(values['K'])}", f"t{float(values['progress'])!r}"]
+    if values.get("filter"):
+        lo, hi = ordered_band(float(values["band_lo"]), float(values["band_hi"]))
+        parts += [f"lo{lo!r}", f"hi{hi!r}"]
+    if float(values.get("rho", 0.0)):
+        parts.append(f"rho{float(values['rho'])!r}")
+    return "_".join(parts)
+
+
+def parse_pin(text: str) -> dict[str, str]:
+    """The raw values of a ``pin`` URL value, by control name (strings, not yet checked against any bound).
+
+    Raises ValueError when it is not a pin: an unknown or repeated field, K or t missing, or only one
+    end of the band.
+    """
+    out: dict[str, str] = {}
+    for part in str(text).strip().split("_"):
+        m = _FIELD.match(part)
+        if not m or PIN_FIELDS[m.group(1)] in out:
+            raise ValueError(f"not a pin field: {part!r}")
+        out[PIN_FIELDS[m.group(1)]] = m.group(2)
+    if "K" not in out or "progress" not in out or ("band_lo" in out) != ("band_hi" in out):
+        raise ValueError("a pin needs K and t, and both ends of a band or neither")
+    return out
+
+
+def pin_values(text: str) -> dict:
+    """Control values {progress, K, filter, band_lo, band_hi, rho} of a clean pin (one :func:`pin_text` wrote)."""
+    raw = parse_pin(text)
+    band = (float(raw["band_lo"]), float(raw["band_hi"])) if "band_lo" in raw else DEFAULT_BAND
+    return {"progress": float(raw["progress"]), "K": int(raw["K"]), "filter": "band_lo" in raw,
+            "band_lo": band[0], "band_hi": band[1], "rho": float(raw.get("rho", 0.0))}
+
+
+def pin_label(values: dict) -> str:
+    """A view's controls in words, as the ghost and the comparison name it: "K = 8, t = 0.68, filter 0.2-0.8"."""
+    words = [f"K = {int(values['K'])}", f"t = {float(values['progress']):g}"]
+    if values.get("filter"):
+        words.append(f"filter {float(values['band_lo']):g}\u2013{float(values['band_hi']):g}")
+    if float(values.get("rho", 0.0)):
+        words.append(f"rho = {float(values['rho']):g}")
+    return ", ".join(words)
+
+
+def pin_html() -> str:
+    """The Pin button and the ghost's box (hidden until a view is pinned): the pinned grid's canvas and the
+    comparison, which Python fills (``grpo_lab.views.compare``)."""
+    return """<div class="gx-row gx-pin-row">
+  <button type="button" class="gx-button gx-pin" id="gx-pin">Pin this view</button>
+  <span class="gx-pin-hint">then change K or t: the pinned view stays beside the grid, compared at the same
+  rollout budget</span>
+</div>
+<section class="gx-ghost" id="gx-ghost" aria-labelledby="gx-ghost-title" hidden>
+  <h3 class="gx-ghost-title" id="gx-ghost-title">Pinned view</h3>
+  <div class="gx-ghost-body">
+    <div class="gx-ghost-grid"><canvas class="gx-ghost-canvas" width="1" height="1" role="img"
+      aria-label="The pinned view's prompts"></canvas></div>
+    <div class="gx-compare" id="gx-compare"></div>
+  </div>
+</section>"""
