@@ -12,7 +12,8 @@ import pytest
 from grpo_lab.cli import main
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.trainer import study
-from grpo_lab.sims.trainer.study import PRESETS, Cell, choose_lrs, main_cells, sweep_cells, t_interval, tables
+from grpo_lab.sims.trainer.study import (PRESETS, Cell, choose_lrs, main_cells, sweep_cells, sweep_rates, t_interval,
+                                         tables)
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -40,13 +41,48 @@ def test_cells_are_paired_and_share_one_start():
 
 
 def test_learning_rate_choice_is_the_best_on_the_held_out_seed():
-    p = PRESETS["smoke"]
-    finals = {c.name: (0.5 if c.lr == p.sweep_lrs[1] and c.estimator == "sign" else 0.4) for c in sweep_cells(p)}
+    p = PRESETS["full"]
+    r = sorted(p.sweep_lrs)
+    best = {"sign": {r[1]}, "dr_grpo": {r[1], r[2]}}  # interior winners; dr_grpo's tie goes to the lower rate
+    finals = {c.name: (0.5 if c.lr in best.get(c.estimator, {r[2]}) else 0.4) for c in sweep_cells(p)}
     lrs = choose_lrs(p, finals)
-    assert lrs[("weak", "sign")] == p.sweep_lrs[1] and lrs[("weak", "dr_grpo")] == p.sweep_lrs[0]  # tie: lower rate
+    assert lrs[("weak", "sign")] == r[1] and lrs[("weak", "dr_grpo")] == r[1] and lrs[("broad", "tasa")] == r[2]
     finals.pop(next(iter(finals)))
     with pytest.raises(InputError, match="sweep lacks"):
         choose_lrs(p, finals)
+
+
+def test_a_sweep_is_widened_past_an_end_rate_that_wins_up_to_its_cap():
+    p = PRESETS["full"]
+    name = lambda lr: Cell("sweep", "weak", 4, "sign", study.SWEEP_SEED, lr).name  # noqa: E731
+    rising = {name(lr): lr for lr in p.sweep_lrs}  # the highest rate wins every time
+    assert sweep_rates(p, "weak", "sign") == tuple(sorted(p.sweep_lrs))
+    assert sweep_rates(p, "weak", "sign", {}) == tuple(sorted(p.sweep_lrs))  # nothing finished: nothing added
+    top = max(p.sweep_lrs)
+    assert sweep_rates(p, "weak", "sign", rising)[-1] == top * study.SWEEP_FACTOR
+    assert name(top * study.SWEEP_FACTOR) == name(float(f"{top * study.SWEEP_FACTOR:g}"))  # same name written out
+    assert ("weak", "sign") not in choose_lrs(p, rising, partial=True)  # widened, the new rate not run yet
+    lrs = [top * study.SWEEP_FACTOR ** k for k in range(1, p.sweep_widen + 2)]
+    rising.update({name(lr): lr for lr in lrs})
+    assert len(sweep_rates(p, "weak", "sign", rising)) == len(p.sweep_lrs) + p.sweep_widen  # the cap
+    assert choose_lrs(p, rising, partial=True)[("weak", "sign")] == lrs[p.sweep_widen - 1]
+    peaked = {name(lr): -abs(lr - sorted(p.sweep_lrs)[1]) for lr in p.sweep_lrs}  # an interior rate wins
+    assert sweep_rates(p, "weak", "sign", peaked) == tuple(sorted(p.sweep_lrs))
+    falling = {name(lr): -lr for lr in p.sweep_lrs}  # the lowest wins: widened downwards
+    assert sweep_rates(p, "weak", "sign", falling)[0] == min(p.sweep_lrs) / study.SWEEP_FACTOR
+    assert {c.name for c in sweep_cells(p, rising) if c.estimator == "sign" and c.regime == "weak"} == {
+        name(lr) for lr in (*p.sweep_lrs, *lrs[:p.sweep_widen])}
+
+
+def _disk_finals(root, p):
+    """Final pass rates of a finished study's sweep runs, its widened rates included."""
+    finals = {}
+    while True:
+        new = {c.name: json.loads((root / "runs" / c.name / "run.json").read_text())["summary"]["final_eval_pass_rate"]
+               for c in sweep_cells(p, finals) if c.name not in finals}
+        if not new:
+            return finals
+        finals.update(new)
 
 
 def _figs(final, pass0=0.3):
@@ -96,14 +132,18 @@ def test_smoke_study_trains_every_cell_and_writes_tables(smoke):
     root, code = smoke
     p = PRESETS["smoke"]
     assert code == 0
-    names = {c.name for c in sweep_cells(p)} | {c.name for c in main_cells(p, choose_lrs(p, {
-        c.name: json.loads((root / "runs" / c.name / "run.json").read_text())["summary"]["final_eval_pass_rate"]
-        for c in sweep_cells(p)}))}
+    finals = _disk_finals(root, p)
+    lrs = choose_lrs(p, finals)
+    sweep = sweep_cells(p, finals)
+    names = {c.name for c in sweep} | {c.name for c in main_cells(p, lrs)}
     on_disk = {d.name for d in (root / "runs").iterdir()}
     assert on_disk == names  # every run finished, no .partial left, no checkpoint kept
     assert not list((root / "runs").glob("*/checkpoint.pt"))
+    for (reg, est), lr in lrs.items():  # each chosen rate is interior, or its sweep was widened to the cap
+        rates = sweep_rates(p, reg, est, finals)
+        assert rates[0] < lr < rates[-1] or len(rates) == len(p.sweep_lrs) + p.sweep_widen
     text = (root / "tables.md").read_text()
-    assert f"{len(names) - len(sweep_cells(p))} of {len(names) - len(sweep_cells(p))} runs finished" in text
+    assert f"{len(names) - len(sweep)} of {len(names) - len(sweep)} runs finished" in text
     assert "Learning-rate sweep" in text and "**incomplete**" not in text
 
 
@@ -115,9 +155,7 @@ def test_a_finished_study_trains_nothing_again_and_an_interrupted_run_resumes(sm
     from grpo_lab.sims.trainer.loop import train
 
     p = PRESETS["smoke"]
-    cell = next(c for c in main_cells(p, choose_lrs(p, {c.name: read_record(root / "runs" / c.name)
-                                                        .meta["summary"]["final_eval_pass_rate"] for c in sweep_cells(p)}))
-                if not c.ds)
+    cell = next(c for c in main_cells(p, choose_lrs(p, _disk_finals(root, p))) if not c.ds)
     victim = root / "runs" / cell.name
     before = read_record(victim)
     shutil.rmtree(victim)
@@ -172,3 +210,67 @@ def test_blocks_train_every_cell_once_the_first_pair_first():
             assert (c.regime, c.estimator) in seen
     unknown = study.blocks(p, {})
     assert all(c.lr != c.lr for c in unknown[1]) and [c.lr for c in unknown[0]] == [c.lr for c in bl[0]]
+
+
+_ENDLESS = """
+import dataclasses, sys
+from grpo_lab.cli import main
+from grpo_lab.sims.trainer import study
+p = study.PRESETS["smoke"]
+study.PRESETS["endless"] = dataclasses.replace(p, name="endless", sweep_lrs=(), sweep_widen=0, regimes=("broad",),
+                                               estimators=("dr_grpo",), options=p.options + (("steps", 10 ** 6),))
+sys.exit(main(["study", "--preset", "endless", "--out", sys.argv[1], "--jobs", "2", "--no-progress"]))
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
+def test_one_sigint_stops_the_workers_and_leaves_resumable_runs(tmp_path, how):
+    """One Ctrl-C (SIGINT to the study's process group, as a terminal sends it) or ``kill PID``
+    (SIGTERM to the study alone): the study passes one SIGINT to each worker, whose run saves its
+    step in progress and stops; nothing is left running, nothing counts as finished, and each run
+    resumes from its save."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from grpo_lab.sims.record import read_record
+    from grpo_lab.sims.trainer.config import GRPOConfig
+    from grpo_lab.sims.trainer.loop import CHECKPOINT, train
+
+    root = tmp_path / "study"
+    env = {**os.environ, "GRPO_LAB_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-c", _ENDLESS, str(root)], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    partial = root / "runs" / ".partial"
+    give_up = time.monotonic() + 900  # a guard against a hang, not a speed check
+    try:
+        while len(list(partial.glob("*/run.json"))) < 2:  # both runs in flight have saved once
+            assert proc.poll() is None and time.monotonic() < give_up
+            time.sleep(0.2)
+        workers = [c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+        before = {d.name: read_record(d).meta["steps_completed"] for d in partial.iterdir()}
+        if how == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, signal.SIGTERM)
+        err = proc.communicate(timeout=900)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "grpo-lab study: interrupted", err
+    assert len(workers) == 2 and not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    assert [d.name for d in (root / "runs").iterdir()] == [".partial"]  # no run counted as finished
+    for name, k0 in before.items():
+        rec = read_record(partial / name)
+        k1 = rec.meta["steps_completed"]
+        # one SIGINT: the step in progress finished and was saved (two would abort it unsaved)
+        assert k0 < k1 < 10 ** 6 and not rec.meta["complete"] and (partial / name / CHECKPOINT).is_file()
+    name = next(iter(before))
+    k1 = read_record(partial / name).meta["steps_completed"]
+    # resume takes the run's own config; only its number of steps is given here
+    resumed = train(GRPOConfig(steps=k1 + 2), partial / name, resume=True, device="cpu", threads=1)
+    assert resumed.meta["steps_completed"] == k1 + 2 and resumed.meta["complete"]

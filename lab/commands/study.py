@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
@@ -52,13 +54,13 @@ def _positive(name: str, v: int) -> int:
     return v
 
 
-def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> str:
-    """Train one cell to completion in ``.partial/NAME`` (resuming it if a save is there), then move it."""
+def train_cell(cell, cfg, root: str, device: str, threads: int, command: str) -> str:
+    """Train one cell (config ``cfg``) to completion in ``.partial/NAME`` (resuming it if a save is
+    there), then move it to ``runs/NAME``. A SIGINT stops it after its step in progress, saved."""
     import contextlib
     import io
 
     from grpo_lab.sims.trainer.loop import CHECKPOINT, train
-    from grpo_lab.sims.trainer.study import PRESETS
 
     runs = Path(root) / "runs"
     final, partial = runs / cell.name, runs / PARTIAL / cell.name
@@ -67,10 +69,8 @@ def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> 
     resume = (partial / "run.json").is_file() and (partial / CHECKPOINT).is_file()
     if partial.exists() and not resume:
         shutil.rmtree(partial)
-    cfg = cell.config(PRESETS[preset_name])
     with contextlib.redirect_stderr(io.StringIO()):
-        train(None if resume else cfg, partial, resume=resume, device=device, threads=threads,
-              command=f"grpo-lab study --preset {preset_name} ({cell.name})")
+        train(None if resume else cfg, partial, resume=resume, device=device, threads=threads, command=command)
     (partial / CHECKPOINT).unlink(missing_ok=True)
     os.replace(partial, final)
     try:
@@ -78,6 +78,14 @@ def train_cell(cell, preset_name: str, root: str, device: str, threads: int) -> 
     except OSError:
         pass
     return cell.name
+
+
+def _worker_init() -> None:
+    """Each worker in a process group of its own, so a terminal's Ctrl-C reaches only the study,
+    which passes exactly one SIGINT on to each worker (two would abort a step unsaved); SIGINT
+    raises KeyboardInterrupt there even where the study was started with it ignored."""
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Study:
@@ -103,11 +111,20 @@ class Study:
         from grpo_lab.sims.trainer.study import choose_lrs, main_cells, sweep_cells
 
         sweep = sweep_cells(self.preset)
-        self.load(sweep)
-        lrs = choose_lrs(self.preset, {k: v["final"] for k, v in self.figures.items()}, partial=True) if sweep else {}
+        while True:  # a widened sweep's new rates are known once the rates before them are finished
+            self.load(sweep)
+            wider = sweep_cells(self.preset, self.finals())
+            if wider == sweep:
+                break
+            sweep = wider
+        lrs = choose_lrs(self.preset, self.finals(), partial=True) if sweep else {}
         main = main_cells(self.preset, lrs)
         self.load(main)
         return sweep, main, lrs
+
+    def finals(self) -> dict:
+        """Final pass rate of every finished run loaded so far, by name."""
+        return {k: v["final"] for k, v in self.figures.items()}
 
     def write_tables(self) -> str:
         from grpo_lab.sims.record import atomic_write_bytes
@@ -121,36 +138,70 @@ class Study:
         return text
 
 
-def _run(study: Study, cells, args, bar) -> list[str]:
-    """Train the unfinished ``cells``, ``args.jobs`` at a time; returns one line per failed run."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def _ready(study: Study, failed: set, running: set) -> tuple[list, list]:
+    """(cells to train now in training order, names of cells waiting for a learning rate): the
+    unfinished cells of :func:`~grpo_lab.sims.trainer.study.blocks`, planned afresh, whose rate is
+    known (a cell's rate is known once its sweep, widened, is finished), less the failed and running."""
+    from grpo_lab.sims.trainer.study import blocks
 
-    todo = [c for c in cells if not study.finished(c)]
-    failures = []
-    if not todo:
-        return failures
+    _, _, lrs = study.plan()
+    order = [c for b in blocks(study.preset, lrs, study.finals()) for c in b
+             if not study.finished(c) and c.name not in failed and c.name not in running]
+    return [c for c in order if c.lr == c.lr], [c.name for c in order if c.lr != c.lr]
+
+
+def _run(study: Study, args, bar) -> list[str]:
+    """Train the study, ``args.jobs`` runs at a time in one pool: whenever a worker is free it takes
+    the first cell (training order) whose rate is known, so a sweep's runs fill the gaps while
+    other cells wait for a rate. Never more runs submitted than workers, so nothing queued starts
+    after an interrupt. Returns one line per failed run (and per cell left without a rate).
+
+    Interrupt (KeyboardInterrupt in this process: Ctrl-C, or SIGTERM via :func:`cmd_study`): one
+    SIGINT to each worker, whose run saves after its step in progress and stops; the workers are
+    waited for, then the interrupt goes on. The runs stay in ``.partial`` and resume next time."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    failures, failed, running = [], set(), {}
+    ready, waiting = _ready(study, failed, set())
+    if not ready:
+        return [f"{name}: its learning-rate sweep did not finish" for name in waiting[:1]]
     ctx = multiprocessing.get_context("spawn")  # torch is not fork-safe once its threads have started
-    with ProcessPoolExecutor(max_workers=min(args.jobs, len(todo)), mp_context=ctx) as pool:
-        futures = {pool.submit(train_cell, c, study.preset.name, str(study.root), args.device, args.threads): c
-                   for c in todo}
-        try:
-            for fut in as_completed(futures):
-                c = futures[fut]
+    pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx, initializer=_worker_init)
+    try:
+        while ready or running:
+            for c in ready[:args.jobs - len(running)]:
+                running[pool.submit(train_cell, c, c.config(study.preset), str(study.root), args.device,
+                                    args.threads, f"grpo-lab study --preset {study.preset.name} ({c.name})")] = c
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                c = running.pop(fut)
                 try:
                     fut.result()
                 except Exception as exc:  # one failed run must not stop the others
                     failures.append(f"{c.name}: {type(exc).__name__}: {exc}")
+                    failed.add(c.name)
                     continue
                 study.load([c])
                 study.write_tables()
                 if bar is not None:
                     bar.set_postfix_str(c.name)
                     bar.update(1)
-        except KeyboardInterrupt:
-            pool.shutdown(wait=True, cancel_futures=True)  # the runs in flight save and stop (SIGINT reaches them)
-            raise
-    return failures
+            ready, waiting = _ready(study, failed, {c.name for c in running.values()})
+            if bar is not None:
+                sweep, main, _ = study.plan()
+                bar.total = len(sweep) + len(main)
+                bar.refresh()
+    except KeyboardInterrupt:
+        for proc in ctx.active_children():
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return failures + [f"{name}: its learning-rate sweep did not finish" for name in waiting[:1]]
 
 
 def cmd_study(args: argparse.Namespace) -> int:
@@ -167,36 +218,30 @@ def cmd_study(args: argparse.Namespace) -> int:
     except ImportError:
         raise InputError("the study needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
     from grpo_lab.sims.trainer.loop import resolve_device
-    from grpo_lab.sims.trainer.study import blocks, main_cells, sweep_cells
 
     resolve_device(args.device)  # refuse an unusable device before anything starts
     try:
         (root / "runs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create study folder {str(root)!r}: {exc.strerror}") from None
-    total = len(sweep_cells(preset)) + len(main_cells(preset))
     bar = None
     if not args.no_progress:
         from tqdm import tqdm
 
         sweep, main, _ = study.plan()
         done = sum(study.finished(c) for c in sweep + main)
-        bar = tqdm(total=total, initial=done, desc=f"study {preset.name}", unit="run", file=sys.stderr,
+        bar = tqdm(total=len(sweep) + len(main), initial=done, desc=f"study {preset.name}", unit="run", file=sys.stderr,
                    dynamic_ncols=True)
-    failures, i = [], 0
+    def _term(signum, frame):
+        raise KeyboardInterrupt
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _term) if main_thread else None  # `kill PID` stops it as Ctrl-C does
     try:
-        while True:  # block by block; a block's rates are known once the blocks before it are done
-            _, _, lrs = study.plan()
-            todo = blocks(preset, lrs)
-            if i >= len(todo):
-                break
-            unready = [c.name for c in todo[i] if c.lr != c.lr]
-            if unready:
-                failures.append(f"{unready[0]}: its learning-rate sweep did not finish")
-                break
-            failures += _run(study, todo[i], args, bar)
-            i += 1
+        failures = _run(study, args, bar)
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old_term)
         if bar is not None:
             bar.close()
     print(study.write_tables(), end="")

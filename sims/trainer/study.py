@@ -13,8 +13,11 @@ Question: when does a fixed reference (``sign``, ``tasa``) beat group-mean centr
   ``num_iterations = 1`` every ratio is exactly 1;
 - **a learning rate per estimator** (full preset): each (regime, estimator) runs every rate of
   :attr:`Preset.sweep_lrs` on the held-out seed :data:`SWEEP_SEED` at G = 4 and keeps the one with
-  the highest final pass rate; the same rate is used at every G. The reduced preset has no sweep:
-  every estimator uses the default rate (said wherever its tables are shown).
+  the highest final pass rate; the same rate is used at every G. While the best rate is at an end
+  of its sweep, the sweep is widened past that end by a factor :data:`SWEEP_FACTOR`, at most
+  :attr:`Preset.sweep_widen` times (:func:`sweep_rates`), so the chosen rate is interior unless the
+  cap is reached (the tables say so). The reduced preset has no sweep: every estimator uses the
+  default rate (said wherever its tables are shown).
 
 Cells: ``{regime}-g{G}-{estimator}[-ds]`` over seeds; ``-ds`` is DAPO dynamic sampling (plain vs
 dynamic sampling is compared with ``dr_grpo`` at G = 4 in both regimes). A cell's run is one record
@@ -36,11 +39,12 @@ import numpy as np
 from ..errors import InputError
 from .config import GRPOConfig
 
-__all__ = ["SFT_SEED", "SWEEP_SEED", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_cells", "main_cells",
-           "choose_lrs", "run_figures", "t_interval", "tables"]
+__all__ = ["SFT_SEED", "SWEEP_SEED", "SWEEP_FACTOR", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_rates",
+           "sweep_cells", "main_cells", "choose_lrs", "run_figures", "t_interval", "tables"]
 
 SFT_SEED = 0  #: the warm start every run of the study shares (per regime)
 SWEEP_SEED = 0  #: the held-out RL seed of the learning-rate sweep (never among a preset's seeds)
+SWEEP_FACTOR = 2.0  #: a widened sweep's next rate is its end rate times (or divided by) this
 REFERENCE = "dr_grpo"  #: the estimator paired differences are taken against
 DS_ESTIMATOR, DS_G = "dr_grpo", 4  #: the plain-vs-dynamic-sampling comparison
 COMMON = {"max_grad_norm": 0.0, "steps": 200}  #: options every cell shares besides the defaults
@@ -54,6 +58,7 @@ class Preset:
     regimes: tuple
     estimators: tuple
     sweep_lrs: tuple = ()  #: empty: no sweep, every estimator at the default learning rate
+    sweep_widen: int = 0  #: how many rates a sweep may add past its ends while the best rate is at one
     about: str = ""
     options: tuple = ()  #: (name, value) pairs of GRPOConfig options set in every cell (after COMMON)
 
@@ -63,12 +68,12 @@ PRESETS = {
                       estimators=("dr_grpo", "sign"),
                       about="2 seeds, G = 4, dr_grpo vs sign, default learning rate (no sweep), plain vs DAPO"),
     "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("weak", "broad"),
-                   estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4),
+                   estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4, 8e-4), sweep_widen=2,
                    about="5 seeds, G in {4, 8}, four estimators, learning rate per estimator from a sweep "
                          "on a held-out seed, plain vs DAPO"),
     # a check of the machinery (tests): a tiny model on 24 prompts, seconds per run
     "smoke": Preset("smoke", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"), estimators=("dr_grpo", "sign"),
-                    sweep_lrs=(1e-3, 2e-3), about="machinery check: tiny model, 24 prompts, 3 steps",
+                    sweep_lrs=(1e-3, 2e-3), sweep_widen=1, about="machinery check: tiny model, 24 prompts, 3 steps",
                     options=(("n_prompts", 24), ("prompts_per_step", 4), ("steps", 3), ("sft_steps", 30),
                              ("sft_batch_size", 32), ("eval_every", 2), ("eval_samples", 2), ("n_layer", 1),
                              ("n_head", 2), ("n_embd", 16))),
@@ -101,10 +106,35 @@ class Cell:
                                     **{**COMMON, **dict(preset.options)}).validate()
 
 
-def sweep_cells(preset: Preset) -> list[Cell]:
-    """The learning-rate sweep: every (regime, estimator, rate) at G = 4 on :data:`SWEEP_SEED`."""
+def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None = None) -> tuple:
+    """The rates of one (regime, estimator) sweep, ascending: :attr:`Preset.sweep_lrs`, widened.
+
+    Widening: once every rate so far has a final pass rate in ``finals[cell.name]``, if the best
+    (ties: the lower rate) is the highest rate, ``highest * SWEEP_FACTOR`` is added; if it is the
+    lowest, ``lowest / SWEEP_FACTOR``; at most ``preset.sweep_widen`` rates are added. Multiplying
+    by a power of 2 is exact in floating point, so a rate reached by widening has the same name as
+    the same rate written out. Without ``finals``: the preset's rates.
+    """
+    rates = sorted(preset.sweep_lrs)
+    for _ in range(preset.sweep_widen if finals and rates else 0):
+        cells = [Cell("sweep", regime, 4, estimator, SWEEP_SEED, lr) for lr in rates]
+        if any(c.name not in finals for c in cells):
+            break
+        best = max(cells, key=lambda c: (finals[c.name], -c.lr)).lr
+        if best == rates[-1]:
+            rates.append(rates[-1] * SWEEP_FACTOR)
+        elif best == rates[0]:
+            rates.insert(0, rates[0] / SWEEP_FACTOR)
+        else:
+            break
+    return tuple(rates)
+
+
+def sweep_cells(preset: Preset, finals: dict | None = None) -> list[Cell]:
+    """The learning-rate sweep: every (regime, estimator, rate of :func:`sweep_rates`) at G = 4 on
+    :data:`SWEEP_SEED`."""
     return [Cell("sweep", reg, 4, est, SWEEP_SEED, lr) for est in preset.estimators for reg in preset.regimes
-            for lr in preset.sweep_lrs]
+            for lr in sweep_rates(preset, reg, est, finals)]
 
 
 def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
@@ -128,12 +158,12 @@ def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
 
 def choose_lrs(preset: Preset, finals: dict, partial: bool = False) -> dict:
     """``{(regime, estimator): rate}`` with the highest final pass rate in ``finals[cell.name]``
-    among the sweep's rates (ties: the lower rate). A pair whose sweep is unfinished raises
-    InputError, or with ``partial`` is left out."""
+    among the sweep's rates, widened (:func:`sweep_rates`; ties: the lower rate). A pair whose
+    sweep is unfinished raises InputError, or with ``partial`` is left out."""
     out = {}
     for reg in preset.regimes:
         for est in preset.estimators:
-            runs = [c for c in sweep_cells(preset) if c.regime == reg and c.estimator == est]
+            runs = [c for c in sweep_cells(preset, finals) if c.regime == reg and c.estimator == est]
             missing = [c.name for c in runs if c.name not in finals]
             if missing and not partial:
                 raise InputError(f"the learning-rate sweep lacks {missing[0]}")
@@ -142,13 +172,14 @@ def choose_lrs(preset: Preset, finals: dict, partial: bool = False) -> dict:
     return out
 
 
-def blocks(preset: Preset, lrs: dict) -> list[list[Cell]]:
+def blocks(preset: Preset, lrs: dict, finals: dict | None = None) -> list[list[Cell]]:
     """The cells in the order they are trained, as blocks (a block starts when the one before has
     finished): per pair of estimators (the first two of the preset first), per G, per regime, the
     pair's sweep (first G only) then its runs; plain vs dynamic sampling after the first pair at
     :data:`DS_G`. So the first finished blocks already answer the question for the first pair.
-    Cells of a pair whose rate is not chosen yet carry NaN (resolved when their block comes)."""
-    sweep, main = sweep_cells(preset), main_cells(preset, lrs)
+    Cells of a pair whose rate is not chosen yet carry NaN (resolved when their block comes).
+    ``finals`` (final pass rates by cell name) widens the sweeps (:func:`sweep_rates`)."""
+    sweep, main = sweep_cells(preset, finals), main_cells(preset, lrs)
     out = []
     pairs = [preset.estimators[i:i + 2] for i in range(0, len(preset.estimators), 2)]
     for k, pair in enumerate(pairs):
@@ -309,19 +340,28 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
             lines.append(f"| {reg} | {label} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
                          f"{extra} | {_mean([x['per_useful'] for x in f.values()], '.2f')} | {ended} |")
     if sweep is not None:
+        rates = {(reg, est): sweep_rates(preset, reg, est, sweep) for reg in preset.regimes for est in preset.estimators}
+        columns = sorted(set().union(*rates.values()))
         lines.append("")
-        lines.append(f"Learning-rate sweep (held-out seed {SWEEP_SEED}, G = 4, final pass rate; **bold**: chosen):")
+        lines.append(f"Learning-rate sweep (held-out seed {SWEEP_SEED}, G = 4, final pass rate; **bold**: chosen; "
+                     f"a sweep is widened by a factor {SWEEP_FACTOR:g} past an end rate that wins, at most "
+                     f"{preset.sweep_widen} times; '—': not part of that sweep):")
         lines.append("")
-        lines.append("| regime | estimator | " + " | ".join(f"lr {lr:g}" for lr in preset.sweep_lrs) + " |")
-        lines.append("|---|---|" + "---|" * len(preset.sweep_lrs))
+        lines.append("| regime | estimator | " + " | ".join(f"lr {lr:g}" for lr in columns) + " | chosen |")
+        lines.append("|---|---|" + "---|" * (len(columns) + 1))
         for reg in preset.regimes:
             for est in preset.estimators:
-                row = []
-                for lr in preset.sweep_lrs:
-                    name = Cell("sweep", reg, 4, est, SWEEP_SEED, lr).name
-                    v = sweep.get(name)
-                    txt = "missing" if v is None else f"{v:.3f}"
-                    row.append(f"**{txt}**" if lrs and lrs.get((reg, est)) == lr and v is not None else txt)
-                lines.append(f"| {reg} | {est} | " + " | ".join(row) + " |")
+                row, chosen = [], (lrs or {}).get((reg, est))
+                for lr in columns:
+                    v = sweep.get(Cell("sweep", reg, 4, est, SWEEP_SEED, lr).name)
+                    txt = "—" if lr not in rates[(reg, est)] else "missing" if v is None else f"{v:.3f}"
+                    row.append(f"**{txt}**" if chosen == lr and v is not None else txt)
+                if chosen is None:
+                    where = "not yet"
+                elif chosen in (rates[(reg, est)][0], rates[(reg, est)][-1]):
+                    where = f"{chosen:g} (an end of the sweep: widening cap reached)"
+                else:
+                    where = f"{chosen:g} (interior)"
+                lines.append(f"| {reg} | {est} | " + " | ".join(row) + f" | {where} |")
     return "\n".join(lines) + "\n"
 
