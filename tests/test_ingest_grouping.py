@@ -76,7 +76,9 @@ def test_worker_processes_give_the_same_record(run, monkeypatch):
     assert one.meta == many.meta
 
 
-def test_worker_errors_name_the_file_and_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", [2, 1])
+def test_worker_errors_name_the_file_and_line(tmp_path, monkeypatch, workers):
+    """A bad line names its file and line when parsed in a worker process (workers=2) or a thread (1)."""
     import shutil
 
     from grpo_lab.sims.errors import InputError
@@ -87,6 +89,41 @@ def test_worker_errors_name_the_file_and_line(tmp_path, monkeypatch):
     with open(run / "rollouts" / "3.jsonl", "a") as fh:
         fh.write('{"input": "x", "step": 3\n')
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "THREADS_MIN_FILES", 1)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
     with pytest.raises(InputError, match=r"3\.jsonl line 17: not valid JSON"):
-        ingest(run, "verl", workers=2)
+        ingest(run, "verl", workers=workers)
+
+
+@pytest.mark.parametrize("run", ["verl_matrix/naive/run", "verl_matrix/dapo/run"])
+def test_parsing_threads_give_the_same_record(run, monkeypatch):
+    """Files parsed on a pool of threads (the default on a machine with several cores) equal one thread."""
+    from grpo_lab.sims.ingest import parallel
+
+    monkeypatch.setattr(parallel, "workers", lambda: 1)
+    one = ingest(FIX / run, "verl")
+    monkeypatch.setattr(parallel, "workers", lambda: 3)
+    monkeypatch.setattr(parallel, "THREADS_MIN_FILES", 1)
+    calls = []
+    real = parallel._threaded
+    monkeypatch.setattr(parallel, "_threaded", lambda *a: calls.append(a[-1]) or real(*a))
+    many = ingest(FIX / run, "verl")
+    assert calls == [3]  # the threaded path was taken
+    for k in one.groups:
+        np.testing.assert_array_equal(one.groups[k], many.groups[k])
+    assert one.meta == many.meta
+
+
+def test_a_line_longer_than_a_json_block_is_read_by_pyarrow(tmp_path, monkeypatch):
+    """A response longer than pyarrow's block: the file is read again in one block, not by the line reader."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "verl_matrix" / "naive" / "run", run)
+    expected = ingest(run, "verl")
+    monkeypatch.setattr(verl_rows, "BLOCK_BYTES", 64)  # every fixture line is longer than this
+    monkeypatch.setattr(verl_rows, "_slow", lambda *a, **k: pytest.fail("the line reader was used"))
+    got = ingest(run, "verl")
+    for k in expected.groups:
+        np.testing.assert_array_equal(expected.groups[k], got.groups[k])
+    assert got.meta == expected.meta
