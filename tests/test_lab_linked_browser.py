@@ -23,6 +23,7 @@ from grpo_lab.grid.hover import HOVER_MARKERS
 from grpo_lab.grid.markup import geometry
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.scenario import Scenario, evaluate
+from grpo_lab.views.outcome import PINNED_CURVE
 from test_lab_access_browser import FIND, axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -82,11 +83,15 @@ def test_hover_outlines_the_cell_shows_its_rollouts_and_moves_the_plot_markers(p
     view = evaluate(s, pop)
     geo = geometry(pop.n)
     cols, rows = geo["cols"], geo["rows"]
+    sent = []  # what the page tells the server: a hover must tell it nothing (a browser-only path)
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(frame)))
     page.goto(f"{lab_url}?progress=0.4&K=8")
     wait_readout(page)
     plots_ready(page)
     assert page.evaluate(MARKERS_JS)["curve"][0] is False  # no marker before a hover
     mixed = int(np.flatnonzero(view.outcome == 0)[0])
+    page.wait_for_timeout(1_000)  # the page's own start-up messages are done
+    before = len(sent)
     for i in (mixed, int(np.argmax(view.pass_rate)), int(np.argmin(view.pass_rate))):
         check_hover(page, view, pop, s.K, i, cols, rows)
         p = float(view.pass_rate[i])
@@ -101,6 +106,8 @@ def test_hover_outlines_the_cell_shows_its_rollouts_and_moves_the_plot_markers(p
     page.wait_for_function(f"() => ({MARKERS_JS})().curve[0] === false", timeout=5_000)
     assert page.evaluate(MARKS_JS, [0, 0, cols, rows])["hidden"] is True
     assert page.evaluate(MARKERS_JS)["dot"] == [[], []]
+    page.wait_for_timeout(500)
+    assert sent[before:] == []  # three hovers and a leave: no message to the server
     # the marks follow the view: move K with the pointer on a cell and the dots become the new K's
     check_hover(page, view, pop, s.K, mixed, cols, rows)
     page.locator("#gx-K").evaluate("(el) => { el.value = '16'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
@@ -159,6 +166,14 @@ def test_pin_at_k8_compare_with_k16_and_the_url_reproduces_it(page, browser, lab
     assert f"Groups with a gradient (realised){percent(shares[0])}{percent(shares[1])}" in text
     assert ghost_pixels(page) == ghost_want.ravel().tolist()  # the ghost is still the K = 8 view
     page.wait_for_function("() => new URLSearchParams(location.search).get('K') === '16'", timeout=15_000)
+    # the P(useful) plot draws the pinned K's curve beside the live one
+    page.wait_for_function(f"() => ({FIND})('.lab-plots-ready') !== null", timeout=60_000)
+    page.wait_for_function(f"() => Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data.p.length > 0",
+                           timeout=15_000)
+    curve = page.evaluate(f"() => {{ const d = Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data;"
+                          " return [Array.from(d.p), Array.from(d.useful)]; }")
+    q = np.array(curve[0])
+    np.testing.assert_allclose(curve[1], 1 - q ** 8 - (1 - q) ** 8, atol=1e-12)
     url = page.url
     assert parse_qs(urlparse(url).query)["pin"] == ["K8_t0.5"]
     # the URL alone reproduces the pinned comparison in a new visit

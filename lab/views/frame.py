@@ -19,3 +19,4 @@ class Frame:
     population: Population
     view: View
     band: tuple[float, float] = DEFAULT_BAND  #: the filter's band, also when the filter is off
+    pin: str = ""  #: the pinned view (``grpo_lab.grid.pin``; empty: none), which the plots show as a ghost

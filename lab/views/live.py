@@ -59,7 +59,7 @@ class LiveLab:
         self.caption = StateCaption()  # the view in words; follows the plots' redraw
         self.plots = []  # the full page's plots are built once the page has loaded (_build_plots)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
-                                        "seed"])
+                                        "seed", "pin"])
         self._periodic = None
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
         self._frames = FrameBudget()  # the session's share of the server: Play and server-painted redraws
@@ -112,7 +112,7 @@ class LiveLab:
         scenario = self.lab.scenario()
         if self.lab.population_key() != self._pop_key:
             self.population = scenario.population()
-        return Frame(scenario, self.population, evaluate(scenario, self.population), self.lab.band())
+        return Frame(scenario, self.population, evaluate(scenario, self.population), self.lab.band(), self.lab.pin)
 
     def refresh(self, repaint_grid: bool) -> None:
         """Redraw the plots; repaint the grid from Python when told to (population change or rho > 0)."""
