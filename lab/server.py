@@ -17,6 +17,9 @@ It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dock
   ``?embed=true`` is meant for other sites' iframes.
 * **A cheap health endpoint**, :data:`HEALTH_PATH`: ``200 {"ok": true}`` from the server's event loop,
   without building a session (the Dockerfile's HEALTHCHECK uses it).
+* **Memory given back after a room leaves** (:mod:`grpo_lab.memory`): run as ``python -m grpo_lab.server`` it
+  restarts itself once with the C library's allocator (``PYTHONMALLOC=malloc``, :func:`with_allocator`), and the
+  app releases free memory to the system after sessions are destroyed.
 * **Quiet closed sockets**: a visitor who closes the tab while the server is sending to it made Tornado
   log "Task exception was never retrieved" and a traceback (``WebSocketClosedError``); the event loop's
   exception handler (:func:`quiet_closed_sockets`) turns that into one info line. Other errors are
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from tornado import web
@@ -39,7 +43,7 @@ from tornado.websocket import WebSocketClosedError
 
 __all__ = ["CONTENT_SECURITY_POLICY", "content_security_policy", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders",
            "HealthHandler",
-           "ROUTES", "quiet_closed_sockets", "main"]
+           "ROUTES", "quiet_closed_sockets", "main", "with_allocator"]
 
 _log = logging.getLogger("grpo_lab.server")
 
@@ -143,5 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def with_allocator(argv: list[str]) -> None:
+    """Run this server again under :data:`grpo_lab.memory.ALLOCATOR_ENV` (replacing the process, so the same
+    process id serves): the allocator is chosen when the interpreter starts. An allocator chosen in the
+    environment already (``PYTHONMALLOC=pymalloc``, say) is kept."""
+    from grpo_lab.memory import ALLOCATOR_ENV
+
+    if any(k in os.environ for k in ALLOCATOR_ENV):
+        return
+    os.execve(sys.executable, [sys.executable, "-m", "grpo_lab.server", *argv], {**os.environ, **ALLOCATOR_ENV})
+
+
 if __name__ == "__main__":
+    with_allocator(sys.argv[1:])
     sys.exit(main())
