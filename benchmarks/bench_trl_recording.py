@@ -1,20 +1,22 @@
 """Cost of the TRL integration: the same tiny GRPOTrainer run with and without GroupRecorder, in one process.
 
-    python benchmarks/bench_trl_recording.py                # 4 pairs of 20-step runs, alternating
-    python benchmarks/bench_trl_recording.py --pairs 6 --steps 40
+    python benchmarks/bench_trl_recording.py                # 8 interleaved pairs of 30-step runs
+    python benchmarks/bench_trl_recording.py --pairs 12 --steps 40
 
-Two figures, both from this one run:
+Figures, all from this one run (pairs alternate which arm goes first; same seed, model, data):
 
-* wall ratio: median train() time with the recorder / without it, over ``--pairs`` alternating
-  pairs of runs (same seed, same model size, same data); noisy on a shared machine;
-* self time: the time spent inside the recorder's own code (timed around each of its calls) as a
-  share of the recorded runs' train() time, in wall time and in the training thread's CPU time
-  (``time.thread_time``: the CPU time of that thread alone, which other processes' load barely
-  changes), plus the CPU time its writer thread spends off the training thread.
+* wall ratio: each pair's train() wall time with the recorder / without it; the median over
+  pairs and the spread (quartiles, min-max). Wall time is what the 2 % target is about, and the
+  noisiest figure on a shared machine;
+* CPU ratio: the same with the training thread's CPU time (``time.thread_time``: that thread
+  alone, which other processes' load barely changes; it leaves out the writer thread);
+* self time: the time inside the recorder's own code (timed around each of its calls) per step,
+  and as a share of the recorded run, in wall and in training-thread CPU time; plus the CPU time
+  its writer thread spends off the training thread.
 
-The target is <= 2 % of a step. The tiny model makes a step about as cheap as TRL allows, so the
-share here is an upper bound for real models (where a step costs seconds to minutes).
-Prints figures only; nothing is asserted.
+The target is <= 2 % of a step. The tiny model makes a step about as cheap as TRL allows
+(32 rollouts of 4 tokens: tens of milliseconds), so the share here is an upper bound for real
+models (where a step costs seconds to minutes). Prints figures only; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -70,40 +72,42 @@ def one_run(tmp: Path, steps: int, record: bool) -> dict:
             "writer_cpu": writer_cpu[0]}
 
 
+def _spread(x) -> str:
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return f"median {med:.4f}  quartiles {q1:.4f}-{q3:.4f}  min-max {np.min(x):.4f}-{np.max(x):.4f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pairs", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=30)
     a = ap.parse_args()
     import torch
 
     torch.set_num_threads(1)
     plain, recorded = [], []
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as d:
         one_run(Path(d) / "warm", 2, True)  # imports and first-call costs out of the figures
         for i in range(a.pairs):
             for record in ((False, True) if i % 2 == 0 else (True, False)):
                 (recorded if record else plain).append(one_run(Path(d) / f"r{i}{int(record)}", a.steps, record))
-    try:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        load = "unknown"
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     col = (lambda runs, k: np.array([r[k] for r in runs]))
-    mp, mr = float(np.median(col(plain, "wall"))), float(np.median(col(recorded, "wall")))
-    print(f"tiny GRPOTrainer run, {a.steps} steps, 64 rollouts/step, 1 torch thread; load average {load} "
-          f"on {os.cpu_count()} cores")
-    print(f"without recorder  median {mp:.3f} s   runs {', '.join(f'{x:.3f}' for x in col(plain, 'wall'))}")
-    print(f"with recorder     median {mr:.3f} s   runs {', '.join(f'{x:.3f}' for x in col(recorded, 'wall'))}")
-    print(f"wall ratio        {mr / mp:.4f}  (with / without)")
-    own, own_cpu, cpu = col(recorded, "own"), col(recorded, "own_cpu"), col(recorded, "cpu")
-    print(f"recorder self time  wall {np.median(own) * 1000 / a.steps:.2f} ms per step = "
-          f"{100 * np.median(own / col(recorded, 'wall')):.2f} % of a recorded run; "
-          f"CPU {np.median(own_cpu) * 1000 / a.steps:.2f} ms per step = {100 * np.median(own_cpu / cpu):.2f} % "
-          f"of the training thread's CPU time (median of {len(recorded)})")
-    print(f"writer thread CPU   {np.median(col(recorded, 'writer_cpu')) * 1000 / a.steps:.2f} ms per step "
+    wp, wr, cp, cr = col(plain, "wall"), col(recorded, "wall"), col(plain, "cpu"), col(recorded, "cpu")
+    print(f"tiny GRPOTrainer run, {a.steps} steps of 32 rollouts, 1 torch thread, {a.pairs} interleaved pairs; "
+          f"1-min load average {load0:.2f} at start, {load1:.2f} at end, on {os.cpu_count()} cores")
+    print(f"wall s/step   without: median {np.median(wp) / a.steps * 1000:.1f} ms   "
+          f"with: median {np.median(wr) / a.steps * 1000:.1f} ms")
+    print(f"wall ratio (with / without, per pair)   {_spread(wr / wp)}")
+    print(f"CPU ratio  (training thread, per pair)  {_spread(cr / cp)}")
+    own, own_cpu = col(recorded, "own"), col(recorded, "own_cpu")
+    print(f"recorder self time  wall {np.median(own) * 1000 / a.steps:.3f} ms per step = "
+          f"{100 * np.median(own / wr):.2f} % of a recorded run; "
+          f"CPU {np.median(own_cpu) * 1000 / a.steps:.3f} ms per step = {100 * np.median(own_cpu / cr):.2f} % "
+          f"of the training thread's CPU time (medians of {len(recorded)})")
+    print(f"writer thread CPU   {np.median(col(recorded, 'writer_cpu')) * 1000 / a.steps:.3f} ms per step "
           f"(off the training thread)")
-    print(f"training thread CPU median {np.median(col(plain, 'cpu')) / a.steps * 1000:.1f} ms per step without, "
-          f"{np.median(cpu) / a.steps * 1000:.1f} with")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ def test_checker_takes_the_last_number_exactly():
     (["--preset", "huge"], "unknown preset"),
     (["--estimator", "median"], "estimator must be one of"),
     (["--num-generations", "1"], "num_generations must be at least 2"),
+    (["--dynamic-sampling", "--max-num-gen-batches", "-1"], "max_num_gen_batches must be 0 (no cap) or more"),
 ])
 def test_bad_input_is_one_line(tmp_path, argv, msg):
     proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "train-lm", "--out", str(tmp_path / "r"), *argv],

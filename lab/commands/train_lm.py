@@ -22,6 +22,7 @@ _OPTIONS = {
     "learning_rate": (float, "learning rate of the LoRA weights"),
     "eval_samples": (int, "sampled answers per prompt in the evaluations before and after training"),
     "seed": (int, "seed of the prompt set, sampling and LoRA initialisation"),
+    "max_num_gen_batches": (int, "with --dynamic-sampling: most sampling rounds per step (0: no cap)"),
 }
 
 
@@ -34,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--device", default=None, help="cpu or cuda (default: the preset's)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--dynamic-sampling", action="store_true",
+                   help="DAPO dynamic sampling (drop groups without reward spread, refill with fresh prompts; "
+                        "TRL has none, the project's subclass does it)")
     for name, (kind, text) in _OPTIONS.items():
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=None, help=text)
     p.set_defaults(func=_run)
@@ -43,7 +47,8 @@ def _run(args) -> int:
     from grpo_lab.sims.trl.lm_run import preset, run_lm
 
     overrides = {name: getattr(args, name) for name in _OPTIONS if name != "steps"}
-    cfg = preset(args.preset, max_steps=args.steps, device=args.device, **overrides)
+    cfg = preset(args.preset, max_steps=args.steps, device=args.device,
+                 dynamic_sampling=True if args.dynamic_sampling else None, **overrides)
     if args.threads is not None:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")

@@ -3,6 +3,7 @@
 - :mod:`grpo_lab.sims.trl.recorder`   :class:`GroupRecorder` -- ``GroupRecorder(dir).attach(trainer)``
 - :mod:`grpo_lab.sims.trl.metrics`    the figures added to TRL's logs (pure numpy)
 - :mod:`grpo_lab.sims.trl.advantages` :func:`fixed_reference_trainer` -- sign / tasa / grpo / dr_grpo in TRL
+- :mod:`grpo_lab.sims.trl.dynamic_sampling` :func:`dynamic_sampling_trainer` -- DAPO dynamic sampling (TRL has none)
 - :mod:`grpo_lab.sims.trl._compat`    the supported TRL range and its one-line check
 
 Importing this package does not import TRL; the classes check the installed version when used.
@@ -10,6 +11,8 @@ Importing this package does not import TRL; the classes check the installed vers
 
 from ._compat import SUPPORTED_TRL, check_trl
 from .advantages import fixed_reference_trainer, group_advantages
+from .dynamic_sampling import BatchNotFilled, dynamic_sampling_trainer
 from .recorder import GroupRecorder
 
-__all__ = ["GroupRecorder", "fixed_reference_trainer", "group_advantages", "check_trl", "SUPPORTED_TRL"]
+__all__ = ["GroupRecorder", "fixed_reference_trainer", "group_advantages", "dynamic_sampling_trainer", "BatchNotFilled",
+           "check_trl", "SUPPORTED_TRL"]

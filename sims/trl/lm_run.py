@@ -11,8 +11,11 @@ prompt tag). Before training and after it, every prompt is evaluated with ``eval
 sampled answers at the training temperature; the record's ``evals`` table holds those
 pass rates (so the replay can compare D_real and D_iid with the groups it saw).
 
-TRL 1.16 has no dynamic sampling (DAPO-style refilling of zero-variance groups): runs here
-are plain.
+TRL 1.16 has no dynamic sampling (DAPO-style refilling of zero-variance groups); with
+``dynamic_sampling`` the trainer is wrapped in
+:func:`~grpo_lab.sims.trl.dynamic_sampling.dynamic_sampling_trainer` (the project's, outermost),
+and a step it cannot fill ends the run there (the record's ``end_reason``; the final evaluation
+still runs).
 
 :data:`PRESETS` ``smoke`` (2 steps, for the tests), ``cpu`` (10 steps; the shipped dr_grpo arm took
 17 minutes on one thread of the shared 2-core machine at load average 15, see docs/trl.md) and ``gpu``
@@ -55,6 +58,8 @@ class LMRunConfig:
     eval_samples: int = 8
     seed: int = 0
     device: str = "cpu"
+    dynamic_sampling: bool = False
+    max_num_gen_batches: int = 0  #: most sampling rounds per step with dynamic sampling (0: no cap)
 
     def check(self) -> "LMRunConfig":
         if self.estimator not in ESTIMATOR_CHOICES:
@@ -63,6 +68,8 @@ class LMRunConfig:
                      "lora_r", "eval_samples"):
             if int(getattr(self, name)) < (2 if name == "num_generations" else 1):
                 raise InputError(f"{name} must be at least {2 if name == 'num_generations' else 1}")
+        if int(self.max_num_gen_batches) < 0:
+            raise InputError("max_num_gen_batches must be 0 (no cap) or more")
         if self.device not in ("cpu", "cuda"):
             raise InputError(f"device must be cpu or cuda, got {self.device!r}")
         return self
@@ -147,6 +154,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     from trl import GRPOConfig, GRPOTrainer
 
     from .advantages import fixed_reference_trainer
+    from .dynamic_sampling import BatchNotFilled, dynamic_sampling_trainer
     from .smollm import MODEL_NAME, load_smollm2
 
     if cfg.device == "cuda" and not torch.cuda.is_available():
@@ -170,6 +178,8 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
                       target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
     cls = GRPOTrainer if cfg.estimator == "dr_grpo" else fixed_reference_trainer(cfg.estimator)
+    if cfg.dynamic_sampling:
+        cls = dynamic_sampling_trainer(base=cls, max_num_gen_batches=cfg.max_num_gen_batches)
     trainer = cls(model=model, reward_funcs=[reward_exact], args=args, train_dataset=dataset,
                   processing_class=tok, peft_config=lora)
     meta = {
@@ -178,7 +188,8 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
                 + "), binary exact-answer reward",
         "lm_config": asdict(cfg),
         "estimator": cfg.estimator,
-        "dynamic_sampling": "none (TRL 1.16 has no dynamic sampling)",
+        "dynamic_sampling": ("DAPO, grpo_lab.sims.trl.dynamic_sampling_trainer (TRL 1.16 has none)"
+                             if cfg.dynamic_sampling else "none (TRL 1.16 has no dynamic sampling)"),
         "source": {"kind": "grpo-lab-train-lm", "trainer": "GRPOTrainer", "command": command},
         "model_load_s": load_s,
     }
@@ -192,10 +203,14 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     recorder.appender.meta["source"]["trl"] = recorder.trl.__version__
     recorder.add_eval(0, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples, cfg.max_completion_length,
                                              cfg.temperature), cfg.eval_samples)
-    trainer.train()
-    recorder.add_eval(cfg.max_steps, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
-                                                         cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
-    recorder.flush(trainer.state.global_step, complete=True)
+    try:
+        trainer.train()
+    except BatchNotFilled as exc:  # dynamic sampling could not fill a batch: the run ends after the last full step
+        recorder.appender.meta["end_reason"] = str(exc)
+    step = trainer.state.global_step
+    recorder.add_eval(step, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
+                                                cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
+    recorder.flush(step, complete=True)
     recorder.appender.close()
     try:
         (out / "trl-output").rmdir()  # TRL's output_dir: empty with save_strategy="no"

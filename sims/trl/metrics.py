@@ -4,21 +4,29 @@ For a batch of groups with rewards ``r`` (groups x G; NaN = missing, e.g. a rewa
 function returned None) and advantages ``A`` (groups x G):
 
 * ``frac_all_pass`` / ``frac_all_fail``: share of groups whose scored rewards are all
-  equal (spread <= tolerance) and above / not above :data:`~grpo_lab.sims.advantages.THRESHOLD`
-  (:func:`~grpo_lab.sims.record.group_outcomes`); a group with no scored reward is neither;
+  equal (spread = max - min <= tolerance) with mean above / not above
+  :data:`~grpo_lab.sims.advantages.THRESHOLD` (the rule of
+  :func:`~grpo_lab.sims.record.group_outcomes`); a group with no scored reward is neither;
 * ``effective_group_rate`` = share of groups with a spread above the tolerance
   (1 - TRL's ``frac_reward_zero_std`` when nothing is missing);
-* ``max_abs_advantage`` = max |A| over the batch;
-* ``useful_rollouts_per_step`` = rollouts in groups with a spread, divided by the
+* ``max_abs_advantage`` = max |A| over the batch (NaN entries ignored);
+* ``useful_rollouts_per_step`` = scored rollouts in groups with a spread, divided by the
   optimizer steps one generation batch feeds
   (``steps_per_generation * num_iterations / gradient_accumulation_steps``);
 * ``rewards_missing`` = share of rollouts with a missing reward (counted apart, not as failures);
 * ``d_real`` / ``d_iid`` from :class:`RollingPassRates`: each prompt's pass rate is the
   share of passing rollouts (reward > THRESHOLD) in its last ``window`` groups;
   ``d_real`` = mean over prompts seen of D(p_x, G), ``d_iid`` = D(mean p_x, G), with
-  D(p, G) = p^G + (1-p)^G (:func:`~grpo_lab.sims.outcomes.p_unanimous`).
+  D(p, G) = p^G + (1-p)^G (:func:`~grpo_lab.sims.outcomes.p_unanimous` at rho = 0).
 
 With a tag per group, the three shares are also given per tag as ``<name>/<tag>``.
+
+Cost: these run on the training thread once per generation batch, so every step is a
+whole-array numpy operation (no loop over groups or rows, no warning filters):
+:func:`batch_counts` reduces a batch to a few counts (which pool exactly over several
+batches by summing), :func:`metrics_from_counts` turns counts into the figures, and
+:class:`RollingPassRates` keeps running sums so a batch costs O(groups in the batch),
+not O(prompts in the dataset).
 """
 
 from __future__ import annotations
@@ -26,87 +34,193 @@ from __future__ import annotations
 import numpy as np
 
 from ..advantages import THRESHOLD
-from ..outcomes import p_unanimous
-from ..record import group_outcomes
 
-__all__ = ["batch_metrics", "RollingPassRates", "PREFIX"]
+__all__ = ["batch_counts", "metrics_from_counts", "pool_counts", "batch_metrics", "RollingPassRates", "PREFIX",
+           "COUNT_FIELDS", "TAG_SHARES"]
 
 PREFIX = "lab/"  #: prefix of every key added to TRL's logs
+#: the entries of :func:`batch_counts`'s vector (all sums over groups, except the last: a max)
+COUNT_FIELDS = ("groups", "all_pass", "all_fail", "useful", "useful_rollouts", "rollouts", "missing", "reward_sum",
+                "max_abs_advantage")
+_I = {name: i for i, name in enumerate(COUNT_FIELDS)}
+_MAX = _I["max_abs_advantage"]
+TAG_SHARES = ("frac_all_pass", "frac_all_fail", "effective_group_rate")  #: the shares also given per tag
+
+
+def batch_counts(rewards, advantages, tolerance: float = 0.0, tags=None, n_tags: int = 0):
+    """One batch reduced to counts: ``(vector, by_tag)``.
+
+    ``vector`` (float64, :data:`COUNT_FIELDS` order): groups, all-pass groups, all-fail groups,
+    useful groups (scored, spread > tolerance), scored rollouts in useful groups, rollouts,
+    missing rollouts, sum of the scored rewards, max |A| (NaN when there is none).
+    ``by_tag``: None without tags, else a (4, n_tags) array of all-pass, all-fail, useful and
+    all groups per tag (``tags``: per-group index, -1 = untagged, left out).
+    """
+    r = np.asarray(rewards, dtype=float)
+    n, G = r.shape
+    missing = np.isnan(r)
+    n_missing = int(np.count_nonzero(missing))
+    if n_missing:
+        hi, lo = np.fmax.reduce(r, axis=1), np.fmin.reduce(r, axis=1)  # NaN only where nothing is scored
+        scored = G - missing.sum(axis=1)
+        total = np.where(missing, 0.0, r).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = total / scored
+    else:
+        hi, lo = r.max(axis=1, initial=-np.inf), r.min(axis=1, initial=np.inf)
+        total = r.sum(axis=1)
+        mean = total / G
+    degenerate = (hi - lo) <= tolerance  # False where nothing is scored (NaN compares false)
+    above = mean > THRESHOLD
+    all_pass, all_fail = degenerate & above, degenerate & ~above
+    useful = ~degenerate & (hi == hi)  # hi == hi: the group has a scored reward
+    n_useful = int(np.count_nonzero(useful))
+    useful_rollouts = int(scored[useful].sum()) if n_missing else n_useful * G
+    a = np.abs(np.asarray(advantages, dtype=float)).ravel()
+    amax = float(np.fmax.reduce(a)) if a.size else float("nan")
+    vec = np.array([n, np.count_nonzero(all_pass), np.count_nonzero(all_fail), n_useful, useful_rollouts, r.size,
+                    n_missing, float(total.sum()), amax])
+    by_tag = None
+    if n_tags:
+        t = np.asarray(tags, np.int64)
+        keep = t >= 0
+        # one bincount over (outcome, tag) cells: outcome 0 all-pass, 1 all-fail, 2 useful, 3 neither
+        outcome = 3 - (3 * all_pass + 2 * all_fail + useful)  # the three are exclusive
+        cells = np.bincount((outcome * n_tags + t)[keep], minlength=4 * n_tags).reshape(4, n_tags)
+        by_tag = np.vstack([cells[:3], cells.sum(axis=0)]).astype(float)
+    return vec, by_tag
+
+
+def pool_counts(vectors) -> np.ndarray:
+    """Counts of several batches as one: sums, and the max of ``max_abs_advantage``."""
+    vs = np.asarray(vectors, dtype=float).reshape(-1, len(COUNT_FIELDS))
+    out = vs.sum(axis=0)
+    out[_MAX] = np.fmax.reduce(vs[:, _MAX]) if len(vs) else float("nan")
+    return out
+
+
+def metrics_from_counts(vec, steps_per_batch: float = 1.0, by_tag=None, tag_names=()) -> dict[str, float]:
+    """The per-batch log figures of the module docstring (keys without :data:`PREFIX`) from counts.
+
+    Empty batch: every share NaN.
+    """
+    n = vec[_I["groups"]]
+    nan = float("nan")
+    out = {
+        "frac_all_pass": vec[_I["all_pass"]] / n if n else nan,
+        "frac_all_fail": vec[_I["all_fail"]] / n if n else nan,
+        "effective_group_rate": vec[_I["useful"]] / n if n else nan,
+        "max_abs_advantage": float(vec[_MAX]),
+        "useful_rollouts_per_step": vec[_I["useful_rollouts"]] / steps_per_batch if n else nan,
+        "rewards_missing": vec[_I["missing"]] / vec[_I["rollouts"]] if vec[_I["rollouts"]] else nan,
+    }
+    if by_tag is not None:
+        for i, name in enumerate(tag_names):
+            groups = by_tag[3, i]
+            if groups:
+                for j, share in enumerate(TAG_SHARES):
+                    out[f"{share}/{name}"] = by_tag[j, i] / groups
+    return {k: float(v) for k, v in out.items()}
 
 
 def batch_metrics(rewards, advantages, steps_per_batch: float = 1.0, tags=None, tag_names=(),
                   tolerance: float = 0.0) -> dict[str, float]:
-    """The per-batch log figures listed in the module docstring (keys without :data:`PREFIX`).
+    """The per-batch log figures (keys without :data:`PREFIX`) of one batch.
 
     ``tags``: per-group index into ``tag_names`` (-1 = untagged). Empty batch: every share NaN.
     """
-    r = np.asarray(rewards, dtype=float)
-    a = np.asarray(advantages, dtype=float)
-    scored = ~np.all(np.isnan(r), axis=1)
-    degenerate, all_pass, all_fail = group_outcomes(r, tolerance)
-    degenerate &= scored
-    all_pass &= scored
-    all_fail &= scored
-    useful = scored & ~degenerate
-    n = len(r)
-    share = (lambda m: float(np.mean(m)) if len(m) else float("nan"))
-    out = {
-        "frac_all_pass": share(all_pass),
-        "frac_all_fail": share(all_fail),
-        "effective_group_rate": share(useful),
-        "max_abs_advantage": float(np.nanmax(np.abs(a))) if a.size else float("nan"),
-        "useful_rollouts_per_step": float(np.sum(~np.isnan(r[useful]))) / steps_per_batch if n else float("nan"),
-        "rewards_missing": float(np.mean(np.isnan(r))) if r.size else float("nan"),
-    }
-    if tags is not None:
-        tags = np.asarray(tags)
-        for i, name in enumerate(tag_names):
-            sel = tags == i
-            if sel.any():
-                out[f"frac_all_pass/{name}"] = share(all_pass[sel])
-                out[f"frac_all_fail/{name}"] = share(all_fail[sel])
-                out[f"effective_group_rate/{name}"] = share(useful[sel])
-    return out
+    n_tags = len(tag_names) if tags is not None else 0
+    vec, by_tag = batch_counts(rewards, advantages, tolerance, tags, n_tags)
+    return metrics_from_counts(vec, steps_per_batch, by_tag, tag_names)
+
+
+def _unanimous(p: np.ndarray, G: int) -> np.ndarray:
+    """D(p, G) = p^G + (1-p)^G, the probability that G independent rollouts agree."""
+    return p ** G + (1.0 - p) ** G
 
 
 class RollingPassRates:
-    """Each prompt's pass rate over its last ``window`` groups (memory: prompts x window)."""
+    """Each prompt's pass rate over its last ``window`` groups, with D_real / D_iid kept as running sums.
 
-    def __init__(self, n_prompts: int, window: int = 4):
+    Memory: prompts x window counts. :meth:`update` costs O(groups updated): per-prompt ring sums
+    are adjusted by the entering and leaving group, and the sums over prompts of D(p_x, G) and p_x
+    by the changed prompts' differences (re-summed exactly every :attr:`RESUM_EVERY` updates, so
+    rounding cannot drift). ``G`` is the group size the running D sum is kept for; :meth:`d_values`
+    at another G recomputes from the rates.
+    """
+
+    RESUM_EVERY = 1024  #: updates between two exact re-summations of the running sums
+
+    def __init__(self, n_prompts: int, window: int = 4, G: int | None = None):
         self.window = int(window)
+        self.G = G
         self.passed = np.zeros((n_prompts, self.window))
         self.scored = np.zeros((n_prompts, self.window))
+        self.passed_sum = np.zeros(n_prompts)
+        self.scored_sum = np.zeros(n_prompts)
         self.count = np.zeros(n_prompts, np.int64)
+        self.rate = np.zeros(n_prompts)  # pass rate of each prompt seen (0 where not seen)
+        self.d = np.zeros(n_prompts)  # D(rate, G) of each prompt seen (0 where not seen)
+        self.sum_rate = self.sum_d = 0.0
+        self.n_seen = 0
+        self._updates = 0
 
     def _grow(self, n: int) -> None:
         extra = n - len(self.count)
         if extra > 0:
             self.passed = np.vstack([self.passed, np.zeros((extra, self.window))])
             self.scored = np.vstack([self.scored, np.zeros((extra, self.window))])
+            for name in ("passed_sum", "scored_sum", "rate", "d"):
+                setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra)]))
             self.count = np.concatenate([self.count, np.zeros(extra, np.int64)])
 
     def update(self, prompt_ids, rewards) -> None:
         """Add one group per row: its passing and scored rollout counts go into the prompt's ring."""
         ids = np.asarray(prompt_ids, np.int64)
-        r = np.asarray(rewards, dtype=float)
         if not len(ids):
             return
+        r = np.asarray(rewards, dtype=float)
         self._grow(int(ids.max()) + 1)
-        ok = ~np.isnan(r)
-        for pid, p, s in zip(ids, np.sum(ok & (r > THRESHOLD), axis=1), np.sum(ok, axis=1)):
-            slot = self.count[pid] % self.window
-            self.passed[pid, slot], self.scored[pid, slot] = p, s
-            self.count[pid] += 1
+        passed = np.count_nonzero(r > THRESHOLD, axis=1).astype(float)  # NaN > THRESHOLD is False
+        scored = r.shape[1] - np.count_nonzero(np.isnan(r), axis=1).astype(float)
+        s = np.sort(ids)
+        if len(ids) > 1 and np.any(s[1:] == s[:-1]):  # a prompt twice in one batch: in order, one group at a time
+            for i in range(len(ids)):
+                self._apply(ids[i:i + 1], passed[i:i + 1], scored[i:i + 1])
+        else:
+            self._apply(ids, passed, scored)
+        self._updates += 1
+        if self._updates % self.RESUM_EVERY == 0:
+            self.sum_rate, self.sum_d = float(self.rate.sum()), float(self.d.sum())
+
+    def _apply(self, ids, passed, scored) -> None:
+        """Ring update for distinct ``ids``, and the running sums' differences."""
+        slot = self.count[ids] % self.window
+        was_seen = int(np.count_nonzero(self.scored_sum[ids] > 0))
+        self.passed_sum[ids] += passed - self.passed[ids, slot]
+        self.scored_sum[ids] += scored - self.scored[ids, slot]
+        self.passed[ids, slot], self.scored[ids, slot] = passed, scored
+        self.count[ids] += 1
+        tot = self.scored_sum[ids]
+        seen = tot > 0
+        rate = np.where(seen, self.passed_sum[ids] / np.where(seen, tot, 1.0), 0.0)
+        d = np.where(seen, _unanimous(rate, self.G), 0.0) if self.G else self.d[ids]
+        self.n_seen += int(np.count_nonzero(seen)) - was_seen
+        self.sum_rate += float(rate.sum() - self.rate[ids].sum())
+        self.sum_d += float(d.sum() - self.d[ids].sum())
+        self.rate[ids], self.d[ids] = rate, d
 
     def rates(self) -> np.ndarray:
-        """Pass rates of the prompts seen with at least one scored rollout."""
-        seen = self.scored.sum(axis=1) > 0
-        return self.passed.sum(axis=1)[seen] / self.scored.sum(axis=1)[seen]
+        """Pass rates of the prompts seen with at least one scored rollout in the window."""
+        seen = self.scored_sum > 0
+        return self.passed_sum[seen] / self.scored_sum[seen]
 
     def d_values(self, G: int) -> dict[str, float]:
         """``d_real`` and ``d_iid`` at group size G (NaN before any prompt is seen)."""
-        p = self.rates()
-        if not p.size:
+        n_seen = int(np.count_nonzero(self.scored_sum > 0)) if G != self.G else self.n_seen
+        if not n_seen:
             return {"d_real": float("nan"), "d_iid": float("nan")}
-        d = p_unanimous(np.append(p, np.mean(p)), G)  # one call: every prompt's D, then D at the mean
-        return {"d_real": float(np.mean(d[:-1])), "d_iid": float(d[-1])}
+        if G != self.G:
+            p = self.rates()
+            return {"d_real": float(np.mean(_unanimous(p, G))), "d_iid": float(_unanimous(np.mean(p), G))}
+        return {"d_real": self.sum_d / n_seen, "d_iid": float(_unanimous(self.sum_rate / n_seen, G))}

@@ -24,16 +24,25 @@ Two lines in a user's script::
 * ``_prepare_inputs`` (once per micro-step): the current batch is marked as trained on by
   optimizer step ``global_step + 1``, so each group carries the first (``step``) and the
   last (``last_step``) optimizer step that used it;
-* the callback's ``on_step_end`` appends the step's row and flushes the record
-  (:class:`~grpo_lab.sims.record_append.RecordAppender` in background mode: the training
-  thread copies the rows, a writer thread compresses, writes and fsyncs; the record on disk
-  is consistent after every flush and after a kill, and lags the training by the writes
-  in flight), ``on_train_end`` marks it complete and waits for the writer.
+* the callback's ``on_step_end`` keeps the step's row (a tuple) and, at most every
+  ``flush_interval_s``, flushes: the batches and step rows kept since the last flush become
+  columns in one concatenation each and go to
+  :class:`~grpo_lab.sims.record_append.RecordAppender` in background mode (the training
+  thread only hands the arrays over; a writer thread compresses, writes, fsyncs and replaces
+  run.json last). The record on disk is consistent at every moment, including after a kill,
+  and lags the training by at most the interval plus the writes in flight; ``on_train_end``
+  marks it complete and waits for the writer.
+
+Per generation batch the training thread does whole-array work only (no loop over rows or
+groups, no per-step file I/O): one copy of the rewards, advantages and lengths, the counts of
+:func:`~grpo_lab.sims.trl.metrics.batch_counts`, the rolling per-prompt update, and one
+append per log key (``benchmarks/bench_trl_recording.py`` measures it).
 
 Groups table columns beyond the core ones: ``last_step`` (int64), ``generation`` (int64,
 generation batch index), ``tag`` (int64 index into ``meta["tags"]``, -1 untagged) and
 ``rewards_per_func`` (groups x G x functions, NaN where a function returned None).
-Memory: the current generation batch, one open record segment and per-prompt tables.
+Memory: the current generation batch, the batches of one flush interval, one open record
+segment (fewer than :data:`SEGMENT_ROWS` rows) and per-prompt tables.
 Single process only (a multi-process run raises at attach).
 """
 
@@ -50,12 +59,20 @@ from .. import __version__
 from ..errors import InputError
 from ..record_append import RecordAppender
 from ._compat import check_trl
-from .metrics import PREFIX, RollingPassRates, batch_metrics
+from .metrics import COUNT_FIELDS, PREFIX, RollingPassRates, batch_counts, metrics_from_counts, pool_counts
 
-__all__ = ["GroupRecorder", "prompt_key", "combine_rewards", "LABEL_CHARS"]
+__all__ = ["GroupRecorder", "prompt_key", "combine_rewards", "to_numpy", "LABEL_CHARS"]
 
 LABEL_CHARS = 60  #: prompt labels kept in run.json are cut to this many characters
 FLUSH_INTERVAL_S = 0.5  #: default least time between flushes (the live replay polls every second)
+#: rows per sealed record chunk: the open chunk, rewritten at each flush, holds fewer, so a flush's
+#: write costs O(SEGMENT_ROWS) whatever the run's length
+SEGMENT_ROWS = 1024
+_STEP_COLUMNS = (("step", np.int64), ("frac_reward_zero_std", np.float64), ("frac_all_pass", np.float64),
+                 ("frac_all_fail", np.float64), ("reward_mean", np.float64), ("max_abs_advantage", np.float64),
+                 ("kl", np.float64), ("rollouts_generated", np.int64), ("rollouts_kept", np.int64),
+                 ("wall_time_s", np.float64))
+_C = {name: i for i, name in enumerate(COUNT_FIELDS)}
 _CONFIG_KEYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
                 "steps_per_generation", "generation_batch_size", "num_iterations", "logging_steps", "max_steps",
                 "learning_rate", "beta", "loss_type", "scale_rewards", "temperature", "max_completion_length",
@@ -74,13 +91,24 @@ def _label(prompt) -> str:
     return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
 
 
+def to_numpy(tensor, dtype=np.float64) -> np.ndarray:
+    """A fresh numpy copy of a torch tensor (any device; half precision widened first)."""
+    t = tensor.detach()
+    if t.is_floating_point():
+        t = t.float()
+    return t.cpu().numpy().astype(dtype)
+
+
 def combine_rewards(rewards_per_func, weights) -> np.ndarray:
     """TRL's combined reward: sum over functions of weight x reward, None/NaN terms skipped;
     NaN where every function returned None (rows x functions -> rows)."""
     rpf = np.asarray(rewards_per_func, dtype=float)
     w = np.asarray(weights, dtype=float)
-    total = np.nansum(rpf * w[None, :], axis=1)
-    return np.where(np.all(np.isnan(rpf), axis=1), np.nan, total)
+    missing = np.isnan(rpf)
+    if not missing.any():  # the usual case: one matrix-vector product
+        return rpf @ w
+    total = np.where(missing, 0.0, rpf) @ w
+    return np.where(missing.all(axis=1), np.nan, total)
 
 
 class GroupRecorder:
@@ -121,38 +149,43 @@ class GroupRecorder:
         self.weights = trainer.reward_weights.detach().cpu().numpy().astype(float)
         self.func_names = list(trainer.reward_func_names)
         self._index_prompts(trainer.train_dataset)
-        self.rolling = RollingPassRates(self.n_prompts, self.window)
+        self.rolling = RollingPassRates(self.n_prompts, self.window, self.G)
         args = trainer.args
         self.steps_per_batch = args.steps_per_generation * trainer.num_iterations / args.gradient_accumulation_steps
-        self.appender = RecordAppender(self.out, self._meta(trainer), background=True)
+        self.appender = RecordAppender(self.out, self._meta(trainer), segment_rows=SEGMENT_ROWS, background=True)
         atexit.register(self._drain)  # a run that dies by an exception still gets its last flush on disk
-        self.current = None  # the generation batch being trained on: dict of group columns
+        self.current = None  # the generation batch being trained on (a _Batch)
+        self.done: list[_Batch] = []  # final batches not yet handed to the appender (one flush's worth)
         self.generation = 0
-        self.step_batches: dict[int, list] = {}  # step -> (rewards, advantages) of the batches generated for it
+        self.step_counts: dict[int, list] = {}  # step -> (count vector, rows kept) of its generation batches
+        self.step_rows: list[tuple] = []  # steps table rows not yet handed to the appender (one flush's worth)
+        self.metric_keys = {}  # figure name -> TRL log key, built once
         self.missing = np.zeros(len(self.func_names) + 1, np.int64)  # per function, then combined
         self.rollouts = 0
         self.t0 = time.perf_counter()
-        self._scored = None
+        self._scored: list[tuple] = []  # (rewards_per_func, prompt ids) of each scoring call in this batch
 
         calc, gen, prep = trainer._calculate_rewards, trainer._generate_and_score_completions, trainer._prepare_inputs
 
         def _calculate_rewards(inputs, prompts, completions, completion_ids_list):
             rpf = calc(inputs, prompts, completions, completion_ids_list)
             if trainer.model.training:
-                self._scored = (rpf.detach().float().cpu().numpy().astype(np.float64), self._ids(inputs))
+                self._scored.append((to_numpy(rpf), self._ids(inputs)))
             return rpf
 
         def _generate_and_score_completions(inputs):
-            out = gen(inputs)
-            if trainer.model.training and self._scored is not None:
-                self._on_batch(out)
-            self._scored = None
+            try:
+                out = gen(inputs)
+                if trainer.model.training and self._scored:
+                    self._on_batch(out)
+            finally:
+                self._scored = []
             return out
 
         def _prepare_inputs(generation_batch):
             out = prep(generation_batch)
             if trainer.model.training and self.current is not None:
-                self.current["last_step"][:] = trainer.state.global_step + 1
+                self.current.last_step = trainer.state.global_step + 1
             return out
 
         trainer._calculate_rewards = _calculate_rewards
@@ -187,24 +220,35 @@ class GroupRecorder:
                 self.prompt_tag[pid] = index[t]
 
     def _ids(self, inputs) -> np.ndarray:
+        """Each row's prompt id. Rows come in runs of one prompt (TRL repeats each prompt G times in a
+        row), so a prompt is keyed once per run; the others are compared with the row before."""
         if self.has_ids:
-            return np.asarray([int(x["prompt_id"]) for x in inputs], np.int64)
-        out = []
-        for x in inputs:
-            key = prompt_key(x["prompt"])
-            if key not in self.ids:  # a prompt not in train_dataset (an iterable or changed dataset)
-                self.ids[key] = self.n_prompts
-                self.n_prompts += 1
-                self.labels.append(_label(x["prompt"]))
-                self.prompt_tag = np.append(self.prompt_tag, -1)
-            out.append(self.ids[key])
-        return np.asarray(out, np.int64)
+            return np.fromiter((x["prompt_id"] for x in inputs), np.int64, len(inputs))
+        out = np.empty(len(inputs), np.int64)
+        prev, pid = None, -1
+        for i, x in enumerate(inputs):
+            prompt = x["prompt"]
+            if i == 0 or prompt != prev:
+                pid = self._prompt_id(prompt)
+                prev = prompt
+            out[i] = pid
+        return out
+
+    def _prompt_id(self, prompt) -> int:
+        key = prompt_key(prompt)
+        if key not in self.ids:  # a prompt not in train_dataset (an iterable or changed dataset)
+            self.ids[key] = self.n_prompts
+            self.n_prompts += 1
+            self.labels.append(_label(prompt))
+            self.prompt_tag = np.append(self.prompt_tag, -1)
+        return self.ids[key]
 
     def _meta(self, trainer) -> dict:
         import torch
         import transformers
 
         args = trainer.args
+        ds = getattr(trainer, "lab_dynamic_sampling", None)  # dynamic_sampling_trainer's settings
         model = trainer.accelerator.unwrap_model(trainer.model)
         name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
         meta = {
@@ -216,7 +260,9 @@ class GroupRecorder:
             "reward_funcs": self.func_names,
             "reward_weights": self.weights.tolist(),
             "reward_tolerance": self.tolerance,
-            "config": {k: getattr(args, k, None) for k in _CONFIG_KEYS},
+            "config": {k: getattr(args, k, None) for k in _CONFIG_KEYS}
+                      | {"dynamic_sampling": ds is not None,
+                         "max_num_gen_batches": (ds or {}).get("max_num_gen_batches")},
             "versions": {"grpo_lab": __version__, "trl": self.trl.__version__, "transformers": transformers.__version__,
                          "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()},
             "device": str(trainer.accelerator.device),
@@ -228,84 +274,107 @@ class GroupRecorder:
 
     # -- during training
     def _on_batch(self, out) -> None:
-        rpf, ids = self._scored
+        """Keep one generation batch (the previous one becomes final) and put its figures into TRL's logs.
+
+        Whole-array work only: the batch's counts (:func:`~grpo_lab.sims.trl.metrics.batch_counts`),
+        the rolling per-prompt update, and one append per log key."""
         G, trainer = self.G, self.trainer
+        rounds = getattr(trainer, "lab_ds_rounds", None)
+        if rounds is not None and len(rounds) != len(self._scored):
+            raise InputError("GroupRecorder: the dynamic-sampling rounds do not match the scoring calls")
+        if rounds is None and len(self._scored) != 1:
+            raise InputError("GroupRecorder: a generation batch was scored more than once (an unknown subclass)")
+        rpf = np.concatenate([p[0] for p in self._scored]) if len(self._scored) > 1 else self._scored[0][0]
+        ids = np.concatenate([p[1] for p in self._scored]) if len(self._scored) > 1 else self._scored[0][1]
         rows = len(rpf)
         if rows % G:
             raise InputError(f"GroupRecorder: a generation batch of {rows} rows is not whole groups of {G}")
         n = rows // G
         ids = ids.reshape(n, G)
-        if np.any(ids != ids[:, :1]):
-            raise InputError("GroupRecorder: a group mixes prompts (TRL's row order is not the one this version expects)")
+        if np.any(ids[:, 1:] != ids[:, :1]):
+            raise InputError("GroupRecorder: a group mixes prompts "
+                             "(TRL's row order is not the one this version expects)")
+        pids = ids[:, 0].copy()
         combined = combine_rewards(rpf, self.weights).reshape(n, G)
-        adv = out["advantages"].detach().float().cpu().numpy().astype(np.float64)
-        if adv.ndim > 1:  # per-token advantages (a subclass): one value per rollout is kept, the first token's
-            adv = adv[:, 0]
-        lengths = out["completion_mask"].sum(dim=1).cpu().numpy().astype(np.int64)
+        if rounds is None:  # plain: every group of TRL's batch is trained on
+            adv = out["advantages"].detach()
+            if adv.ndim > 1:  # per-token advantages (a subclass): one value per rollout is kept, the first token's
+                adv = adv[:, 0]
+            adv = to_numpy(adv).reshape(n, G)
+            lengths = to_numpy(out["completion_mask"].sum(dim=1), np.int64).reshape(n, G)
+            kept = np.ones(n, bool)
+            kept_adv = adv
+        else:  # dynamic sampling: every drawn group, with the advantages TRL computed in its round
+            adv = np.concatenate([r["advantages"] for r in rounds]).reshape(n, G)
+            lengths = np.concatenate([r["lengths"] for r in rounds]).reshape(n, G)
+            kept = np.concatenate([r["keep"] for r in rounds])
+            kept_adv = adv[kept]
         self._finalise()
         step = trainer.state.global_step + 1
-        self.current = {
-            "step": np.full(n, step, np.int64),
-            "prompt_id": ids[:, 0].copy(),
-            "rewards": combined,
-            "advantages": adv.reshape(n, G),
-            "lengths": lengths.reshape(n, G),
-            "kept": np.ones(n, bool),
-            "last_step": np.full(n, step, np.int64),
-            "generation": np.full(n, self.generation, np.int64),
-            "tag": self.prompt_tag[ids[:, 0]],
-            "rewards_per_func": rpf.reshape(n, G, -1),
-        }
+        tag = self.prompt_tag[pids]
+        self.current = _Batch(step, step, self.generation, pids, combined, adv, lengths, tag, rpf.reshape(n, G, -1),
+                              kept)
         self.generation += 1
-        self.missing[:-1] += np.isnan(rpf).sum(axis=0)
-        self.missing[-1] += int(np.isnan(combined).sum())
+        missing = np.isnan(rpf)
+        if missing.any():
+            self.missing[:-1] += missing.sum(axis=0)
+        vec, by_tag = batch_counts(combined, kept_adv, self.tolerance, tag, len(self.tag_names))
+        self.missing[-1] += int(vec[_C["missing"]])
         self.rollouts += rows
-        self.rolling.update(ids[:, 0], combined)
-        figures = batch_metrics(combined, adv.reshape(n, G), self.steps_per_batch, self.current["tag"],
-                                self.tag_names, self.tolerance)
-        self.step_batches.setdefault(step, []).append((combined, adv.reshape(n, G), figures))
+        self.rolling.update(pids, combined)
+        self.step_counts.setdefault(step, []).append((vec, int(np.count_nonzero(kept)) * G))
+        figures = metrics_from_counts(vec, self.steps_per_batch, by_tag, self.tag_names)
         figures.update(self.rolling.d_values(G))
-        buf = trainer._metrics["train"]
+        buf, keys = trainer._metrics["train"], self.metric_keys
         for k, v in figures.items():
-            buf[PREFIX + k].append(v)
+            key = keys.get(k)
+            if key is None:
+                key = keys[k] = PREFIX + k
+            buf[key].append(v)
 
     def _finalise(self) -> None:
         if self.current is not None:
-            self.appender.append("groups", self.current)
+            self.done.append(self.current)
             self.current = None
 
-    def _step_row(self, step: int) -> dict[str, np.ndarray]:
-        batches = self.step_batches.pop(step, [])
-        r = np.concatenate([b[0] for b in batches]) if batches else np.zeros((0, self.G))
-        a = np.concatenate([b[1] for b in batches]) if batches else np.zeros((0, self.G))
-        # one batch for this step (the usual case): its figures are the step's
-        fig = batches[0][2] if len(batches) == 1 else batch_metrics(r, a, self.steps_per_batch, tolerance=self.tolerance)
+    def _step_row(self, step: int) -> tuple:
+        """The steps-table row of ``step``: its batches' counts pooled (no batch: NaN shares)."""
+        batches = self.step_counts.pop(step, None) or []
+        vec = batches[0][0] if len(batches) == 1 else pool_counts([b[0] for b in batches])
+        n, rollouts = vec[_C["groups"]], int(vec[_C["rollouts"]])
+        kept = sum(b[1] for b in batches)
+        scored = rollouts - vec[_C["missing"]]
         nan = float("nan")
-        row = {
-            "step": step,
-            "frac_reward_zero_std": 1.0 - fig["effective_group_rate"] if len(r) else nan,
-            "frac_all_pass": fig["frac_all_pass"],
-            "frac_all_fail": fig["frac_all_fail"],
-            "reward_mean": float(np.nanmean(r)) if np.any(~np.isnan(r)) else nan,
-            "max_abs_advantage": fig["max_abs_advantage"] if len(r) else nan,
-            "kl": nan,
-            "rollouts_generated": int(r.size),
-            "rollouts_kept": int(r.size),
-            "wall_time_s": time.perf_counter() - self.t0,
-        }
-        return {k: np.asarray([v], np.int64 if k in ("step", "rollouts_generated", "rollouts_kept") else np.float64)
-                for k, v in row.items()}
+        return (step, 1.0 - vec[_C["useful"]] / n if n else nan, vec[_C["all_pass"]] / n if n else nan,
+                vec[_C["all_fail"]] / n if n else nan, vec[_C["reward_sum"]] / scored if scored else nan,
+                vec[_C["max_abs_advantage"]] if n else nan, nan, rollouts, kept, time.perf_counter() - self.t0)
 
     def on_step_end(self, step: int) -> None:
-        """Append step ``step``'s row and flush the record."""
-        self.appender.append("steps", self._step_row(step))
+        """Keep step ``step``'s row; flush the record when the flush interval has passed."""
+        self.step_rows.append(self._step_row(step))
         if time.perf_counter() - self._last_flush >= self.flush_interval_s:
             self.flush(step)
 
+    def _hand_over_groups(self) -> None:
+        """The final batches kept since the last flush, as one block of columns, to the appender."""
+        if self.done:
+            self.appender.append("groups", _columns(self.done))
+            self.done = []
+
+    def _hand_over_steps(self) -> None:
+        """The kept step rows, as columns, to the appender (once per flush)."""
+        if self.step_rows:
+            cols = list(zip(*self.step_rows))
+            self.appender.append("steps", {name: np.asarray(col, kind)
+                                           for (name, kind), col in zip(_STEP_COLUMNS, cols)})
+            self.step_rows = []
+
     def flush(self, step: int, complete: bool = False) -> None:
-        pending = {"groups": self.current} if self.current is not None else {}
         if not self.generation:
             return  # nothing generated yet: no record to write (a record needs its groups table)
+        pending = {"groups": _columns([self.current])} if self.current is not None else {}
+        self._hand_over_groups()
+        self._hand_over_steps()
         self._last_flush = time.perf_counter()
         summary = {"rollouts": self.rollouts, "generation_batches": self.generation,
                    "rewards_missing": int(self.missing[-1]),
@@ -338,6 +407,30 @@ class GroupRecorder:
             self.appender.wait()
         except Exception:  # at exit there is nobody left to tell
             pass
+
+
+class _Batch:
+    """One generation batch as the recorder keeps it until a flush: per-group arrays and three scalars."""
+
+    __slots__ = ("step", "last_step", "generation", "prompt_id", "rewards", "advantages", "lengths", "tag",
+                 "rewards_per_func", "kept")
+
+    def __init__(self, step, last_step, generation, prompt_id, rewards, advantages, lengths, tag, rewards_per_func,
+                 kept):
+        self.step, self.last_step, self.generation = step, last_step, generation
+        self.prompt_id, self.rewards, self.advantages, self.lengths = prompt_id, rewards, advantages, lengths
+        self.tag, self.rewards_per_func, self.kept = tag, rewards_per_func, kept
+
+
+def _columns(batches: list[_Batch]) -> dict[str, np.ndarray]:
+    """The groups-table columns of ``batches``, in order (fresh arrays)."""
+    n = [len(b.prompt_id) for b in batches]
+    cat = (lambda name: np.concatenate([getattr(b, name) for b in batches]))
+    rep = (lambda name: np.repeat(np.asarray([getattr(b, name) for b in batches], np.int64), n))
+    return {"step": rep("step"), "prompt_id": cat("prompt_id"), "rewards": cat("rewards"),
+            "advantages": cat("advantages"), "lengths": cat("lengths"), "kept": cat("kept"),
+            "last_step": rep("last_step"), "generation": rep("generation"), "tag": cat("tag"),
+            "rewards_per_func": cat("rewards_per_func")}
 
 
 def _make_callback(recorder: GroupRecorder):
