@@ -127,3 +127,34 @@ def test_a_line_longer_than_a_json_block_is_read_by_pyarrow(tmp_path, monkeypatc
     for k in expected.groups:
         np.testing.assert_array_equal(expected.groups[k], got.groups[k])
     assert got.meta == expected.meta
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_prompt_index_numbers_texts_by_first_appearance_across_batches(arrow, monkeypatch):
+    """Run-wide codes equal a dict's first-appearance numbering, across batches of files, with empty files."""
+    import pyarrow as pa
+
+    from grpo_lab.sims.ingest import prompts
+    from grpo_lab.sims.ingest.verl_rows import DumpRows
+
+    monkeypatch.setattr(prompts, "BATCH_FILES", 3)
+    rng = np.random.default_rng(7)
+    index = prompts.PromptIndex()
+    if not arrow:
+        index._pa = None
+    files, seen = [], {}
+    for f in range(10):
+        n = 0 if f == 4 else int(rng.integers(1, 12))
+        rows_text = [f"prompt {int(x)} \u00e9" for x in rng.integers(0, 15, n)]
+        distinct = list(dict.fromkeys(rows_text))
+        local = np.array([distinct.index(t) for t in rows_text], np.int64)
+        rows = DumpRows(np.zeros(n, np.int64), local, {})
+        index.add(rows, pa.array(distinct, pa.string()) if arrow and f % 2 else distinct)
+        files.append((rows, rows_text))
+        for t in rows_text:
+            seen.setdefault(t, len(seen))
+    index.finish()
+    assert len(index) == len(seen)
+    for rows, rows_text in files:
+        assert rows.prompt.tolist() == [seen[t] for t in rows_text]
+    assert index.texts(list(range(len(seen)))) == list(seen)

@@ -53,13 +53,14 @@ class Grouping:
             return np.fmax.reduceat(v, starts) - np.fmin.reduceat(v, starts)
 
 
-def group_rows(step: np.ndarray, prompt: np.ndarray, G: int) -> Grouping:
+def group_rows(step: np.ndarray, prompt: np.ndarray, G: int | None = None) -> Grouping:
     """Group rows by (step, prompt) into blocks of ``G`` (every key must have a multiple of G rows).
 
     Parameters
     ----------
     step, prompt : int arrays, one entry per row, in file order (prompt: any integer code of the text).
-    G : group size.
+    G : group size; None: the greatest common divisor of the rows per key (``Grouping.G``; a caller
+        refuses 1, which means the rows do not split into groups). 0 for no rows.
 
     Groups come out ordered by step, then by the first row of their (step, prompt) key, then in
     file order within the key (the order of the line-by-line reader).
@@ -69,7 +70,7 @@ def group_rows(step: np.ndarray, prompt: np.ndarray, G: int) -> Grouping:
     n = len(step)
     if n == 0:
         e = np.zeros(0, np.int64)
-        return Grouping(e, e, e, e, e, G)
+        return Grouping(e, e, e, e, e, G or 0)
     width = int(prompt.max()) + 1
     key = step * width + prompt
     uniq, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
@@ -79,6 +80,8 @@ def group_rows(step: np.ndarray, prompt: np.ndarray, G: int) -> Grouping:
     rank[rank_order] = np.arange(len(rank_order))
     order = np.argsort(rank[inverse.reshape(-1)], kind="stable")
     rows_per_key = counts[rank_order]
+    if G is None:
+        G = int(np.gcd.reduce(rows_per_key))
     groups_per_key = rows_per_key // G
     key_first_group = np.concatenate([[0], np.cumsum(groups_per_key)[:-1]]).astype(np.int64)
     g_step = np.repeat(ukey_step[rank_order], groups_per_key)

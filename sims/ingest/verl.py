@@ -44,6 +44,7 @@ from .common import Bundle
 from .common import steps_phrase as _steps_phrase
 from .grouping import group_rows
 from .parallel import map_files
+from .prompts import PromptIndex
 from .verl_rows import parse_dump
 
 __all__ = ["ingest_verl"]
@@ -151,8 +152,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
     keys = tuple(dict.fromkeys(("score", "acc", "overlong_reward") +
                                ((reward_key,) if reward_key not in (None, TRAINING) else ())))
     need = reward_key if reward_key not in (None, TRAINING) else "score"
-    index: dict[str, int] = {}
-    texts: list[str] = []
+    prompts = PromptIndex()
     parts: list = []
     dump_files = []
     if bundle.single:
@@ -162,16 +162,10 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
             scalar_files.append(dumps[0])
             dumps = []
     for k, (rows, local, _) in enumerate(_parse_all(bundle, dumps, keys, need)):
-        codes = np.empty(len(local), np.int64)
-        for i, t in enumerate(local):  # one step per distinct prompt of the file
-            c = index.get(t)
-            if c is None:
-                c = index[t] = len(texts)
-                texts.append(t)
-            codes[i] = c
-        rows.prompt = codes[rows.prompt] if len(rows.prompt) else rows.prompt
+        prompts.add(rows, local)  # rows.prompt: the file's codes, run-wide once its batch is taken
         parts.append(rows)
         dump_files.append(dumps[k])
+    prompts.finish()
     n_rows = sum(len(p.step) for p in parts)
     if not n_rows and not scalars:
         raise InputError(f"{bundle.origin}: no verl rollout dumps ({{step}}.jsonl) or file-logger scalars found")
@@ -182,6 +176,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
     alternatives: dict = {}
     ambiguous = uncertain = 0
     row_step = np.concatenate([p.step for p in parts]) if parts else np.zeros(0, np.int64)
+    group_steps = np.zeros(0, np.int64)  # the steps that have groups
     groups = None
     labels: list[str] = []
     if n_rows:
@@ -194,19 +189,19 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
         if classified is None:
             raise InputError(f"{bundle.origin}: no {reward_key!r} key in the rollout dump")
         width = int(row_prompt.max()) + 1
-        _, counts = np.unique(row_step * width + row_prompt, return_counts=True)
+        grouping = group_rows(row_step, row_prompt, G)  # G None: the gcd of the rows per (step, prompt)
         if G is None:
-            G = int(np.gcd.reduce(counts))
+            G = grouping.G
             if G < 2:
                 raise InputError(f"{bundle.origin}: cannot infer the group size (rows per prompt per step: "
-                                 f"{sorted(set(counts.tolist()))[:6]}); pass --num-generations (verl's rollout.n)")
-        grouping = group_rows(row_step, row_prompt, G)
+                                 f"{sorted(set(grouping.rows_per_key.tolist()))[:6]}); pass --num-generations "
+                                 "(verl's rollout.n)")
         bad = np.flatnonzero(grouping.rows_per_key % G)
         if bad.size:
             k = int(bad[0])
             first_row = grouping.order[int(np.sum(grouping.rows_per_key[:k]))]
             raise InputError(f"{bundle.origin}: step {int(row_step[first_row])} has {int(grouping.rows_per_key[k])} "
-                             f"rows for prompt {texts[int(row_prompt[first_row])][:60]!r}, not a multiple of the "
+                             f"rows for prompt {prompts.texts([row_prompt[first_row]])[0][:60]!r}, not a multiple of the "
                              f"group size {G}")
         rewards = np.asarray(classified, float)[grouping.order].reshape(-1, G)
         # prompts numbered in order of first appearance in the record's group order
@@ -214,13 +209,14 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
         by_first = uniq[np.argsort(first)]
         remap = np.empty(width, np.int64)
         remap[by_first] = np.arange(len(by_first))
-        labels = [prompt_label(texts[int(c)]) for c in by_first]
+        labels = [prompt_label(t) for t in prompts.texts(by_first)]
         n = len(rewards)
         groups = {"step": grouping.step, "prompt_id": remap[grouping.prompt], "rewards": rewards,
                   "advantages": np.full((n, G), np.nan), "lengths": np.full((n, G), -1, np.int64),
                   "kept": np.ones(n, bool)}
         alternatives = {a: outcome_summary(np.asarray(v, float)[grouping.order].reshape(-1, G), tolerance)
                         for a, v in offer.items()}
+        group_steps, inv = np.unique(grouping.step, return_inverse=True)
         amb = grouping.ambiguous_keys()
         if amb.size:
             per_key_groups = grouping.rows_per_key[amb] // G
@@ -240,11 +236,12 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
         # verl's own figure: critic/score/mean = mean of token_level_scores summed (the training reward)
         train = next(iter(offer.values()), None)
         if scalars and train is not None:
-            ustep, inv = np.unique(row_step, return_inverse=True)
-            ok = ~np.isnan(train)
-            mean = np.bincount(inv, np.where(ok, train, 0.0)) / np.maximum(np.bincount(inv, ok.astype(float)), 1)
+            t = np.asarray(train, float)[grouping.order].reshape(-1, G)  # every row is in a group
+            ok = ~np.isnan(t)
+            mean = (np.bincount(inv, np.where(ok, t, 0.0).sum(axis=1))
+                    / np.maximum(np.bincount(inv, ok.sum(axis=1).astype(float)), 1))
             off = []
-            for s, mine in zip(ustep.tolist(), mean.tolist()):
+            for s, mine in zip(group_steps.tolist(), mean.tolist()):
                 logged = scalars.get(s, {}).get("critic/score/mean")
                 if logged is not None and not math.isclose(logged, mine, rel_tol=1e-4, abs_tol=1e-5):
                     off.append((s, logged, mine))
@@ -255,7 +252,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
                              "dump's score is not what trained (e.g. an overlong penalty not logged), or the metrics "
                              "file belongs to another run")
     if scalars:
-        without = sorted(set(scalars) - set(np.unique(row_step).tolist()))
+        without = sorted(set(scalars) - set(group_steps.tolist()))
         if without:
             val_only = [s for s in without if all(k.startswith("val-") for k in scalars[s])]
             notes.append(f"scalars but no rollouts at {_steps_phrase(without)}"

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from .common import format_hint, intern_codes, iter_json_lines
 
-__all__ = ["DumpRows", "read_dump", "parse_dump", "number"]
+__all__ = ["DumpRows", "parse_dump", "number"]
 
 _TENSOR_TEXT = re.compile(r"^tensor\((-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|True|False)\.?\)$")
 _BOOL_COLUMN = re.compile(r"Column\(/([^)]*)\) changed from (?:number to boolean|boolean to number)")
@@ -52,7 +52,8 @@ class DumpRows:
         self.step, self.prompt, self.cols = step, prompt, cols
 
 
-def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: list, bools: set) -> DumpRows | None:
+def _fast(data: bytes, keys: tuple[str, ...], need: str, bools: set):
+    """``(rows, the file's distinct prompts as a pyarrow string array)``, or None: the line reader's turn."""
     try:
         import pyarrow as pa
         import pyarrow.json as pj
@@ -83,12 +84,9 @@ def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: li
     steps = step.to_numpy()
     if len(steps) and steps.min() < 0:
         return None
-    enc = text.combine_chunks().dictionary_encode() if tab.num_rows else None
-    if enc is None:
-        codes = np.zeros(0, np.int64)
-    else:
-        local = intern_codes(enc.dictionary.to_pylist(), index, labels)
-        codes = local[enc.indices.to_numpy(zero_copy_only=False)]
+    # the file's distinct prompts stay in arrow: codes into them, interned across files by .prompts
+    enc = text.combine_chunks().dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False)
     cols = {}
     for k in keys:
         c = tab.column(k)
@@ -96,10 +94,10 @@ def _fast(data: bytes, keys: tuple[str, ...], need: str, index: dict, labels: li
             continue  # the key is in no line of this file
         cols[k] = np.asarray(c.to_numpy(zero_copy_only=False), dtype=float) if c.null_count == 0 else \
             np.asarray(c.cast(pa.float64()).fill_null(math.nan).to_numpy(zero_copy_only=False), dtype=float)
-    return DumpRows(steps.astype(np.int64), codes, cols)
+    return DumpRows(steps.astype(np.int64), codes, cols), enc.dictionary
 
 
-def _slow(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict, labels: list) -> DumpRows:
+def _slow(data: bytes, label: str, keys: tuple[str, ...], need: str, labels: list) -> DumpRows:
     steps: list[int] = []
     texts: list[str] = []
     cols: dict[str, list] = {}
@@ -123,23 +121,19 @@ def _slow(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict
                 col.append(number(obj[k], k, f"{label} line {n}"))
     for col in cols.values():  # rows without a key read as NaN
         col.extend([math.nan] * (len(steps) - len(col)))
-    return DumpRows(np.asarray(steps, np.int64), intern_codes(texts, index, labels),
+    return DumpRows(np.asarray(steps, np.int64), intern_codes(texts, {}, labels),
                     {k: np.asarray(v, float) for k, v in cols.items()})
 
 
 def parse_dump(data: bytes, label: str, keys: tuple[str, ...], need: str, bools: frozenset = frozenset()
-               ) -> tuple[DumpRows, list[str], frozenset]:
-    """One dump file on its own (for a worker process): rows with prompt codes into the returned texts,
-    and the keys found to be JSON booleans. ``bools``: those known from earlier files."""
-    texts: list[str] = []
+               ) -> tuple[DumpRows, object, frozenset]:
+    """One dump file on its own (in a worker thread or process): rows with prompt codes into the returned
+    texts, and the keys found to be JSON booleans (``bools``: those known from earlier files, so later files
+    parse on the first try). The texts are the file's distinct prompts: a pyarrow string array from pyarrow's
+    reader, a list of str from the line reader; :mod:`.prompts` interns either across files."""
     found = set(bools)
-    rows = read_dump(data, label, keys, need, {}, texts, found)
-    return rows, texts, frozenset(found)
-
-
-def read_dump(data: bytes, label: str, keys: tuple[str, ...], need: str, index: dict, labels: list,
-              bools: set) -> DumpRows:
-    """One dump file's rows. ``index``/``labels`` intern prompt texts across files; ``bools`` remembers
-    which keys were JSON booleans (so later files parse on the first try)."""
-    rows = _fast(data, keys, need, index, labels, bools)
-    return rows if rows is not None else _slow(data, label, keys, need, index, labels)
+    fast = _fast(data, keys, need, found)
+    if fast is not None:
+        return (*fast, frozenset(found))
+    texts: list[str] = []
+    return _slow(data, label, keys, need, texts), texts, frozenset(found)
