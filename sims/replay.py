@@ -19,6 +19,8 @@ prompt was not sampled at that step), the matrix the replay grid scrubs through.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .errors import InputError
@@ -27,7 +29,7 @@ from .advantages import THRESHOLD
 from .record import RunRecord, group_outcomes
 from .scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
-__all__ = ["NOT_SAMPLED", "step_series", "grid_states", "eval_index", "rolling_mean", "HISTOGRAM_STATES",
+__all__ = ["NOT_SAMPLED", "GroupFacts", "group_facts", "step_series", "grid_states", "eval_index", "rolling_mean", "HISTOGRAM_STATES",
            "step_histograms", "scalar_step_series", "grid_successes", "group_size"]
 
 NOT_SAMPLED = -1  #: grid state of a prompt with no group at a step
@@ -68,14 +70,48 @@ def eval_index(record: RunRecord, steps) -> np.ndarray:
     return order[np.maximum(pos, 0)]
 
 
-def step_series(record: RunRecord, window: int = 10) -> dict[str, np.ndarray]:
-    """Per-step series for the replay plots (see the module docstring). All arrays share ``step``'s length."""
+@dataclass(frozen=True)
+class GroupFacts:
+    """What every function here needs from a record's groups, computed once (:func:`group_facts`).
+
+    ``steps`` the distinct steps with groups (sorted); ``row`` each group's index into ``steps``;
+    ``degenerate`` / ``all_pass`` / ``all_fail`` :func:`sims.record.group_outcomes` at the record's
+    tolerance; ``code`` the group's grid state (MIXED / ALL_PASS / ALL_FAIL, int8); ``widths`` its
+    non-NaN rewards; ``passes`` its rewards above :data:`sims.advantages.THRESHOLD`; ``reward_sum``
+    the sum of its non-NaN rewards.
+    """
+
+    steps: np.ndarray
+    row: np.ndarray
+    degenerate: np.ndarray
+    all_pass: np.ndarray
+    all_fail: np.ndarray
+    code: np.ndarray
+    widths: np.ndarray
+    passes: np.ndarray
+    reward_sum: np.ndarray
+
+
+def group_facts(record: RunRecord) -> GroupFacts:
+    """The :class:`GroupFacts` of ``record``: one pass over its (groups, G) rewards, shared by
+    :func:`step_series`, :func:`grid_states`, :func:`grid_successes` and :func:`step_histograms`."""
     g = record.groups
-    steps_of_group = np.asarray(g["step"])
-    steps = np.unique(steps_of_group)
-    degenerate, all_pass, all_fail = group_outcomes(g["rewards"], record.reward_tolerance)
-    widths = np.sum(~np.isnan(g["rewards"]), axis=1)
-    inv = np.searchsorted(steps, steps_of_group)
+    step = np.asarray(g["step"])
+    steps = np.unique(step)
+    r = np.asarray(g["rewards"], dtype=float)
+    degenerate, all_pass, all_fail = group_outcomes(r, record.reward_tolerance)
+    valid = ~np.isnan(r)
+    code = np.where(~degenerate, MIXED, np.where(all_pass, ALL_PASS, ALL_FAIL)).astype(np.int8)
+    return GroupFacts(steps=steps, row=np.searchsorted(steps, step), degenerate=degenerate, all_pass=all_pass,
+                      all_fail=all_fail, code=code, widths=valid.sum(axis=1), passes=np.sum(r > THRESHOLD, axis=1),
+                      reward_sum=np.nan_to_num(r, nan=0.0).sum(axis=1))
+
+
+def step_series(record: RunRecord, window: int = 10, facts: GroupFacts | None = None) -> dict[str, np.ndarray]:
+    """Per-step series for the replay plots (see the module docstring). All arrays share ``step``'s length.
+    ``facts``: the record's :func:`group_facts`, if already computed."""
+    f = facts or group_facts(record)
+    steps, inv, degenerate, all_pass, all_fail, widths = f.steps, f.row, f.degenerate, f.all_pass, f.all_fail, f.widths
     n_groups = np.bincount(inv, minlength=len(steps)).astype(float)
 
     def per_step(values):
@@ -83,7 +119,7 @@ def step_series(record: RunRecord, window: int = 10) -> dict[str, np.ndarray]:
 
     with np.errstate(invalid="ignore", divide="ignore"):
         eff = 1.0 - per_step(degenerate) / n_groups
-        rewards = np.nan_to_num(g["rewards"], nan=0.0).sum(axis=1)
+        rewards = f.reward_sum
         out = {
             "step": steps,
             "groups": n_groups,
@@ -124,38 +160,37 @@ def _predictions(record: RunRecord, steps: np.ndarray, inv: np.ndarray):
     return d_real, d_iid
 
 
-def grid_states(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+def grid_states(record: RunRecord, facts: GroupFacts | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(steps, states): ``states[i, x]`` is prompt x's outcome at ``steps[i]`` (MIXED / ALL_PASS / ALL_FAIL),
-    or NOT_SAMPLED. Where a prompt has several groups in one step the last recorded one is shown."""
+    or NOT_SAMPLED. Where a prompt has several groups in one step the last recorded one is shown.
+    ``facts``: the record's :func:`group_facts`, if already computed."""
     g = record.groups
-    steps = np.unique(g["step"])
-    degenerate, all_pass, _ = group_outcomes(g["rewards"], record.reward_tolerance)
-    code = np.where(~degenerate, MIXED, np.where(all_pass, ALL_PASS, ALL_FAIL)).astype(np.int8)
+    f = facts or group_facts(record)
+    steps, code = f.steps, f.code
     states = np.full((len(steps), record.n_prompts), NOT_SAMPLED, dtype=np.int8)
     pid = np.asarray(g["prompt_id"])
     if len(pid) and (pid.min() < 0 or pid.max() >= record.n_prompts):
         raise InputError("run record: prompt_id outside [0, n_prompts)")
-    states[np.searchsorted(steps, g["step"]), pid] = code  # later rows overwrite earlier ones
+    states[f.row, pid] = code  # later rows overwrite earlier ones
     return steps, states
 
 
 
-def grid_successes(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+def grid_successes(record: RunRecord, facts: GroupFacts | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(k, K): per step and prompt (the rows and columns of :func:`grid_states`), how many of the group's
     rollouts passed (reward above :data:`sims.advantages.THRESHOLD`) and how many it had (non-NaN rewards).
 
     Both are int16 arrays of shape (steps, n_prompts); 0 and 0 where the prompt was not sampled; where a
     prompt has several groups in one step the last recorded one counts, as in :func:`grid_states`.
+    ``facts``: the record's :func:`group_facts`, if already computed.
     """
-    g = record.groups
-    steps = np.unique(g["step"])
-    r = np.asarray(g["rewards"], dtype=float)
-    k = np.zeros((len(steps), record.n_prompts), np.int16)
+    f = facts or group_facts(record)
+    k = np.zeros((len(f.steps), record.n_prompts), np.int16)
     K = np.zeros_like(k)
-    if len(steps):
-        at = np.searchsorted(steps, g["step"]), np.asarray(g["prompt_id"])
-        k[at] = np.sum(r > THRESHOLD, axis=1)  # NaN > THRESHOLD is False
-        K[at] = np.sum(~np.isnan(r), axis=1)
+    if len(f.steps):
+        at = f.row, np.asarray(record.groups["prompt_id"])
+        k[at] = f.passes  # NaN > THRESHOLD is False
+        K[at] = f.widths
     return k, K
 
 # --- additions for the lab's replay tab (lab/replay/) -------------------------------------------
@@ -164,7 +199,8 @@ def grid_successes(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
 HISTOGRAM_STATES = (MIXED, ALL_PASS, ALL_FAIL, NOT_SAMPLED)
 
 
-def step_histograms(record: RunRecord, bins: int = 10) -> tuple[np.ndarray, np.ndarray]:
+def step_histograms(record: RunRecord, bins: int = 10, facts: GroupFacts | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Pass-rate histogram at every step, split by each prompt's group state at that step.
 
     For step ``steps[i]`` (as in :func:`grid_states`) every prompt x with a finite pass rate
@@ -176,15 +212,17 @@ def step_histograms(record: RunRecord, bins: int = 10) -> tuple[np.ndarray, np.n
     edges : (bins + 1,) float array
     counts : (steps, bins, 4) int array; ``counts[i, b, j]`` counts prompts in bin b whose state at
         ``steps[i]`` is ``HISTOGRAM_STATES[j]``. All zero when the record has no evaluations.
+    ``facts``: the record's :func:`group_facts`, if already computed.
     """
     if not isinstance(bins, (int, np.integer)) or bins < 1:
         raise InputError("bins must be a positive integer")
-    steps, states = grid_states(record)
+    f = facts or group_facts(record)
     edges = np.linspace(0.0, 1.0, bins + 1)
-    counts = np.zeros((len(steps), bins, len(HISTOGRAM_STATES)), dtype=np.int64)
+    counts = np.zeros((len(f.steps), bins, len(HISTOGRAM_STATES)), dtype=np.int64)
     rates = record.evals.get("pass_rate")
-    if rates is None or len(rates) == 0 or len(steps) == 0:
-        return edges, counts
+    if rates is None or len(rates) == 0 or len(f.steps) == 0:
+        return edges, counts  # without evaluations no grid of states is built
+    steps, states = grid_states(record, f)
     p = np.asarray(rates, dtype=float)[eval_index(record, steps)]  # (steps, prompts)
     cat = np.select([states == c for c in HISTOGRAM_STATES], np.arange(len(HISTOGRAM_STATES)))
     counts = outcome_histogram(p, cat, bins, len(HISTOGRAM_STATES))

@@ -78,3 +78,32 @@ def test_run_view_rejects_prompt_ids_outside_the_record():
                     evals={"step": np.zeros(0, np.int64), "pass_rate": np.zeros((0, 5))})
     with pytest.raises(InputError):
         RunView("bad", bad)
+
+
+def test_grid_successes_and_facts_match_a_loop_over_groups():
+    """k and K per (step, prompt) from the shared group facts equal a loop over the groups (NaN padding, last
+    group of a prompt in a step wins), and each figure is the same with the facts computed once or not."""
+    from grpo_lab.sims.replay import grid_successes, group_facts
+
+    rec = synthetic_record(n_prompts=12, steps=6, G=5, prompts_per_step=12, seed=4)
+    r = rec.groups["rewards"].copy()
+    r[::3, 4] = np.nan  # groups of 4 beside groups of 5
+    rec.groups["rewards"] = r
+    rec.groups["prompt_id"][1] = rec.groups["prompt_id"][0]  # a prompt twice in one step
+    facts = group_facts(rec)
+    k, K = grid_successes(rec, facts)
+    steps = sorted(set(rec.groups["step"].tolist()))
+    want_k, want_K = np.zeros_like(k), np.zeros_like(K)
+    for s, pid, row in zip(rec.groups["step"], rec.groups["prompt_id"], r):
+        i = steps.index(int(s))
+        want_k[i, pid] = sum(1 for v in row if v == v and v > 0.5)
+        want_K[i, pid] = sum(1 for v in row if v == v)
+    np.testing.assert_array_equal(k, want_k)
+    np.testing.assert_array_equal(K, want_K)
+    for a, b in zip(grid_successes(rec), (k, K)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(grid_states(rec)[1], grid_states(rec, facts)[1])
+    np.testing.assert_array_equal(step_histograms(rec, 4)[1], step_histograms(rec, 4, facts)[1])
+    one, shared = step_series(rec), step_series(rec, 10, facts)
+    for key in one:
+        np.testing.assert_array_equal(one[key], shared[key])

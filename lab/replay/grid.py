@@ -56,7 +56,7 @@ def _run_data(view: RunView, which: str, steps: np.ndarray) -> dict:
     if view.scalars_only:
         k = K = np.zeros((len(view.steps), n), np.int16)
     else:
-        k, K = grid_successes(view.record)
+        k, K = grid_successes(view.record, view.facts)
     counts = "<u1" if int(K.max(initial=0)) <= 255 else "<i2"  # a byte per count for any usual group size
     prefix = "replay-" if which == "a" else f"replay-{which}-"
     return {"caption": caption(view, which), "prompts": view.prompt_labels, "words": WORDS,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grpo_lab.sims.record import RunRecord
-from grpo_lab.sims.replay import eval_index, grid_states, group_size, scalar_step_series, step_histograms, step_series
-from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+from grpo_lab.sims.replay import (NOT_SAMPLED, GroupFacts, eval_index, grid_states, group_facts, group_size,
+                                  scalar_step_series, step_histograms, step_series)
 
 from ..grid.cells import FILTERED, cell_positions
 
@@ -87,11 +87,13 @@ class RunView:
     hist: np.ndarray = field(init=False)
     x: np.ndarray = field(init=False)
     y: np.ndarray = field(init=False)
+    facts: GroupFacts | None = field(init=False, repr=False)  # computed once; None for a scalars-only record
 
     def __post_init__(self):
         rec = self.record
         self.scalars_only = len(rec.groups["step"]) == 0
         n = rec.n_prompts
+        self.facts = None
         if self.scalars_only:
             raw = scalar_step_series(rec, ROLLING_WINDOW)
             self.steps = np.asarray(raw["step"], np.int64)
@@ -99,11 +101,12 @@ class RunView:
             self.hist_edges = np.linspace(0, 1, HIST_BINS + 1)
             self.hist = np.zeros((len(self.steps), HIST_BINS, 4), np.int64)
         else:
-            raw = step_series(rec, ROLLING_WINDOW)
-            steps, states = grid_states(rec)
+            self.facts = group_facts(rec)  # the group outcomes, computed once for every figure below
+            raw = step_series(rec, ROLLING_WINDOW, self.facts)
+            steps, states = grid_states(rec, self.facts)
             self.steps = np.asarray(steps, np.int64)
-            self.codes = np.where(np.isin(states, (MIXED, ALL_PASS, ALL_FAIL)), states, NOT_SAMPLED_CODE).astype(np.int8)
-            self.hist_edges, self.hist = step_histograms(rec, HIST_BINS)
+            self.codes = np.where(states == NOT_SAMPLED, NOT_SAMPLED_CODE, states).astype(np.int8)
+            self.hist_edges, self.hist = step_histograms(rec, HIST_BINS, self.facts)
         self.series = series_columns(raw)
         self.series["step"] = self.steps.astype(float)
         rates = rec.evals.get("pass_rate")
