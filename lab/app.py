@@ -8,7 +8,8 @@ the browser through ``lab/static/kernel.js`` (see ``lab.grid``), the plots from 
 URL query parameters (``progress``, ``K``, ``filter``, ``band_lo``, ``band_hi``, ``rho``,
 ``n_prompts``, ``a``, ``b``, ``seed``) set and follow the controls; bad values are
 clamped or replaced with a visible notice. ``?embed=true`` shows only the grid, the
-main controls and the main readouts; ``?present=true`` is the presentation mode (``lab.views.layout``);
+main controls and the main readouts, with ``caption=TEXT`` above them, and posts its height to the parent
+frame (``lab.embed``, ``lab.views.embed``); ``?present=true`` is the presentation mode (``lab.views.layout``);
 ``?tour=N`` opens step N of the guided tour (``lab.views.tour``).
 
 Tabs: :data:`TABS` lists ``(title, builder)``; a builder takes the session's
@@ -26,8 +27,10 @@ import panel as pn
 from grpo_lab.access import PAGE_CSS, PageAccess
 from grpo_lab.debounce import Debounce
 from grpo_lab.memory import release_soon
+from grpo_lab.embed import embed_options
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
+from grpo_lab.views.embed import embed_page
 from grpo_lab.views.layout import PRESENT_CSS
 from grpo_lab.views.live import LiveLab
 from grpo_lab.views.tour import TourPanel, TourState, tour_step
@@ -101,8 +104,7 @@ def build_app(query: dict[str, str] | None = None):
         pn.state.onload(lambda: _sync_url(session.lab, query, tour))
         pn.state.on_session_destroyed(release_soon)  # its memory back to the system (grpo_lab.memory)
     if session.embed:
-        return pn.Column(LiveLab(session.lab, session.play, embed=True).panel, PageAccess(),
-                         css_classes=["grpo-lab", "embed"])
+        return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query), PageAccess())
     header = pn.pane.HTML(
         f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "

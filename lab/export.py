@@ -35,6 +35,7 @@ from grpo_lab.sims.population import Population, draw_population
 from grpo_lab.sims.record import atomic_write_bytes
 from grpo_lab.sims.scenario import Scenario, evaluate
 
+from .embed import MAX_CAPTION_CHARS, caption_text, page_settings
 from .export_page import page_html, script_json
 from .grid.markup import grid_data
 from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, step_digits
@@ -55,6 +56,8 @@ class ExportSpec:
     filter starts off, else the band). ``band`` is the band the filter control starts with either way.
     ``draws`` is the number of embedded populations (seeds ``seed .. seed + draws - 1``), or None
     for as many as fit in :data:`SIZE_BUDGET` (at least 1, at most :data:`AUTO_MAX_DRAWS`).
+    ``show_title``, ``show_footer`` and ``caption`` are the embed options (:mod:`grpo_lab.embed`); the page's
+    URL can hide the title and footer and set the caption too (``?title=false&footer=false&caption=...``).
     The scenario's fields read through: ``spec.K`` is ``spec.scenario.K``.
     """
 
@@ -62,6 +65,9 @@ class ExportSpec:
     band: tuple[float, float] = DEFAULT_BAND
     draws: int | None = None
     title: str = "Watching an environment expire"
+    show_title: bool = True  #: the heading and its introduction (``--no-title`` leaves them out)
+    show_footer: bool = True  #: the provenance footer (``--no-footer`` leaves it out)
+    caption: str = ""  #: a line of plain text above the grid (``--caption``), shown escaped
 
     def __getattr__(self, name):  # n_prompts, a, b, seed, progress, K, gain
         if name.startswith("__") or name == "scenario":
@@ -73,17 +79,20 @@ class ExportSpec:
         return self.scenario.band is not None
 
 
-def make_spec(*, filter_band=None, band=None, draws=None, title=None, **scenario) -> ExportSpec:
+def make_spec(*, filter_band=None, band=None, draws=None, title=None, no_title=False, no_footer=False, caption=None,
+              **scenario) -> ExportSpec:
     """An ExportSpec from the command line's options: ``filter_band`` turns the filter on with that band."""
     if filter_band is not None and band is not None:
         raise InputError("give either --filter LO HI (filter on) or --band LO HI (filter off), not both")
     chosen = filter_band if filter_band is not None else band
     fields = {"scenario": Scenario(**scenario, band=tuple(filter_band) if filter_band is not None else None),
-              "draws": draws}
+              "draws": draws, "show_title": not no_title, "show_footer": not no_footer}
     if chosen is not None:
         fields["band"] = tuple(chosen)
     if title is not None:
         fields["title"] = title
+    if caption is not None:
+        fields["caption"] = caption
     return ExportSpec(**fields)
 
 
@@ -138,9 +147,14 @@ def validate(spec: ExportSpec) -> ExportSpec:
         raise InputError(f"--draws must be an integer from 1 to {MAX_DRAWS}, got {draws!r}")
     if not (math.isfinite(sc.gain) and sc.gain >= 0):
         raise InputError(f"--gain must be a finite number >= 0, got {sc.gain!r}")
+    caption, title = caption_text(spec.caption), caption_text(spec.title)
+    if len(caption) > MAX_CAPTION_CHARS:
+        raise InputError(f"--caption must be at most {MAX_CAPTION_CHARS} characters, got {len(caption):,}")
+    if not 1 <= len(title) <= MAX_CAPTION_CHARS:
+        raise InputError(f"--title must be 1 to {MAX_CAPTION_CHARS} characters of text, got {len(title):,}")
     scenario = replace(sc, n_prompts=n, K=v["K"], progress=t, a=v["a"], b=v["b"], seed=v["seed"], rho=0.0,
                        band=(lo, hi) if sc.band is not None else None)
-    return replace(spec, scenario=scenario, band=(lo, hi), draws=draws)
+    return replace(spec, scenario=scenario, band=(lo, hi), draws=draws, caption=caption, title=title)
 
 
 _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
@@ -158,6 +172,11 @@ def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
         args += ["--draws", str(spec.draws)]
     if spec.gain != DEFAULT_GAIN:
         args += ["--gain", repr(spec.gain)]
+    if spec.title != ExportSpec.title:
+        args += ["--title", spec.title]
+    args += [flag for flag, on in (("--no-title", not spec.show_title), ("--no-footer", not spec.show_footer)) if on]
+    if spec.caption:
+        args += ["--caption", spec.caption]
     return " ".join(shlex.quote(a) for a in args)
 
 
@@ -176,6 +195,7 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
         "draws": draws,
         "version": __version__,
         "command": command_line(spec, out_name),
+        "embed": page_settings(),
     }
 
 

@@ -18,14 +18,19 @@ page state), and the provenance line naming the view shown.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 
+from .embed import caption_html
 from .grid.markup import STATIC, STYLE_PATH, controls_html, grid_html
 from .grid.readouts import TEMPLATES, readout_html
 from .grid.spec import EXPORT_PROGRESS_STEP, control_spec
 
 STATE_ID = "grpo-export-state"
+CAPTION_ID = "gx-embed-caption"
+POLICY_META = "grpo-lab:content-security-policy"  #: the meta naming the page's strictest policy
 SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "export_page.js")  #: in lab/static, in this order
 
 TIPS = {
@@ -35,12 +40,18 @@ TIPS = {
 
 
 def _shell_top(spec) -> str:
+    """The heading and its introduction (none with ``--no-title``), then the caption (hidden while empty;
+    the page's URL may set it)."""
+    caption = caption_html(spec.caption, CAPTION_ID)
+    if not spec.show_title:
+        return caption
     return f"""<header class="gx-head">
   <h1 class="gx-title">{html.escape(spec.title)}</h1>
   <p class="gx-lede">Each cell is one prompt and its group of K rollouts. When all K agree (all pass or all
   fail) the group's advantage is zero and it teaches nothing. Push training progress and watch the groups
   that still carry a gradient drain away.</p>
-</header>"""
+</header>
+{caption}"""
 
 
 def _buttons(n_draws: int, seed: int) -> str:
@@ -66,6 +77,9 @@ def footer_text(spec) -> str:
 
 
 def _shell_bottom(spec, state) -> str:
+    """The provenance footer (none with ``--no-footer``)."""
+    if not spec.show_footer:
+        return ""
     e = html.escape
     seeds = [d["seed"] for d in state["draws"]]
     plural = "s" if len(seeds) != 1 else ""
@@ -80,10 +94,24 @@ def _shell_bottom(spec, state) -> str:
 </footer>"""
 
 
+def content_policy(scripts) -> str:
+    """The strictest Content Security Policy the page works under: its own inline scripts (by their SHA-256)
+    and nothing else; no eval, no request to any host, no plugin, no form, no <base>. Inline styles are
+    allowed (the grid's legend and readouts carry style attributes).
+
+    The page names it in ``<meta name="grpo-lab:content-security-policy">`` (inert) for a host to send as
+    its ``Content-Security-Policy`` header; it is not enforced by a ``http-equiv`` meta, which would also
+    stop tools that evaluate script in the page (Playwright's ``wait_for_function``)."""
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(t.encode()).digest()).decode()}'" for t in scripts)
+    return (f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:; "
+            "base-uri 'none'; form-action 'none'")
+
+
 def page_html(spec, state: dict, summary: dict) -> str:
     """The whole page: shell, buttons, controls, readouts (filled from ``summary``, the starting view's),
     canvas, scripts. ``spec`` is a validated :class:`grpo_lab.export.ExportSpec`, ``state`` its page state."""
-    scripts = "\n".join(f"<script>\n{(STATIC / name).read_text(encoding='utf-8')}\n</script>" for name in SCRIPTS)
+    sources = [f"\n{(STATIC / name).read_text(encoding='utf-8')}\n" for name in SCRIPTS]
+    scripts = "\n".join(f"<script>{text}</script>" for text in sources)
     css = STYLE_PATH.read_text(encoding="utf-8") + (STATIC / "export.css").read_text(encoding="utf-8")
     values = {"progress": spec.progress, "K": spec.K, "filter": spec.filter_on, "band_lo": spec.band[0],
               "band_hi": spec.band[1]}
@@ -94,6 +122,7 @@ def page_html(spec, state: dict, summary: dict) -> str:
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="{POLICY_META}" content="{content_policy(sources)}">
 <meta name="generator" content="grpo-lab {html.escape(state["version"])}">
 <title>{html.escape(spec.title)}</title>
 <style>

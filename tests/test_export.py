@@ -313,6 +313,8 @@ def test_default_export_fits_the_size_budget_and_names_its_provenance(tmp_path):
     (["--n-prompts", "0"], "--n-prompts"),
     (["--draws", "0"], "--draws"),
     (["--a", "-1"], "--a"),
+    (["--caption", "x" * 281], "--caption"),
+    (["--title", " \n "], "--title"),
 ])
 def test_bad_options_one_line_exit_2_no_file(tmp_path, args, words):
     out = tmp_path / "x.html"
@@ -322,6 +324,38 @@ def test_bad_options_one_line_exit_2_no_file(tmp_path, args, words):
     assert len(lines) == 1 and lines[0].startswith("grpo-lab export: error:") and words in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_embed_options_leave_parts_out_escape_the_caption_and_are_in_the_command(tmp_path):
+    """--no-title, --no-footer and --caption: the page leaves the heading and footer out, the caption is escaped
+    text (cleaned as lab.embed.clean_caption says), and the reproduce command carries all three."""
+    from grpo_lab.embed import MAX_CAPTION_CHARS, clean_caption
+
+    caption = 'K = 8 <script>alert("x")</script>\n&\tmore\u200b'
+    out = tmp_path / "bare.html"
+    proc = run_cli("export", "--out", str(out), "--draws", "1", "--no-title", "--no-footer", "--title", "Mine",
+                   "--caption", caption)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text(encoding="utf-8")
+    assert 'class="gx-head"' not in text and 'class="gx-foot"' not in text and "<title>Mine</title>" in text
+    shown = 'K = 8 &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more'
+    assert f'<p class="embed-caption" id="gx-embed-caption">{shown}</p>' in text
+    assert clean_caption(caption) == 'K = 8 <script>alert("x")</script> & more'
+    command = state_of(text)["command"]
+    assert all(part in command for part in ("--no-title", "--no-footer", "--title Mine", "--caption 'K = 8 <script>"))
+    again = shlex.split(command)
+    again[again.index("--out") + 1] = str(tmp_path / "again.html")
+    proc = run_cli(*again[1:])
+    assert proc.returncode == 0, proc.stderr
+    # the same page, byte for byte, but for the file name in its own command
+    assert (tmp_path / "again.html").read_text(encoding="utf-8") == text.replace("--out bare.html", "--out again.html")
+    # a caption at the limit is kept whole; the URL's longer ones are cut to the limit with an ellipsis
+    assert clean_caption("y" * MAX_CAPTION_CHARS) == "y" * MAX_CAPTION_CHARS
+    assert clean_caption("y" * (MAX_CAPTION_CHARS + 5)) == "y" * (MAX_CAPTION_CHARS - 1) + "\u2026"
+    # default: heading, footer and an empty, hidden caption that the URL may fill
+    plain = ex.render(ex.make_spec(draws=1, n_prompts=50))
+    assert 'class="gx-head"' in plain and 'class="gx-foot"' in plain
+    assert '<p class="embed-caption" id="gx-embed-caption" hidden></p>' in plain
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "parent-is-file", "is-dir"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from grpo_lab.embed import MAX_CAPTION_CHARS
+
 from ._args import add_view_arguments
 
 
@@ -23,6 +25,12 @@ def register(sub) -> None:
                    help="populations to embed, seeds S, S+1, ... (default: as many as fit in 2.5 MB, at most 5)")
     p.add_argument("--gain", type=float, default=None, help="decay gain g (default: the core's fitted gain)")
     p.add_argument("--title", default=None, help="page title")
+    p.add_argument("--no-title", action="store_true",
+                   help="leave out the heading and its introduction (for a post that has its own)")
+    p.add_argument("--no-footer", action="store_true", help="leave out the provenance footer")
+    p.add_argument("--caption", default=None,
+                   help=f"a line of plain text above the grid (at most {MAX_CAPTION_CHARS} characters; shown as text, "
+                        "never markup)")
     p.set_defaults(func=cmd_export)
 
 
@@ -32,7 +40,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     scenario = dict(n_prompts=args.n_prompts, a=args.a, b=args.b, seed=args.seed, progress=args.progress, K=args.K)
     if args.gain is not None:
         scenario["gain"] = args.gain
-    spec = make_spec(filter_band=args.filter, band=args.band, draws=args.draws, title=args.title, **scenario)
+    spec = make_spec(filter_band=args.filter, band=args.band, draws=args.draws, title=args.title,
+                     no_title=args.no_title, no_footer=args.no_footer, caption=args.caption, **scenario)
     info = export(spec, args.out)
     print(f"wrote {info['path']} ({info['bytes'] / 1e6:.2f} MB, {info['draws']} population"
           f"{'s' if info['draws'] != 1 else ''}: seeds {', '.join(map(str, info['seeds']))})")

@@ -6,7 +6,11 @@
  *   play      the button of the view's play (grpoGridView's, in the browser);
  *   new draw  show the next population embedded in the page state;
  *   describe  name the view shown: seed, draw, and the `grpo-lab population` command
- *             whose --json output equals the readouts.
+ *             whose --json output equals the readouts;
+ *   embed     the page's URL options ?title=false, ?footer=false (hide them) and ?caption=TEXT (shown as
+ *             text, cleaned and cut as lab/embed.py's clean_caption does), and, inside a frame, the page's
+ *             height posted to the parent as {type: "grpo-lab:height", height} whenever it changes
+ *             (lab/embed.py; the host's snippet is in docs/export.md). The page listens to no message.
  * window.grpoExport exposes drawShown(), playing() and readyAt for tests and scripting.
  */
 (function () {
@@ -33,6 +37,42 @@
 
   function repaint() { view.paint(); describe(); }
 
+  /* a caption as shown (twin of lab/embed.py's clean_caption): separators -> spaces, controls dropped,
+     spaces collapsed, trimmed, cut to max code points with an ellipsis */
+  function caption(raw, max) {
+    var t = raw.replace(/[\t\n\v\f\r\p{Z}]/gu, " ").replace(/\p{C}/gu, "").replace(/ +/g, " ").trim();
+    var chars = Array.from(t);
+    return chars.length <= max ? t : chars.slice(0, max - 1).join("").replace(/ +$/, "") + "\u2026";
+  }
+
+  function applyUrlOptions(settings) {
+    var q = new URLSearchParams(location.search);
+    function off(name) { var v = q.get(name); return v !== null && settings.off.indexOf(v.trim().toLowerCase()) >= 0; }
+    var parts = {title: document.querySelector(".gx-head"), footer: document.querySelector(".gx-foot")};
+    for (var name in parts) if (parts[name] && off(name)) parts[name].hidden = true;
+    var node = $("gx-embed-caption");
+    if (node && q.has("caption")) {
+      node.textContent = caption(q.get("caption"), settings.max_caption);  /* text, never markup */
+      node.hidden = node.textContent === "";
+    }
+  }
+
+  /* inside a frame: post the page's height to the parent whenever it changes (one number; target "*") */
+  function postHeight(settings) {
+    if (window.parent === window) return;
+    var last = -1, queued = false;
+    function post() {
+      queued = false;
+      var h = Math.ceil(document.documentElement.getBoundingClientRect().height);
+      if (h > 0 && h !== last) { last = h; window.parent.postMessage({type: settings.message, height: h}, "*"); }
+    }
+    function queue() { if (!queued) { queued = true; requestAnimationFrame(post); } }
+    if (window.ResizeObserver) new ResizeObserver(queue).observe(document.documentElement);
+    window.addEventListener("resize", queue);
+    window.addEventListener("load", queue);
+    queue();
+  }
+
   function playing() { return play.getAttribute("aria-pressed") === "true"; }
 
   /* the view plays (grpoGridView's play); the page keeps its button and provenance line in step */
@@ -43,6 +83,7 @@
 
   function start() {
     state = JSON.parse($(STATE_ID).textContent);
+    applyUrlOptions(state.embed);
     view = window.grpoGridView($("grpo-export"));
     play = $("gx-play");
     view.setData(state.draws[0]);
@@ -54,6 +95,7 @@
       repaint();
     });
     repaint();
+    postHeight(state.embed);
     window.grpoExport.readyAt = performance.now();
     $("grpo-export").setAttribute("data-ready", "true");
   }

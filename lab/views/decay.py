@@ -12,6 +12,7 @@ from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
 from grpo_lab.sims.sweep import useful_share_curve
 
 from .frame import Frame
+from .glyphs import add_dots, add_legend, add_line
 
 __all__ = ["DecayPlot"]
 
@@ -28,21 +29,20 @@ class DecayPlot:
         self.source = ColumnDataSource({k: [] for k in ("t", "exp", "real", "exp_f", "real_f")})
         fig = figure(height=260, sizing_mode="stretch_width", x_range=(0, 1), y_range=(0, 1.02), tools="",
                      toolbar_location=None, title="Groups with a gradient as training progresses")
-        fig.line("t", "exp", source=self.source, line_width=2.5, color=MIXED_COLOR, legend_label="all prompts")
-        fig.scatter("t", "real", source=self.source, size=4, color=MIXED_COLOR, alpha=0.6)
-        fig.line("t", "exp_f", source=self.source, line_width=2.5, color=ALL_PASS_COLOR, line_dash="dashed",
-                 legend_label="with the filter (its band)")
-        fig.scatter("t", "real_f", source=self.source, size=4, color=ALL_PASS_COLOR, alpha=0.6, marker="square")
+        every = add_line(fig, self.source, "t", "exp", MIXED_COLOR)
+        add_dots(fig, self.source, "t", "real", MIXED_COLOR)
+        kept = add_line(fig, self.source, "t", "exp_f", ALL_PASS_COLOR, dash="dashed")
+        add_dots(fig, self.source, "t", "real_f", ALL_PASS_COLOR, marker="square")
+        add_legend(fig, [("all prompts", every), ("with the filter (its band)", kept)], "bottom_left")
         fig.xaxis.axis_label = "training progress t"
         fig.yaxis.axis_label = "share of groups with a gradient"
-        fig.legend.location = "bottom_left"
         self.marker = Span(location=0.0, dimension="height", line_color="#333", line_width=2)
         fig.add_layout(self.marker)
         self.figure = fig
         self._key = None
         self.panel = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
-                               pn.pane.Markdown("Lines: expected share; dots: realised groups. "
-                                                "The vertical line is the current t.", styles={"font-size": "12px"}),
+                               pn.pane.HTML("<p style='margin:0'>Lines: expected share; dots: realised groups. "
+                                            "The vertical line is the current t.</p>", styles={"font-size": "12px"}),
                                sizing_mode="stretch_width")
 
     def update(self, frame: Frame) -> None:

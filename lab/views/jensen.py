@@ -14,6 +14,7 @@ from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 
 from .frame import Frame
+from .glyphs import add_legend, add_line
 
 __all__ = ["JensenPlot"]
 
@@ -36,11 +37,10 @@ class JensenPlot:
         self.source = ColumnDataSource({"K": _K, "real": np.zeros(len(_K)), "iid": np.zeros(len(_K))})
         fig = figure(height=240, sizing_mode="stretch_width", x_range=(1, K_MAX), y_range=(0, 1.02), tools="",
                      toolbar_location=None, title="Degenerate share: D_real (per prompt) vs D_iid (mean p)")
-        fig.line("K", "real", source=self.source, line_width=2.5, color=ALL_FAIL_COLOR, legend_label="D_real")
-        fig.line("K", "iid", source=self.source, line_width=2.5, color=ALL_PASS_COLOR, line_dash="dashed",
-                 legend_label="D_iid")
+        real = add_line(fig, self.source, "K", "real", ALL_FAIL_COLOR)
+        iid = add_line(fig, self.source, "K", "iid", ALL_PASS_COLOR, dash="dashed")
+        add_legend(fig, [("D_real", real), ("D_iid", iid)], "top_right")
         fig.xaxis.axis_label = "group size K"
-        fig.legend.location = "top_right"
         self.marker = Span(location=8, dimension="height", line_color="#333")
         fig.add_layout(self.marker)
         self.text = pn.pane.HTML("", css_classes=["jensen-text"], styles={"font-size": "13px"})

@@ -65,6 +65,15 @@ class TourPanel:
 
     def __init__(self, tour: TourState, lab):
         self.tour, self.lab = tour, lab
+        self.text = self.back = self.next = self.end = None  # built when a tour first shows (most visits take none)
+        self.panel = pn.Column(sizing_mode="stretch_width", css_classes=["tour"], visible=False,
+                               styles={"background": "#eef4fb", "border": "1px solid #9db8d9", "border-radius": "6px",
+                                       "padding": "4px 0"})
+        tour.param.watch(lambda _e: self.show(), "step")
+        self.show()
+
+    def _build(self) -> None:
+        """The step's text and the Back / Next / End tour buttons, into the (so far empty) box."""
         self.text = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["tour-text"], margin=(0, 10))
         self.back = pn.widgets.Button(name="\u2190 Back", width=90)
         self.next = pn.widgets.Button(name="Next \u2192", button_type="primary", width=90)
@@ -72,12 +81,7 @@ class TourPanel:
         self.back.on_click(lambda _e: self.go(self.tour.step - 1))
         self.next.on_click(lambda _e: self.go(self.tour.step + 1))
         self.end.on_click(lambda _e: self.go(0))
-        self.panel = pn.Column(self.text, pn.Row(self.back, self.next, self.end), sizing_mode="stretch_width",
-                               css_classes=["tour"], visible=False,
-                               styles={"background": "#eef4fb", "border": "1px solid #9db8d9", "border-radius": "6px",
-                                       "padding": "4px 0"})
-        tour.param.watch(lambda _e: self.show(), "step")
-        self.show()
+        self.panel.objects = [self.text, pn.Row(self.back, self.next, self.end)]
 
     def go(self, step: int) -> None:
         """Show step ``step`` (0 ends the tour) and set the lab to it."""
@@ -90,6 +94,8 @@ class TourPanel:
         self.panel.visible = bool(step)
         if not step:
             return
+        if self.text is None:
+            self._build()
         title, _settings, notice = TOUR[step - 1]
         self.text.object = (f"<p class='tour-step' style='margin:4px 0;font-size:15px'><b>Guided tour, step {step} of "
                             f"{len(TOUR)}: {html.escape(title)}.</b> {html.escape(notice)}</p>")
