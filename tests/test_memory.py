@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from tornado.ioloop import IOLoop
 
@@ -49,11 +50,15 @@ def test_sessions_destroyed_together_are_released_once(monkeypatch):
         await asyncio.sleep(0.2)
         return list(runs)
 
-    loop = IOLoop()  # a fresh loop in this thread (browser tests' drivers may hold the default one)
-    try:
-        assert loop.run_sync(room) == [1]
-    finally:
-        loop.close(all_fds=True)
+    def in_fresh_loop():
+        loop = IOLoop()
+        try:
+            return loop.run_sync(room)
+        finally:
+            loop.close(all_fds=True)
+
+    with ThreadPoolExecutor(1) as pool:  # a fresh thread: the browser tests' driver may hold this one's loop
+        assert pool.submit(in_fresh_loop).result() == [1]
 
 
 def test_the_server_restarts_under_the_allocator_unless_one_is_chosen(monkeypatch):
