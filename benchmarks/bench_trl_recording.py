@@ -9,7 +9,8 @@ Figures, all from this one run (pairs alternate which arm goes first; same seed,
   pairs and the spread (quartiles, min-max). Wall time is what the 2 % target is about, and the
   noisiest figure on a shared machine;
 * CPU ratio: the same with the training thread's CPU time (``time.thread_time``: that thread
-  alone, which other processes' load barely changes; it leaves out the writer thread);
+  alone, which other processes' load changes much less than wall time), and with the recorder's
+  writer thread's CPU time added to the recorded run's (the whole CPU cost of recording);
 * self time: the time inside the recorder's own code (timed around each of its calls) per step,
   and as a share of the recorded run, in wall and in training-thread CPU time; plus the CPU time
   its writer thread spends off the training thread.
@@ -101,6 +102,7 @@ def main() -> None:
           f"with: median {np.median(wr) / a.steps * 1000:.1f} ms")
     print(f"wall ratio (with / without, per pair)   {_spread(wr / wp)}")
     print(f"CPU ratio  (training thread, per pair)  {_spread(cr / cp)}")
+    print(f"CPU ratio  (training + writer thread)   {_spread((cr + col(recorded, 'writer_cpu')) / cp)}")
     own, own_cpu = col(recorded, "own"), col(recorded, "own_cpu")
     print(f"recorder self time  wall {np.median(own) * 1000 / a.steps:.3f} ms per step = "
           f"{100 * np.median(own / wr):.2f} % of a recorded run; "

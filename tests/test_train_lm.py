@@ -56,3 +56,24 @@ def test_smoke_two_steps_of_smollm2(tmp_path):
     assert rec.groups["rewards"].shape == (4, 4) and set(np.unique(rec.groups["rewards"])) <= {0.0, 1.0}
     assert list(rec.evals["step"]) == [0, 2] and rec.evals["pass_rate"].shape == (2, 5)
     assert rec.meta["tags"] == [f"t{t}" for t in TIERS]
+
+
+def test_a_stop_signal_ends_training_after_the_current_step(tmp_path):
+    """run_lm's SIGTERM / Ctrl-C handler sets a flag; its callback then ends train() at that step's end."""
+    from transformers import TrainerCallback
+    from trl_tiny import make_trainer
+
+    from grpo_lab.sims.trl.lm_run import _stop_callback
+
+    stop = {}
+
+    class SignalAtStep2(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == 2:
+                stop["signal"] = "SIGTERM"
+
+    trainer = make_trainer(tmp_path, [], max_steps=5)
+    trainer.add_callback(SignalAtStep2())
+    trainer.add_callback(_stop_callback(stop))
+    trainer.train()
+    assert trainer.state.global_step == 2

@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
-# The CPU comparison shipped in runs/lm/: SmolLM2-135M-Instruct + LoRA in TRL, G = 4, sign vs dr_grpo,
-# preset "cpu" (10 steps of 2 prompts x 4 rollouts, 10 prompts in 5 tiers, evaluations of 4 samples).
-# The two arms run side by side, one thread each.
+# The CPU comparison shipped in runs/lm/: SmolLM2-135M-Instruct + LoRA in TRL, sign vs dr_grpo, preset "cpu"
+# (2 prompts x G rollouts per step, 10 prompts in 5 tiers, completions of up to 10 tokens, evaluations of
+# 4 samples per prompt before and after). Six runs, two at a time (one torch thread each, one per core):
+#   G = 4 plain, 10 steps (20 groups)            cpu-g4-{sign,dr_grpo}
+#   G = 8 plain, 16 steps (32 groups)            cpu-g8-{sign,dr_grpo}
+#   G = 8 dynamic sampling, 10 steps (20 kept)   cpu-g8-{sign,dr_grpo}-ds
+#   runs/lm/run_cpu.sh [OUT_DIR]     (default runs/lm; each run's log beside its record)
+# Time: see docs/trl.md ("The shipped CPU records": CPU seconds per run, so the time on 2 idle cores).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export HF_HUB_OFFLINE=1
-pids=()
-for est in sign dr_grpo; do
-  python -m grpo_lab.cli train-lm --preset cpu --estimator "$est" --num-generations 4 --threads 1 \
-    --out "runs/lm/cpu-g4-$est" > "runs/lm/cpu-g4-$est.log" 2>&1 &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p"; done
+out="${1:-runs/lm}"
+mkdir -p "$out"
+start=$(date +%s)
+pair() {  # pair NAME_SUFFIX ARGS...: the sign and dr_grpo arms side by side
+  local suffix=$1; shift
+  local pids=()
+  for est in sign dr_grpo; do
+    python -m grpo_lab.cli train-lm --preset cpu --estimator "$est" --threads 1 --no-progress "$@" \
+      --out "$out/cpu-$suffix-$est${DS:-}" > "$out/cpu-$suffix-$est${DS:-}.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+}
+pair g4 --num-generations 4 --steps 10
+pair g8 --num-generations 8 --steps 16
+DS=-ds pair g8 --num-generations 8 --steps 10 --dynamic-sampling
+echo "six runs finished in $(( $(date +%s) - start )) s"

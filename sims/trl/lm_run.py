@@ -25,6 +25,7 @@ still runs).
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -142,8 +143,23 @@ def _progress_callback(total: int, enabled: bool):
     return Progress()
 
 
+def _stop_callback(stop: dict):
+    """Ends training after the current optimizer step once ``stop["signal"]`` is set."""
+    from transformers import TrainerCallback
+
+    class StopOnSignal(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if stop.get("signal"):
+                control.should_training_stop = True
+
+    return StopOnSignal()
+
+
 def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = None) -> Path:
-    """Train one arm and write its record to ``out`` (live, after every step). Returns ``out``."""
+    """Train one arm and write its record to ``out`` (live, after every step). Returns ``out``.
+
+    SIGTERM or SIGINT (Ctrl-C) ends the run after the optimizer step in progress: the final evaluation
+    still runs and the record is completed with ``end_reason`` saying so (a second signal acts as usual)."""
     cfg = cfg.check()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from .recorder import GroupRecorder
@@ -200,14 +216,28 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
 
     trainer.remove_callback(PrinterCallback)  # TRL's log dicts on stdout; the progress bar shows reward and eff
     trainer.add_callback(_progress_callback(cfg.max_steps, progress))
+    stop = {}
+    trainer.add_callback(_stop_callback(stop))
     recorder.appender.meta["source"]["trl"] = recorder.trl.__version__
-    recorder.add_eval(0, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples, cfg.max_completion_length,
-                                             cfg.temperature), cfg.eval_samples)
+
+    def _on_signal(signum, frame):
+        stop["signal"] = signal.Signals(signum).name
+        for sig in old:  # a second signal acts as usual
+            signal.signal(sig, old[sig])
+
+    old = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        recorder.add_eval(0, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
+                                                 cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
         trainer.train()
     except BatchNotFilled as exc:  # dynamic sampling could not fill a batch: the run ends after the last full step
         recorder.appender.meta["end_reason"] = str(exc)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     step = trainer.state.global_step
+    if stop.get("signal") and step < cfg.max_steps:
+        recorder.appender.meta["end_reason"] = f"stopped by {stop['signal']} after step {step} of {cfg.max_steps}"
     recorder.add_eval(step, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
                                                 cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
     recorder.flush(step, complete=True)
