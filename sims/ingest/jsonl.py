@@ -15,7 +15,9 @@ optional
     as the prompt's label; defaults to the id)
 
 Groups may have different sizes (the record pads with NaN and sets
-``num_generations`` to null). Lines of the form ``{"step": N, "data": {...}}``
+``num_generations`` to null). Files of groups only are read column-wise by pyarrow
+(:mod:`.jsonl_arrow`); anything else, and any file pyarrow cannot take as it is, line by line
+here, with errors that name the line. Lines of the form ``{"step": N, "data": {...}}``
 or ``{"step": N, "scalars": {...}}`` add per-step scalars (``scalar/<name>``).
 Other keys are ignored.
 """
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars, parse_float
+from .common import (Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars, parse_float,
+                     record_from_arrays)
+from .jsonl_arrow import build_groups, read_groups
 
 __all__ = ["ingest_jsonl", "parse_groups"]
 
@@ -90,11 +94,21 @@ def ingest_jsonl(bundle: Bundle, *, tolerance: float, name: str | None = None) -
     files = [f for f in bundle.names() if bundle.single or f.endswith(".jsonl")]
     if not files:
         raise InputError(f"{bundle.origin}: no .jsonl files found (the plain format is one JSON object per line)")
+    source = {"kind": "jsonl", "path": bundle.origin if not bundle.single else bundle.label(files[0]),
+              "files": sorted(files)}
+    parts = []
+    for f in sorted(files):  # column-wise by pyarrow while every file is plain groups (.jsonl_arrow)
+        part = read_groups(bundle.read(f), bundle.label(f))
+        if part is None:
+            break
+        parts.append(part)
+    else:
+        groups, labels, fixed, missing = build_groups(parts)
+        return record_from_arrays(groups, labels, source=source, tolerance=tolerance, scalars={}, missing=missing,
+                                  name=name, fixed_width=fixed)
     table, scalars = GroupTable(), {}
-    for f in sorted(files):
+    for f in sorted(files):  # line by line (bytes kept by the bundle: each file is read once)
         parse_groups(bundle.read(f), bundle.label(f), table, scalars)
     if not len(table) and not scalars:
         raise InputError(f"{bundle.label(files[0])}: no groups found")
-    source = {"kind": "jsonl", "path": bundle.origin if not bundle.single else bundle.label(files[0]),
-              "files": sorted(files)}
     return build_record(table, source=source, tolerance=tolerance, scalars=scalars, missing=[], name=name)
