@@ -1,8 +1,10 @@
 """Ingest speed and memory at the size real runs reach, each beside a plain reading of the same files.
 
-Generates, in a temporary folder (never committed):
+Generates, in a temporary folder removed at the end (or, with ``--cache DIR``, once in DIR, reused by
+later runs with the same sizes and kept; never committed):
 
-- a verl rollout dump of ``--verl-groups`` groups (default 1,000,000; G = 8; responses of
+- a verl rollout dump of ``--verl-groups`` groups (default 100,000; ``--full``: 1,000,000, the size
+  issue 15 sets, about 18 GB; G = 8; responses of
   ``--chars`` characters, default 2,000; 1,024 groups per step file, rows shuffled as
   ``balance_batch`` does) and a file-logger ``metrics.jsonl``;
 - a TRL output folder of ``--trl-groups`` groups (default 100,000; G = 8; 64 groups per
@@ -12,19 +14,26 @@ Generates, in a temporary folder (never committed):
 
 Then, for each: (a) the baseline, a plain reading of every file (``json.loads`` of every
 line for JSONL; ``pyarrow.parquet.read_table`` of every column plus ``json.loads`` of the
-state for TRL), (b) ``grpo-lab``'s ingest in a child process (wall time and its peak
-resident memory), (c) writing the record, and for the verl record (d) reading it back and
-building the Replay tab's model of it (``lab.replay.model.RunView``, the server side of
-opening the record in the Replay tab). Prints one row per format.
+state for TRL), (b) ``grpo-lab``'s ingest in a child process (wall time, CPU time of all its
+threads, peak resident memory), (c) writing the record. Prints one row per format; the CPU
+columns do not depend on the machine's load, the wall columns do. Then (d) opening each record
+in the Replay tab, server side, in a child process each: ``read_record``, the replay model
+``RunView`` and the frames sent to the browser (``frames_data``), for the verl record beside the
+small plain-JSONL one (and a 1,000-group record) in the same run.
 
-Run: ``nice -n 10 python benchmarks/bench_ingest.py [--verl-groups N] [--trl-groups N] [--keep DIR]``.
-The figures depend on the machine and its load: compare the columns of one run.
+Run: ``python benchmarks/bench_ingest.py`` (a few minutes: 100,000 verl groups) or
+``python benchmarks/bench_ingest.py --full --cache /tmp/grpo-lab-bench-ingest`` (1,000,000 verl
+groups; about 18 GB of disk, written once into the cache folder and reused; minutes more). Other
+sizes: ``--verl-groups N --trl-groups N --plain-groups N``. The figures depend on the machine and
+its load: compare the columns of one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,12 +50,13 @@ from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 path, fmt, out = sys.argv[1:4]
 t = time.perf_counter()
+c = time.process_time()
 rec = ingest(path, fmt, max_bytes=1 << 40, workers=int(sys.argv[4]))
-ti = time.perf_counter() - t
+ti, ci = time.perf_counter() - t, time.process_time() - c
 t = time.perf_counter()
 write_record(out, rec)
 tw = time.perf_counter() - t
-print(json.dumps({"ingest_s": ti, "write_s": tw, "groups": int(len(rec.groups["step"])),
+print(json.dumps({"ingest_s": ti, "ingest_cpu_s": ci, "write_s": tw, "groups": int(len(rec.groups["step"])),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 _OPEN = r"""
@@ -54,12 +64,17 @@ import json, resource, sys, time
 t = time.perf_counter()
 from grpo_lab.sims.record import read_record
 from grpo_lab.replay.model import RunView
-t0 = time.perf_counter()
+from grpo_lab.replay.grid import frames_data
+t0, c0 = time.perf_counter(), time.process_time()
 rec = read_record(sys.argv[1])
 t1 = time.perf_counter()
 view = RunView("bench", rec)
 t2 = time.perf_counter()
-print(json.dumps({"read_s": t1 - t0, "view_s": t2 - t1, "import_s": t0 - t,
+frames = frames_data([view, None], view.steps)
+t3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps({"read_s": t1 - t0, "view_s": t2 - t1, "frames_s": t3 - t2, "open_s": t3 - t0, "cpu_s": c3 - c0,
+                  "import_s": t0 - t, "groups": int(len(rec.groups["step"])), "steps": int(len(view.steps)),
+                  "prompts": int(rec.n_prompts), "frames_mb": len(json.dumps(frames)) / 1e6,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -142,11 +157,12 @@ def make_plain(path: Path, groups: int, G: int, rng) -> list[Path]:
     return [path]
 
 
-def baseline(files: list[Path]) -> float:
-    """A plain reading of the same files: json.loads of every JSON line, pyarrow read_table of every parquet."""
+def baseline(files: list[Path]) -> tuple[float, float]:
+    """(wall s, CPU s) of a plain reading of the same files: json.loads of every JSON line, pyarrow read_table of
+    every parquet."""
     import pyarrow.parquet as pq
 
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     for f in files:
         if f.suffix == ".parquet":
             pq.read_table(f)
@@ -157,7 +173,7 @@ def baseline(files: list[Path]) -> float:
                 for line in fh:
                     if line.strip():
                         json.loads(line)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
 
 
 def _child(code: str, *args: str) -> dict:
@@ -165,47 +181,84 @@ def _child(code: str, *args: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def _cached(cache: Path | None, tmp: Path, key: str, make) -> tuple[Path, list[Path]]:
+    """Inputs made by ``make(folder)`` (returns its files), in ``cache/key`` when a cache is given (made once: a
+    ``.done`` file marks a complete folder; reused later), else in the temporary folder."""
+    folder = (cache or tmp) / key
+    done = folder / ".done"
+    if cache is not None and done.exists():
+        return folder, [folder / n for n in json.loads(done.read_text())]
+    shutil.rmtree(folder, ignore_errors=True)
+    t = time.perf_counter()
+    files = make(folder)
+    print(f"generated {key} in {time.perf_counter() - t:.0f} s", flush=True)
+    if cache is not None:
+        done.write_text(json.dumps([str(f.relative_to(folder)) for f in files]))
+    return folder, files
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--verl-groups", type=int, default=1_000_000)
+    ap.add_argument("--full", action="store_true", help="the sizes of issue 15: 1,000,000 verl groups (about 18 GB)")
+    ap.add_argument("--verl-groups", type=int, default=None, help="default 100,000 (1,000,000 with --full)")
     ap.add_argument("--trl-groups", type=int, default=100_000)
     ap.add_argument("--plain-groups", type=int, default=100_000)
     ap.add_argument("--G", type=int, default=8)
     ap.add_argument("--chars", type=int, default=2000, help="characters per response")
     ap.add_argument("--prompts", type=int, default=17_398,
                     help="verl: size of the prompt set the steps draw from (default: that of DAPO-Math-17k)")
-    ap.add_argument("--workers", type=int, default=1, help="as grpo-lab ingest --workers")
-    ap.add_argument("--keep", help="generate into this folder and keep it (default: a temporary folder)")
+    ap.add_argument("--workers", type=int, default=1, help="as grpo-lab ingest --workers (processes)")
+    ap.add_argument("--cache", help="keep the generated inputs in this folder and reuse them in later runs "
+                                    "(default: a temporary folder, removed at the end)")
     args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(args.keep or tmp)
-        root.mkdir(parents=True, exist_ok=True)
+    verl_groups = args.verl_groups if args.verl_groups is not None else 1_000_000 if args.full else 100_000
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        tmp = Path(tmp)
         cases = []
-        if args.verl_groups:
-            t = time.perf_counter()
-            files = make_verl(root / "verl", args.verl_groups, args.G, args.chars, args.prompts, rng)
-            print(f"generated verl: {args.verl_groups} groups in {time.perf_counter() - t:.0f} s", flush=True)
-            cases.append(("verl", root / "verl" / "rollouts", files, args.verl_groups))
+        G, chars = args.G, args.chars
+        if verl_groups:
+            folder, files = _cached(cache, tmp, f"verl-{verl_groups}-G{G}-c{chars}-p{args.prompts}",
+                                    lambda d: make_verl(d, verl_groups, G, chars, args.prompts,
+                                                        np.random.default_rng(0)))
+            cases.append(("verl", folder / "rollouts", files, verl_groups))
         if args.trl_groups:
-            files = make_trl(root / "trl", args.trl_groups, args.G, args.chars, rng)
-            cases.append(("trl", root / "trl", files, args.trl_groups))
+            folder, files = _cached(cache, tmp, f"trl-{args.trl_groups}-G{G}-c{chars}",
+                                    lambda d: make_trl(d, args.trl_groups, G, chars, np.random.default_rng(1)))
+            cases.append(("trl", folder, files, args.trl_groups))
         if args.plain_groups:
-            files = make_plain(root / "groups.jsonl", args.plain_groups, 4, rng)
-            cases.append(("jsonl", root / "groups.jsonl", files, args.plain_groups))
-        print(f"{'format':>6}  {'groups':>9}  {'MB':>8}  {'baseline s':>10}  {'ingest s':>9}  {'groups/s':>9}  "
-              f"{'baseline groups/s':>17}  {'ingest peak MB':>14}  {'write s':>7}", flush=True)
+            folder, files = _cached(cache, tmp, f"plain-{args.plain_groups}",
+                                    lambda d: (d.mkdir(parents=True), make_plain(d / "groups.jsonl", args.plain_groups,
+                                                                                 4, np.random.default_rng(2)))[1])
+            cases.append(("jsonl", folder / "groups.jsonl", files, args.plain_groups))
+        print(f"{'format':>6}  {'groups':>9}  {'MB':>7}  {'baseline s':>10}  {'ingest s':>8}  {'baseline CPU s':>14}  "
+              f"{'ingest CPU s':>12}  {'groups/s':>9}  {'baseline groups/s':>17}  {'peak MB':>7}  {'write s':>7}",
+              flush=True)
+        records = {}
         for fmt, path, files, groups in cases:
             mb = sum(f.stat().st_size for f in files) / 1e6
-            tb = baseline(files)
-            r = _child(_CHILD, str(path), fmt, str(root / f"rec-{fmt}"), str(args.workers))
+            tb, cb = baseline(files)
+            records[fmt] = tmp / f"rec-{fmt}"
+            r = _child(_CHILD, str(path), fmt, str(records[fmt]), str(args.workers))
             assert r["groups"] == groups, (r["groups"], groups)
-            print(f"{fmt:>6}  {groups:9d}  {mb:8.0f}  {tb:10.1f}  {r['ingest_s']:9.1f}  {groups / r['ingest_s']:9.0f}  "
-                  f"{groups / tb:17.0f}  {r['peak_rss_mb']:14.0f}  {r['write_s']:7.1f}", flush=True)
-        if args.verl_groups:
-            o = _child(_OPEN, str(root / "rec-verl"))
-            print(f"replay open of the {args.verl_groups}-group record: read_record {o['read_s']:.2f} s, "
-                  f"RunView {o['view_s']:.2f} s (imports {o['import_s']:.1f} s, peak {o['peak_rss_mb']:.0f} MB)")
+            print(f"{fmt:>6}  {groups:9d}  {mb:7.0f}  {tb:10.1f}  {r['ingest_s']:8.1f}  {cb:14.1f}  "
+                  f"{r['ingest_cpu_s']:12.1f}  {groups / r['ingest_s']:9.0f}  {groups / tb:17.0f}  "
+                  f"{r['peak_rss_mb']:7.0f}  {r['write_s']:7.1f}", flush=True)
+        small = tmp / "small"
+        make_plain(small.with_suffix(".jsonl"), 1000, 4, np.random.default_rng(3))
+        _child(_CHILD, str(small.with_suffix(".jsonl")), "jsonl", str(small), "1")
+        print("Replay tab, server side: read_record + RunView + frames_data (s), CPU s, frames sent (MB), peak MB",
+              flush=True)
+        for label, rec in [("1,000 groups (plain)", small)] + [(f"{fmt} record", records[fmt]) for fmt in records]:
+            o = _child(_OPEN, str(rec))
+            print(f"  {label:>22}: {o['groups']:8d} groups, {o['steps']:5d} steps, {o['prompts']:6d} prompts: "
+                  f"open {o['open_s']:.2f} s = {o['read_s']:.2f} + {o['view_s']:.2f} + {o['frames_s']:.2f}, "
+                  f"CPU {o['cpu_s']:.2f} s, frames {o['frames_mb']:.1f} MB, peak {o['peak_rss_mb']:.0f} MB "
+                  f"(imports {o['import_s']:.1f} s, once per server)", flush=True)
+    print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 
 if __name__ == "__main__":
