@@ -91,23 +91,9 @@ class LabState(GridControls):
 
 
 class PlayState(param.Parameterized):
-    """Play / pause of the progress animation: ``dt`` per tick, a tick every ``period_ms``."""
+    """Play / pause of the progress animation, which runs in the browser (the grid view's play loop)."""
 
     playing = param.Boolean(False, doc="Animate training progress from its current value to 1.")
-    dt = param.Number(0.01, bounds=(0.001, 0.5), doc="Progress added per tick.")
-    period_ms = param.Integer(80, bounds=(20, 2000), doc="Milliseconds between ticks.")
-
-    def tick(self, lab: LabState) -> bool:
-        """One animation tick; returns whether to keep playing (stops at progress 1)."""
-        if not self.playing:
-            return False
-        if lab.progress >= 1.0:
-            self.playing = False
-            return False
-        lab.step(self.dt)
-        if lab.progress >= 1.0:
-            self.playing = False
-        return self.playing
 
 
 #: where the advantage explorer's rewards come from: value -> what the page calls it

@@ -1,4 +1,4 @@
-"""Play's frame budget and its stop when the page is gone (lab.views.play_budget), without a browser.
+"""Play's frame budget (lab.views.play_budget) and the live lab's Play in the browser, without a browser.
 
 The effect on another visitor is measured by benchmarks/bench_fairness.py (figures in the README).
 """
@@ -10,8 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from grpo_lab.state import LabState, PlayState
-from grpo_lab.views import play_budget
-from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget, session_connected
+from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget
 
 
 class Clock:
@@ -47,68 +46,6 @@ def test_share_must_be_a_fraction():
         FrameBudget(share=0)
 
 
-class FakeDoc:
-    """Only what session_connected reads (a class, so Panel can hold weak references to it)."""
-
-    def __init__(self, connections: int):
-        self.session_context = SimpleNamespace(_session=SimpleNamespace(connection_count=connections))
-
-
-def fake_doc(connections):
-    return FakeDoc(connections)
-
-
-def test_session_connected_reads_the_connection_count():
-    assert session_connected(fake_doc(1)) and not session_connected(fake_doc(0))
-    assert session_connected(None)  # outside a server: nothing to lose
-    assert session_connected(SimpleNamespace(session_context=None))
-
-
-def live_lab(monkeypatch, clock, doc=None):
-    from grpo_lab.views import live
-
-    monkeypatch.setattr(play_budget.time, "monotonic", clock)
-    monkeypatch.setattr(live.pn.state, "add_periodic_callback",
-                        lambda fn, period: SimpleNamespace(stop=lambda: None), raising=True)
-    monkeypatch.setattr(live.pn.state, "on_session_destroyed", lambda fn: None, raising=True)
-    lab, play = LabState(n_prompts=50), PlayState()
-    view = live.LiveLab(lab, play)
-    monkeypatch.setattr(type(live.pn.state), "curdoc", property(lambda self: doc), raising=False)
-    return view, lab, play
-
-
-def test_ticks_inside_the_budget_are_skipped(monkeypatch):
-    clock = Clock()
-    view, lab, play = live_lab(monkeypatch, clock)
-    play.playing = True
-    view._frames = FrameBudget(share=0.25, clock=clock)
-    original_tick = play.tick
-
-    def costly_tick(lab_state):  # each frame costs 1 s of work
-        clock.t += 1.0
-        return original_tick(lab_state)
-
-    monkeypatch.setattr(play, "tick", costly_tick)
-    view._tick()
-    first = lab.progress
-    for _ in range(5):  # five ticks 80 ms apart: the budget (4 s after the frame began) is not earned back
-        clock.t += 0.08
-        view._tick()
-    assert lab.progress == first
-    clock.t = 100.0 + 4.0
-    view._tick()
-    assert lab.progress == pytest.approx(first + play.dt)
-
-
-def test_play_stops_once_the_page_is_gone(monkeypatch):
-    clock = Clock()
-    view, lab, play = live_lab(monkeypatch, clock, doc=fake_doc(0))
-    play.playing = True
-    before = lab.progress
-    view._tick()
-    assert play.playing is False and lab.progress == before
-
-
 class TimeoutDoc:
     """Records add_timeout_callback calls (what FrameBudget.request schedules)."""
 
@@ -118,6 +55,69 @@ class TimeoutDoc:
     def add_timeout_callback(self, fn, ms):
         self.timeouts.append((fn, ms))
         return len(self.timeouts)
+
+
+def live_lab(monkeypatch, clock, doc=None):
+    """A LiveLab with its plots built (outside a server they are built at once), then ``doc`` as curdoc."""
+    from grpo_lab.views import live
+
+    periodic = []
+    monkeypatch.setattr(live.pn.state, "add_periodic_callback",
+                        lambda fn, period, **kw: periodic.append(fn) or SimpleNamespace(stop=lambda: None), raising=True)
+    lab, play = LabState(n_prompts=50), PlayState()
+    view = live.LiveLab(lab, play)
+    assert view.plots  # built: redraws go through _changed's paths
+    view._frames = FrameBudget(clock=clock)  # the session's budget, on the test's clock
+    monkeypatch.setattr(type(live.pn.state), "curdoc", property(lambda self: doc), raising=False)
+    return view, lab, play, periodic
+
+
+def test_play_is_the_browsers_and_its_button_state_goes_both_ways(monkeypatch):
+    """Pressing Play tells the grid (the browser plays); the server schedules no tick and moves nothing; the
+    browser's stop (end of the sweep, slider grabbed) comes back as the button's state."""
+    view, lab, play, periodic = live_lab(monkeypatch, Clock(), doc=TimeoutDoc())
+    before = lab.progress
+    play.playing = True
+    assert view.grid.playing is True and periodic == [] and lab.progress == before
+    view.grid.playing = False  # the browser stopped
+    assert play.playing is False
+
+
+def test_play_pushes_inside_the_budget_coalesce_into_one_redraw_of_the_latest(monkeypatch):
+    """While playing, each progress push is drawn at once if the session's budget allows, else once when it
+    does, showing the latest pushed progress (a heavy view follows the animation more slowly)."""
+    clock, doc = Clock(), TimeoutDoc()
+    view, lab, play, _ = live_lab(monkeypatch, clock, doc=doc)
+    drawn = []
+
+    def costly_refresh(repaint_grid):  # each redraw costs 1 s of work
+        drawn.append(lab.progress)
+        clock.t += 1.0
+
+    monkeypatch.setattr(view, "refresh", costly_refresh)
+    play.playing = True
+    lab.progress = 0.1  # the browser's first push: drawn at once
+    assert drawn == [0.1] and doc.timeouts == []
+    for t in (0.2, 0.3, 0.4):  # pushes every 250 ms: inside the budget (4 s after the last began)
+        clock.t += 0.25
+        lab.progress = t
+    assert drawn == [0.1] and len(doc.timeouts) == 1  # one redraw scheduled for all three
+    (due, ms), = doc.timeouts
+    assert ms == int(1000 * (100.0 + 1.0 / PLAY_SHARE - (101.0 + 0.25)))  # from the first push inside the budget
+    clock.t = 104.0
+    due()
+    assert drawn == [0.1, 0.4]  # the latest
+
+
+def test_without_play_a_cheap_change_waits_for_a_pause(monkeypatch):
+    """Not playing, a cheap change (rho = 0, same population) waits for the pause (the Debounce), not the budget."""
+    clock, doc = Clock(), TimeoutDoc()
+    view, lab, play, _ = live_lab(monkeypatch, clock, doc=doc)
+    drawn, waits = [], []
+    monkeypatch.setattr(view, "refresh", lambda repaint_grid: drawn.append(lab.progress))
+    monkeypatch.setattr(view._redraw, "trigger", lambda d, *a: waits.append(d))
+    lab.progress = 0.3
+    assert drawn == [] and waits == [doc]
 
 
 def test_server_painted_redraws_wait_for_the_budget_and_coalesce():

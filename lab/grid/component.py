@@ -30,7 +30,7 @@ from ..kernel import b64, kernel_source
 from .hover import HOVER_MARKERS, hover_advantages
 from .markup import STATIC, STYLE_PATH, controls_html, grid_data, grid_html
 from .pin import pin_html
-from .spec import PROGRESS_STEP, GridControls, control_spec
+from .spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP, GridControls, control_spec
 
 __all__ = ["LiveGrid", "server_view"]
 
@@ -84,6 +84,13 @@ class LiveGrid(JSComponent, GridControls):
     ghost = param.Dict(default=None, allow_None=True, doc=(
         "The pinned view, painted as a ghost beside the grid: {key, label, view (server_view)}; None: no pin."))
     compare = param.String(default="", doc="The pinned view against the live one (grpo_lab.views.compare), HTML.")
+    playing = param.Boolean(default=False, doc=(
+        "Play: while true the browser animates training progress (grpoGridView's play loop) and sends it every "
+        "play_sync_ms; the browser sets it back to false when play stops (at the end, or the slider grabbed)."))
+    play_seconds = param.Number(default=PLAY_SECONDS, bounds=(0.5, None), doc="Play's whole sweep, in seconds.")
+    play_sync_ms = param.Integer(default=PLAY_SYNC_MS, bounds=(50, None), doc=(
+        "While playing, the browser sends the progress this often (the path a slider drag uses), and once more "
+        "when play stops: the plots, tables and captions follow the animation at that rate."))
 
     _esm = _module_source()
     _stylesheets = [STYLE_PATH.read_text(encoding="utf-8")]

@@ -32,6 +32,7 @@ from grpo_lab.sims.population import UNIFORM_BLOCK
 from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
+           "PLAY_SECONDS", "PLAY_SYNC_MS",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
            "READOUTS"]
 
@@ -41,6 +42,8 @@ PROGRESS_STEP = 0.01  #: the served lab's progress slider step
 EXPORT_PROGRESS_STEP = 0.001  #: the exported page's progress slider step (its play moves smoothly)
 BAND_STEP = 0.01  #: the band sliders' step
 RHO_STEP = 0.05  #: the rho slider's step
+PLAY_SECONDS = 8.0  #: Play's whole sweep of training progress, minimum to maximum (the browser's play loop)
+PLAY_SYNC_MS = 250  #: while the lab plays, the browser sends Python the progress this often (the plots follow)
 
 _DEFAULT = Scenario()
 

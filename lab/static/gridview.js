@@ -31,8 +31,9 @@
  *   view.play(on, seconds, hooks)  play (or pause) training progress in the browser: from here to its
  *                               maximum, a whole sweep taking `seconds`, on the slider's step, one paint
  *                               per animation frame (from the maximum it restarts at the minimum);
- *                               hooks.frame() after each paint, hooks.stop() when it stops (at the end,
- *                               or because a reader grabbed the progress slider)
+ *                               hooks.paint() instead of view.paint() for each frame (the served lab with
+ *                               rho > 0: Python paints), hooks.frame() after each paint, hooks.stop() when
+ *                               it stops (at the end, paused, or because a reader grabbed the progress slider)
  *   view.playing()              whether it plays
  *
  * Frames mode (the Replay tab, lab/replay/grid.py): a sequence of recorded frames instead of the kernel.
@@ -48,7 +49,8 @@
  *   f.go(pos)                   show axis position pos (the slider follows; no input event)
  *   f.pos                       the position shown
  *   f.onInput(fn)               fn(pos) after a reader moved the slider (or play advanced it)
- *   f.play(on, ms, hooks)       play (or pause) in the browser, one position per `ms`; from the last
+ *   f.play(on, ms, hooks)       play (or pause) in the browser, one position per `ms` (the same loop as
+ *                               view.play: one requestAnimationFrame loop, playLoop); from the last
  *                               position it restarts at the first; hooks.stop() when it stops
  */
 (function (root) {
@@ -146,6 +148,36 @@
     var slots = holder.slots, values = filled.values;
     for (var i = 0; i < slots.length; i++) if (slots[i].data !== values[i]) slots[i].data = values[i];
     return true;
+  }
+
+  /* The one play loop of every mode: a requestAnimationFrame loop calling step(ms since play began) once per
+     frame until it returns false; each mode supplies its step (the grid: training progress over a sweep's
+     seconds; frames: one position per ms). start(step, stop) replaces a loop already running; stop() ends it;
+     the `stop` callback runs once whenever it ends, at the end or stopped. */
+  function playLoop() {
+    var raf = 0, onStop = null;
+    function end() {
+      var fn = onStop;
+      raf = 0;
+      onStop = null;
+      if (fn) fn();
+    }
+    var loop = {
+      running: function () { return raf !== 0; },
+      stop: function () { if (raf) { cancelAnimationFrame(raf); end(); } },
+      start: function (step, stop) {
+        loop.stop();
+        onStop = stop || null;
+        var begin = null;
+        function frame(now) {
+          if (begin === null) begin = now;
+          if (step(now - begin) === false) { end(); return; }
+          raf = requestAnimationFrame(frame);
+        }
+        raf = requestAnimationFrame(frame);
+      }
+    };
+    return loop;
   }
 
   function grpoGridView(host) {
@@ -258,33 +290,23 @@
       cells.canvas(ghostCanvas, data.geometry, ghostCode, d.x, d.y, d.tiles);
     };
 
-    var raf = 0, hooks = {};
-    view.playing = function () { return raf !== 0; };
-
-    function stopPlay() {
-      if (!raf) return;
-      cancelAnimationFrame(raf);
-      raf = 0;
-      if (hooks.stop) hooks.stop();
-    }
+    var loop = playLoop();
+    view.playing = loop.running;
+    function stopPlay() { loop.stop(); }
 
     view.play = function (on, seconds, playHooks) {
-      stopPlay();
+      loop.stop();
       if (!on) return;
-      hooks = playHooks || {};
-      var c = C.progress;
-      if (view.values.progress >= c.max) { view.set({progress: c.min}); view.paint(); }
-      var t0 = view.values.progress, start = null;
-      function step(now) {
-        if (start === null) start = now;
-        var t = Math.min(c.max, t0 + (c.max - c.min) * (now - start) / 1000 / seconds);
-        view.set({progress: Number((Math.round(t / c.step) * c.step).toFixed(c.digits))});  /* on the step */
-        view.paint();
+      var hooks = playHooks || {}, c = C.progress, paint = hooks.paint || view.paint;
+      if (view.values.progress >= c.max) { view.set({progress: c.min}); paint(); }
+      var t0 = view.values.progress;
+      loop.start(function (elapsed) {  /* the grid's step: progress over the sweep, on the slider's step */
+        var t = Math.min(c.max, t0 + (c.max - c.min) * elapsed / 1000 / seconds);
+        view.set({progress: Number((Math.round(t / c.step) * c.step).toFixed(c.digits))});
+        paint();
         if (hooks.frame) hooks.frame();
-        if (t >= c.max) { raf = 0; if (hooks.stop) hooks.stop(); return; }
-        raf = requestAnimationFrame(step);
-      }
-      raf = requestAnimationFrame(step);
+        return t < c.max;
+      }, hooks.stop);
     };
 
     function moved(name, value) {
@@ -457,29 +479,27 @@
     f.onInput = function (fn) { listeners.push(fn); };
     function moved() { for (var i = 0; i < listeners.length; i++) listeners[i](f.pos); }
 
-    var timer = 0, playHooks = {};
-    f.playing = function () { return timer !== 0; };
-    function stopPlay() {
-      if (!timer) return;
-      clearInterval(timer);
-      timer = 0;
-      playBtn.textContent = "Play";
-      playBtn.setAttribute("aria-pressed", "false");
-      if (playHooks.stop) playHooks.stop();
-    }
+    var loop = playLoop();
+    f.playing = loop.running;
+    function stopPlay() { loop.stop(); }
     f.play = function (on, ms, hooks) {
-      stopPlay();
+      loop.stop();
       if (!on || !frames) return;
-      playHooks = hooks || {};
+      hooks = hooks || {};
       var last = frames.steps.length - 1;
       if (f.pos >= last) f.go(0);
+      var from = f.pos;
       playBtn.textContent = "Pause";
       playBtn.setAttribute("aria-pressed", "true");
-      timer = setInterval(function () {
-        f.go(f.pos + 1);
-        moved();
-        if (f.pos >= last) stopPlay();
-      }, ms);
+      loop.start(function (elapsed) {  /* the frames' step: one position per ms */
+        var pos = Math.min(last, from + Math.floor(elapsed / ms));
+        if (pos !== f.pos) { f.go(pos); moved(); }
+        return f.pos < last;
+      }, function () {
+        playBtn.textContent = "Play";
+        playBtn.setAttribute("aria-pressed", "false");
+        if (hooks.stop) hooks.stop();
+      });
     };
 
     step.addEventListener("input", function () { stopPlay(); f.go(step.value); moved(); });

@@ -2,8 +2,9 @@
  *
  * Prepended by Python with kernel.js, cells.js and gridview.js. The view repaints in the browser
  * as a reader moves its controls (grpoGridView over the kernel) and sends the new values to
- * Python, which redraws the plots and the URL once the controls pause. Python sets the values
- * (URL, play, step, reset), the population (`data`) and, when rho > 0 (which the kernel does not
+ * Python, which redraws the plots and the URL once the controls pause. Play runs here too (the view's
+ * play loop; Python hears the progress every `play_sync_ms`). Python sets the values
+ * (URL, step, reset), `playing`, the population (`data`) and, when rho > 0 (which the kernel does not
  * cover), the view it computed (`view`): the browser then shows Python's view instead (and always
  * with `server_paints`, the benchmark's round-trip baseline).
  *
@@ -111,5 +112,33 @@ export function render({ model, el, view: esmView }) {
     model.on("compare", showPin);
     showPin();
   }
+  /* Play runs here, in the grid view's play loop (every frame painted in the browser; with rho > 0 the
+     frames Python paints are shown as they come). Python hears the progress every play_sync_ms, through the
+     same property a slider drag sets, and once more when play stops, so the plots, tables and captions
+     follow the animation; `playing` is the Play button's state, both ways. */
+  var playTimer = 0;
+  function pushProgress() {
+    playTimer = 0;
+    if (model.progress !== view.values.progress) model.progress = view.values.progress;
+  }
+  function startPlay() {
+    view.play(true, model.play_seconds, {
+      paint: function () { if (!serverPaints()) view.paint(); },
+      frame: function () { if (!playTimer) playTimer = setTimeout(pushProgress, model.play_sync_ms); },
+      stop: function () {
+        clearTimeout(playTimer);
+        /* after the rest of Python's message: a Reset stops play and sets the progress in one */
+        playTimer = setTimeout(function () {
+          pushProgress();
+          if (model.playing) model.playing = false;
+        }, 0);
+      }
+    });
+  }
+  model.on("playing", function () {
+    if (model.playing && !view.playing()) startPlay();
+    else if (!model.playing && view.playing()) view.play(false);
+  });
+  if (model.playing) startPlay();
   box.setAttribute("data-ready", "true");
 }

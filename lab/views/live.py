@@ -29,14 +29,13 @@ from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
-from .play_budget import FrameBudget, session_connected
+from .play_budget import FrameBudget
 
 __all__ = ["LiveLab"]
 
 PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept while they are built after the first render (no layout jump)
 PLOTS_DELAY_MS = 250  #: the plots are built this long after the page has loaded
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
-PLAY_REDRAW_MS = 400  #: while playing (no pause comes), the plots redraw at most this often
 
 
 class LiveLab:
@@ -60,10 +59,13 @@ class LiveLab:
         self.plots = []  # the full page's plots are built once the page has loaded (_build_plots)
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed", "pin"])
-        self._periodic = None
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
-        self._frames = FrameBudget()  # the session's share of the server: Play and server-painted redraws
-        play.param.watch(self._play, "playing")
+        self._frames = FrameBudget()  # the session's share of the server: Play's pushes and server-painted redraws
+        # Play runs in the browser (the grid's play loop): the button's state goes to the grid and comes back
+        # when the browser stops (at the end, or the slider grabbed); meanwhile the browser sends the progress
+        # every play_sync_ms, which _changed redraws within the frame budget
+        play.param.watch(lambda e: setattr(self.grid, "playing", e.new), "playing")
+        self.grid.param.watch(lambda e: setattr(self.play, "playing", e.new), "playing")
         self.notice = TextNotice(lab.notice, "warning", css_classes=["lab-notice"])  # URL text: shown verbatim
         lab.param.watch(lambda e: self.notice.show(e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
@@ -133,40 +135,20 @@ class LiveLab:
             plot.update(frame)
 
     def _changed(self, *_events) -> None:
-        """Grid changes that only the server can paint happen now; plot redraws wait for a pause.
+        """Grid changes that only the server can paint, and Play's progress, are drawn now; other redraws
+        wait for a pause.
 
         While progress, K or the filter move, the browser has already repainted the grid and the
         readouts; redrawing the plots on every step would keep the server busy and flood the page
         with plot updates mid-drag, so they are coalesced into one redraw REDRAW_DELAY_MS after
-        the last change.
+        the last change. Play never pauses: the browser sends its progress every play_sync_ms, and each
+        is drawn at once within the session's frame budget (lab.views.play_budget), so the plots, tables
+        and captions follow the animation, slower for a heavy view, never at the cost of other visitors.
         """
         server_paints = self.lab.rho > 0 or self.lab.population_key() != self._pop_key
         doc = pn.state.curdoc
-        if server_paints or doc is None or not self.plots:
+        if server_paints or doc is None or not self.plots or self.play.playing:
             self._redraw.cancel()  # within the session's frame budget; a burst of changes coalesces
             self._frames.request(lambda: self.refresh(repaint_grid=self.lab.rho > 0), doc)
             return
-        self._redraw.trigger(doc, PLAY_REDRAW_MS if self.play.playing else None)  # Play: a bounded rate
-
-    def _play(self, event) -> None:
-        if event.new and self._periodic is None:
-            if self.lab.progress >= 1.0:
-                self.lab.progress = 0.0
-            self._periodic = pn.state.add_periodic_callback(self._tick, period=self.play.period_ms)
-            pn.state.on_session_destroyed(lambda _context: setattr(self.play, "playing", False))
-        elif not event.new and self._periodic is not None:
-            self._periodic.stop()
-            self._periodic = None
-
-    def _tick(self) -> None:
-        """One Play frame, within the session's frame budget (lab.views.play_budget); none once the tab closed."""
-        if not self._frames.ready():
-            return  # the last frame's share of the server is not earned back yet: skip this tick
-        if not session_connected(pn.state.curdoc):
-            self.play.playing = False  # the visitor left: stop now, not when the session is discarded
-            return
-        with self._frames.frame():
-            playing = self.play.tick(self.lab)
-        if not playing and self._periodic is not None:
-            self._periodic.stop()
-            self._periodic = None
+        self._redraw.trigger(doc)

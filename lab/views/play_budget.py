@@ -1,19 +1,18 @@
-"""Play's fair share of the server: a frame budget per session, and no frames for a visitor who has left.
+"""Play's fair share of the server: a frame budget per session for what only the server can draw.
 
-All sessions share one event loop. A Play tick at the heaviest settings (20,000 prompts, K = 64,
-rho = 0.9: the server evaluates the grid and redraws the plots) costs most of a second; ticking every
-80 ms, one visitor's Play used the whole loop and another visitor's round trip went from 0.1 s to 5 s.
+All sessions share one event loop. Play runs in the browser (the grid view's play loop), which sends the
+progress every ``play_sync_ms`` (``grpo_lab.grid.spec.PLAY_SYNC_MS``) so the plots, tables and captions
+follow; at the heaviest settings (20,000 prompts, K = 64, rho = 0.9: the server evaluates the grid too)
+one such redraw costs most of a second, and drawing every one of them would let one visitor's Play take
+the whole loop (another visitor's round trip went from 0.1 s to 5 s when Play was a server tick).
 
-:class:`FrameBudget` spaces a session's frames so that Play uses at most :data:`PLAY_SHARE` of the
-server's time: after a frame that took ``w`` seconds of work, the next one may start ``w / share``
-seconds after it began; ticks that come earlier are skipped (no work, no message: the animation
-slows down instead of the server). A cheap frame (a small population, rho = 0, where the browser
-paints) is not slowed: its next frame is due before the next tick anyway. The same budget bounds the
-other redraws only the server can paint (dragging rho at 20,000 prompts): they wait for it and
-coalesce (:meth:`FrameBudget.request`).
-
-:func:`session_connected` tells whether a session's page is still open, so Play stops as soon as its
-tab is closed rather than when Bokeh discards the session (up to half a minute later).
+:class:`FrameBudget` spaces a session's redraws so that they use at most :data:`PLAY_SHARE` of the
+server's time: after a redraw that took ``w`` seconds of work, the next one may start ``w / share``
+seconds after it began; what arrives earlier waits and coalesces into one redraw of the state as it is
+then (:meth:`FrameBudget.request`): the plots follow the animation more slowly instead of the server. A
+cheap redraw (a small population, rho = 0) is not slowed: its next one is due before the next push
+anyway. The same budget bounds the other redraws only the server can paint (dragging rho at 20,000
+prompts). When the page closes, its pushes stop with it.
 """
 
 from __future__ import annotations
@@ -21,15 +20,15 @@ from __future__ import annotations
 import contextlib
 import time
 
-__all__ = ["PLAY_SHARE", "FrameBudget", "session_connected"]
+__all__ = ["PLAY_SHARE", "FrameBudget"]
 
-PLAY_SHARE = 0.25  #: the largest share of the server's time one session's Play may use
+PLAY_SHARE = 0.25  #: the largest share of the server's time one session's Play (and server painting) may use
 
 
 class FrameBudget:
     """When the next frame may start, from the cost of the last one (``clock``: seconds, for tests).
 
-    One per session, shared by Play's ticks and by redraws only the server can paint (rho > 0, a new
+    One per session, shared by Play's progress pushes and by redraws only the server can paint (rho > 0, a new
     population): :meth:`request` runs such a redraw now if the budget allows, else once, when it does
     (requests meanwhile coalesce into that one, which paints the state as it is then).
     """
@@ -69,15 +68,3 @@ class FrameBudget:
 
             wait_ms = max(1, int(1000 * (self._next - self.clock())))
             self._pending = doc.add_timeout_callback(due, wait_ms)
-
-def session_connected(doc) -> bool:
-    """Whether ``doc``'s browser page is still connected (True outside a server session).
-
-    Bokeh has no public connection count; this reads ``session_context._session.connection_count``
-    (Bokeh 3.x) and answers True when that is not available, so Play then stops at the latest when
-    the session is destroyed.
-    """
-    context = getattr(doc, "session_context", None)
-    session = getattr(context, "_session", None)
-    count = getattr(session, "connection_count", None)
-    return count is None or count > 0

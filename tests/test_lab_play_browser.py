@@ -1,0 +1,75 @@
+"""The live lab's Play in real Chromium: the grid animates in the browser, and the plots follow it.
+
+Play is the grid view's own loop (``lab/static/gridview.js``, ``playLoop``); the browser sends Python the
+progress every ``PLAY_SYNC_MS`` (``grpo_lab.grid.spec``), and Python redraws the plots, tables and caption
+from it. So while it plays, the server never sends the grid a progress value (when Play was a server tick,
+it sent one per frame), yet the grid shows many, and the caption's t moves on several times before the end.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lab_server import serve, wait_readout
+from grpo_lab.grid.spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+FIND = """sel => {
+  function find(root) {
+    const el = root.querySelector(sel);
+    if (el) return el;
+    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
+    return null;
+  }
+  return find(document);
+}"""
+
+#: JavaScript: from now on, record every progress value the grid shows and every caption text
+WATCH = f"""() => {{
+  const out = ({FIND})('#gx-progress-out'), cap = ({FIND})('.state-caption');
+  window.__shown = [out.textContent]; window.__captions = [cap.textContent];
+  new MutationObserver(() => window.__shown.push(out.textContent))
+    .observe(out, {{childList: true, characterData: true, subtree: true}});
+  setInterval(() => {{
+    const c = ({FIND})('.state-caption');
+    if (c && c.textContent !== window.__captions[window.__captions.length - 1]) window.__captions.push(c.textContent);
+  }}, 20);
+}}"""
+
+#: a Bokeh document patch that changes a model's `progress` (what a server tick sent for each frame)
+PROGRESS_PATCH = re.compile(r'"attr"\s*:\s*"progress"')
+
+
+@pytest.fixture(scope="module")
+def lab_url():
+    with serve() as url:
+        yield url
+
+
+def test_play_animates_the_grid_in_the_browser_and_the_plots_follow(page, lab_url):
+    received = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))
+    page.goto(lab_url)
+    wait_readout(page)
+    page.wait_for_function(f"() => !!({FIND})('.lab-plots-ready') && !!({FIND})('.state-caption')", timeout=60_000)
+    page.evaluate(WATCH)
+    before = len(received)
+    page.get_by_role("button", name="\u25b6 Play").click()
+    page.wait_for_function(f"() => Number(({FIND})('#gx-progress-out').textContent) === 1",
+                           timeout=int(PLAY_SECONDS * 1000 * 8))
+    during = [p if isinstance(p, str) else p.decode("utf-8", "replace") for p in received[before:]]
+    shown = page.evaluate("() => window.__shown")
+    values = sorted({float(v) for v in shown})
+    # the browser painted the sweep itself: many progress values, none of them sent by the server
+    assert values[-1] == 1.0 and len(values) >= 0.2 / PROGRESS_STEP
+    assert not [p for p in during if PROGRESS_PATCH.search(p)]
+    # the Play button comes back once the sweep ends, and the plots followed: the caption's t moved on
+    # several times on the way (the browser sent the progress every PLAY_SYNC_MS), ending at t = 1
+    page.get_by_role("button", name="\u25b6 Play").wait_for(timeout=30_000)
+    page.wait_for_function(f"() => ({FIND})('.state-caption').textContent.includes('At t = 1.00')", timeout=30_000)
+    ts = {m.group(1) for c in page.evaluate("() => window.__captions") for m in [re.search(r"At t = ([0-9.]+)", c)] if m}
+    assert len(ts - {"0.00", "1.00"}) >= 3, (ts, PLAY_SYNC_MS)
+    assert page.console_errors == []
