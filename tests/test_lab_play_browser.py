@@ -13,19 +13,10 @@ import re
 import pytest
 
 from lab_server import serve, wait_readout
+from test_lab_kcost_browser import FIND  # the first element matching a selector, through shadow roots
 from grpo_lab.grid.spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-FIND = """sel => {
-  function find(root) {
-    const el = root.querySelector(sel);
-    if (el) return el;
-    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
-    return null;
-  }
-  return find(document);
-}"""
 
 #: JavaScript: from now on, record every progress value the grid shows and every caption text
 WATCH = f"""() => {{
