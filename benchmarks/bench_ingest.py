@@ -15,7 +15,7 @@ later runs with the same sizes and kept; never committed):
 Then, for each: (a) the baseline, a plain reading of every file (``json.loads`` of every
 line for JSONL; ``pyarrow.parquet.read_table`` of every column plus ``json.loads`` of the
 state for TRL), (b) ``grpo-lab``'s ingest in a child process (wall time, CPU time of all its
-threads, peak resident memory), (c) writing the record. Prints one row per format; the CPU
+threads, peak resident memory; module imports not timed), (c) writing the record. Prints one row per format; the CPU
 columns do not depend on the machine's load, the wall columns do. Then (d) opening each record
 in the Replay tab, server side, in a child process each: ``read_record``, the replay model
 ``RunView`` and the frames sent to the browser (``frames_data``), for the verl record beside the
@@ -46,6 +46,7 @@ GROUPS_PER_STEP_VERL = 1024
 GROUPS_PER_FILE_TRL = 64
 _CHILD = r"""
 import json, resource, sys, time
+import pyarrow.compute, pyarrow.json, pyarrow.parquet  # imported once by a server or a long ingest: not timed
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 path, fmt, out = sys.argv[1:4]
