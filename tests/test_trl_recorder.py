@@ -191,3 +191,20 @@ def test_wrong_trl_version_is_one_line(monkeypatch):
     monkeypatch.setattr(trl, "__version__", "0.19.1")
     with pytest.raises(InputError, match=r"supports trl>=1\.16,<1\.17; found trl 0\.19\.1"):
         GroupRecorder("unused")
+
+
+def test_record_completed_by_the_caller_after_a_final_evaluation(tmp_path):
+    """complete_on_train_end=False (train-lm): the record stays open, so a live reader keeps polling, until the
+    caller has added its final evaluation and calls finish()."""
+    trainer = make_trainer(tmp_path, [], max_steps=2)
+    recorder = GroupRecorder(tmp_path / "rec", complete_on_train_end=False)
+    recorder.attach(trainer)
+    trainer.train()
+    recorder.wait()
+    rec = read_record(tmp_path / "rec")
+    assert not rec.meta["complete"] and rec.meta["steps_completed"] == 2 and list(rec.steps["step"]) == [1, 2]
+    recorder.add_eval(2, np.linspace(0, 1, 8), samples=3)
+    recorder.finish(2, end_reason="test")
+    rec = read_record(tmp_path / "rec")
+    assert rec.meta["complete"] and rec.meta["end_reason"] == "test"
+    assert list(rec.evals["step"]) == [2] and np.allclose(rec.evals["pass_rate"][0], np.linspace(0, 1, 8))

@@ -209,7 +209,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
         "source": {"kind": "grpo-lab-train-lm", "trainer": "GRPOTrainer", "command": command},
         "model_load_s": load_s,
     }
-    recorder = GroupRecorder(out, tag_column="tier", meta=meta)
+    recorder = GroupRecorder(out, tag_column="tier", meta=meta, complete_on_train_end=False)  # final eval first
     recorder.attach(trainer)
     recorder.appender.meta["config"].update(estimator=cfg.estimator)  # what `grpo-lab inspect` shows
     from transformers import PrinterCallback
@@ -240,8 +240,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
         recorder.appender.meta["end_reason"] = f"stopped by {stop['signal']} after step {step} of {cfg.max_steps}"
     recorder.add_eval(step, evaluate_pass_rates(trainer.model, tok, rows, cfg.eval_samples,
                                                 cfg.max_completion_length, cfg.temperature), cfg.eval_samples)
-    recorder.flush(step, complete=True)
-    recorder.appender.close()
+    recorder.finish(step)
     try:
         (out / "trl-output").rmdir()  # TRL's output_dir: empty with save_strategy="no"
     except OSError:

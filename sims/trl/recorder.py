@@ -123,10 +123,13 @@ class GroupRecorder:
     meta : extra run.json entries (for example ``{"model": "SmolLM2-135M-Instruct"}``).
     flush_interval_s : least time between two flushes at step ends (0: every step); the end of
         training and evaluations always flush. The record on disk lags by at most this much.
+    complete_on_train_end : mark the record complete when ``train()`` ends (the default); False when the
+        caller still adds to it (a final :meth:`add_eval`) and completes it with :meth:`finish`.
     """
 
     def __init__(self, out, tag_column: str = "tag", window: int = 4, reward_tolerance: float = 0.0,
-                 meta: dict | None = None, flush_interval_s: float = FLUSH_INTERVAL_S):
+                 meta: dict | None = None, flush_interval_s: float = FLUSH_INTERVAL_S,
+                 complete_on_train_end: bool = True):
         self.trl = check_trl()
         self.out = out
         self.tag_column = tag_column
@@ -134,6 +137,7 @@ class GroupRecorder:
         self.tolerance = float(reward_tolerance)
         self.extra_meta = dict(meta or {})
         self.flush_interval_s = float(flush_interval_s)
+        self.complete_on_train_end = bool(complete_on_train_end)
         self._last_flush = float("-inf")
         self.trainer = None
         self.callback = None
@@ -395,6 +399,16 @@ class GroupRecorder:
 
     def on_train_end(self, step: int) -> None:
         self._finalise()
+        if self.complete_on_train_end:
+            self.finish(step)
+        else:
+            self.flush(step)
+
+    def finish(self, step: int, **meta) -> None:
+        """Mark the record complete at ``step`` (with extra run.json entries ``meta``), wait for the writer
+        and remove the files the final run.json does not name."""
+        self._finalise()
+        self.appender.meta.update(meta)
         self.flush(step, complete=True)
         self.appender.close()
 
