@@ -50,12 +50,12 @@ class Controls:
         self.a = pn.widgets.FloatInput.from_param(p.a, name="Beta a", step=0.1, description=None, width=70)
         self.b = pn.widgets.FloatInput.from_param(p.b, name="Beta b", step=0.1, description=None, width=70)
         self.seed = pn.widgets.IntInput.from_param(p.seed, name="Seed", description=None, width=90)
-        self.play_button = pn.widgets.Toggle.from_param(play.param.playing, name=_PLAY_LABEL[play.playing],
-                                                        button_type="primary", width=110)
-        play.param.watch(lambda e: setattr(self.play_button, "name", _PLAY_LABEL[e.new]), "playing")
-        self.step_button = pn.widgets.Button(name="Step", description=_TIPS["step"], width=70)
-        self.reset_button = pn.widgets.Button(name="Reset", description=_TIPS["reset"], width=70)
-        self.new_draw_button = pn.widgets.Button(name="New draw", description=_TIPS["new_draw"], width=90)
+        self.play_button = pn.widgets.Toggle.from_param(play.param.playing, label=_PLAY_LABEL[play.playing],
+                                                        color="primary", width=110)
+        play.param.watch(lambda e: setattr(self.play_button, "label", _PLAY_LABEL[e.new]), "playing")
+        self.step_button = pn.widgets.Button(label="Step", description=_TIPS["step"], width=70)
+        self.reset_button = pn.widgets.Button(label="Reset", description=_TIPS["reset"], width=70)
+        self.new_draw_button = pn.widgets.Button(label="New draw", description=_TIPS["new_draw"], width=90)
 
         self.step_button.on_click(lambda _e: lab.step(0.05))
         self.reset_button.on_click(lambda _e: (setattr(play, "playing", False), lab.reset()))

@@ -75,9 +75,9 @@ class TourPanel:
     def _build(self) -> None:
         """The step's text and the Back / Next / End tour buttons, into the (so far empty) box."""
         self.text = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["tour-text"], margin=(0, 10))
-        self.back = pn.widgets.Button(name="\u2190 Back", width=90)
-        self.next = pn.widgets.Button(name="Next \u2192", button_type="primary", width=90)
-        self.end = pn.widgets.Button(name="End tour", width=90)
+        self.back = pn.widgets.Button(label="\u2190 Back", width=90)
+        self.next = pn.widgets.Button(label="Next \u2192", color="primary", width=90)
+        self.end = pn.widgets.Button(label="End tour", width=90)
         self.back.on_click(lambda _e: self.go(self.tour.step - 1))
         self.next.on_click(lambda _e: self.go(self.tour.step + 1))
         self.end.on_click(lambda _e: self.go(0))
