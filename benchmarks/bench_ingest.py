@@ -15,11 +15,16 @@ later runs with the same sizes and kept; never committed):
 Then, for each: (a) the baseline, a plain reading of every file (``json.loads`` of every
 line for JSONL; ``pyarrow.parquet.read_table`` of every column plus ``json.loads`` of the
 state for TRL), (b) ``grpo-lab``'s ingest in a child process (wall time, CPU time of all its
-threads, peak resident memory; module imports not timed), (c) writing the record. Prints one row per format; the CPU
-columns do not depend on the machine's load, the wall columns do. Then (d) opening each record
-in the Replay tab, server side, in a child process each: ``read_record``, the replay model
-``RunView`` and the frames sent to the browser (``frames_data``), for the verl record beside the
-small plain-JSONL one (and a 1,000-group record) in the same run.
+threads, peak resident memory; module imports not timed), (c) writing the record. Prints one
+row per format; the CPU columns depend less on the machine's load than the wall columns. Then
+(d) opening each record in the Replay tab, server side, in a child process each: ``read_record``,
+the replay model ``RunView`` and the frames sent to the browser (``frames_data``), beside a
+1,000-group record opened the same way in the same run. With ``--browser``, (e) the same records
+opened in the served Replay tab in headless Chromium: seconds from the page request to the grid's
+first readout (the server's work, sending the frames, the browser decoding and painting them), and
+the scrub latency of ``--presses`` slider steps measured in the page as
+``benchmarks/bench_replay.py`` does (keydown to the readout rewritten, and to the end of the next
+painted frame).
 
 Run: ``python benchmarks/bench_ingest.py`` (a few minutes: 100,000 verl groups) or
 ``python benchmarks/bench_ingest.py --full --cache /tmp/grpo-lab-bench-ingest`` (1,000,000 verl
@@ -148,8 +153,8 @@ def make_trl(folder: Path, groups: int, G: int, chars: int, rng) -> list[Path]:
     return files + [state]
 
 
-def make_plain(path: Path, groups: int, G: int, rng) -> list[Path]:
-    steps = np.arange(groups) // 500
+def make_plain(path: Path, groups: int, G: int, rng, per_step: int = 500) -> list[Path]:
+    steps = np.arange(groups) // per_step
     pids = rng.integers(0, 5000, groups)
     rewards = (rng.random((groups, G)) < rng.random((groups, 1))).astype(int)
     with open(path, "w") as fh:
@@ -198,6 +203,63 @@ def _cached(cache: Path | None, tmp: Path, key: str, make) -> tuple[Path, list[P
     return folder, files
 
 
+def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
+    """(e): each record served alone in the Replay tab, opened and scrubbed in headless Chromium."""
+    import importlib.util
+    import statistics
+
+    from playwright.sync_api import sync_playwright
+
+    spec = importlib.util.spec_from_file_location("bench_replay", Path(__file__).with_name("bench_replay.py"))
+    br = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(br)  # its page-side probe (INSTALL), server and percentiles
+    print(f"Replay tab in Chromium: open = page request to the first readout; scrub = {presses} slider steps, "
+          "ms p50 / p95 to the readout and to the next painted frame", flush=True)
+    with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-ingest-tab-") as tmp:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=br.CHROMIUM_ARGS, headless=True)
+        for i, (label, rec) in enumerate(records):
+            root = Path(tmp) / str(i)
+            shutil.copytree(rec, root / "run")
+            srv, url = br.serve(root)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            try:
+                t = time.perf_counter()
+                page.goto(url, timeout=300_000)
+                page.wait_for_function(FIRST_READOUT, timeout=300_000, polling=50)
+                opened = time.perf_counter() - t
+                page.evaluate(br.INSTALL)
+                handle = page.locator("#gx-step")
+                handle.focus()
+                page.evaluate("() => { __bench.js = []; __bench.frame = []; }")
+                for _ in range(presses):
+                    handle.press("ArrowRight")
+                    page.wait_for_timeout(150)
+                page.wait_for_timeout(500)
+                r = page.evaluate("() => __bench")
+                js, fr = r["js"], r["frame"]
+                print(f"  {label:>22}: open {opened:6.2f} s; scrub to readout {statistics.median(js):6.2f} / "
+                      f"{br.pct(js, 95):6.2f} ms, to frame {statistics.median(fr):6.2f} / {br.pct(fr, 95):6.2f} ms "
+                      f"(n = {len(js)})", flush=True)
+            except Exception as exc:  # a loaded machine can stall the page: say so, go on
+                print(f"  {label:>22}: did not complete: {type(exc).__name__}: {str(exc).splitlines()[0]}", flush=True)
+            finally:
+                page.close()
+                srv.stop()
+        browser.close()
+
+
+#: true once the replay-step readout shows a step (the grid has its frames)
+FIRST_READOUT = """() => {
+  let found = false;
+  const walk = (root) => root.querySelectorAll('*').forEach((el) => {
+    if (el.classList && el.classList.contains('replay-step') && el.textContent.trim() !== '') found = true;
+    if (el.shadowRoot) walk(el.shadowRoot);
+  });
+  walk(document);
+  return found;
+}"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="the sizes of issue 15: 1,000,000 verl groups (about 18 GB)")
@@ -209,6 +271,8 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=17_398,
                     help="verl: size of the prompt set the steps draw from (default: that of DAPO-Math-17k)")
     ap.add_argument("--workers", type=int, default=1, help="as grpo-lab ingest --workers (processes)")
+    ap.add_argument("--browser", action="store_true", help="also open each record in the Replay tab in Chromium")
+    ap.add_argument("--presses", type=int, default=30, help="--browser: slider steps scrubbed per record")
     ap.add_argument("--cache", help="keep the generated inputs in this folder and reuse them in later runs "
                                     "(default: a temporary folder, removed at the end)")
     args = ap.parse_args()
@@ -249,16 +313,19 @@ def main() -> None:
                   f"{r['ingest_cpu_s']:12.1f}  {groups / r['ingest_s']:9.0f}  {groups / tb:17.0f}  "
                   f"{r['peak_rss_mb']:7.0f}  {r['write_s']:7.1f}", flush=True)
         small = tmp / "small"
-        make_plain(small.with_suffix(".jsonl"), 1000, 4, np.random.default_rng(3))
+        make_plain(small.with_suffix(".jsonl"), 1000, 4, np.random.default_rng(3), per_step=10)  # 100 steps
         _child(_CHILD, str(small.with_suffix(".jsonl")), "jsonl", str(small), "1")
         print("Replay tab, server side: read_record + RunView + frames_data (s), CPU s, frames sent (MB), peak MB",
               flush=True)
-        for label, rec in [("1,000 groups (plain)", small)] + [(f"{fmt} record", records[fmt]) for fmt in records]:
+        for label, rec in [("1,000 groups, 100 steps", small)] + [(f"{fmt} record", records[fmt]) for fmt in records]:
             o = _child(_OPEN, str(rec))
             print(f"  {label:>22}: {o['groups']:8d} groups, {o['steps']:5d} steps, {o['prompts']:6d} prompts: "
                   f"open {o['open_s']:.2f} s = {o['read_s']:.2f} + {o['view_s']:.2f} + {o['frames_s']:.2f}, "
                   f"CPU {o['cpu_s']:.2f} s, frames {o['frames_mb']:.1f} MB, peak {o['peak_rss_mb']:.0f} MB "
                   f"(imports {o['import_s']:.1f} s, once per server)", flush=True)
+        if args.browser:
+            browser_open([("1,000 groups, 100 steps", small)] + [(f"{fmt} record", records[fmt]) for fmt in records],
+                         args.presses)
     print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
 
 
