@@ -341,13 +341,9 @@
 
     function signed(a) { return (a >= 0 ? "+" : "") + G.fixed(a, 3); }
 
-    /* tell the hover's listeners about prompt i of the view shown (-1: none), once per change */
-    function hoverChanged(i) {
-      var r = shown && shown.result, h = null;
-      if (i >= 0 && r) {
-        var p = r.pass_rate[i];
-        h = {prompt: i, p: p, K: shown.K, pu: r.rho ? NaN : G.usefulProbability(p, shown.K)};
-      }
+    /* tell the hover's listeners about prompt i of the view shown (-1: none), with its P(useful) pu, once per change */
+    function hoverChanged(i, pu) {
+      var h = i >= 0 ? {prompt: i, p: shown.result.pass_rate[i], K: shown.K, pu: pu} : null;
       var key = h ? h.prompt + "/" + h.p + "/" + h.K + "/" + h.pu : null;
       if (key === hovered) return;
       hovered = key;
@@ -380,7 +376,7 @@
       }
       placeTip(el.tip, el.grid, at, lines, rolloutDots(marks, pass, K, i + "/" + rate + "/" + K));
       outlineCell(marks, data.geometry, d.x[i], d.y[i]);
-      hoverChanged(i);
+      hoverChanged(i, pu);
     }
 
     /* a new width may wrap the readouts differently: measure their height again on the next paint */
