@@ -229,3 +229,25 @@ def test_export_hover_outlines_the_cell_and_shows_its_rollouts(page, tmp_path):
     page.mouse.move(0, 0)
     assert page.locator(".gx-outline").is_hidden()
     assert attempted == [] and page.console_errors == []
+
+
+def test_hover_with_correlated_rollouts_shows_pythons_rollouts(page, lab_url):
+    """With rho > 0 Python paints the grid and sends each prompt's shared rate q: the dots are u < q, rollout by
+    rollout, as the core realises them; the plots' line still marks p, and no P(useful) dot (the browser's is rho = 0's)."""
+    s = Scenario(progress=0.5, K=8, rho=0.4)
+    pop = s.population()
+    view = evaluate(s, pop)
+    assert (view.shared_rate != view.pass_rate).any()
+    geo = geometry(pop.n)
+    page.goto(f"{lab_url}?progress=0.5&K=8&rho=0.4")
+    wait_readout(page)
+    plots_ready(page)
+    # a prompt whose dots differ from what its pass rate alone would give: only q explains them
+    differs = np.flatnonzero(((pop.uniforms(8) < view.shared_rate[:, None]) != (pop.uniforms(8) < view.pass_rate[:, None])).any(axis=1))
+    for i in (int(differs[0]), int(differs[-1])):
+        check_hover(page, view, pop, s.K, i, geo["cols"], geo["rows"])
+        p = float(view.pass_rate[i])
+        page.wait_for_function(f"() => ({MARKERS_JS})().curve[1] === {p!r}", timeout=5_000)
+        assert page.evaluate(MARKERS_JS)["dot"] == [[], []]
+        assert "P(useful)" not in page.locator("#gx-tip").text_content()
+    assert page.console_errors == []
