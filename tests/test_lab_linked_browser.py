@@ -154,6 +154,7 @@ def test_pin_at_k8_compare_with_k16_and_the_url_reproduces_it(page, browser, lab
     page.get_by_role("button", name="Unpin").wait_for(timeout=15_000)
     page.wait_for_function("() => new URLSearchParams(location.search).get('pin') === 'K8_t0.5'", timeout=15_000)
     assert ghost_pixels(page) == ghost_want.ravel().tolist()
+    assert page.evaluate(f"() => ({FIND})('#gx-ghost-title').textContent") == "Pinned view: K = 8, t = 0.5"
     # the next view: K = 16, as a reader moves the slider
     page.locator("#gx-K").evaluate("(el) => { el.value = '16'; el.dispatchEvent(new Event('input', {bubbles: true})); }")
     page.wait_for_function(f"() => ({FIND})('#gx-compare').textContent.includes('Now: K = 16')", timeout=15_000)

@@ -82,7 +82,8 @@ class LiveGrid(JSComponent, GridControls):
         "The names of the plots' hover markers (grpo_lab.grid.hover.HOVER_MARKERS), which the browser moves."))
     pin_clicks = param.Integer(default=0, doc="Presses of the Pin button (grpo_lab.views.compare.PinLink answers).")
     ghost = param.Dict(default=None, allow_None=True, doc=(
-        "The pinned view, painted as a ghost beside the grid: {key, label, view (server_view)}; None: no pin."))
+        "The pinned view, painted as a ghost beside the grid: {key, title, label (the canvas's), view (server_view)}; "
+        "None: no pin."))
     compare = param.String(default="", doc="The pinned view against the live one (grpo_lab.views.compare), HTML.")
     playing = param.Boolean(default=False, doc=(
         "Play: while true the browser animates training progress (grpoGridView's play loop) and sends it every "

@@ -95,10 +95,13 @@ export function render({ model, el, view: esmView }) {
 
   /* pin and compare (present when the markup has the Pin button) */
   var pinButton = box.querySelector("#gx-pin"), compareBox = box.querySelector("#gx-compare");
+  var hint = box.querySelector(".gx-pin-hint"), title = box.querySelector("#gx-ghost-title");
   function showPin() {
     view.ghost(model.ghost && model.ghost.view);
     var canvas = box.querySelector(".gx-ghost-canvas");
     if (canvas && model.ghost) canvas.setAttribute("aria-label", model.ghost.label);
+    if (title && model.ghost) title.textContent = model.ghost.title;
+    if (hint) hint.hidden = !!model.ghost;  /* pinned: the ghost's title says what is pinned */
     if (compareBox && compareBox.innerHTML !== model.compare) compareBox.innerHTML = model.compare;  /* Python's */
     if (pinButton) pinButton.textContent = model.ghost ? "Unpin" : "Pin this view";
   }

@@ -124,6 +124,7 @@ def _pinned(frame: Frame, pin: str) -> tuple[Frame, dict]:
     def compute():
         pinned = Frame(s, pop, evaluate(s, pop), *([s.band] if s.band else []))
         return pinned, {"key": f"{pop.seed}/{pop.n}/{pop.a!r}/{pop.b!r}/{s.gain!r}/{pin}",
+                        "title": f"Pinned view: {pin_label(_values(s))}",
                         "label": f"The pinned view's prompts ({pin_label(_values(s))})",
                         "view": server_view(pinned.view, s.K)}
 
