@@ -252,3 +252,21 @@ def test_hover_with_correlated_rollouts_shows_pythons_rollouts(page, lab_url):
         assert page.evaluate(MARKERS_JS)["dot"] == [[], []]
         assert "P(useful)" not in page.locator("#gx-tip").text_content()
     assert page.console_errors == []
+
+
+def test_pinned_view_fits_a_phone(browser, lab_url):
+    """At 390 px the ghost and the comparison wrap under the grid: nothing scrolls sideways."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(f"{lab_url}?K=16&progress=0.5&pin=K8_t0.5")
+        wait_readout(page)
+        page.locator("#gx-ghost").wait_for(state="visible", timeout=30_000)
+        page.wait_for_function(f"() => ({FIND})('#gx-compare').textContent.includes('Now: K = 16')", timeout=15_000)
+        widths = page.evaluate(f"""() => {{ const g = ({FIND})('#gx-ghost'), c = ({FIND})('.gx-compare-table');
+          return [document.documentElement.scrollWidth, window.innerWidth, g.getBoundingClientRect().right,
+                  c.getBoundingClientRect().right]; }}""")
+        assert widths[0] <= widths[1], widths  # the page does not scroll sideways
+        assert widths[2] <= widths[1] and widths[3] <= widths[1], widths  # the ghost and its table are on screen
+    finally:
+        context.close()
