@@ -23,6 +23,7 @@ from .caption import StateCaption
 from .compare import PinLink
 from .controls import Controls
 from .decay import DecayPlot
+from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
 from .jensen import JensenPlot
@@ -34,7 +35,7 @@ from .play_budget import FrameBudget
 __all__ = ["LiveLab"]
 
 PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept while they are built after the first render (no layout jump)
-PLOTS_DELAY_MS = 250  #: the plots are built this long after the page has loaded
+PLOTS_DELAY_MS = 250  #: the plots are built this long after the page has loaded (when no other build waits)
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 
 
@@ -85,12 +86,13 @@ class LiveLab:
             pn.state.onload(self._plots_soon)  # at once outside a server session
 
     def _plots_soon(self) -> None:
-        """Build the plots PLOTS_DELAY_MS after the page loaded: visitors still waiting for their first render
-        (a room arriving together) are served first."""
+        """Build the plots once the page has loaded: PLOTS_DELAY_MS later when the server is idle, else after
+        the builds queued before (one at a time per process, lab.views.deferred): visitors still waiting for
+        their first render, or for a control's answer, are served between two builds."""
         if pn.state.curdoc is None:
             self._build_plots()
         else:
-            pn.state.add_periodic_callback(self._build_plots, period=PLOTS_DELAY_MS, count=1)
+            defer_build(pn.state.curdoc, self._build_plots, PLOTS_DELAY_MS)
 
     def _build_plots(self) -> None:
         """Build, fill and show the plots (once the page has loaded); marks them ``lab-plots-ready``."""
