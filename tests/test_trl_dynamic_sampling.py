@@ -106,3 +106,33 @@ def test_never_a_partial_batch(tmp_path, cap, message):
 def test_batch_wide_advantages_are_refused(tmp_path):
     with pytest.raises(InputError, match="per-group advantages"):
         make_trainer(tmp_path, [], trainer_cls=dynamic_sampling_trainer(), funcs=1, scale_rewards="batch")
+
+
+def test_steps_per_generation_old_logps_and_missing_rewards(tmp_path):
+    """Two weighted reward functions with None rewards, steps_per_generation = 2 (so TRL computes
+    old_per_token_logps, merged like the other completion tensors): full batches, the keep rule, the counts."""
+    truth, merged = [], []
+    cls = dynamic_sampling_trainer(max_num_gen_batches=6)
+    trainer = make_trainer(tmp_path, truth, trainer_cls=cls, n_prompts=N_PROMPTS, max_steps=4,
+                           reward_weights=[1.0, 0.5], per_device_train_batch_size=8, steps_per_generation=2,
+                           none_every=5)
+    GroupRecorder(tmp_path / "rec").attach(trainer)
+    inner = trainer._generate_and_score_completions
+
+    def capture(inputs):
+        out = inner(inputs)
+        merged.append({k: v for k, v in out.items()})
+        return out
+
+    trainer._generate_and_score_completions = capture
+    trainer.train()
+    rec = read_record(tmp_path / "rec")
+    g, target = rec.groups, 16 // G
+    assert np.isnan(g["rewards_per_func"]).any()
+    for k, out in enumerate(merged):
+        sel = g["generation"] == k
+        assert np.array_equal(g["kept"][sel], _expected_keep(g["rewards"][sel], target))
+        assert out["old_per_token_logps"].shape == out["completion_ids"].shape == out["completion_mask"].shape
+        assert out["completion_ids"].shape[0] == target * G
+    assert list(rec.steps["rollouts_kept"]) == [target * G, 0, target * G, 0]  # one generation per two steps
+    assert rec.meta["recording"]["rollouts"] == len(g["step"]) * G == sum(len(v) for n, _, v in truth if n == "short")
