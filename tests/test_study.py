@@ -29,13 +29,14 @@ def test_cells_are_paired_and_share_one_start():
     p = PRESETS["full"]
     cells = main_cells(p, {(reg, est): 1e-4 for reg in p.regimes for est in p.estimators})
     assert all(c.lr != c.lr for c in main_cells(p))  # the full preset's rates come from its sweep
-    assert len(cells) == len(p.seeds) * (len(p.group_sizes) * len(p.estimators) * len(p.regimes) + len(p.regimes))
+    assert len(cells) == len(p.seeds) * (len(p.group_sizes) * len(p.estimators) * len(p.regimes) + len(p.regimes)) + (
+        len(p.curriculum) * len(p.curriculum_seeds) * len(p.curriculum_regimes))
     assert len({c.name for c in cells}) == len(cells)
     cfgs = [c.config(p) for c in cells[:3]]
     assert {c.sft_seed for c in cfgs} == {study.SFT_SEED} and all(c.max_grad_norm == 0 for c in cfgs)
     assert study.SWEEP_SEED not in p.seeds and all(c.seed == study.SWEEP_SEED for c in sweep_cells(p))
     assert [c.G for c in cells][0] == 4  # G = 4 first: the most informative cells are trained first
-    ds = [c for c in cells if c.ds]
+    ds = [c for c in cells if c.ds and not c.tag]
     assert {(c.estimator, c.G) for c in ds} == {(study.DS_ESTIMATOR, study.DS_G)} and len(ds) == 2 * len(p.seeds)
     assert PRESETS["reduced"].sweep_lrs == () and len(main_cells(PRESETS["reduced"])) == 12
 
@@ -274,3 +275,37 @@ def test_one_sigint_stops_the_workers_and_leaves_resumable_runs(tmp_path, how):
     # resume takes the run's own config; only its number of steps is given here
     resumed = train(GRPOConfig(steps=k1 + 2), partial / name, resume=True, device="cpu", threads=1)
     assert resumed.meta["steps_completed"] == k1 + 2 and resumed.meta["complete"]
+
+
+def test_curriculum_cells_carry_their_option_and_pair_with_dynamic_sampling_alone():
+    p = PRESETS["full"]
+    lrs = {(reg, est): 2e-4 for reg in p.regimes for est in p.estimators}
+    cur = [c for c in main_cells(p, lrs) if c.tag]
+    assert len(cur) == len(p.curriculum) * len(p.curriculum_seeds) and all(c.ds for c in cur)
+    for c in cur:
+        cfg, opts = c.config(p), dict(c.extra)
+        assert cfg.dynamic_sampling and all(getattr(cfg, k) == v for k, v in opts.items())
+        assert c.name.startswith(f"{c.regime}-g{study.DS_G}-{study.DS_ESTIMATOR}-ds-{c.tag}-lr")
+        assert cfg.retire_after in (0, 2) and (cfg.retire_after == 2) == ("retire_after" in opts)
+    # trained after the first pair's cells, before the second pair's sweep
+    flat = [c for b in study.blocks(p, lrs) for c in b]
+    first_cur = flat.index(cur[0])
+    assert all(c.estimator in p.estimators[:2] for c in flat[:first_cur])
+    assert all(c.tag for c in flat[first_cur:first_cur + len(cur)])
+    # the table pairs each variant with dynamic sampling alone, seed by seed
+    figs = {c.name: _figs(0.5 + 0.01 * c.seed) for c in main_cells(p, lrs) if c.ds and not c.tag}
+    figs.update({c.name: _figs(0.5 + 0.01 * c.seed - (0.03 if c.tag == p.curriculum[0][0] else 0.0)) for c in cur})
+    text = tables(p, main_cells(p, lrs), figs, lrs)
+    row = next(line for line in text.splitlines() if line.startswith(f"| weak | {p.curriculum[0][0]} |"))
+    assert "-0.030 ± 0.000 (n=3)" in row and "3/3" in row
+
+
+def test_retired_share_counts_n_consecutive_all_pass_groups():
+    from grpo_lab.sims.trainer.study import _retired_share
+
+    ones, mixed = [1, 1, 1, 1], [1, 0, 1, 1]
+    # prompt 0: pass, pass -> retired at N = 2; prompt 1: pass, mixed, pass -> never 2 in a row; prompt 2: pass x3
+    g = {"prompt_id": np.array([0, 1, 2, 0, 1, 2, 1, 2]),
+         "rewards": np.array([ones, ones, ones, ones, mixed, ones, ones, ones], float)}
+    assert _retired_share(g, 2, 10) == 2 / 10  # prompts 0 and 2
+    assert _retired_share(g, 3, 10) == 1 / 10  # prompt 2 only

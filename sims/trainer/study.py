@@ -19,8 +19,10 @@ Question: when does a fixed reference (``sign``, ``tasa``) beat group-mean centr
   cap is reached (the tables say so). The reduced preset has no sweep: every estimator uses the
   default rate (said wherever its tables are shown).
 
-Cells: ``{regime}-g{G}-{estimator}[-ds]`` over seeds; ``-ds`` is DAPO dynamic sampling (plain vs
-dynamic sampling is compared with ``dr_grpo`` at G = 4 in both regimes). A cell's run is one record
+Cells: ``{regime}-g{G}-{estimator}[-ds][-TAG]`` over seeds; ``-ds`` is DAPO dynamic sampling (plain vs
+dynamic sampling is compared with ``dr_grpo`` at G = 4 in both regimes); ``-TAG`` a curriculum option
+of dynamic sampling (:attr:`Preset.curriculum`: retirement after N all-pass groups, the hard buffer)
+against dynamic sampling alone, same rate, paired by seed. A cell's run is one record
 directory; a study is finished cell by cell and resumes from the cells on disk (see
 :mod:`grpo_lab.commands.study`).
 
@@ -61,6 +63,11 @@ class Preset:
     sweep_widen: int = 0  #: how many rates a sweep may add past its ends while the best rate is at one
     about: str = ""
     options: tuple = ()  #: (name, value) pairs of GRPOConfig options set in every cell (after COMMON)
+    #: (tag, ((option, value), ...)) curriculum variants of dynamic sampling (DS_ESTIMATOR, DS_G) compared with
+    #: dynamic sampling alone on ``curriculum_seeds`` in ``curriculum_regimes``
+    curriculum: tuple = ()
+    curriculum_seeds: tuple = ()
+    curriculum_regimes: tuple = ()
 
 
 PRESETS = {
@@ -70,7 +77,9 @@ PRESETS = {
     "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("weak", "broad"),
                    estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4, 8e-4), sweep_widen=2,
                    about="5 seeds, G in {4, 8}, four estimators, learning rate per estimator from a sweep "
-                         "on a held-out seed, plain vs DAPO"),
+                         "on a held-out seed, plain vs DAPO, DAPO's curriculum options (3 seeds, weak start)",
+                   curriculum=(("retire2", (("retire_after", 2),)), ("hard0.25", (("hard_buffer_frac", 0.25),))),
+                   curriculum_seeds=(1, 2, 3), curriculum_regimes=("weak",)),
     # a check of the machinery (tests): a tiny model on 24 prompts, seconds per run
     "smoke": Preset("smoke", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"), estimators=("dr_grpo", "sign"),
                     sweep_lrs=(1e-3, 2e-3), sweep_widen=1, about="machinery check: tiny model, 24 prompts, 3 steps",
@@ -91,10 +100,12 @@ class Cell:
     seed: int
     lr: float
     ds: bool = False
+    tag: str = ""  #: a curriculum variant's tag (its options in ``extra``), "" for none
+    extra: tuple = ()  #: (option, value) pairs of GRPOConfig set after the preset's
 
     @property
     def group(self) -> str:
-        return f"{self.regime}-g{self.G}-{self.estimator}{'-ds' if self.ds else ''}"
+        return f"{self.regime}-g{self.G}-{self.estimator}{'-ds' if self.ds else ''}{'-' + self.tag if self.tag else ''}"
 
     @property
     def name(self) -> str:
@@ -103,7 +114,7 @@ class Cell:
     def config(self, preset: Preset) -> GRPOConfig:
         return GRPOConfig.for_start(self.regime, estimator=self.estimator, num_generations=self.G, seed=self.seed,
                                     sft_seed=SFT_SEED, learning_rate=self.lr, dynamic_sampling=self.ds,
-                                    **{**COMMON, **dict(preset.options)}).validate()
+                                    **{**COMMON, **dict(preset.options), **dict(self.extra)}).validate()
 
 
 def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None = None) -> tuple:
@@ -153,6 +164,9 @@ def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
         if G == DS_G:
             for reg in preset.regimes:
                 cells += [Cell("main", reg, G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR), ds=True) for s in preset.seeds]
+    for tag, extra in preset.curriculum:
+        cells += [Cell("main", reg, DS_G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR), ds=True, tag=tag, extra=extra)
+                  for reg in preset.curriculum_regimes for s in preset.curriculum_seeds]
     return cells
 
 
@@ -176,7 +190,8 @@ def blocks(preset: Preset, lrs: dict, finals: dict | None = None) -> list[list[C
     """The cells in the order they are trained, as blocks (a block starts when the one before has
     finished): per pair of estimators (the first two of the preset first), per G, per regime, the
     pair's sweep (first G only) then its runs; plain vs dynamic sampling after the first pair at
-    :data:`DS_G`. So the first finished blocks already answer the question for the first pair.
+    :data:`DS_G`, the curriculum variants after the first pair's last G. So the first finished blocks
+    already answer the question for the first pair.
     Cells of a pair whose rate is not chosen yet carry NaN (resolved when their block comes).
     ``finals`` (final pass rates by cell name) widens the sweeps (:func:`sweep_rates`)."""
     sweep, main = sweep_cells(preset, finals), main_cells(preset, lrs)
@@ -189,7 +204,9 @@ def blocks(preset: Preset, lrs: dict, finals: dict | None = None) -> list[list[C
                     out.append([c for c in sweep if c.regime == reg and c.estimator in pair])
                 out.append([c for c in main if not c.ds and c.G == G and c.regime == reg and c.estimator in pair])
             if k == 0 and G == DS_G:
-                out.append([c for c in main if c.ds])
+                out.append([c for c in main if c.ds and not c.tag])
+        if k == 0:
+            out.append([c for c in main if c.tag])
     return [b for b in out if b]
 
 
@@ -204,7 +221,9 @@ def run_figures(rec) -> dict:
     ``per_useful``: rollouts generated per trained group with any non-zero advantage;
     dynamic sampling only (else NaN): ``drawn_per_step``, ``effective_group_rate`` (share of drawn
     groups with reward spread), ``amplification`` (groups drawn per group trained), and the split of
-    the groups dropped for no spread into ``dropped_all_pass`` / ``dropped_all_fail`` shares.
+    the groups dropped for no spread into ``dropped_all_pass`` / ``dropped_all_fail`` shares;
+    ``retired``: share of the prompts retired by the run (``retire_after`` N > 0: N consecutive
+    all-pass groups drawn, in step order), else NaN.
     """
     g, ev, st = rec.groups, rec.evals["pass_rate"], rec.steps
     kept = np.asarray(g["kept"], bool)
@@ -223,6 +242,8 @@ def run_figures(rec) -> dict:
         "drawn_per_step": nan, "effective_group_rate": nan, "amplification": nan,
         "dropped_all_pass": nan, "dropped_all_fail": nan,
     }
+    n_retire = int((rec.meta.get("config") or {}).get("retire_after") or 0)
+    out["retired"] = _retired_share(g, n_retire, ev.shape[1]) if n_retire else nan
     if "ds/groups_drawn" in st and len(st["ds/groups_drawn"]):
         drawn, kept_n = float(np.sum(st["ds/groups_drawn"])), float(np.sum(st["ds/groups_kept"]))
         ap, af = float(np.sum(st["ds/dropped_all_pass"])), float(np.sum(st["ds/dropped_all_fail"]))
@@ -231,6 +252,19 @@ def run_figures(rec) -> dict:
                    dropped_all_pass=ap / (ap + af) if ap + af else nan,
                    dropped_all_fail=af / (ap + af) if ap + af else nan)
     return out
+
+
+def _retired_share(g, n: int, n_prompts: int) -> float:
+    """Share of ``n_prompts`` with ``n`` consecutive all-pass groups among the groups drawn (``g``, in
+    step order; a group that is not all-pass resets the count), i.e. the prompts retirement removed."""
+    r = np.asarray(g["rewards"])
+    all_pass = (r.min(1) == 1) if len(r) else np.zeros(0, bool)
+    streak, retired = {}, set()
+    for pid, ok in zip(np.asarray(g["prompt_id"]).tolist(), all_pass.tolist()):
+        streak[pid] = streak.get(pid, 0) + 1 if ok else 0
+        if streak[pid] >= n:
+            retired.add(pid)
+    return len(retired) / n_prompts
 
 
 def t_interval(values) -> tuple[float, float]:
@@ -339,6 +373,33 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
             seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
             lines.append(f"| {reg} | {label} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
                          f"{extra} | {_mean([x['per_useful'] for x in f.values()], '.2f')} | {ended} |")
+    cur = [grp for grp in groups.values() if grp.cells[0].tag]
+    if cur:
+        lines.append("")
+        lines.append(f"Curriculum options of dynamic sampling (`{DS_ESTIMATOR}`, G = {DS_G}, the same rate as "
+                     "dynamic sampling alone; paired by seed with it):")
+        lines.append("")
+        lines.append("| regime | run | options | seeds done | final pass rate (95% CI) | minus dynamic sampling alone, "
+                     "paired (95% CI) | never solved, start -> end | prompts retired | groups drawn per step | "
+                     "rollout amplification | dropped: all-pass / all-fail | runs ended early |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for grp in cur:
+            c0, f = grp.cells[0], grp.figs
+            alone = groups.get(f"{c0.regime}-g{DS_G}-{DS_ESTIMATOR}-ds")
+            common = sorted(set(f) & set(alone.figs)) if alone else []
+            diff = (_ci([f[s]["final"] - alone.figs[s]["final"] for s in common]) + f" (n={len(common)})"
+                    if common else "missing")
+            seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
+            opts = ", ".join(f"{k} {v:g}" for k, v in c0.extra)
+            lines.append(
+                f"| {c0.regime} | {c0.tag} | {opts} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
+                f"{_mean([x['never0'] for x in f.values()])} -> {_mean([x['never'] for x in f.values()])} | "
+                f"{_mean([x.get('retired', float('nan')) for x in f.values()])} | "
+                f"{_mean([x['drawn_per_step'] for x in f.values()], '.1f')} | "
+                f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
+                f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
+                f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')} | "
+                f"{sum(1 for x in f.values() if x['ended']) if f else '-'} |")
     if sweep is not None:
         rates = {(reg, est): sweep_rates(preset, reg, est, sweep) for reg in preset.regimes for est in preset.estimators}
         columns = sorted(set().union(*rates.values()))
