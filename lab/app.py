@@ -49,6 +49,7 @@ class Session:
     advantages: AdvantageState
     embed: bool = False
     present: bool = False  #: presentation mode (``?present=true``): larger type, fewer panels
+    replay: str | None = None  #: ``?replay=NAME``: open the Replay tab on that side-by-side view (lab.replay.catalog)
 
 
 def _live_tab(s: Session):
@@ -62,7 +63,7 @@ def _advantages_tab(s: Session):
 def _replay_tab(s: Session):
     from grpo_lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
 
-    return ReplayView()
+    return ReplayView(pair=s.replay)
 
 
 #: the page's tabs, in order: (title, builder(Session) -> Panel object)
@@ -91,7 +92,7 @@ def build_app(query: dict[str, str] | None = None):
     """Build one session's page from its URL query (read from the request when not given)."""
     query = session_query() if query is None else query
     session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")),
-                      present=_is_true(query.get("present")))
+                      present=_is_true(query.get("present")), replay=query.get("replay"))
     values, notices = sanitize(query)
     session.lab.param.update(**values)
     if notices:
@@ -123,7 +124,9 @@ def _lazy_tabs(session: Session) -> pn.Tabs:
         if not holders[index].objects:
             holders[index].objects = [TABS[index][1](session)]
 
-    show(0)
+    first = next((i for i, (title, _) in enumerate(TABS) if title == "Replay"), 0) if session.replay else 0
+    show(first)
+    tabs.active = first
     tabs.param.watch(lambda event: show(event.new), "active")
     return tabs
 

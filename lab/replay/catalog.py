@@ -5,12 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DEFAULT_RUNS_DIR", "runs_dir", "list_runs"]
+__all__ = ["DEFAULT_RUNS_DIR", "FEATURED", "PAIRS", "runs_dir", "list_runs", "pairs_in"]
 
 DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[2] / "runs"  #: the shipped runs of the repository
 MAX_DEPTH = 3  #: runs/<name>/run.json, runs/<estimator>/<seed>/run.json, ...
 #: the shipped run listed first (the tab opens on it): a healthy run whose environment expires from the easy end
 FEATURED = "broad-g4-dr_grpo-s1"
+#: named side-by-side views of shipped runs that share their start (the same warm start, the same RL seed):
+#: name (the URL's ``?replay=NAME``) -> (title, run, run compared)
+PAIRS = {
+    "sign-vs-dr_grpo": ("sign vs dr_grpo, one start (broad)", FEATURED, "broad-g4-sign-s1"),
+    "sign-vs-dr_grpo-weak": ("sign vs dr_grpo, one start (weak)", "weak-g4-dr_grpo-s1", "weak-g4-sign-s1"),
+    "dynamic-sampling": ("dr_grpo: plain vs DAPO dynamic sampling (broad)", FEATURED, "broad-g4-dr_grpo-ds-s1"),
+}
 
 
 def runs_dir() -> Path:
@@ -31,3 +38,8 @@ def list_runs(root=None) -> dict[str, Path]:
             if meta.is_file():
                 found[meta.parent.relative_to(root).as_posix()] = meta.parent
     return dict(sorted(found.items(), key=lambda item: (item[0] != FEATURED, item[0])))
+
+
+def pairs_in(choices) -> dict[str, tuple[str, str, str]]:
+    """The entries of :data:`PAIRS` whose two runs are both among ``choices`` (labels), in order."""
+    return {name: p for name, p in PAIRS.items() if p[1] in choices and p[2] in choices}

@@ -22,6 +22,8 @@ class ReplayState(param.Parameterized):
 
     run = param.String("", doc="The run replayed (a shipped run, or a file uploaded in this session).")
     compare = param.String(NONE, doc="A second run drawn on the same time axis (side by side), or (none).")
+    pair = param.String(NONE, doc=(
+        "A named side-by-side view (two shipped runs from one start; the URL's ?replay=NAME), or (none)."))
     view = param.Selector(objects=list(VIEWS), default=VIEWS[0], doc=(
         "Colour each prompt by its group's outcome at this step, or by its pass rate at the nearest evaluation."))
     upload_format = param.Selector(objects=list(FORMATS), default="jsonl", doc=(

@@ -14,10 +14,14 @@ component (``#gx-step`` the step slider, ``#gx-play`` Play, ``.gx-run[data-run=a
 its ``.gx-caption`` and ``.gx-canvas``);
 ``replay-tolerance`` (the tolerance in force), ``replay-error`` (error notice), ``replay-missing``
 (what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-grid`` (the
-component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``.
+component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``,
+``replay-pair`` (a named side-by-side view, :data:`~grpo_lab.replay.catalog.PAIRS`; ``?replay=NAME``
+opens it) and ``replay-pair-link`` (the link that reopens it).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 import numpy as np
 import panel as pn
@@ -28,7 +32,7 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
 
-from .catalog import list_runs
+from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
@@ -52,7 +56,7 @@ alone); their gap is the Jensen gap. Pick a second run under *Compare with* to d
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
-    def __init__(self, state: ReplayState | None = None, runs_root=None, **params):
+    def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None, **params):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
@@ -60,6 +64,9 @@ class ReplayView(pn.viewable.Viewer):
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
             self.state.run = next(iter(self.state.choices))
+        self.pairs = pairs_in(self.state.choices)  # the named side-by-side views whose runs are here
+        if pair in self.pairs:
+            self.state.param.update(pair=pair, run=self.pairs[pair][1], compare=self.pairs[pair][2])
 
         self.slots = [Slot("a"), Slot("b")]
         self.diagnose = DiagnoseView()  # the run doctor on the chosen run (docs/doctor.md)
@@ -70,6 +77,10 @@ class ReplayView(pn.viewable.Viewer):
         self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"], width=320)
         self.compare_select = pn.widgets.Select(label="Compare with (same time axis)", css_classes=["replay-compare"],
                                                 width=320)
+        self.pair_select = pn.widgets.Select(label="Side by side, one start", css_classes=["replay-pair"], width=320,
+                                             options={NONE: NONE, **{t: name for name, (t, _, _) in self.pairs.items()}},
+                                             value=self.state.pair if self.state.pair in self.pairs else NONE)
+        self.pair_link = pn.pane.HTML("", css_classes=["replay-pair-link"])
         self.view_toggle = pn.widgets.RadioButtonGroup(options=list(VIEWS), value=self.state.view,
                                                        css_classes=["replay-view"])
         # one step control: the grid component's slider (and Play); ``value`` is the position on the axis
@@ -85,6 +96,7 @@ class ReplayView(pn.viewable.Viewer):
         self.tolerance_input = pn.widgets.FloatInput(label="Reward tolerance", value=self.state.tolerance, start=0.0,
                                                      step=0.01, css_classes=["replay-tolerance-input"], width=150)
         for w, doc in ((self.run_select, self.state.param.run.doc), (self.compare_select, self.state.param.compare.doc),
+                       (self.pair_select, self.state.param.pair.doc),
                        (self.format_select, self.state.param.upload_format.doc),
                        (self.tolerance_input, self.state.param.tolerance.doc)):
             w.description = doc
@@ -96,6 +108,8 @@ class ReplayView(pn.viewable.Viewer):
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
+        self.pair_select.param.watch(lambda e: self.choose_pair(e.new), "value")
+        self.state.param.watch(self._off_pair, ["run", "compare"])
         self.view_toggle.param.watch(lambda e: setattr(self.state, "view", e.new), "value")
         self.format_select.param.watch(self._on_format, "value")
         self.tolerance_input.param.watch(self._on_tolerance, "value")
@@ -108,6 +122,10 @@ class ReplayView(pn.viewable.Viewer):
         self._poller = None
         self._sync_options()
         self._on_runs()
+        self._show_pair()
+        if pair is not None and pair not in self.pairs:  # from the URL: said as plain text, the page goes on
+            self.state.error = (f"No side-by-side view named {pair!r} here; choose one under Side by side "
+                                f"({', '.join(self.pairs) or 'none'}).")
         self._layout = self._build_layout()
 
     # --- layout -------------------------------------------------------------------------
@@ -118,7 +136,7 @@ class ReplayView(pn.viewable.Viewer):
                              "folder. It stays in this browser session. " + describe_limits()),
             pn.Row(self.file_input, self.format_select, self.tolerance_input), width=560)
         controls = pn.Column(pn.pane.Markdown(_HELP, width=560), pn.Row(self.run_select, self.compare_select),
-                             self.view_toggle, self.tolerance_pane, upload)
+                             pn.Row(self.pair_select, self.pair_link), self.view_toggle, self.tolerance_pane, upload)
         a, b = self.slots
         plots = pn.Column(pn.pane.Bokeh(self.plots.layout), pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout)))
         return pn.Column(self.error_pane, self.missing_pane,
@@ -136,6 +154,29 @@ class ReplayView(pn.viewable.Viewer):
             self.run_select.value = self.state.run
         self.compare_select.options = [NONE, *labels]
         self.compare_select.value = self.state.compare if self.state.compare in labels else NONE
+
+    def choose_pair(self, name: str) -> None:
+        """Show the named side-by-side view (both runs at once), or leave the runs as they are for (none)."""
+        if name not in self.pairs:
+            self.state.pair = NONE
+        else:
+            _, run, other = self.pairs[name]
+            self.state.param.update(pair=name, run=run, compare=other)  # one reload for both runs
+            self.run_select.value, self.compare_select.value = run, other
+        self._show_pair()
+
+    def _off_pair(self, *_events) -> None:
+        """A run picked by hand that is not the pair's: no named view any more."""
+        name = self.state.pair
+        if name in self.pairs and (self.state.run, self.state.compare) != self.pairs[name][1:]:
+            self.state.pair = NONE
+            self._show_pair()
+
+    def _show_pair(self) -> None:
+        name = self.state.pair if self.state.pair in self.pairs else NONE
+        self.pair_select.value = name
+        self.pair_link.object = ("" if name == NONE else
+                                 f'<a href="?{urlencode({"replay": name})}">Link to this view</a>')
 
     def _load(self, label: str, fresh: RunRecord | None = None) -> RunView | None:
         if not label or label == NONE or label not in self.state.choices:
