@@ -31,7 +31,7 @@ from grpo_lab.embed import embed_options
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.embed import embed_page
-from grpo_lab.views.layout import PRESENT_CSS
+from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS
 from grpo_lab.views.live import LiveLab
 from grpo_lab.views.tour import TourPanel, TourState, tour_step
 
@@ -109,9 +109,10 @@ def build_app(query: dict[str, str] | None = None):
     header = pn.pane.HTML(
         f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
         "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
-        "Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>", sizing_mode="stretch_width")
+        "Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>", sizing_mode="stretch_width",
+        css_classes=["lab-header"])
     tabs = _lazy_tabs(session)
-    access = PageAccess(css=PAGE_CSS + PRESENT_CSS) if session.present else PageAccess()
+    access = PageAccess(css=PAGE_CSS + PHONE_CSS + (PRESENT_CSS if session.present else ""))
     return pn.Column(header, tour_panel.panel, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
 
 

@@ -1,7 +1,8 @@
 """The served lab's layout in real Chromium at a wide screen, a 1024x768 projector and a phone.
 
 On each: no sideways scrolling, and the first screen holds the grid (its top), the colour key, the main
-readouts and the main controls. Presentation mode (``?present=true``) has larger type and fewer panels.
+readouts and the main controls, Play included (on a phone Play comes first, then the grid). A 360 px phone
+never scrolls sideways either. Presentation mode (``?present=true``) has larger type and fewer panels.
 """
 
 from __future__ import annotations
@@ -58,8 +59,26 @@ def test_first_screen_holds_grid_key_readouts_and_controls_without_sideways_scro
         grid = page.evaluate(BOX, "#gx-grid")
         assert grid["top"] <= height - 80 and grid["right"] <= width, grid  # the grid starts on the first screen
         assert page.evaluate(BOX, ".grpo-legend")["bottom"] <= grid["top"] + 1  # the key above the grid
+        play = page.get_by_role("button", name="\u25b6 Play").bounding_box()  # Play on the first screen too
+        assert 0 <= play["x"] and play["x"] + play["width"] <= width and 0 <= play["y"]
+        assert play["y"] + play["height"] <= height, play
+    finally:
+        context.close()
+    assert errors == []
+
+
+def test_a_360px_phone_never_scrolls_sideways_and_shows_play_and_the_controls_first(browser, lab_url):
+    context, page, errors = open_at(browser, lab_url, 360, 740)
+    try:
+        page.locator(".lab-plots-ready").wait_for(state="attached", timeout=30_000)  # the plots are in too
+        page.wait_for_timeout(500)
+        scroll = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert scroll[0] <= scroll[1], scroll
         play = page.get_by_role("button", name="\u25b6 Play").bounding_box()
-        assert play["x"] + play["width"] <= width
+        assert play["y"] + play["height"] <= 740 and play["x"] + play["width"] <= 360
+        for sel in ("#gx-progress", "#gx-K", ".readout-useful", ".readout-mean-pass", ".readout-kept"):
+            box = page.evaluate(BOX, sel)
+            assert box["bottom"] <= 740 and box["right"] <= 360, (sel, box)
     finally:
         context.close()
     assert errors == []

@@ -67,7 +67,11 @@ class Controls:
 
     def all(self) -> pn.Column:
         """Every control beside the grid: play and step, rho, the population and the buttons."""
-        population = pn.Row(self.n_prompts, self.a, self.b, self.seed)
-        return pn.Column(self.main(), hint(_TIPS["play"]), hinted(self.rho, self.lab.param.rho.doc), "**Population**",
+        return pn.Column(self.main(), *self.rest().objects, sizing_mode="stretch_width")
+
+    def rest(self) -> pn.Column:
+        """Every control but play and step (those go first on a phone: lab.views.layout.first_screen)."""
+        population = pn.FlexBox(self.n_prompts, self.a, self.b, self.seed, flex_wrap="wrap")  # wraps on a phone
+        return pn.Column(hint(_TIPS["play"]), hinted(self.rho, self.lab.param.rho.doc), "**Population**",
                          population, hint(_POPULATION), pn.Row(self.new_draw_button, self.reset_button),
                          sizing_mode="stretch_width")

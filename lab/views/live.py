@@ -30,6 +30,7 @@ from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows
 from .outcome import OutcomePlot
+from .plot_text import described
 from .play_budget import FrameBudget
 
 __all__ = ["LiveLab"]
@@ -79,7 +80,7 @@ class LiveLab:
             self._plots = pn.Column(sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT, css_classes=["lab-plots"])
             self.panel = pn.Column(
                 self.notice,
-                first_screen(pn.Column(c.all(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
+                first_screen(c.main(), pn.Column(c.rest(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
                                                                                 formulas_pane())),
                 self._plots,
                 sizing_mode="stretch_width")
@@ -96,13 +97,13 @@ class LiveLab:
 
     def _build_plots(self) -> None:
         """Build, fill and show the plots (once the page has loaded); marks them ``lab-plots-ready``."""
-        self.plots = [OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot()]
+        self.plots = described(OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot())  # with text alternatives
         frame = self.frame()
         for plot in self.plots:
             plot.update(frame)
         o, d, k, j = self.plots
         self._plots.objects = [
-            *plot_rows(*self._plot_pairs(o, d, k, j))]
+            *plot_rows(*self._plot_pairs(o, d, k, j), present=self._present)]
         self._plots.css_classes = ["lab-plots", "lab-plots-ready"]
 
     def _plot_pairs(self, o, d, k, j) -> tuple:
