@@ -294,3 +294,26 @@ _BOX = """cls => { function find(root) { const el = root.querySelector('.' + cls
   for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
   return null; } const e = find(document); if (!e) return null; const r = e.getBoundingClientRect();
   return {top: r.top, bottom: r.bottom, right: r.right}; }"""
+
+
+#: captions a URL may carry: line breaks and tabs, zero-width and bidi controls, a surrogate pair at the cut, long
+TWIN_CAPTIONS = ["  two\nlines\tand\u00a0spaces  ", "zero\u200bwidth \u202eright-to-left\u202c and \u0007bell",
+                 "\U0001F600" * 300, "word " * 80]
+
+
+def test_the_url_caption_is_cleaned_as_python_cleans_it(browser, site):
+    """The page's caption() is the twin of grpo_lab.embed.clean_caption: the same text for the same raw caption."""
+    from grpo_lab.embed import MAX_CAPTION_CHARS, clean_caption
+
+    folder, base = site
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        for raw in TWIN_CAPTIONS:
+            page.goto(f"{base}/decay.html?caption={quote(raw)}")
+            page.wait_for_selector("#grpo-export[data-ready=true]", state="attached", timeout=20_000)
+            shown = page.evaluate("() => document.getElementById('gx-embed-caption').textContent")
+            assert shown == clean_caption(raw), raw
+            assert len(shown) <= MAX_CAPTION_CHARS  # code points
+    finally:
+        context.close()
