@@ -76,8 +76,10 @@ PRESENT_CSS = """
 """
 
 
-#: presentation mode: the plots' text (Bokeh's defaults: ticks 11px, axis labels 13px, titles 13px)
-PRESENT_PLOT_TEXT = {"tick": "17px", "axis": "18px", "title": "19px", "legend": "17px"}
+#: presentation mode: the plots' text (Bokeh's defaults: ticks 11px, axis labels 13px, titles 13px), sized so a
+#: title and a vertical axis label still fit a plot of half a 1024 px projector; the figures grow by PRESENT_PLOT_GROW
+PRESENT_PLOT_TEXT = {"tick": "16px", "axis": "16px", "title": "16px", "legend": "15px"}
+PRESENT_PLOT_GROW = 1.35
 
 
 def _box(obj, basis: str, min_width: int, css: str, max_width: int | None = None):
@@ -101,7 +103,8 @@ def first_screen(main, controls, grid, side=None) -> pn.FlexBox:
 
 def present_plots(obj) -> None:
     """Presentation mode for the Bokeh figures in ``obj``: their tick labels, axis labels, titles and legends at
-    :data:`PRESENT_PLOT_TEXT` (Bokeh draws them on a canvas, which the page's CSS does not reach)."""
+    :data:`PRESENT_PLOT_TEXT` (Bokeh draws them on a canvas, which the page's CSS does not reach), and each
+    figure :data:`PRESENT_PLOT_GROW` times taller."""
     size = PRESENT_PLOT_TEXT
     for pane in obj.select(pn.pane.Bokeh):
         fig = pane.object
@@ -109,6 +112,8 @@ def present_plots(obj) -> None:
             axis.major_label_text_font_size, axis.axis_label_text_font_size = size["tick"], size["axis"]
         if getattr(fig, "title", None) is not None:
             fig.title.text_font_size = size["title"]
+        if getattr(fig, "height", None):
+            fig.height = round(fig.height * PRESENT_PLOT_GROW)  # room for the larger axis labels
         for legend in getattr(fig, "legend", []):
             legend.label_text_font_size = size["legend"]
 
