@@ -204,6 +204,8 @@ def test_resume_after_interrupt_equals_uninterrupted_run(tmp_path):
     np.testing.assert_array_equal(resumed.evals["pass_rate"], full.evals["pass_rate"])
     np.testing.assert_array_equal(resumed.steps["reward_mean"], full.steps["reward_mean"])
     assert resumed.meta["complete"] and resumed.meta["steps_completed"] == 5
+    # CPU time is kept like the wall time: the resumed run's includes the interrupted session's
+    assert 0 < partial.meta["cpu_time_s"] < resumed.meta["cpu_time_s"] and full.meta["cpu_time_s"] > 0
 
 
 def test_crash_inside_a_step_keeps_the_last_periodic_save(tmp_path, monkeypatch):

@@ -261,6 +261,8 @@ class Run:
         self.state = State()
         self.step = 0
         self.wall_before = 0.0
+        self.cpu_before = 0.0  # CPU seconds of the run's earlier sessions (NaN: a checkpoint made before they were kept)
+        self.cpu_t0 = time.process_time()  # process CPU time at which this session's span starts (set by train)
         self.sft_seconds = 0.0
         self.end_reason: str | None = None  # why a run ended before cfg.steps (BatchNotFilled's message)
 
@@ -311,6 +313,7 @@ class Run:
         self.opt.load_state_dict(ck["optimizer"])
         self.step = int(ck["step"])
         self.wall_before = float(ck["wall_time_s"])
+        self.cpu_before = float(ck.get("cpu_time_s", float("nan")))
         self.state = State(retired=set(ck["retired"]), hard=list(ck["hard"]),
                            streak={int(k): int(v) for k, v in ck.get("streak", [])})
         g = rec.groups
@@ -441,6 +444,7 @@ class Run:
         evals = {"step": np.asarray(self.evals["step"], np.int64),
                  "pass_rate": np.asarray(self.evals["pass_rate"], np.float64).reshape(-1, cfg.n_prompts),
                  "samples": np.asarray(self.evals["samples"], np.int64)}
+        cpu = self.cpu_time()
         meta = {
             "name": self.out.name,
             "n_prompts": cfg.n_prompts,
@@ -452,6 +456,9 @@ class Run:
                          "python": platform.python_version()},
             "torch_threads": torch.get_num_threads(),
             "wall_time_s": wall,
+            # CPU seconds of this process (all its threads) over the same span: a figure the machine's load
+            # changes far less than the wall time (NaN if the run resumed from a checkpoint without it)
+            "cpu_time_s": cpu if cpu == cpu else None,
             "source": {"kind": "grpo-lab-train", "command": self.command},
             "reward_tolerance": 0.0,
             "task": "addition of two 1-4 digit integers, answer written least significant digit first",
@@ -474,8 +481,11 @@ class Run:
             "step": self.step, "model": self.model.state_dict(), "ref": self.ref.state_dict(),
             "optimizer": self.opt.state_dict(), "retired": sorted(self.state.retired), "hard": list(self.state.hard),
             "streak": sorted((k, v) for k, v in self.state.streak.items() if v),
-            "wall_time_s": wall, "config": json.dumps(self.cfg.to_dict()),
+            "wall_time_s": wall, "cpu_time_s": self.cpu_time(), "config": json.dumps(self.cfg.to_dict()),
         })
+
+    def cpu_time(self) -> float:
+        return self.cpu_before + time.process_time() - self.cpu_t0
 
 
 def _adam(model, cfg: GRPOConfig):
@@ -580,6 +590,7 @@ def train(cfg: GRPOConfig | None, out, *, resume: bool = False, device: str = "a
         out.mkdir(parents=True, exist_ok=True)
         run.build(Path(sft_cache) if sft_cache else None)
     t_start = time.perf_counter() - run.wall_before
+    run.cpu_t0 = time.process_time()
     bar = None
     if progress:
         from tqdm import tqdm
