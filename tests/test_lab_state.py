@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grpo_lab.grid.pin import pin_text
-from grpo_lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
+from grpo_lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, query_values, sanitize
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.scenario import Scenario
 
@@ -69,14 +69,6 @@ def test_reset_new_draw_and_step():
     assert s.new_draw(random.Random(1)) != old and s.seed != old
     s.progress = 0.98
     assert s.step(0.05) == 1.0
-
-
-def test_play_stops_at_the_end():
-    lab, play = LabState(progress=0.95), PlayState(playing=True, dt=0.02)
-    ticks = 0
-    while play.tick(lab):
-        ticks += 1
-    assert lab.progress == 1.0 and not play.playing and ticks == 2
 
 
 def test_states_are_independent():
