@@ -38,15 +38,19 @@ def host_snippet() -> str:
     return block.group(1)
 
 
-def host_page(src: str, lab_origin: str | None = None, width: str = "100%") -> str:
-    """A blog-like page: text, the iframe (900 px tall until the page posts its height), the snippet."""
+def host_page(src: str, lab_origin: str | None = None, width: str = "100%", sandbox: str | None = None) -> str:
+    """A blog-like page: text, the iframe (900 px tall until the page posts its height), the snippet.
+
+    ``lab_origin``: the origin the snippet accepts, when not the host's own (the docs say to set it);
+    ``sandbox``: the iframe's sandbox attribute (its page then has an opaque origin, "null")."""
     snippet = host_snippet()
     if lab_origin is not None:  # the served lab lives on another origin: name it, as the docs say
         snippet = snippet.replace("var LAB_ORIGIN = location.origin;", f"var LAB_ORIGIN = {lab_origin!r};")
         assert lab_origin in snippet
+    box = f' sandbox="{sandbox}"' if sandbox is not None else ""
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>A post</title></head>
 <body style="margin:0;font:16px serif"><h1>A post about GRPO</h1><p>Some text before the figure.</p>
-<iframe id="{FRAME_ID}" src="{src}" title="GRPO: watching an environment expire"
+<iframe id="{FRAME_ID}" src="{src}" title="GRPO: watching an environment expire"{box}
         style="display:block;width:{width};max-width:720px;height:900px;border:0"></iframe>
 <p id="after">Some text after it.</p>
 {snippet}
@@ -113,9 +117,9 @@ def frame_height(page) -> float:
 
 
 def open_host(browser, folder: Path, base: str, src: str, name: str, width: int = 1000, lab_origin=None,
-              frame_width: str = "100%"):
+              frame_width: str = "100%", sandbox: str | None = None):
     """Write a host page for ``src``, open it; return (context, page, the iframe's Frame, errors)."""
-    (folder / name).write_text(host_page(src, lab_origin, frame_width), encoding="utf-8")
+    (folder / name).write_text(host_page(src, lab_origin, frame_width, sandbox), encoding="utf-8")
     context = browser.new_context(viewport={"width": width, "height": 900})
     context.add_init_script(RECORD_VIOLATIONS)  # in every frame, before its own scripts
     page = context.new_page()
@@ -169,6 +173,22 @@ def test_exported_page_sizes_its_iframe_and_follows_its_content(browser, site):
         # and back
         page.evaluate(f"() => document.getElementById('{FRAME_ID}').style.width = '100%'")
         assert abs(wait_fitted(page, frame) - wide) <= 1
+    finally:
+        context.close()
+    assert errors == []
+
+
+def test_a_sandboxed_iframe_works_and_is_sized_with_the_origin_null(browser, site):
+    """sandbox="allow-scripts" (no same-origin rights for the file): the page runs, and the snippet with
+    LAB_ORIGIN = "null" (as the docs say for a sandboxed frame) sizes it."""
+    folder, base = site
+    context, page, frame, errors = open_host(browser, folder, base, "decay.html?footer=false", "host-sandbox.html",
+                                             lab_origin="null", sandbox="allow-scripts")
+    try:
+        frame.wait_for_selector("#grpo-export[data-ready=true]", state="attached", timeout=20_000)
+        assert frame.evaluate("() => window.origin") == "null"
+        wait_fitted(page, frame)
+        assert frame.evaluate("() => document.querySelector('.gx-foot').hidden")
     finally:
         context.close()
     assert errors == []
