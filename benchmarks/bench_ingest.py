@@ -51,7 +51,7 @@ GROUPS_PER_STEP_VERL = 1024
 GROUPS_PER_FILE_TRL = 64
 _CHILD = r"""
 import json, resource, sys, time
-import pyarrow.compute, pyarrow.json, pyarrow.parquet  # imported once by a server or a long ingest: not timed
+import pandas, pyarrow.compute, pyarrow.json, pyarrow.parquet  # once per server (pyarrow's to_numpy imports pandas): not timed
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 path, fmt, out = sys.argv[1:4]
@@ -220,13 +220,13 @@ def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
         for i, (label, rec) in enumerate(records):
             root = Path(tmp) / str(i)
             shutil.copytree(rec, root / "run")
-            srv, url = br.serve(root)
+            srv, url = _serve(root)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             try:
-                t = time.perf_counter()
+                t, m0 = time.perf_counter(), _rss_mb()
                 page.goto(url, timeout=300_000)
                 page.wait_for_function(FIRST_READOUT, timeout=300_000, polling=50)
-                opened = time.perf_counter() - t
+                opened, grew = time.perf_counter() - t, _rss_mb() - m0
                 page.evaluate(br.INSTALL)
                 handle = page.locator("#gx-step")
                 handle.focus()
@@ -237,7 +237,7 @@ def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
                 page.wait_for_timeout(500)
                 r = page.evaluate("() => __bench")
                 js, fr = r["js"], r["frame"]
-                print(f"  {label:>22}: open {opened:6.2f} s; scrub to readout {statistics.median(js):6.2f} / "
+                print(f"  {label:>22}: open {opened:6.2f} s (server memory +{grew:.0f} MB); scrub to readout {statistics.median(js):6.2f} / "
                       f"{br.pct(js, 95):6.2f} ms, to frame {statistics.median(fr):6.2f} / {br.pct(fr, 95):6.2f} ms "
                       f"(n = {len(js)})", flush=True)
             except Exception as exc:  # a loaded machine can stall the page: say so, go on
@@ -246,6 +246,42 @@ def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
                 page.close()
                 srv.stop()
         browser.close()
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (the served tab's sessions live in it), MB."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _serve(root: Path):
+    """The Replay tab of the runs under ``root`` served on a free port, as bench_replay serves it (with its
+    echo pane), but waited for with a bare TCP connect: an HTTP poll opens a session per try, and a try that
+    times out while a big record's session is built leaves that session behind, then opens another."""
+    import socket
+
+    import panel as pn
+
+    from grpo_lab.replay.view import ReplayView
+
+    def app():
+        view = ReplayView(runs_root=root)
+        echo = pn.pane.HTML("", css_classes=["bench-echo"])
+        view.slider.param.watch(lambda e: setattr(echo, "object", f"<span>{e.new}</span>"), "value")
+        return pn.Column(view, echo)
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    srv = pn.serve(app, port=port, address="127.0.0.1", threaded=True, show=False,
+                   websocket_origin=[f"127.0.0.1:{port}"])
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return srv, f"http://127.0.0.1:{port}/"
 
 
 #: true once the replay-step readout shows a step (the grid has its frames)
