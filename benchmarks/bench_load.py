@@ -15,13 +15,16 @@ browser's BokehJS client does, over real HTTP and a real websocket (Bokeh's own 
 
 First, ``--alone`` visits one at a time give the server CPU of one new visit, to interactive and to
 complete. Printed per round: time to interactive (GET start to the document received) p50 / p95 / max,
-time to complete p50 / max, the control's round trip p50 / max, errors, the server's CPU per visit (user + system of the
+time to complete p50 / max, the control's round trip p50 / max (each visitor moves it as soon as its own page is
+complete, so in a round it queues behind the rest of the room's arrivals), errors, the server's CPU per visit (user + system of the
 server's processes over the round, divided by the visitors), and its memory (RSS of its processes)
 before the round, at its peak and 60 s after the sessions closed (``--settle``).
 
 ``--baseline REF`` runs the same rounds against the lab of a git commit (its ``lab/`` and ``sims/``
-exported to a temporary folder and put first on the server's PYTHONPATH), so a figure measured on a
-loaded machine stands beside a baseline measured the same way in the same run.
+exported to a temporary folder and put first on the server's PYTHONPATH; ``--ref REF`` measures a commit that way
+instead of the working tree), so a figure measured on a
+loaded machine stands beside a baseline measured the same way in the same run. Last, each figure is printed
+beside its target (:data:`TARGET_INTERACTIVE_S`, :data:`TARGET_CPU_PER_VISIT_S`, :data:`TARGET_MEMORY_GROWTH`).
 
 Bounded: at most 60 visitors a round, every wait has a timeout, everything is on loopback.
 """
@@ -48,6 +51,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_VISITORS = 60
 STEP_TIMEOUT_S = 120  #: a visitor that waits longer than this for any step counts as an error
+#: issue #13's targets: every visitor of a room interactive within (s), by room size; server CPU of one new visit
+#: in all (s); resident memory 60 s after the sessions closed, at most this much above the round's start
+TARGET_INTERACTIVE_S = {10: 3.0, 30: 6.0}
+TARGET_CPU_PER_VISIT_S = 0.2
+TARGET_MEMORY_GROWTH = 0.10
 
 
 def free_port() -> int:
@@ -292,6 +300,8 @@ def main(argv=None) -> int:
     ap.add_argument("--visitors", type=int, nargs="+", default=[10, 30], help="visitors per round (default 10 30)")
     ap.add_argument("--settle", type=float, default=60.0, help="seconds after the sessions close to read memory")
     ap.add_argument("--baseline", default=None, metavar="REF", help="also measure the lab of this git commit")
+    ap.add_argument("--ref", default=None, metavar="REF", help=(
+        "measure the lab of this git commit instead of the working tree (other people's uncommitted work left out)"))
     ap.add_argument("--serve-args", default="", help="extra `grpo-lab serve` options (e.g. '--num-procs 1')")
     ap.add_argument("--alone", type=int, default=5, help="visits measured one at a time first (default 5)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
@@ -303,7 +313,10 @@ def main(argv=None) -> int:
     if args.baseline:
         base = snapshot(args.baseline)
         rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone)
-    rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone)
+    if args.ref:
+        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone)
+    else:
+        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone)
     print(f"load: visitors arriving together at `grpo-lab serve` {args.serve_args} (defaults otherwise), "
           f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"{'server':<22} {'N':>3} | {'interactive p50':>15} {'p95':>6} {'max':>6} | {'complete p50':>12} {'max':>6} | "
@@ -319,6 +332,20 @@ def main(argv=None) -> int:
                   f"{r['cpu_full']:.3f}s to complete (median of {args.alone})")
         if r["first_error"]:
             print(f"    first error: {r['first_error']}")
+    print("against the targets (issue #13); 'control' is a visitor's first round trip, taken as soon as its own page "
+          "is complete, while the rest of the room is still arriving:")
+    for r in rows:
+        growth = r["rss_after"] / r["rss_before"] - 1 if r["rss_before"] else float("nan")
+        target = TARGET_INTERACTIVE_S.get(r["visitors"])
+        tti = f"interactive max {r['tti_max']:.2f}s" + (f" (target {target:g}s: {'met' if r['tti_max'] <= target and not r['errors'] else 'MISSED'})"
+                                                         if target else "")
+        print(f"  {r['label']:<22} N={r['visitors']:<3} {tti}; memory +{int(args.settle)} s {growth:+.0%} of the round's start "
+              f"(target +{TARGET_MEMORY_GROWTH:.0%}: {'met' if growth <= TARGET_MEMORY_GROWTH else 'MISSED'}); "
+              f"control p50 {r['control_p50']:.3f}s")
+    for label in dict.fromkeys(r["label"] for r in rows):
+        r = next(x for x in rows if x["label"] == label)
+        print(f"  {label:<22} server CPU of one new visit in all {r['cpu_full']:.3f}s (target {TARGET_CPU_PER_VISIT_S:g}s: "
+              f"{'met' if r['cpu_full'] <= TARGET_CPU_PER_VISIT_S else 'MISSED'}), to interactive {r['cpu_first']:.3f}s")
     if args.json:
         print(json.dumps(rows))
     return 0

@@ -10,9 +10,10 @@ held, 62 MB of blocks in use, 0 reclaimed). Two steps give it back:
 * the server runs with the C library's allocator for small objects (:data:`ALLOCATOR_ENV`,
   ``PYTHONMALLOC=malloc``; :mod:`grpo_lab.server` sets it for itself), whose free pages can be returned
   wherever they lie in the heap;
-* :func:`release_soon`, called when a session is destroyed, runs :func:`release` once the destructions have
-  paused for :data:`RELEASE_DELAY_S`: a garbage collection (Bokeh documents hold reference cycles) and
-  glibc's ``malloc_trim(0)``, which hands the free pages back. A room leaving together costs one release.
+* :func:`release_soon`, called when a session is destroyed, runs :func:`release` once the last session alive
+  in the process has been destroyed (:func:`session_started` counts them) and :data:`RELEASE_DELAY_S` has
+  passed: a garbage collection (Bokeh documents hold reference cycles) and glibc's ``malloc_trim(0)``, which
+  hands the free pages back. A room leaving costs one release, and a room still there none.
 
 Where the C library is not glibc (no ``malloc_trim``), :func:`release` only collects.
 """
@@ -23,7 +24,7 @@ import ctypes
 import ctypes.util
 import gc
 
-__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "release", "release_soon"]
+__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "release", "release_soon", "session_started"]
 
 ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc"}  #: the server's allocator (set before the interpreter starts)
 RELEASE_DELAY_S = 2.0  #: release this long after the last session destroyed (one release per room leaving)
@@ -51,12 +52,27 @@ def release() -> bool:
     return True
 
 
+_live = 0  # sessions of this process built and not yet destroyed
+
+
+def session_started() -> None:
+    """Count a session of this process whose page has opened (its ``release_soon`` comes when it is destroyed;
+    one destroyed uncounted, such as a page that never connected, counts for nothing)."""
+    global _live
+    _live += 1
+
+
 def release_soon(session_context) -> None:
-    """Schedule :func:`release` RELEASE_DELAY_S from now on the server's event loop, replacing one already
-    scheduled (sessions destroyed together are released once). A ``on_session_destroyed`` callback."""
-    global _pending
+    """A session was destroyed (an ``on_session_destroyed`` callback): once it was the last one alive in this
+    process, schedule :func:`release` RELEASE_DELAY_S from now on the server's event loop, replacing one already
+    scheduled (a room leaving is released once). While sessions are alive nothing runs: a collection and a trim
+    in the middle of a room would cost it CPU and page faults for memory it is about to reuse."""
+    global _pending, _live
     from tornado.ioloop import IOLoop
 
+    _live = max(0, _live - 1)
+    if _live:
+        return
     loop = IOLoop.current()
     if _pending is not None and _pending[0] is loop:
         loop.remove_timeout(_pending[1])

@@ -153,7 +153,7 @@ def with_allocator(argv: list[str]) -> None:
     environment already (``PYTHONMALLOC=pymalloc``, say) is kept."""
     from grpo_lab.memory import ALLOCATOR_ENV
 
-    if any(k in os.environ for k in ALLOCATOR_ENV):
+    if not ALLOCATOR_ENV or any(k in os.environ for k in ALLOCATOR_ENV):
         return
     os.execve(sys.executable, [sys.executable, "-m", "grpo_lab.server", *argv], {**os.environ, **ALLOCATOR_ENV})
 

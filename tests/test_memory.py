@@ -37,16 +37,23 @@ def test_release_collects_cycles_and_trims_on_glibc():
         assert trimmed
 
 
-def test_sessions_destroyed_together_are_released_once(monkeypatch):
+def test_a_room_is_released_once_after_its_last_session(monkeypatch):
     runs = []
     monkeypatch.setattr(memory, "release", lambda: runs.append(1))
     monkeypatch.setattr(memory, "RELEASE_DELAY_S", 0.05)
 
+    monkeypatch.setattr(memory, "_live", 0)
+
     async def room():
-        for _ in range(5):  # five sessions destroyed in a burst
+        for _ in range(6):  # a room of six arrives
+            memory.session_started()
+        for _ in range(5):  # five leave: one is still there, nothing is released
             memory.release_soon(None)
             await asyncio.sleep(0.01)
-        assert runs == []  # not yet: the burst is still going on
+        await asyncio.sleep(0.2)
+        assert runs == []
+        memory.release_soon(None)  # the last one leaves
+        assert runs == []  # not at once: RELEASE_DELAY_S later
         await asyncio.sleep(0.2)
         return list(runs)
 
