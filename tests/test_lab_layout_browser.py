@@ -13,7 +13,7 @@ from lab_server import PAGE_TEXT, serve, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SIZES = [(1400, 1000), (1024, 768), (390, 844)]
+SIZES = [(1400, 1000), (1024, 768), (390, 844), (360, 800)]
 
 #: JavaScript: the bounding box of the first element matching a selector, through shadow roots
 BOX = """sel => { function find(root) { const el = root.querySelector(sel); if (el) return el;

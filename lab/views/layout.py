@@ -63,6 +63,9 @@ PHONE_CSS = f"""
   .gx-view .gx-readouts {{ margin: .2em 0 .3em; }}
   .gx-view .grpo-readouts th, .gx-view .grpo-readouts td {{ padding: 1px 4px; line-height: 1.25; }}
   .gx-view .grpo-readouts .main td {{ font-size: 14px; }}
+  .gx-view .grpo-readouts td:first-child {{ font-size: 13px; }}
+  .gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; }}  /* numbers' columns: no wider than their text */
+  .gx-view .grpo-readouts small {{ font-size: 11px; white-space: nowrap; }}
   .gx-view .grpo-legend {{ line-height: 1.35 !important; }}
 }}
 """
