@@ -298,6 +298,14 @@ def test_served_lab_embed_posts_its_height_shows_the_caption_as_text_and_fits_70
                 assert "grpo-lab" in texts  # the document's title for screen readers; no heading on the page:
                 from lab_server import PAGE_TEXT
                 assert "watching an environment expire" not in frame.evaluate(PAGE_TEXT)
+                # messages sent into the lab's frame change nothing (it reads none)
+                before = frame.evaluate(f"() => ({READ_CLASS})('readout-useful')")
+                page.evaluate(f"""() => {{ const w = document.getElementById('{FRAME_ID}').contentWindow;
+                    for (const m of [{{type: 'grpo-lab:height', height: 1}}, {{progress: 1, K: 64}}, 'play'])
+                        w.postMessage(m, '*'); }}""")
+                page.wait_for_timeout(800)
+                assert frame.evaluate(f"() => ({READ_CLASS})('readout-useful')") == before
+                assert frame_height(page) == fitted
                 # in a 700x500 frame the key and the readouts are on the first screen, under the caption
                 page.evaluate(f"() => document.getElementById('{FRAME_ID}').style.height = '500px'")
                 page.wait_for_timeout(300)
