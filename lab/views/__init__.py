@@ -13,4 +13,7 @@ come from ``sims``; these modules only lay them out.
 - :mod:`grpo_lab.views.advantages`  the advantage explorer
 - :mod:`grpo_lab.views.formulas`    the formulas, typeset as MathML (no CDN)
 - :mod:`grpo_lab.views.live`        the "Live lab" tab: grid + controls + readouts + plots
+- :mod:`grpo_lab.views.play_budget` the session's frame budget (Play's progress pushes, server painting)
+- :mod:`grpo_lab.views.deferred`    the plots' builds after the first render, one at a time per process
+- :mod:`grpo_lab.views.glyphs`      lines and dots without unseen copies (fewer models per session)
 """
