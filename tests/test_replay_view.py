@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from grpo_lab.replay.catalog import list_runs
+from replay_frames import decode_dense
 from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
@@ -96,8 +97,7 @@ def test_hover_counts_are_each_groups_passing_rollouts(tmp_path):
     run = view.grid.frames["runs"][0]
     steps = np.unique(rec.groups["step"])
     assert run["counts"] == "u1"  # groups of 4: a byte per count
-    k = np.frombuffer(base64.b64decode(run["k"]), "<u1").reshape(len(steps), rec.n_prompts)
-    K = np.frombuffer(base64.b64decode(run["K"]), "<u1").reshape(len(steps), rec.n_prompts)
+    _, k, K = decode_dense(run, len(steps))  # sparse frames: only the sampled cells are sent
     want_k, want_K = np.zeros_like(k), np.zeros_like(K)
     for step, pid, rewards in zip(rec.groups["step"], rec.groups["prompt_id"], rec.groups["rewards"]):
         row = list(steps).index(step)

@@ -26,7 +26,7 @@ from ..palette import FILTERED_COLOR
 from .model import NOT_SAMPLED_CODE, RunView, rows_for
 from .plots import NAN_RATE_CODE, NOT_SAMPLED_LABEL, RATE_COLOURS, READOUTS, rate_codes, readout_template
 
-__all__ = ["ReplayGrid", "frames_data", "PLAY_MS", "caption"]
+__all__ = ["ReplayGrid", "frames_data", "sparse_cells", "PLAY_MS", "caption"]
 
 PLAY_MS = 150  #: Play's time per step position, in milliseconds
 #: indexed by cell code (MIXED, ALL_PASS, ALL_FAIL, not sampled): the hover's words
@@ -49,6 +49,23 @@ def caption(view: RunView, which: str) -> str:
             f"{groups}, {'with' if view.has_evals else 'without'} evaluations.")
 
 
+def sparse_cells(codes: np.ndarray, k: np.ndarray, K: np.ndarray, not_sampled: int = NOT_SAMPLED_CODE) -> dict:
+    """The grid's (steps, prompts) tables ``codes``, ``k``, ``K`` kept only where a cell says something.
+
+    A cell (s, x) is kept when ``codes[s, x] != not_sampled`` or ``k[s, x] != 0`` or ``K[s, x] != 0``; every
+    other cell is "not sampled" with k = K = 0, so the dense tables are exactly: fill with (not_sampled, 0, 0),
+    then for each step s write the kept cells ``offsets[s] <= j < offsets[s + 1]`` at column ``prompt[j]``.
+
+    Returns ``offsets`` (steps + 1,) int64, ``prompt`` (cells,) int64 ascending within a step, and ``code``,
+    ``k``, ``K`` (cells,) in the input dtypes. No steps: ``offsets == [0]``; no kept cell: empty arrays.
+    """
+    keep = (codes != not_sampled) | (k != 0) | (K != 0)
+    offsets = np.zeros(len(codes) + 1, np.int64)
+    np.cumsum(keep.sum(axis=1), out=offsets[1:])
+    _, prompt = np.nonzero(keep)  # row-major: grouped by step, prompts ascending
+    return {"offsets": offsets, "prompt": prompt, "code": codes[keep], "k": k[keep], "K": K[keep]}
+
+
 def _run_data(view: RunView, which: str, steps: np.ndarray) -> dict:
     n = view.n_prompts
     cols, rows = int(view.x.max(initial=0)) + 1, int(view.y.max(initial=0)) + 1
@@ -58,12 +75,16 @@ def _run_data(view: RunView, which: str, steps: np.ndarray) -> dict:
     else:
         k, K = grid_successes(view.record, view.facts)
     counts = "<u1" if int(K.max(initial=0)) <= 255 else "<i2"  # a byte per count for any usual group size
+    index = "<u2" if n <= 1 << 16 else "<i4"  # a prompt's column
+    cells = sparse_cells(view.codes, k, K)
     prefix = "replay-" if which == "a" else f"replay-{which}-"
     return {"caption": caption(view, which), "prompts": view.prompt_labels, "words": WORDS,
             "canvas_label": f"{n} prompts of {view.label}, one cell each, coloured by its group at this step",
             "geometry": {"cols": cols, "rows": rows, "P": P}, "x": b64(view.x, "<i4"), "y": b64(view.y, "<i4"),
             "tiles": b64(cell_tiles(P), "<u4"), "rate_tiles": b64(colour_tiles(P, [(c, 1.0) for c in RATE_COLOURS]), "<u4"),
-            "codes": b64(view.codes, "<i1"), "k": b64(k, counts), "K": b64(K, counts), "counts": counts[1:],
+            "offsets": b64(cells["offsets"], "<i4"), "prompt": b64(cells["prompt"], index), "index": index[1:],
+            "codes": b64(cells["code"], "<i1"), "k": b64(cells["k"], counts), "K": b64(cells["K"], counts),
+            "counts": counts[1:],
             "rates": b64(view.eval_rates, "<f4"), "rate_codes": b64(rate_codes(view.eval_rates), "<i2"),
             "ev_row": b64(view.ev_row, "<i4"), "rows": b64(rows_for(view, steps), "<i4"),
             "series": {key: b64(view.series[key], "<f8") for _, key, _, _ in READOUTS},
@@ -72,7 +93,12 @@ def _run_data(view: RunView, which: str, steps: np.ndarray) -> dict:
 
 def frames_data(views, steps: np.ndarray) -> dict:
     """The runs shown (``views``: run A and run B, either may be None) on the shared axis ``steps``, packed for
-    ``grpoGridView.frames(...).setFrames``: base64 little-endian arrays, JSON-ready."""
+    ``grpoGridView.frames(...).setFrames``: base64 little-endian arrays, JSON-ready.
+
+    Each run's grid is sparse (:func:`sparse_cells`): ``offsets`` (steps + 1, i4) and per kept cell its
+    ``prompt`` (``index``: u2 up to 65,536 prompts, else i4), ``codes`` (i1), ``k`` and ``K`` (``counts``);
+    most cells of a big run are "not sampled" at any step, and the browser paints a step by resetting
+    to "not sampled" and writing that step's cells."""
     return {"steps": [int(s) for s in steps],
             "runs": [_run_data(v, w, steps) if v is not None else None for v, w in zip(views, ("a", "b"))]}
 

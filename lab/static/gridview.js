@@ -42,8 +42,9 @@
  *                               Play button (#gx-play) and one block per run (.gx-run[data-run=a|b]) with its
  *                               caption, readouts, canvas and tip
  *   f.setFrames(frames)         the runs on one step axis (grpo_lab.replay.grid.frames_data): steps, and per
- *                               run its cell codes per step, k and K per step (uint8, or int16 when
- *                               counts = "i2"), pass rates per evaluation,
+ *                               run its sampled cells per step (sparse: offsets per step, then per cell its
+ *                               prompt, code, k and K; uint8 counts, or int16 when counts = "i2"; every
+ *                               other cell is "not sampled"), pass rates per evaluation,
  *                               readout series per step and the row each axis position shows (-1: before it)
  *   f.setRates(on)              colour cells by pass rate at the nearest evaluation instead of the outcome
  *   f.go(pos)                   show axis position pos (the slider follows; no input event)
@@ -409,8 +410,12 @@
       for (var p = 0; p < x.length; p++) slot[y[p] * g.cols + x[p]] = p;
       var series = {};
       for (var key in r.series) series[key] = new Float64Array(bytes(r.series[key]));
-      return {raw: r, n: x.length, x: x, y: y, slot: slot, codes: new Int8Array(bytes(r.codes)),
-              k: new Counts(bytes(r.k)), K: new Counts(bytes(r.K)), rates: new Float32Array(bytes(r.rates)),
+      /* the sampled cells (sparse) and, for the step shown (at), every prompt's code, k and K */
+      return {raw: r, n: x.length, x: x, y: y, slot: slot, offsets: new Int32Array(bytes(r.offsets)),
+              prompt: new (r.index === "u2" ? Uint16Array : Int32Array)(bytes(r.prompt)),
+              codes: new Int8Array(bytes(r.codes)), k: new Counts(bytes(r.k)), K: new Counts(bytes(r.K)),
+              at: -1, cur: new Int16Array(x.length).fill(r.not_sampled), curk: new Counts(x.length),
+              curK: new Counts(x.length), rates: new Float32Array(bytes(r.rates)),
               rcodes: new Int16Array(bytes(r.rate_codes)), ev: new Int32Array(bytes(r.ev_row)),
               rows: new Int32Array(bytes(r.rows)), series: series, tiles: new Uint32Array(bytes(r.tiles)),
               rateTiles: new Uint32Array(bytes(r.rate_tiles)), block: block, code: new Int16Array(x.length),
@@ -424,11 +429,21 @@
       writeReadouts(run.readouts, run, G.fill(run.raw.template, summary));
     }
 
+    /* the run's cells at row (-1: none): the previous row's cells back to "not sampled", then this row's */
+    function fillRow(run, row) {
+      if (run.at === row) return;
+      var o = run.offsets, p = run.prompt, cur = run.cur, k = run.curk, K = run.curK, none = run.raw.not_sampled, j;
+      if (run.at >= 0) for (j = o[run.at]; j < o[run.at + 1]; j++) { cur[p[j]] = none; k[p[j]] = K[p[j]] = 0; }
+      if (row >= 0) for (j = o[row]; j < o[row + 1]; j++) { cur[p[j]] = run.codes[j]; k[p[j]] = run.k[j]; K[p[j]] = run.K[j]; }
+      run.at = row;
+    }
+
     function paintRun(run) {
       var row = run.rows[f.pos], n = run.n, code = run.code, ev = row >= 0 ? run.ev[row] : -1;
       run.row = row;
+      fillRow(run, row);
       if (rates) for (var x = 0; x < n; x++) code[x] = ev >= 0 ? run.rcodes[ev * n + x] : run.raw.nan_rate_code;
-      else for (var z = 0; z < n; z++) code[z] = row >= 0 ? run.codes[row * n + z] : run.raw.not_sampled;
+      else code.set(run.cur);
       cells.canvas(run.canvas, run.raw.geometry, code, run.x, run.y, rates ? run.rateTiles : run.tiles);
       readouts(run, row);
       if (!run.tip.hidden) tip(run, run.tip.__at);
@@ -505,11 +520,11 @@
       var i = cellAt(run.canvas, run.raw.geometry, run.slot, at);
       if (i < 0) { run.tip.hidden = true; return; }
       var row = run.row, n = run.n, ev = row >= 0 ? run.ev[row] : -1;
-      var code = row >= 0 ? run.codes[row * n + i] : run.raw.not_sampled;
+      var code = run.cur[i];  /* fillRow(run, run.row) ran in paintRun */
       var rate = ev >= 0 ? run.rates[ev * n + i] : NaN;
       var lines = ["prompt " + run.raw.prompts[i], run.raw.words[code],
                    "pass rate at the nearest evaluation " + (isNaN(rate) ? "none" : G.percent(rate))];
-      if (row >= 0 && run.K[row * n + i] > 0) lines.push(run.k[row * n + i] + " of " + run.K[row * n + i] + " rollouts passed");
+      if (row >= 0 && run.curK[i] > 0) lines.push(run.curk[i] + " of " + run.curK[i] + " rollouts passed");
       placeTip(run.tip, run.canvas, at, lines);
     }
 
