@@ -214,7 +214,10 @@ def test_blocks_train_every_cell_once_the_first_pair_first():
 
 
 _ENDLESS = """
-import dataclasses, sys
+import dataclasses, signal, sys
+# started as from a terminal: the suite itself may run with SIGINT ignored (a background job, some CI runners),
+# and an ignored signal stays ignored in a child
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from grpo_lab.cli import main
 from grpo_lab.sims.trainer import study
 p = study.PRESETS["smoke"]
