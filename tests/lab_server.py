@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -86,17 +87,27 @@ def serve(cmd: list[str] | None = None, port: int | None = None, env: dict | Non
     cmd = cmd or [sys.executable, "-m", "panel", "serve", str(APP), "--port", str(port), "--address", "127.0.0.1",
                   "--allow-websocket-origin", f"127.0.0.1:{port}", "--num-procs", "1"]
     log = open(os.devnull, "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd)
+    # a session of its own: with --num-procs N the server forks workers, which a signal to the parent alone leaves
+    # running after the test; the whole group is stopped at the end
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=cwd,
+                            start_new_session=True)
+
+    def signal_all(sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
     try:
         url = f"http://127.0.0.1:{port}{path}"
         wait_http(url)
         yield url
     finally:
-        proc.terminate()
+        signal_all(signal.SIGTERM)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            signal_all(signal.SIGKILL)
             proc.wait()
         log.close()
 
