@@ -5,7 +5,7 @@
 (steps, prompts) tables and compares them with the replay model (:class:`RunView` codes) and the core
 (:func:`grpo_lab.sims.replay.grid_successes`); in Chromium the painted grid and the hover (group state,
 k of K, pass rate at the nearest evaluation) at step 0, a middle step and the last step, for run A and a
-compared run B, must be those of the dense tables.
+compared run B, and at the newest step of a record followed while it grows, must be those of the dense tables.
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ def server(runs):
     srv.stop()
 
 
+@pytest.mark.browser
 def test_chromium_paints_and_hovers_the_dense_tables_at_first_middle_and_last_step(page, server, runs):
     va, vb = (RunView(name, read_record(runs / name)) for name in (RUN_A, RUN_B))
     axis = union_steps(va, vb)
@@ -136,3 +137,38 @@ def test_chromium_paints_and_hovers_the_dense_tables_at_first_middle_and_last_st
     assert checked == 18
     assert page.console_errors == []
 
+
+
+@pytest.mark.browser
+def test_chromium_following_a_growing_record_paints_and_hovers_its_new_last_step(tmp_path, page):
+    """Live follow re-sends the frames as the record grows: the page shows the newest step's cells exactly."""
+    from test_replay_follow import _step, _writer
+
+    app, rng = _writer(tmp_path / "live", 2)
+    srv, url = serve_local(lambda: ReplayView(runs_root=tmp_path))
+    try:
+        page.goto(url, timeout=300_000)
+        wait_step(page, "replay-step", fixed(2.0, 0))
+        for s in range(3, 7):
+            _step(app, s, rng)
+            app.flush(steps_completed=s)
+        app.flush(complete=True)
+        wait_step(page, "replay-step", fixed(6.0, 0))  # pinned to the latest step, never reloaded
+        view = RunView("live", read_record(tmp_path / "live"))
+        row, n = len(view.steps) - 1, view.n_prompts
+        cols, rows = int(view.x.max()) + 1, int(view.y.max()) + 1
+        shown = page.locator('.gx-run[data-run="a"] canvas').evaluate(
+            "c => [c.height, c.width, Array.from(c.__grpoPixels)]")
+        np.testing.assert_array_equal(np.array(shown[2], np.uint32).reshape(shown[0], shown[1]),
+                                      cell_image(view.codes[row].tolist(), view.x, view.y,
+                                                 cell_tiles(cell_pixels(GRID_WIDTH, cols)), cols, rows))
+        k, K = grid_successes(view.record)
+        sampled = np.flatnonzero(view.codes[row] != NOT_SAMPLED_CODE)
+        assert 0 < len(sampled) < n
+        for prompt in (sampled[0], np.flatnonzero(view.codes[row] == NOT_SAMPLED_CODE)[0]):
+            text = hover_cell(page, "a", int(view.x[prompt]), int(view.y[prompt]), cols, rows)
+            assert WORDS[view.codes[row, prompt]] in text, text
+            assert (f"{k[row, prompt]} of {K[row, prompt]} rollouts passed" in text) == (K[row, prompt] > 0), text
+        assert page.console_errors == []
+    finally:
+        srv.stop()
