@@ -81,6 +81,18 @@ def test_frames_are_sparse_and_decode_to_the_dense_tables_of_run_a_and_b(runs):
         assert np.array_equal(rows_for(view, axis), array(run["rows"], "i4"))
 
 
+
+def test_more_than_65536_prompts_send_four_byte_prompt_indices():
+    view = RunView("wide", synthetic_record(n_prompts=70_000, steps=3, prompts_per_step=40, seed=7))
+    run = frames_data([view, None], view.steps)["runs"][0]
+    assert run["index"] == "i4"
+    codes, k, K = decode_dense(run, len(view.steps))
+    np.testing.assert_array_equal(codes, view.codes)
+    want_k, want_K = grid_successes(view.record)
+    np.testing.assert_array_equal(k, want_k)
+    np.testing.assert_array_equal(K, want_K)
+    assert array(run["prompt"], "i4").max() >= 1 << 16  # a prompt past two bytes' reach is among the cells
+
 @pytest.fixture(scope="module")
 def server(runs):
     import panel as pn
