@@ -1,0 +1,47 @@
+"""Retake the lab's screenshots in ``docs/img`` (shown in ``docs/lab.md``): ``python docs/screenshots.py``.
+
+Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each size below, waits for the
+grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
+1400x1000 (a wide screen), 1024x768 (a projector), 390x844 (a phone) and ``?present=true`` at 1024x768.
+Needs the test dependencies (Playwright) and ``/usr/bin/chromium``; writes nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from lab_server import serve, wait_readout  # noqa: E402
+
+OUT = ROOT / "docs" / "img"
+#: (file name, URL query, width, height)
+SHOTS = [("lab-1400x1000.png", "", 1400, 1000), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
+         ("lab-present-1024x768.png", "?present=true", 1024, 768)]
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    with serve() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        for name, query, width, height in SHOTS:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            page = context.new_page()
+            page.goto(url + query)
+            wait_readout(page)
+            page.locator(".lab-plots-ready").wait_for(state="attached", timeout=60_000)
+            page.wait_for_function("() => document.fonts.status === 'loaded'")
+            page.wait_for_timeout(1000)  # Panel's layout settles
+            page.screenshot(path=str(OUT / name))
+            print(f"wrote {OUT / name}")
+            context.close()
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
