@@ -65,8 +65,10 @@ def _buttons(n_draws: int, seed: int) -> str:
 
 
 def script_json(obj) -> str:
-    """JSON safe to place inside a <script> element."""
-    return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """JSON safe to place inside a <script> element: ``<``, ``>`` and ``&`` written as JSON escapes (``\\u003c``
+    ...), so no text in it (a title, a command line) can close the element or open a comment or a tag."""
+    text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def footer_text(spec) -> str:
