@@ -293,8 +293,12 @@ def test_after_an_upload_every_readout_is_the_new_runs(lab, runs):
     """#17: at the last step of a 40-step run, upload a short record: the step, rollout counts and evaluation
     pass rate are the upload's (no count above what it holds, no evaluation it lacks), the caption names it."""
     rec_a = read_record(runs / RUN_A)
-    scrub_to(lab, len(step_series(rec_a)["step"]) - 1)
+    last_a = len(step_series(rec_a)["step"]) - 1
+    scrub_to(lab, last_a)
     wait_step(lab, "replay-step", fixed(float(step_series(rec_a)["step"][-1]), 0))
+    # the position has been sent to Python (before the upload, on the same websocket): without this wait the
+    # upload could overtake it and the new run open at the old run's last position known to the server
+    lab.locator(f'.gx-view[data-synced="{last_a}"]').wait_for(state="attached")
     good = FIXTURES / "plain.jsonl"
     lab.locator(".replay-upload input[type=file]").set_input_files(str(good))
     rec = ingest(good, "jsonl")

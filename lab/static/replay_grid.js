@@ -18,7 +18,11 @@ export function render({ model, el }) {
   f.go(model.value);
 
   var timer = 0, lastSync = 0;
-  function sync() { timer = 0; lastSync = Date.now(); if (model.value !== f.pos) model.value = f.pos; }
+  function sync() {
+    timer = 0; lastSync = Date.now();
+    if (model.value !== f.pos) model.value = f.pos;
+    box.setAttribute("data-synced", String(f.pos));  /* the position Python has been sent (tests wait on it) */
+  }
   f.onInput(function () {
     clearTimeout(timer);
     if (f.playing() && Date.now() - lastSync > SYNC_PLAY_MS) sync();
@@ -27,7 +31,10 @@ export function render({ model, el }) {
   play.addEventListener("click", function () {
     f.play(!f.playing(), model.play_ms, {stop: function () { clearTimeout(timer); sync(); }});
   });
-  model.on("frames", function () { f.setFrames(model.frames); f.go(model.value); });
+  model.on("frames", function () {  /* new runs: a position still waiting to be sent belongs to the old ones */
+    clearTimeout(timer); timer = 0;
+    f.setFrames(model.frames); f.go(model.value);
+  });
   model.on("value", function () { if (!timer && model.value !== f.pos) f.go(model.value); });
   model.on("rates", function () { f.setRates(model.rates); });
   box.setAttribute("data-ready", "true");
