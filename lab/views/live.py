@@ -28,7 +28,7 @@ from .formulas import formulas_pane
 from .frame import Frame
 from .jensen import JensenPlot
 from .kcost import KCostTable
-from .layout import GRID_SIZE, first_screen, plot_rows
+from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
 from .outcome import OutcomePlot
 from .plot_text import described
 from .play_budget import FrameBudget
@@ -46,6 +46,9 @@ class LiveLab:
     def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False):
         self.lab, self.play, self._present = lab, play, present  # present: fewer panels (lab.views.layout)
         self.controls = Controls(lab, play)
+        if present:
+            c = self.controls
+            present_buttons(c.play_button, c.step_button, c.reset_button, c.new_draw_button)
         scenario = lab.scenario()
         self.population = scenario.population()
         self._pop_key = lab.population_key()
