@@ -38,7 +38,7 @@ from grpo_lab.sims.scenario import Scenario, evaluate
 from .embed import MAX_CAPTION_CHARS, caption_text, page_settings
 from .export_page import page_html, script_json
 from .grid.markup import grid_data
-from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, step_digits
+from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, PLAY_SECONDS, step_digits
 from .state import sanitize
 
 SIZE_BUDGET = 2_500_000  #: bytes; "auto" draws embed as many populations as fit under this
@@ -196,6 +196,7 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
         "version": __version__,
         "command": command_line(spec, out_name),
         "embed": page_settings(),
+        "play_seconds": PLAY_SECONDS,  # Play's whole sweep, as in the lab
     }
 
 

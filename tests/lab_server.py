@@ -44,6 +44,25 @@ READ_CLASS = """cls => {
   return e ? e.textContent.trim() : null;
 }"""
 
+#: JavaScript: the visible text (into shadow roots, without <style>/<script>) of every element with a CSS class, trimmed
+TEXTS_OF_CLASS = """(cls) => {
+  const text = (node) => {  // visible text, descending into shadow roots, skipping <style>
+    if (node.nodeType === 3) return node.textContent;
+    if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT') return '';
+    let t = '';
+    if (node.shadowRoot) for (const c of node.shadowRoot.childNodes) t += text(c);
+    for (const c of node.childNodes) t += text(c);
+    return t;
+  };
+  const out = [];
+  const walk = (root) => root.querySelectorAll('*').forEach((el) => {
+    if (el.tagName !== 'STYLE' && el.classList && el.classList.contains(cls)) out.push(text(el).trim());
+    if (el.shadowRoot) walk(el.shadowRoot);
+  });
+  walk(document);
+  return out;
+}"""
+
 #: JavaScript: the visible text of the whole page, through shadow roots, without <style>/<script>
 PAGE_TEXT = """() => {
   const out = [];

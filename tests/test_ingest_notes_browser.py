@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_server import block_outside, serve_local
+from lab_server import TEXTS_OF_CLASS, block_outside, serve_local
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
@@ -23,23 +23,7 @@ from grpo_lab.sims.record import write_record
 FIX = Path(__file__).parent / "fixtures" / "ingest"
 MARKUP = "<i>e4</i>="  #: the prompt text the verl copy uses for the prompt drawn twice in step 2
 
-TEXT_OF = """(cls) => {
-  const text = (node) => {  // visible text, into shadow roots, without <style>
-    if (node.nodeType === 3) return node.textContent;
-    if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT') return '';
-    let t = '';
-    if (node.shadowRoot) for (const c of node.shadowRoot.childNodes) t += text(c);
-    for (const c of node.childNodes) t += text(c);
-    return t;
-  };
-  const out = [];
-  const walk = (root) => root.querySelectorAll('*').forEach((el) => {
-    if (el.classList && el.classList.contains(cls)) out.push(text(el));
-    if (el.shadowRoot) walk(el.shadowRoot);
-  });
-  walk(document);
-  return out.join('\\n');
-}"""
+TEXT_OF = f"(cls) => ({TEXTS_OF_CLASS})(cls).join('\\n')"  # every element's text, one per line
 ELEMENTS_IN = """([cls, tag]) => {  // elements named tag inside the notice (through shadow roots)
   let n = 0;
   const count = (root) => root.querySelectorAll('*').forEach((el) => {

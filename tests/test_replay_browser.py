@@ -19,6 +19,7 @@ from bokeh.palettes import Cividis256
 from grid_twins import cell_image
 from grpo_lab.grid.cells import cell_pixels, cell_positions, cell_tiles, grid_shape
 from grpo_lab.grid.markup import GRID_WIDTH
+from lab_server import TEXTS_OF_CLASS as READ_CLASS
 from lab_server import block_outside, serve_local
 from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
@@ -29,24 +30,6 @@ from grpo_lab.sims.replay import NOT_SAMPLED, grid_states, step_series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 RUN_A, RUN_B = "dr_grpo/seed0", "sign/seed0"
-
-READ_CLASS = """(cls) => {
-  const text = (node) => {  // visible text, descending into shadow roots, skipping <style>
-    if (node.nodeType === 3) return node.textContent;
-    if (node.tagName === 'STYLE' || node.tagName === 'SCRIPT') return '';
-    let t = '';
-    if (node.shadowRoot) for (const c of node.shadowRoot.childNodes) t += text(c);
-    for (const c of node.childNodes) t += text(c);
-    return t;
-  };
-  const out = [];
-  const walk = (root) => root.querySelectorAll('*').forEach((el) => {
-    if (el.tagName !== 'STYLE' && el.classList && el.classList.contains(cls)) out.push(text(el).trim());
-    if (el.shadowRoot) walk(el.shadowRoot);
-  });
-  walk(document);
-  return out;
-}"""
 
 
 def picture(page, run: str = "a"):

@@ -16,7 +16,6 @@
 (function () {
   "use strict";
   var STATE_ID = "grpo-export-state";
-  var SWEEP_SECONDS = 8;  /* a full sweep of training progress, min to max */
   var state, view, drawIndex = 0, play;
 
   function $(id) { return document.getElementById(id); }
@@ -78,7 +77,7 @@
   /* the view plays (grpoGridView's play); the page keeps its button and provenance line in step */
   function setPlaying(on) {
     play.setAttribute("aria-pressed", on ? "true" : "false");
-    view.play(on, SWEEP_SECONDS, {frame: describe, stop: function () { play.setAttribute("aria-pressed", "false"); }});
+    view.play(on, state.play_seconds, {frame: describe, stop: function () { play.setAttribute("aria-pressed", "false"); }});
   }
 
   function start() {
