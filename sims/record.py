@@ -204,16 +204,45 @@ def _concat_chunks(chunks: list[dict[str, np.ndarray]], table: str) -> dict[str,
 
 
 def read_record(path) -> RunRecord:
-    """Read and verify a record directory (or its run.json). Raises InputError on any defect."""
+    """Read and verify a record directory (or its run.json). Raises InputError on any defect.
+
+    A record may be saved again while it is read (a live run, a study worker): the
+    writer replaces ``run.json`` and then removes the files only the old one named.
+    A read that finds a named file gone or changed therefore looks at ``run.json``
+    once more and starts over when it was replaced (a few times at most); a file
+    missing under an unchanged ``run.json`` is a defect.
+    """
     path = Path(path)
     if path.name == "run.json":
         path = path.parent
     meta_path = path / "run.json"
     if not meta_path.is_file():
         raise InputError(f"{str(path)!r} is not a run record (no run.json)")
+    for _attempt in range(_READ_ATTEMPTS - 1):
+        text = _read_meta_text(meta_path)
+        try:
+            return _read_record_from(path, meta_path, text)
+        except InputError:
+            if _read_meta_text(meta_path) == text:
+                raise
+    return _read_record_from(path, meta_path, _read_meta_text(meta_path))
+
+
+_READ_ATTEMPTS = 5
+
+
+def _read_meta_text(meta_path: Path) -> bytes:
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return meta_path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{str(meta_path)!r} cannot be read: {exc.strerror}") from None
+
+
+def _read_record_from(path: Path, meta_path: Path, text: bytes) -> RunRecord:
+    """The record whose run.json holds ``text`` (see :func:`read_record`)."""
+    try:
+        meta = json.loads(text.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{str(meta_path)!r} is not valid JSON: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{str(meta_path)!r} is not a {FORMAT} record")

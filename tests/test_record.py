@@ -43,6 +43,23 @@ def test_rewrite_removes_stale_arrays(tmp_path):
     assert read_record(tmp_path / "run").meta["name"] == "r1"
 
 
+def test_a_save_during_a_read_gives_the_new_record(tmp_path, monkeypatch):
+    """A writer saves the record again after the reader took run.json and before it took the
+    array files (the old ones are then gone): the read starts over and returns the new record."""
+    path = write_record(tmp_path / "run", make(0))
+    real, saves = rmod._read_npz, []
+
+    def read_npz_with_a_save_in_between(p, entry):
+        if not saves:
+            saves.append(write_record(path, make(1)))
+        return real(p, entry)
+
+    monkeypatch.setattr(rmod, "_read_npz", read_npz_with_a_save_in_between)
+    back = read_record(path)
+    assert saves and back.meta["name"] == "r1"
+    np.testing.assert_array_equal(back.groups["rewards"], make(1).groups["rewards"])
+
+
 @pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
 def test_damaged_array_file_is_detected(tmp_path, damage):
     path = write_record(tmp_path / "run", make())
