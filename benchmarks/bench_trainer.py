@@ -3,7 +3,7 @@
     python benchmarks/bench_trainer.py                 # train the default config (200 steps) in a temp dir
     python benchmarks/bench_trainer.py --steps 50      # a shorter run, same per-step figures
     python benchmarks/bench_trainer.py --estimator sign  # every completion carries advantage: no rows skipped
-    python benchmarks/bench_trainer.py --record runs/broad-g4-sign-s1   # figures from an existing record
+    python benchmarks/bench_trainer.py --record runs/broad-g4-sign-lr0.0004-s1   # figures from an existing record
     python benchmarks/bench_trainer.py --findings runs            # the findings table of docs/trainer.md
 
 The warm start is timed separately (it is cached per seed after the first run; pass

@@ -1,17 +1,20 @@
 #!/bin/sh
-# Regenerate the shipped runs under runs/: representative runs of the reduced study
-# (`grpo-lab study --preset reduced`, resumable; about 20 minutes on 2 idle cores), seed 1 of each
-# cell: dr_grpo and sign from the same start in both regimes, and dr_grpo with DAPO dynamic sampling.
-# The study folder keeps every run; runs/ gets copies named without the learning rate, checkpoints
-# never shipped (the study removes them when a run is finished).
+# Regenerate what runs/ ships of the full study (`grpo-lab study --preset full`, resumable; hours on 2 cores):
+# - runs/study-full/figures.json and tables.md: every run's figures, config and array hashes, and the tables
+#   (`grpo-lab study --preset full --tables-only --out runs/study-full` rewrites the same tables from them alone);
+# - a few of its records whole, for the Replay tab (lab/replay/catalog.py: FEATURED, PAIRS), copied unchanged
+#   (the study removes a run's checkpoint once it is finished), so their hashes are the ones figures.json lists.
 set -e
 cd "$(dirname "$0")/.."
-STUDY=${STUDY:-runs-local/study-reduced}
-grpo-lab study --preset reduced --out "$STUDY" --jobs "${JOBS:-2}"
-for cell in broad-g4-dr_grpo broad-g4-sign broad-g4-dr_grpo-ds weak-g4-dr_grpo weak-g4-sign weak-g4-dr_grpo-ds; do
-  src="$STUDY/runs/$cell-lr0.0002-s1"
-  rm -rf "runs/$cell-s1"
-  python -c "import sys; from grpo_lab.sims.record import read_record, write_record
-rec = read_record(sys.argv[1]); rec.meta['name'] = sys.argv[2].rsplit('/', 1)[-1]; write_record(sys.argv[2], rec)" \
-    "$src" "runs/$cell-s1"
+STUDY=${STUDY:-runs-local/study-full}
+grpo-lab study --preset full --out "$STUDY" --jobs "${JOBS:-2}"
+grpo-lab study --preset full --out "$STUDY" --tables-only > /dev/null  # figures.json of every finished run
+mkdir -p runs/study-full
+cp "$STUDY/figures.json" "$STUDY/tables.md" runs/study-full/
+for run in broad-g4-dr_grpo-lr0.0008-s1 broad-g4-sign-lr0.0004-s1 broad-g4-tasa-lr0.0016-s1 \
+           broad-g4-dr_grpo-ds-lr0.0008-s1 weak-g4-dr_grpo-lr0.0004-s1 weak-g4-sign-lr0.0004-s1 \
+           weak-g4-dr_grpo-ds-lr0.0004-s1 weak-g4-dr_grpo-ds-retire2-lr0.0004-s1; do
+  rm -rf "runs/$run"
+  cp -r "$STUDY/runs/$run" "runs/$run"
 done
+chmod 644 runs/study-full/* runs/*-s1/*

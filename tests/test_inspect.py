@@ -135,9 +135,14 @@ def test_inspect_bad_record_is_one_line_exit_2(tmp_path, capsys, bad):
 
 
 def test_shipped_runs_exist():
+    from grpo_lab.replay.catalog import FEATURED, PAIRS
+
     names = {p.name for p in SHIPPED}
-    want = {f"{reg}-g4-{e}-s1" for reg in ("broad", "weak") for e in ("dr_grpo", "sign", "dr_grpo-ds")}
+    want = {FEATURED} | {run for _, a, b in PAIRS.values() for run in (a, b)}
     assert want <= names, sorted(want - names)
+    for reg in ("broad", "weak"):  # dr_grpo, sign and dr_grpo with dynamic sampling from each start
+        assert {e for e in ("dr_grpo", "sign", "dr_grpo-ds") if any(n.startswith(f"{reg}-g4-{e}-lr") for n in names)} \
+            == {"dr_grpo", "sign", "dr_grpo-ds"}
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
@@ -158,7 +163,7 @@ def test_shipped_run_loads_and_matches_its_arrays(path, capsys):
 
 
 def test_replay_opens_on_a_healthy_run_whose_environment_expires():
-    from grpo_lab.replay.catalog import FEATURED, list_runs
+    from grpo_lab.replay.catalog import FEATURED, PAIRS, list_runs
 
     runs = list_runs(ROOT / "runs")
     assert next(iter(runs)) == FEATURED
@@ -167,7 +172,7 @@ def test_replay_opens_on_a_healthy_run_whose_environment_expires():
     assert rates[-1] > rates[0] + 0.05  # it learns
     ap = rec.steps["frac_all_pass"]
     assert ap[-20:].mean() > ap[:20].mean() + 0.05  # and its easy end expires: more all-pass groups
-    same_start = read_record(runs[FEATURED.replace("dr_grpo", "sign")])  # the side-by-side pair
+    same_start = read_record(runs[PAIRS["sign-vs-dr_grpo"][2]])  # the side-by-side pair
     np.testing.assert_array_equal(same_start.evals["pass_rate"][0], rec.evals["pass_rate"][0])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +16,9 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.trainer import study
 from grpo_lab.sims.trainer.study import (PRESETS, Cell, choose_lrs, main_cells, sweep_cells, sweep_rates, t_interval,
                                          tables)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_STUDY = ROOT / "runs" / "study-full"  #: the full study's tables and figures.json, shipped
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -315,3 +320,82 @@ def test_retired_share_counts_n_consecutive_all_pass_groups():
          "rewards": np.array([ones, ones, ones, ones, mixed, ones, ones, ones], float)}
     assert _retired_share(g, 2, 10) == 2 / 10  # prompts 0 and 2
     assert _retired_share(g, 3, 10) == 1 / 10  # prompt 2 only
+
+
+def _same_figures(got: dict, want: dict) -> None:
+    """Equal figure by figure, NaN equal to NaN (a figure a run does not have)."""
+    assert set(got) == set(want)
+    for k, v in want.items():
+        assert got[k] == v or (isinstance(v, float) and v != v and got[k] != got[k]), (k, got[k], v)
+
+
+def _check_figures_against_record(path: Path, run: dict) -> None:
+    """A figures.json line against the record it came from: its array hashes, its config, its figures
+    (as the study computes them, and the main ones again with plain numpy)."""
+    from grpo_lab.commands.study import array_hashes
+    from grpo_lab.sims.record import read_record
+    from grpo_lab.sims.trainer.study import run_figures
+
+    rec = read_record(path)
+    meta = json.loads((path / "run.json").read_text())
+    assert run["sha256"] == {k: v["sha256"] for k, v in meta["files"].items()} == array_hashes(path)
+    assert run["config"] == meta["config"]
+    _same_figures(run["figures"], run_figures(rec))
+    ev, r, kept = rec.evals["pass_rate"], rec.groups["rewards"], rec.groups["kept"]
+    assert run["figures"]["pass0"] == pytest.approx(np.mean(ev[0]), abs=1e-12, nan_ok=True)
+    assert run["figures"]["final"] == pytest.approx(np.mean(ev[-1]), abs=1e-12, nan_ok=True)
+    assert run["figures"]["never"] == pytest.approx(np.mean(ev[-1] == 0), abs=1e-12, nan_ok=True)
+    trained = r[kept]
+    assert run["figures"]["all_fail"] == pytest.approx(np.mean(trained.max(1) == 0), abs=1e-12, nan_ok=True)
+    assert run["figures"]["all_pass"] == pytest.approx(np.mean(trained.min(1) == 1), abs=1e-12, nan_ok=True)
+
+
+def test_tables_from_the_figures_file_alone_are_the_tables_of_the_records(smoke, tmp_path, capsys):
+    from grpo_lab.commands.study import FIGURES, read_figures
+
+    root, _ = smoke
+    capsys.readouterr()
+    assert main(["study", "--preset", "smoke", "--out", str(root), "--tables-only"]) == 0
+    from_records = capsys.readouterr().out
+    alone = tmp_path / "figures-only"
+    alone.mkdir()
+    shutil.copy(root / FIGURES, alone / FIGURES)
+    assert main(["study", "--preset", "smoke", "--out", str(alone), "--tables-only"]) == 0
+    assert capsys.readouterr().out == from_records == (alone / "tables.md").read_text() == (root / "tables.md").read_text()
+    assert (alone / FIGURES).read_bytes() == (root / FIGURES).read_bytes()  # written again, unchanged
+    stored = read_figures(root / FIGURES, "smoke")
+    assert set(stored) == {d.name for d in (root / "runs").iterdir()}  # every finished run, sweep included
+    for name, run in stored.items():
+        _check_figures_against_record(root / "runs" / name, run)
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("{", "cannot read"),
+    ('{"format": "grpo-lab-run", "runs": {}}', "is not a study's figures.json"),
+    ('{"format": "grpo-lab-study-figures", "preset": "smoke", "runs": {}}', "holds preset 'smoke', not 'full'"),
+])
+def test_a_bad_figures_file_is_one_line_exit_2(tmp_path, capsys, content, needle):
+    (tmp_path / "figures.json").write_text(content)
+    code = main(["study", "--preset", "full", "--out", str(tmp_path), "--tables-only"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and needle in err[0], err
+
+
+def test_the_shipped_tables_are_what_the_command_writes_from_the_shipped_figures(tmp_path, capsys):
+    copy = tmp_path / "study-full"
+    shutil.copytree(SHIPPED_STUDY, copy)
+    assert main(["study", "--preset", "full", "--out", str(copy), "--tables-only"]) == 0
+    shipped = (SHIPPED_STUDY / "tables.md").read_text()
+    assert capsys.readouterr().out == shipped == (copy / "tables.md").read_text()
+    assert (copy / "figures.json").read_bytes() == (SHIPPED_STUDY / "figures.json").read_bytes()
+
+
+def test_the_shipped_records_are_study_runs_whose_figures_the_tables_use():
+    from grpo_lab.commands.study import read_figures
+    from grpo_lab.replay.catalog import FEATURED, PAIRS, list_runs
+
+    stored = read_figures(SHIPPED_STUDY / "figures.json", "full")
+    shipped = {label: path for label, path in list_runs(ROOT / "runs").items() if label in stored}
+    assert {FEATURED} | {run for _, a, b in PAIRS.values() for run in (a, b)} <= set(shipped)
+    for label, path in shipped.items():
+        _check_figures_against_record(path, stored[label])

@@ -4,7 +4,11 @@ Each run of the study is trained in ``OUT/runs/.partial/NAME`` and moved to ``OU
 it is finished (one ``os.replace``), so a finished cell is always a complete record and an
 interrupted study, run again with the same command, skips the finished cells and resumes the
 unfinished ones from their last save. The tables (Markdown) are rewritten atomically to
-``OUT/tables.md`` after every finished run and printed at the end.
+``OUT/tables.md`` after every finished run and printed at the end, together with ``OUT/figures.json``:
+every finished run's figures (:func:`~grpo_lab.sims.trainer.study.run_figures`), its config and the
+SHA-256 of its array files, the tables' whole input in a few hundred KB. ``--tables-only`` on a folder
+holding ``figures.json`` and no records (the repository's ``runs/study-full``) rewrites the same tables
+from it alone; a record in ``OUT/runs`` takes precedence over its line in the file.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from grpo_lab.sims.errors import InputError
 
 DEFAULT_OUT = "runs-local/study-{preset}"
 PARTIAL = ".partial"  #: folder of the runs in progress, inside OUT/runs
+FIGURES = "figures.json"  #: every finished run's figures, config and array hashes, beside tables.md
+FIGURES_FORMAT = "grpo-lab-study-figures"
 
 
 def register(sub) -> None:
@@ -35,7 +41,9 @@ def register(sub) -> None:
     p.add_argument("--device", default="cpu", help="auto, cpu or cuda (default cpu)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained at once, one process each (default 2)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run (default 1)")
-    p.add_argument("--tables-only", action="store_true", help="train nothing; write the tables of the finished runs")
+    p.add_argument("--tables-only", action="store_true",
+                   help=f"train nothing; write the tables of the finished runs (records in OUT/runs, "
+                        f"else OUT/{FIGURES})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_study)
 
@@ -88,23 +96,70 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-class Study:
-    """One study folder: which runs are finished, their figures, the tables."""
+def read_figures(path: Path, preset_name: str) -> dict[str, dict]:
+    """``{run name: {"figures", "config", "sha256"}}`` from a study's ``figures.json`` (JSON null read back
+    as NaN, except ``ended``); ``{}`` when the file is absent. A file of another format or preset raises
+    InputError."""
+    import json
 
-    def __init__(self, preset, root: Path):
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FIGURES_FORMAT or not isinstance(data.get("runs"), dict):
+        raise InputError(f"{str(path)!r} is not a study's {FIGURES} (format {FIGURES_FORMAT!r})")
+    if data.get("preset") != preset_name:
+        raise InputError(f"{str(path)!r} holds preset {data.get('preset')!r}, not {preset_name!r}")
+    nan = float("nan")
+    return {name: {**run, "figures": {k: (nan if v is None and k != "ended" else v) for k, v in run["figures"].items()}}
+            for name, run in data["runs"].items()}
+
+
+def array_hashes(path: Path) -> dict:
+    """``{table: SHA-256}`` of a finished record's array files, as its run.json lists them (a table kept
+    in chunks: the list of its chunks' hashes). ``read_record`` checks every file against these."""
+    import json
+
+    files = json.loads((path / "run.json").read_text())["files"]
+    return {k: (v["sha256"] if isinstance(v, dict) else [c["sha256"] for c in v]) for k, v in sorted(files.items())}
+
+
+class Study:
+    """One study folder: which runs are finished, their figures, the tables.
+
+    ``stored``: runs read from a ``figures.json`` (:func:`read_figures`), counted as finished where
+    ``OUT/runs`` has no record of them (``--tables-only``); training passes none, so only records count."""
+
+    def __init__(self, preset, root: Path, stored: dict | None = None):
         self.preset, self.root = preset, root
+        self.stored = stored or {}
         self.figures: dict[str, dict] = {}
+        self.provenance: dict[str, dict] = {}  # name -> {"config", "sha256"} of the record the figures came from
+
+    def has_record(self, cell) -> bool:
+        return (self.root / "runs" / cell.name / "run.json").is_file()
 
     def finished(self, cell) -> bool:
-        return (self.root / "runs" / cell.name / "run.json").is_file()
+        return self.has_record(cell) or cell.name in self.stored
 
     def load(self, cells) -> None:
         from grpo_lab.sims.record import read_record
         from grpo_lab.sims.trainer.study import run_figures
 
         for c in cells:
-            if c.name not in self.figures and self.finished(c):
-                self.figures[c.name] = run_figures(read_record(self.root / "runs" / c.name))
+            if c.name in self.figures:
+                continue
+            if self.has_record(c):
+                rec = read_record(self.root / "runs" / c.name)
+                self.figures[c.name] = run_figures(rec)
+                self.provenance[c.name] = {"config": rec.meta.get("config"),
+                                           "sha256": array_hashes(self.root / "runs" / c.name)}
+            elif c.name in self.stored:
+                run = self.stored[c.name]
+                self.figures[c.name] = run["figures"]
+                self.provenance[c.name] = {"config": run.get("config"), "sha256": run.get("sha256")}
 
     def plan(self):
         """(sweep cells, main cells, rates chosen so far): a main cell whose sweep is unfinished has lr NaN."""
@@ -134,8 +189,20 @@ class Study:
         sweep_finals = {c.name: self.figures[c.name]["final"] for c in sweep if c.name in self.figures} if sweep else None
         text = tables(self.preset, main, self.figures, lrs, sweep_finals)
         self.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.root / FIGURES, self.figures_json(sweep + main).encode())
         atomic_write_bytes(self.root / "tables.md", text.encode())
         return text
+
+    def figures_json(self, cells) -> str:
+        """The ``figures.json`` of the finished runs among ``cells`` (sorted by name; NaN as null)."""
+        import json
+
+        from grpo_lab.sims.jsonable import jsonable
+
+        runs = {c.name: {"figures": self.figures[c.name], **self.provenance[c.name]}
+                for c in sorted(cells, key=lambda c: c.name) if c.name in self.figures}
+        return json.dumps(jsonable({"format": FIGURES_FORMAT, "preset": self.preset.name, "runs": runs}),
+                          indent=1, sort_keys=True) + "\n"
 
 
 def _ready(study: Study, failed: set, running: set) -> tuple[list, list]:
@@ -209,10 +276,11 @@ def cmd_study(args: argparse.Namespace) -> int:
     _positive("jobs", args.jobs)
     _positive("threads", args.threads)
     root = Path(args.out or DEFAULT_OUT.format(preset=preset.name))
-    study = Study(preset, root)
     if args.tables_only:
+        study = Study(preset, root, stored=read_figures(root / FIGURES, preset.name))
         print(study.write_tables(), end="")
         return 0
+    study = Study(preset, root)
     try:
         import torch  # noqa: F401
     except ImportError:
