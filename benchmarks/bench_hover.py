@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_server import serve, wait_readout  # noqa: E402
+from lab_server import serve, show_plots, wait_readout  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
@@ -75,7 +75,7 @@ def measure(browser, url: str, n_prompts: int, moves: int) -> dict:
     page.on("websocket", lambda ws: ws.on("framesent", lambda f: sent.append(f)))
     page.goto(f"{url}?n_prompts={n_prompts}&progress=0.5")
     wait_readout(page)
-    page.wait_for_function(f"() => ({FIND})('.lab-plots-ready') !== null", timeout=120_000)
+    show_plots(page, timeout=120_000)
     page.wait_for_timeout(1500)
     out = {}
     for kind in ("slider", "hover"):

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from lab_server import serve, wait_readout  # noqa: E402
+from lab_server import serve, show_plots, wait_readout  # noqa: E402
 
 OUT = ROOT / "docs" / "img"
 #: (file name, URL query, width, height)
@@ -33,7 +33,7 @@ def main() -> int:
             page = context.new_page()
             page.goto(url + query)
             wait_readout(page)
-            page.locator(".lab-plots-ready").wait_for(state="attached", timeout=60_000)
+            show_plots(page)
             page.wait_for_function("() => document.fonts.status === 'loaded'")
             page.wait_for_timeout(1000)  # Panel's layout settles
             page.screenshot(path=str(OUT / name))

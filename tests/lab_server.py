@@ -136,6 +136,14 @@ def wait_readout(page, cls: str = "readout-useful", timeout: float = 30_000) -> 
     return page.evaluate(READ_CLASS, cls)
 
 
+def show_plots(page, timeout: float = 60_000) -> None:
+    """Scroll to the live lab's plots (built when the visitor first gets to them: grpo_lab.views.in_view), wait until
+    they are drawn (``lab-plots-ready``), then scroll back to the top of the page."""
+    page.locator(".lab-plots").first.scroll_into_view_if_needed(timeout=timeout)
+    page.locator(".lab-plots-ready").first.wait_for(state="attached", timeout=timeout)
+    page.evaluate("() => window.scrollTo(0, 0)")
+
+
 def grid_tip(page, x: float, y: float, cols: int, rows: int) -> str:
     """Point at the grid view's cell (x, y) (row 0 at the bottom) and return the hover tip's text."""
     box = page.locator("#gx-grid").bounding_box()

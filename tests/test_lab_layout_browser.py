@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import PAGE_TEXT, serve, wait_readout
+from lab_server import PAGE_TEXT, serve, show_plots, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -70,7 +70,7 @@ def test_first_screen_holds_grid_key_readouts_and_controls_without_sideways_scro
 def test_a_360px_phone_never_scrolls_sideways_and_shows_play_and_the_controls_first(browser, lab_url):
     context, page, errors = open_at(browser, lab_url, 360, 740)
     try:
-        page.locator(".lab-plots-ready").wait_for(state="attached", timeout=30_000)  # the plots are in too
+        show_plots(page)  # the plots are in too
         page.wait_for_timeout(500)
         scroll = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert scroll[0] <= scroll[1], scroll

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from grid_twins import cell_image
-from lab_server import block_outside, grid_tip, serve, wait_readout
+from lab_server import block_outside, grid_tip, serve, show_plots, wait_readout
 from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
 from grpo_lab.grid.hover import HOVER_MARKERS
 from grpo_lab.grid.markup import geometry
@@ -60,7 +60,7 @@ MARKS_JS = f"""([x, y, cols, rows]) => {{
 
 
 def plots_ready(page) -> None:
-    page.wait_for_function(f"() => ({FIND})('.lab-plots-ready') !== null", timeout=60_000)
+    show_plots(page)
     page.wait_for_function(f"() => ({MARKERS_JS})() !== null", timeout=30_000)
 
 
@@ -168,7 +168,7 @@ def test_pin_at_k8_compare_with_k16_and_the_url_reproduces_it(page, browser, lab
     assert ghost_pixels(page) == ghost_want.ravel().tolist()  # the ghost is still the K = 8 view
     page.wait_for_function("() => new URLSearchParams(location.search).get('K') === '16'", timeout=15_000)
     # the P(useful) plot draws the pinned K's curve beside the live one
-    page.wait_for_function(f"() => ({FIND})('.lab-plots-ready') !== null", timeout=60_000)
+    show_plots(page)
     page.wait_for_function(f"() => Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data.p.length > 0",
                            timeout=15_000)
     curve = page.evaluate(f"() => {{ const d = Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data;"

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from lab_server import serve, wait_readout
+from lab_server import serve, show_plots, wait_readout
 from test_lab_kcost_browser import FIND  # the first element matching a selector, through shadow roots
 from grpo_lab.grid.spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP
 
@@ -45,7 +45,8 @@ def test_play_animates_the_grid_in_the_browser_and_the_plots_follow(page, lab_ur
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(payload)))
     page.goto(lab_url)
     wait_readout(page)
-    page.wait_for_function(f"() => !!({FIND})('.lab-plots-ready') && !!({FIND})('.state-caption')", timeout=60_000)
+    show_plots(page)
+    page.wait_for_function(f"() => !!({FIND})('.state-caption')", timeout=60_000)
     page.evaluate(WATCH)
     before = len(received)
     page.get_by_role("button", name="\u25b6 Play").click()

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from lab_server import READ_CLASS, serve, wait_readout
+from lab_server import READ_CLASS, serve, show_plots, wait_readout
 from test_lab_access_browser import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -35,7 +35,7 @@ def lab_url():
 
 def plots_ready(page) -> None:
     wait_readout(page)
-    page.locator(".lab-plots-ready").wait_for(state="attached", timeout=30_000)
+    show_plots(page)
 
 
 def chart(page, start: str) -> str:

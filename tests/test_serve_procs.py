@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from lab_server import READ_CLASS, free_port, serve, wait_readout
+from lab_server import READ_CLASS, free_port, serve, show_plots, wait_readout
 from grpo_lab.commands.serve import DEFAULT_PROCS
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
@@ -58,7 +58,7 @@ def test_default_serve_gives_each_visitor_its_own_view(browser):
             for page, (_, scenario) in zip(pages, VIEWS):
                 wait_readout(page)
                 page.wait_for_function(f"({READ_CLASS})('readout-useful') === {useful(**scenario)!r}", timeout=60_000)
-                page.wait_for_selector(".lab-plots-ready", timeout=60_000)  # built after the first render
+                show_plots(page)  # built when scrolled to
             first = pages[0]
             k = first.locator("#gx-K")
             k.focus()

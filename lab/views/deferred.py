@@ -1,7 +1,7 @@
 """What a visit builds after its first render, one build at a time per server process, the event loop free between.
 
-The lab's plots leave a visit's first render and are built once its page has loaded (``lab.views.live``).
-When a room arrives together, those builds (about 0.1-0.2 s of CPU each) used to be timers that came due
+The lab's plots leave a visit's first render and are built when the visitor gets to them (``lab.views.live``,
+``lab.views.in_view``). When a room arrives together and scrolls down, those builds (about 0.1-0.2 s of CPU each) used to be timers that came due
 together and ran back to back: a visitor's first control move, or another visitor's page, waited behind all
 of them (the load benchmark's control round trip went to a p50 of 1.5 s with 30 visitors). A
 :class:`BuildQueue` runs them one at a time, each :data:`GAP_MS` after the previous one ended, through the

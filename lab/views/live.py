@@ -26,6 +26,7 @@ from .decay import DecayPlot
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
+from .in_view import InView
 from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
@@ -35,8 +36,9 @@ from .play_budget import FrameBudget
 
 __all__ = ["LiveLab"]
 
-PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept while they are built after the first render (no layout jump)
-PLOTS_DELAY_MS = 250  #: the plots are built this long after the page has loaded (when no other build waits)
+PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept until they are built (no layout jump)
+#: the placeholder where the plots will be, until the visitor gets to them (lab.views.in_view)
+PLOTS_PLACEHOLDER = "The plots are drawn when you scroll to them."
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 
 
@@ -78,28 +80,35 @@ class LiveLab:
         if embed:
             self.panel = pn.Column(self.notice, c.main(), grid_pane, self.caption.panel, css_classes=["lab-embed"])
         else:
-            # the plots (most of a session's Bokeh models) stay out of the first render: the page is
-            # interactive sooner, and a room of visitors arriving together waits less for it
-            self._plots = pn.Column(sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT, css_classes=["lab-plots"])
+            # the plots (most of a session's Bokeh models and server time) stay out of the first render and are
+            # built when the visitor first gets to them (lab.views.in_view): a visit that never scrolls to them
+            # never pays for them, and the first screen is interactive sooner
+            self._until_seen = InView(text=PLOTS_PLACEHOLDER, sizing_mode="stretch_width")
+            self._plots = pn.Column(self._until_seen, sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT,
+                                    css_classes=["lab-plots"])
             self.panel = pn.Column(
                 self.notice,
                 first_screen(c.main(), pn.Column(c.rest(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
                                                                                 formulas_pane())),
                 self._plots,
                 sizing_mode="stretch_width")
-            pn.state.onload(self._plots_soon)  # at once outside a server session
+            doc = pn.state.curdoc
+            if doc is None:  # no page (a script, a test): nothing will scroll to them, so build them now
+                self._build_plots()
+            else:
+                self._until_seen.param.watch(lambda e: e.new and self._plots_soon(doc), "seen")
 
-    def _plots_soon(self) -> None:
-        """Build the plots once the page has loaded: PLOTS_DELAY_MS later when the server is idle, else after
-        the builds queued before (one at a time per process, lab.views.deferred): visitors still waiting for
-        their first render, or for a control's answer, are served between two builds."""
-        if pn.state.curdoc is None:
-            self._build_plots()
-        else:
-            defer_build(pn.state.curdoc, self._build_plots, PLOTS_DELAY_MS)
+    def _plots_soon(self, doc) -> None:
+        """Build the plots (the visitor has got to them) after the builds queued before, one at a time per
+        process (lab.views.deferred): visitors still waiting for their first render, or for a control's
+        answer, are served between two builds."""
+        if not self.plots:
+            defer_build(doc, self._build_plots)
 
     def _build_plots(self) -> None:
-        """Build, fill and show the plots (once the page has loaded); marks them ``lab-plots-ready``."""
+        """Build, fill and show the plots (in place of the placeholder); marks them ``lab-plots-ready``."""
+        if self.plots:
+            return
         self.plots = described(OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot())  # with text alternatives
         frame = self.frame()
         for plot in self.plots:
