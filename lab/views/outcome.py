@@ -4,6 +4,11 @@ Linked views: hovering a grid cell marks the prompt's pass rate on both figures 
 place on the curve (a dot). The marks are Bokeh models named in :data:`grpo_lab.grid.hover.HOVER_MARKERS`,
 hidden here; the grid's browser code (``lab/static/live_grid.js``) finds them by name and moves them itself.
 With a view pinned (pin and compare, :mod:`grpo_lab.views.compare`) the curve of its K is drawn too, in grey.
+
+Each session builds its own figures, so they are kept to few Bokeh models (each costs the server time to build
+and to send): the stacked histogram is one bar glyph whose rows are the 25 bins of each of the four stacks,
+with their colours and hatches as columns (Bokeh's ``vbar_stack`` makes a renderer, three glyphs and two stack
+transforms per stack), and the lines and dots are glyphs alone (:mod:`grpo_lab.views.glyphs`).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 from bokeh.core.property.vectorization import value
-from bokeh.models import ColumnDataSource, Span
+from bokeh.models import ColumnDataSource, Legend, LegendItem, Scatter, Span, VBar
 from bokeh.plotting import figure
 
 from grpo_lab.grid.hover import HOVER_MARKERS
@@ -21,6 +26,7 @@ from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 from .frame import Frame
+from .glyphs import add_legend, add_line
 
 __all__ = ["OutcomePlot", "PINNED_CURVE"]
 
@@ -28,7 +34,19 @@ PINNED_CURVE = "grpo-pinned-curve"  #: the Bokeh name of the pinned view's P(use
 
 _P = np.linspace(0.0, 1.0, 401)
 _EDGES = np.linspace(0.0, 1.0, 26)
-_STACK = ("mixed", "all_pass", "all_fail", "filtered")
+_MID = 0.5 * (_EDGES[1:] + _EDGES[:-1])
+_STACK = ("mixed", "all_pass", "all_fail", "filtered")  #: the histogram's stacks, bottom to top
+_STACK_COLORS = (OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR)
+_STACK_HATCHES = (OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HATCHES[ALL_FAIL], " ")
+_STACK_LABELS = ("mixed", "all pass", "all fail", "removed by the filter")
+
+
+def stacked_bars(counts: np.ndarray) -> dict:
+    """The histogram's bar rows from ``counts`` (bins x stacks): stack j's bin i is row ``j * bins + i``, from
+    ``bottom`` (the stacks below it in that bin) to ``top`` (bottom plus its count)."""
+    counts = np.asarray(counts, dtype=float)
+    top = np.cumsum(counts, axis=1)
+    return {"mid": np.tile(_MID, counts.shape[1]), "bottom": (top - counts).T.ravel(), "top": top.T.ravel()}
 
 
 class OutcomePlot:
@@ -36,17 +54,18 @@ class OutcomePlot:
 
     def __init__(self):
         self.curve = ColumnDataSource({"p": _P, "useful": np.zeros_like(_P)})
-        self.hist = ColumnDataSource({"mid": 0.5 * (_EDGES[1:] + _EDGES[:-1]), **{k: np.zeros(25) for k in _STACK}})
+        bins = len(_MID)
+        self.hist = ColumnDataSource({**stacked_bars(np.zeros((bins, len(_STACK)))),
+                                      "color": np.repeat(_STACK_COLORS, bins), "hatch": np.repeat(_STACK_HATCHES, bins)})
         top = figure(height=220, sizing_mode="stretch_width", title="P(group has a gradient) for the current K (dashed: mean pass rate)",
                      x_range=(0, 1), y_range=(0, 1.02), tools="", toolbar_location=None)
-        top.line("p", "useful", source=self.curve, line_width=2.5, color=OUTCOME_COLORS[MIXED])
+        add_line(top, self.curve, "p", "useful", OUTCOME_COLORS[MIXED])
         self.pinned = ColumnDataSource({"p": [], "useful": []}, name=PINNED_CURVE)  # the pinned view's (none: empty)
-        top.line("p", "useful", source=self.pinned, line_width=2, color="#767676", line_dash="dotdash",
-                 legend_label="pinned view")
-        top.legend.location = "bottom_center"
-        top.legend.label_text_font_size = "11px"
-        top.legend.visible = False
-        self.top, self.pinned_legend, self._pin = top, top.legend.items[0], ""
+        pinned = add_line(top, self.pinned, "p", "useful", "#767676", width=2, dash="dotdash")
+        legend = add_legend(top, [("pinned view", pinned)], "bottom_center")
+        legend.label_text_font_size = "11px"
+        legend.visible = False
+        self.top, self.pinned_legend, self._pin = top, legend.items[0], ""
         top.yaxis.axis_label = "P(useful)"
         self.mean = Span(location=0.5, dimension="height", line_dash="dashed", line_color="#555")
         top.add_layout(self.mean)
@@ -55,17 +74,17 @@ class OutcomePlot:
                                  line_color="#000", line_width=2) for key in ("curve", "hist")]
         top.add_layout(self.hover_lines[0])
         self.hover_dot = ColumnDataSource({"p": [], "u": []}, name=HOVER_MARKERS["dot"])
-        top.scatter("p", "u", source=self.hover_dot, size=11, fill_color="#fff", line_color="#000", line_width=2)
+        top.add_glyph(self.hover_dot, Scatter(x="p", y="u", size=11, fill_color="#fff", line_color="#000", line_width=2))
         bottom = figure(height=180, sizing_mode="stretch_width", x_range=top.x_range, tools="",
                         toolbar_location=None, title="Prompts by current pass rate and realised group")
-        colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
-        hatches = [OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HATCHES[ALL_FAIL], " "]
-        labels = ["mixed", "all pass", "all fail", "removed by the filter"]
-        bottom.vbar_stack(list(_STACK), x="mid", width=0.038, source=self.hist, color=colors, hatch_pattern=hatches,
-                          hatch_alpha=0.4, hatch_color="black", legend_label=labels, line_color=None)
+        bars = bottom.add_glyph(self.hist, VBar(x="mid", bottom="bottom", top="top", width=0.038, fill_color="color",
+                                                hatch_pattern="hatch", hatch_alpha=0.4, hatch_color="black",
+                                                line_color=None))
+        # one legend entry per stack, drawn like its first row
+        bottom.add_layout(Legend(items=[LegendItem(label=label, renderers=[bars], index=j * bins)
+                                        for j, label in enumerate(_STACK_LABELS)],
+                                 location="top_left", label_text_font_size="11px"))
         bottom.add_layout(self.hover_lines[1])
-        bottom.legend.location = "top_left"
-        bottom.legend.label_text_font_size = "11px"
         bottom.xaxis.axis_label = "pass rate p (now)"
         bottom.yaxis.axis_label = "prompts"
         self.panel = pn.Column(pn.pane.Bokeh(top, sizing_mode="stretch_width"),
@@ -73,12 +92,12 @@ class OutcomePlot:
 
     def update(self, frame: Frame) -> None:
         s, v = frame.scenario, frame.view
-        self.curve.data = {"p": _P, "useful": outcome_probabilities(_P, s.K, s.rho)["p_useful"]}
+        self.curve.data.update(useful=outcome_probabilities(_P, s.K, s.rho)["p_useful"])
         self._show_pin(frame.pin)
         category = np.where(v.kept, v.outcome, len(_STACK) - 1)  # the outcome, or "filtered"
         counts = outcome_histogram(v.pass_rate, category, len(_EDGES) - 1, len(_STACK))
-        counts = {key: counts[:, j].astype(float) for j, key in enumerate(_STACK)}
-        self.hist.data = {"mid": 0.5 * (_EDGES[1:] + _EDGES[:-1]), **counts}
+        bars = stacked_bars(counts)
+        self.hist.data.update(bottom=bars["bottom"], top=bars["top"])  # only these columns change, and are sent
         mean = v.summary["mean_pass_rate"]
         self.mean.location = float(mean) if np.isfinite(mean) else 0.5
 
