@@ -10,10 +10,16 @@ held, 62 MB of blocks in use, 0 reclaimed). Two steps give it back:
 * the server runs with the C library's allocator for small objects (:data:`ALLOCATOR_ENV`,
   ``PYTHONMALLOC=malloc``; :mod:`grpo_lab.server` sets it for itself), whose free pages can be returned
   wherever they lie in the heap;
-* :func:`release_soon`, called when a session is destroyed, runs :func:`release` once the last session alive
-  in the process has been destroyed (:func:`session_started` counts them) and :data:`RELEASE_DELAY_S` has
-  passed: a garbage collection (Bokeh documents hold reference cycles) and glibc's ``malloc_trim(0)``, which
-  hands the free pages back. A room leaving costs one release, and a room still there none.
+* :func:`release_soon`, called when a session is destroyed, runs :func:`release` once no session of the
+  application is alive in the process (:func:`alive_sessions`) and :data:`RELEASE_DELAY_S` has passed: a
+  garbage collection (Bokeh documents hold reference cycles) and glibc's ``malloc_trim(0)``, which hands the
+  free pages back. A room leaving costs one release, and a room still there none.
+
+Which sessions are alive is read from the server itself, not counted: Panel's ``--reuse-sessions`` keeps one
+session per process to render pages from, and the first visitor of the process connects to that very
+session, which is never destroyed; a count of sessions opened minus sessions destroyed stayed at 1 in that
+process for good, so it never released again (seen with ``grpo-lab serve``'s two processes: one kept a whole
+room's peak). That cached session is left out of :func:`alive_sessions`.
 
 Where the C library is not glibc (no ``malloc_trim``), :func:`release` only collects.
 """
@@ -24,7 +30,8 @@ import ctypes
 import ctypes.util
 import gc
 
-__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "release", "release_soon", "session_started"]
+__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases",
+           "session_started"]
 
 ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc"}  #: the server's allocator (set before the interpreter starts)
 RELEASE_DELAY_S = 2.0  #: release this long after the last session destroyed (one release per room leaving)
@@ -41,6 +48,7 @@ def _malloc_trim():
 
 _TRIM = _malloc_trim()
 _pending = None  # (loop, timeout) of the next release, while one is scheduled
+_released = 0  # releases run by release_soon in this process
 
 
 def release() -> bool:
@@ -52,34 +60,60 @@ def release() -> bool:
     return True
 
 
-_live = 0  # sessions of this process built and not yet destroyed
+def releases() -> int:
+    """How many releases :func:`release_soon` has run in this process (a room that left counts one)."""
+    return _released
+
+
+def alive_sessions(server_context) -> int:
+    """Sessions of ``server_context``'s application (a Bokeh ``ServerContext``) not destroyed yet, leaving out
+    the sessions Panel keeps to render pages from (``--reuse-sessions``: never destroyed, so never counted).
+
+    A session whose websocket has closed is alive until the server destroys it (Bokeh's unused-session
+    lifetime, 15 s by default, checked every 17 s). Sessions of another application on the same server
+    (such as ``/`` when it is an index page) are not seen.
+    """
+    from panel.io.state import state
+
+    kept = {id(s) for s in state._sessions.values()}
+    return sum(1 for s in server_context.sessions if not s.destroyed and id(s) not in kept)
+
+
+def _cancel_pending() -> None:
+    global _pending
+    if _pending is not None:
+        loop, timeout = _pending
+        loop.remove_timeout(timeout)
+        _pending = None
 
 
 def session_started() -> None:
-    """Count a session of this process whose page has opened (its ``release_soon`` comes when it is destroyed;
-    one destroyed uncounted, such as a page that never connected, counts for nothing)."""
-    global _live
-    _live += 1
+    """A page opened (a Panel ``onload`` callback): a release scheduled for a room that left is called off,
+    since this visit is about to reuse that memory (its own end schedules the next release)."""
+    _cancel_pending()
 
 
 def release_soon(session_context) -> None:
-    """A session was destroyed (an ``on_session_destroyed`` callback): once it was the last one alive in this
-    process, schedule :func:`release` RELEASE_DELAY_S from now on the server's event loop, replacing one already
-    scheduled (a room leaving is released once). While sessions are alive nothing runs: a collection and a trim
-    in the middle of a room would cost it CPU and page faults for memory it is about to reuse."""
-    global _pending, _live
+    """A session was destroyed (an ``on_session_destroyed`` callback): once no session is alive in its
+    application (:func:`alive_sessions`), schedule :func:`release` RELEASE_DELAY_S from now on the server's
+    event loop, replacing one already scheduled (a room leaving is released once). It runs only if still no
+    session is alive then. While sessions are alive nothing runs: a collection and a trim in the middle of a
+    room would cost it CPU and page faults for memory it is about to reuse."""
+    global _pending
     from tornado.ioloop import IOLoop
 
-    _live = max(0, _live - 1)
-    if _live:
+    server_context = session_context.server_context
+    if alive_sessions(server_context):
         return
+    _cancel_pending()
     loop = IOLoop.current()
-    if _pending is not None and _pending[0] is loop:
-        loop.remove_timeout(_pending[1])
 
     def run() -> None:
-        global _pending
+        global _pending, _released
         _pending = None
+        if alive_sessions(server_context):  # a visitor arrived meanwhile: its own end releases
+            return
         release()
+        _released += 1
 
     _pending = (loop, loop.call_later(RELEASE_DELAY_S, run))

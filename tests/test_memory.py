@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 from tornado.ioloop import IOLoop
 
@@ -37,35 +38,88 @@ def test_release_collects_cycles_and_trims_on_glibc():
         assert trimmed
 
 
-def test_a_room_is_released_once_after_its_last_session(monkeypatch):
-    runs = []
-    monkeypatch.setattr(memory, "release", lambda: runs.append(1))
-    monkeypatch.setattr(memory, "RELEASE_DELAY_S", 0.05)
+class FakeSession:
+    def __init__(self):
+        self.destroyed = False
 
-    monkeypatch.setattr(memory, "_live", 0)
 
-    async def room():
-        for _ in range(6):  # a room of six arrives
-            memory.session_started()
-        for _ in range(5):  # five leave: one is still there, nothing is released
-            memory.release_soon(None)
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)
-        assert runs == []
-        memory.release_soon(None)  # the last one leaves
-        assert runs == []  # not at once: RELEASE_DELAY_S later
-        await asyncio.sleep(0.2)
-        return list(runs)
+def fake_room(monkeypatch, n: int):
+    """A server context with n sessions, plus the one Panel keeps to render pages from (never destroyed)."""
+    from panel.io.state import state
 
-    def in_fresh_loop():
+    kept = FakeSession()
+    monkeypatch.setattr(state, "_sessions", {"/app": kept})
+    sessions = [kept, *(FakeSession() for _ in range(n))]
+    return SimpleNamespace(server_context=SimpleNamespace(sessions=sessions)), sessions[1:]
+
+
+def test_alive_sessions_leave_out_the_destroyed_and_the_kept(monkeypatch):
+    context, room = fake_room(monkeypatch, 3)
+    assert memory.alive_sessions(context.server_context) == 3
+    room[0].destroyed = True
+    assert memory.alive_sessions(context.server_context) == 2
+
+
+def in_fresh_loop(coroutine):
+    def run():
         loop = IOLoop()
         try:
-            return loop.run_sync(room)
+            return loop.run_sync(coroutine)
         finally:
             loop.close(all_fds=True)
 
     with ThreadPoolExecutor(1) as pool:  # a fresh thread: the browser tests' driver may hold this one's loop
-        assert pool.submit(in_fresh_loop).result() == [1]
+        return pool.submit(run).result()
+
+
+def test_a_room_is_released_once_after_its_last_session(monkeypatch):
+    runs = []
+    monkeypatch.setattr(memory, "release", lambda: runs.append(1))
+    monkeypatch.setattr(memory, "RELEASE_DELAY_S", 0.05)
+    context, room = fake_room(monkeypatch, 6)  # a room of six, the first of them on the kept session
+    released = memory.releases()
+
+    async def leave():
+        for session in room[:5]:  # five leave: one is still there, nothing is released
+            session.destroyed = True
+            memory.release_soon(context)
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        assert runs == []
+        room[5].destroyed = True
+        memory.release_soon(context)  # the last one leaves (the kept session stays: it never counts)
+        assert runs == []  # not at once: RELEASE_DELAY_S later
+        await asyncio.sleep(0.2)
+        return list(runs)
+
+    assert in_fresh_loop(leave) == [1]
+    assert memory.releases() == released + 1
+
+
+def test_a_visitor_arriving_before_the_release_calls_it_off(monkeypatch):
+    runs = []
+    monkeypatch.setattr(memory, "release", lambda: runs.append(1))
+    monkeypatch.setattr(memory, "RELEASE_DELAY_S", 0.1)
+    context, room = fake_room(monkeypatch, 2)
+
+    async def arrive_meanwhile():
+        for session in room:  # the room leaves: a release is scheduled
+            session.destroyed = True
+            memory.release_soon(context)
+        newcomer = FakeSession()
+        context.server_context.sessions.append(newcomer)  # a new visitor's session, before the release runs
+        await asyncio.sleep(0.3)
+        assert runs == []  # it is alive when the release would run: nothing ran
+        newcomer.destroyed = True
+        memory.release_soon(context)  # it leaves: scheduled again
+        memory.session_started()  # another page opens before it runs: called off
+        await asyncio.sleep(0.3)
+        assert runs == []
+        memory.release_soon(context)  # the next destroy schedules it again, and it runs
+        await asyncio.sleep(0.3)
+        return list(runs)
+
+    assert in_fresh_loop(arrive_meanwhile) == [1]
 
 
 def test_the_server_restarts_under_the_allocator_unless_one_is_chosen(monkeypatch):
