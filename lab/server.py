@@ -19,7 +19,13 @@ It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dock
   without building a session (the Dockerfile's HEALTHCHECK uses it).
 * **Memory given back after a room leaves** (:mod:`grpo_lab.memory`): run as ``python -m grpo_lab.server`` it
   restarts itself once with the C library's allocator (``PYTHONMALLOC=malloc``, :func:`with_allocator`), and the
-  app releases free memory to the system after sessions are destroyed.
+  app releases free memory to the system after sessions are destroyed. Closed sessions are looked for every
+  :data:`CHECK_UNUSED_SESSIONS_MS` (Bokeh's default is 17 s) and destroyed once unused for Bokeh's 15 s, so a
+  room's memory is back about 20 s after it left (``--check-unused-sessions`` still overrides).
+* **The lab warmed before serving** (:func:`warm`): serving the lab's ``app.py``, the process imports the lab
+  and builds one page, in no session, before it starts (and forks its ``--num-procs`` workers): the modules and
+  process-wide caches every visit needs are there from the start rather than arriving with the first
+  visitor, so the server's memory after its start is its steady state and each worker starts with them.
 * **Quiet closed sockets**: a visitor who closes the tab while the server is sending to it made Tornado
   log "Task exception was never retrieved" and a traceback (``WebSocketClosedError``); the event loop's
   exception handler (:func:`quiet_closed_sockets`) turns that into one info line. Other errors are
@@ -43,7 +49,7 @@ from tornado.websocket import WebSocketClosedError
 
 __all__ = ["CONTENT_SECURITY_POLICY", "content_security_policy", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders",
            "HealthHandler",
-           "ROUTES", "quiet_closed_sockets", "main", "with_allocator"]
+           "ROUTES", "quiet_closed_sockets", "main", "with_allocator", "warm", "CHECK_UNUSED_SESSIONS_MS"]
 
 _log = logging.getLogger("grpo_lab.server")
 
@@ -80,6 +86,9 @@ def content_security_policy(host: str) -> str:
     return CONTENT_SECURITY_POLICY.format(websocket=f"ws://{host} wss://{host}" if host else "")
 
 HEALTH_PATH = "/health"  #: answers 200 without building a session
+#: how often the server looks for closed sessions to destroy (ms); each is destroyed once unused for Bokeh's
+#: ``--unused-session-lifetime`` (15 s), and its room's memory released then (grpo_lab.memory)
+CHECK_UNUSED_SESSIONS_MS = 5000
 
 
 class SecurityHeaders(web.OutputTransform):
@@ -132,6 +141,8 @@ def _serve_command():
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *ROUTES]
             kwargs["transforms"] = [*kwargs.get("transforms", []), SecurityHeaders]
+            if args.check_unused_sessions is None:
+                kwargs["check_unused_sessions_milliseconds"] = CHECK_UNUSED_SESSIONS_MS
             return kwargs
 
     return LabServe
@@ -143,8 +154,35 @@ def main(argv: list[str] | None = None) -> int:
                                      description="panel serve, with the lab's security headers and /health")
     command = _serve_command()(parser=parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    warm(args.files)
     command.invoke(args)
     return 0
+
+
+def warm(files: list[str]) -> bool:
+    """If ``files`` (the apps to serve) include the lab's ``app.py``: import the lab and build one default page
+    in a document of its own (no session, no event loop, no thread), then let it go; whether it did.
+
+    What stays is process-wide: the modules, Bokeh's and Panel's model classes, the caches of values that
+    depend on no session (:mod:`grpo_lab.memo`). Any other app is served as it is.
+    """
+    from grpo_lab.commands.serve import APP_PATH
+
+    if not any(os.path.realpath(f) == os.path.realpath(APP_PATH) for f in files or []):
+        return False
+    from bokeh.document import Document
+    from panel.io.state import state
+
+    from grpo_lab.app import build_app
+    from grpo_lab.memory import release
+
+    page = build_app({})
+    root = page.get_root(Document())
+    page._cleanup(root)  # Panel's own teardown of a root, and its entry in the table of shown views
+    state._views.pop(root.ref["id"], None)
+    del page, root
+    release()
+    return True
 
 
 def with_allocator(argv: list[str]) -> None:

@@ -1,0 +1,36 @@
+"""A ``--plugins`` module for tests/test_server_memory.py: ``GET /memory-probe`` reports, from inside a served lab,
+which sessions, documents and lab views are still reachable (after a full garbage collection) and how many
+releases ``grpo_lab.memory`` has run. Test-only: the lab never serves it."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+from tornado import web
+
+
+class MemoryProbe(web.RequestHandler):
+    def get(self) -> None:
+        from bokeh.document import Document
+        from bokeh.server.session import ServerSession
+        from panel.io.state import state
+
+        from grpo_lab import memory
+        from grpo_lab.views.live import LiveLab
+
+        gc.collect()
+        objects = gc.get_objects()
+        contexts = self.application._applications.values()
+        self.write(json.dumps({
+            "releases": memory.releases(),
+            "alive": sum(memory.alive_sessions(c.server_context) for c in contexts),
+            "server_sessions": sum(isinstance(o, ServerSession) for o in objects),
+            "cached_sessions": len(state._sessions),
+            "documents": sum(isinstance(o, Document) for o in objects),
+            "lab_views": sum(isinstance(o, LiveLab) for o in objects),
+            "shown_views": len(state._views),
+        }))
+
+
+ROUTES = [("/memory-probe", MemoryProbe)]

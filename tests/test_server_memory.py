@@ -1,0 +1,76 @@
+"""A served lab lets a room go: once its sessions are destroyed, none of their documents, sessions or views is
+reachable in the server, and the process has released its memory (grpo_lab.memory), also in the process whose
+first visitor connected to the page-rendering session ``--reuse-sessions`` keeps (which is never destroyed).
+
+The server is a real ``python -m grpo_lab.server`` subprocess (the command ``grpo-lab serve`` builds), with
+tests/memory_probe.py as a plugin route reporting from inside it; visitors speak BokehJS's protocol over HTTP
+and a websocket (benchmarks/bench_load.py's visitor). How much resident memory comes back is measured by
+benchmarks/bench_load.py, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lab_server import free_port, serve
+
+from grpo_lab.commands.serve import serve_command
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_load import visit  # noqa: E402  (the load benchmark's BokehJS-protocol visitor)
+
+LIFETIME_MS = 1000  #: sessions unused this long are destroyed (the server's default is Bokeh's 15 s)
+
+
+def probe(base: str) -> dict:
+    with urllib.request.urlopen(base + "/memory-probe", timeout=60) as r:
+        return json.loads(r.read())
+
+
+def test_a_room_that_left_leaves_no_session_behind_and_is_released():
+    port = free_port()
+    # one process, reusing sessions as grpo-lab serve's default two do: the probe always reaches the process
+    # that served the visits, and its first visitor connects to the kept session
+    cmd = serve_command(port=port, num_procs=1) + ["--reuse-sessions", "--plugins", "memory_probe",
+                                                   "--unused-session-lifetime", str(LIFETIME_MS)]
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
+           "GRPO_LAB_RUNS": str(ROOT / "runs")}
+    with serve(cmd, port=port, env=env, path="/health") as health:  # waited for without opening a page
+        base = health.rsplit("/", 1)[0]
+        url = base + "/app"
+        start = probe(base)
+        # warmed before serving: the warm-up page is gone, nothing of a session exists yet
+        assert (start["server_sessions"], start["lab_views"], start["shown_views"], start["releases"]) == (0, 0, 0, 0)
+
+        def room():
+            async def everyone():
+                return await asyncio.gather(*[visit(url, 4 + i) for i in range(4)])
+            return asyncio.run(everyone())
+
+        with ThreadPoolExecutor(1) as pool:  # a fresh thread: the browser tests' driver may hold this one's loop
+            results = pool.submit(room).result()
+        assert [r.get("error") for r in results] == [None] * 4
+        during = probe(base)
+        assert during["alive"] >= 3 and during["lab_views"] >= 4  # three sessions + the kept one the first joined
+
+        deadline = time.monotonic() + 90  # a guard: destroyed after LIFETIME_MS, checked every 5 s
+        after = probe(base)
+        while (after["alive"] or not after["releases"]) and time.monotonic() < deadline:
+            time.sleep(1)
+            after = probe(base)
+        assert after["alive"] == 0
+        assert after["releases"] == 1  # the room was released once, though its first visitor's session is kept
+        kept = after["cached_sessions"]
+        assert kept == 1
+        assert after["server_sessions"] == kept  # the kept session alone
+        assert after["lab_views"] == kept  # its page; every other visitor's view is unreachable
+        assert after["documents"] == start["documents"] + kept
+        assert after["shown_views"] == kept
