@@ -21,6 +21,21 @@ def _steps(step):
     return {"step": np.array([step], np.int64), "reward_mean": np.array([step / 10])}
 
 
+def _add(app, expect, step, n, steps=False):
+    """Append ``n`` groups of ``step`` (and its steps row), remember them in ``expect``, flush."""
+    g = _groups(step, n)
+    expect.append(g)
+    app.append("groups", g)
+    if steps:
+        app.append("steps", _steps(step))
+    app.flush(steps_completed=step)
+
+
+def _assert_rows(rec, expect):
+    for k in expect[0]:
+        assert np.array_equal(rec.groups[k], np.concatenate([e[k] for e in expect]))
+
+
 def test_rows_read_back_in_order_across_sealed_segments(tmp_path):
     app = RecordAppender(tmp_path, {"n_prompts": 10}, segment_rows=5)
     expect = []
@@ -78,11 +93,7 @@ def test_background_writer_lands_every_row(tmp_path):
     app = RecordAppender(tmp_path, {"n_prompts": 10}, segment_rows=4, background=True)
     expect = []
     for s in range(1, 30):
-        g = _groups(s, 2)
-        expect.append(g)
-        app.append("groups", g)
-        app.append("steps", _steps(s))
-        app.flush(steps_completed=s)
+        _add(app, expect, s, 2, steps=True)
         if s == 1:
             app.wait()  # run.json exists from the first write on
         rec = read_record(tmp_path)  # consistent while the writer is busy
@@ -93,5 +104,81 @@ def test_background_writer_lands_every_row(tmp_path):
     named = {e["name"] for t in ("groups", "steps") for e in __import__("json").loads(
         (tmp_path / "run.json").read_text())["files"][t]}
     assert {p.name for p in tmp_path.glob("*.npz")} == named  # a closed record holds only what it names
-    for k in expect[0]:
-        assert np.array_equal(rec.groups[k], np.concatenate([e[k] for e in expect]))
+    _assert_rows(rec, expect)
+
+
+def test_open_chunks_are_stored_sealed_ones_compressed_and_equal_rows_are_not_rewritten(tmp_path):
+    import zipfile
+
+    app = RecordAppender(tmp_path, {"n_prompts": 10}, segment_rows=6)
+    app.append("groups", _groups(1, 4))
+    app.flush()
+    app.flush()  # nothing changed: the same open chunk, same bytes, same name
+    assert len(list(tmp_path.glob("groups-*.npz"))) == 1
+    app.append("groups", _groups(2, 4))
+    app.flush()  # 8 rows >= 6: sealed
+    app.append("groups", _groups(3, 1))
+    app.flush()
+    named = {e["name"]: e for e in __import__("json").loads((tmp_path / "run.json").read_text())["files"]["groups"]}
+    kinds = []
+    for name in named:
+        with zipfile.ZipFile(tmp_path / name) as zf:
+            kinds.append({i.compress_type for i in zf.infolist()})
+    assert kinds == [{zipfile.ZIP_DEFLATED}, {zipfile.ZIP_STORED}]  # the sealed segment, then the open chunk
+    rec = read_record(tmp_path)
+    _assert_rows(rec, [_groups(1, 4), _groups(2, 4), _groups(3, 1)])
+
+
+def test_run_json_text_and_frozen_tuples(tmp_path):
+    """run.json is json.dumps(meta, indent=2); a tuple value's text is made once and reused while the same tuple
+    is passed, and remade for a new one."""
+    import json
+
+    from grpo_lab.sims.jsonable import jsonable
+
+    labels = tuple(f"prompt {i} <&>\n" for i in range(5))
+    app = RecordAppender(tmp_path, {"n_prompts": 5, "prompt_labels": labels, "config": {"lr": np.float64(0.1)}})
+    app.append("groups", _groups(1, 2))
+    app.flush(wall_time_s=float("nan"))
+    text = (tmp_path / "run.json").read_text()
+    meta = json.loads(text)
+    assert text == json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
+    assert meta["prompt_labels"] == list(labels) and meta["wall_time_s"] is None
+    cached = app._json_cache["prompt_labels"][1]
+    app.flush(steps_completed=1)
+    assert app._json_cache["prompt_labels"][1] is cached  # same tuple: its text reused
+    app.flush(prompt_labels=labels + ("new",), n_prompts=6)
+    assert json.loads((tmp_path / "run.json").read_text())["prompt_labels"] == [*labels, "new"]
+
+
+def test_flushes_wait_merged_while_the_writer_is_busy(tmp_path, monkeypatch):
+    """A slow disk: the flushes made meanwhile wait as one job (memory of one open chunk, not one per flush),
+    and every row still lands."""
+    import threading
+
+    import grpo_lab.sims.record_append as ra
+
+    gate, entered = threading.Event(), threading.Event()
+    real = ra.atomic_write_bytes
+
+    def slow(path, data, mode=None):
+        entered.set()
+        gate.wait()
+        real(path, data, mode)
+
+    monkeypatch.setattr(ra, "atomic_write_bytes", slow)
+    app = RecordAppender(tmp_path, {"n_prompts": 10}, segment_rows=4, background=True)
+    expect = []
+    for s in range(1, 21):
+        _add(app, expect, s, 1)
+        if s == 1:
+            assert entered.wait(30)  # the writer is stuck in the first flush's first write
+    with app._cond:
+        waiting = app._job
+    assert waiting is not None and waiting["meta"]["steps_completed"] == 20
+    assert len(waiting["seal"]) == 5  # the merged flushes' segments accumulate (rows 1-4, ..., 17-20)
+    gate.set()
+    app.close()
+    rec = read_record(tmp_path)
+    assert rec.meta["steps_completed"] == 20
+    _assert_rows(rec, expect)
