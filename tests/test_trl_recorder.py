@@ -208,3 +208,47 @@ def test_record_completed_by_the_caller_after_a_final_evaluation(tmp_path):
     rec = read_record(tmp_path / "rec")
     assert rec.meta["complete"] and rec.meta["end_reason"] == "test"
     assert list(rec.evals["step"]) == [2] and np.allclose(rec.evals["pass_rate"][0], np.linspace(0, 1, 8))
+
+
+def test_memory_held_is_one_generation_batch_and_one_open_segment(tmp_path, monkeypatch):
+    """What the recorder holds between steps does not grow with the run: the current generation batch, no
+    final batch or step row once flushed, fewer than a segment of open rows in the appender (the rest sealed
+    and written), at most one write waiting, and one per-step count entry at most."""
+    import grpo_lab.sims.trl.recorder as recorder_mod
+    from transformers import TrainerCallback
+
+    monkeypatch.setattr(recorder_mod, "SEGMENT_ROWS", 6)  # 1.5 generation batches: many seals in a short run
+    trainer = make_trainer(tmp_path, [], max_steps=10, per_device_train_batch_size=16)
+    recorder = GroupRecorder(tmp_path / "rec", flush_interval_s=0)
+    recorder.attach(trainer)
+    batch_groups = trainer.args.generation_batch_size // G
+    seen = []
+
+    class Probe(TrainerCallback):  # added after the recorder's callback: runs after its flush
+        def on_step_end(self, args, state, control, **kwargs):
+            app = recorder.appender
+            with app._cond:
+                waiting = app._job
+            held = [recorder.current] + recorder.done
+            seen.append({
+                "batches": len(held), "batch_rows": sum(len(b.prompt_id) for b in held),
+                "open_rows": app._open_rows["groups"],
+                "open_bytes": sum(a.nbytes for part in app.open["groups"] for a in part.values()),
+                "step_rows": len(recorder.step_rows), "step_counts": len(recorder.step_counts),
+                "waiting_tail_rows": 0 if waiting is None else sum(len(p["step"]) for p in waiting["tail"]["groups"]
+                                                                   if p),
+                "sealed": len(app.sealed["groups"]) + (0 if waiting is None else len(waiting["seal"])),
+            })
+
+    trainer.add_callback(Probe())
+    trainer.train()
+    recorder.wait()
+    rec = read_record(tmp_path / "rec")
+    per_row = sum(a.nbytes for a in rec.groups.values()) / len(rec.groups["step"])  # bytes of one group's row
+    for s in seen[:-1]:  # the last step's flush is left to on_train_end
+        assert s["batches"] == 1 and s["batch_rows"] == batch_groups  # one generation batch
+        assert s["step_rows"] == 0 and s["step_counts"] <= 1
+        assert s["open_rows"] < 6 and s["open_bytes"] <= 6 * per_row
+        assert s["waiting_tail_rows"] <= 6 + batch_groups
+    assert batch_groups == 4 and seen[-2]["sealed"] >= 4  # 9 final batches of 4 groups, segments of 6+ rows
+    assert len(rec.groups["step"]) == 10 * batch_groups and list(rec.steps["step"]) == list(range(1, 11))

@@ -58,28 +58,35 @@ def batch_counts(rewards, advantages, tolerance: float = 0.0, tags=None, n_tags:
     """
     r = np.asarray(rewards, dtype=float)
     n, G = r.shape
-    missing = np.isnan(r)
-    n_missing = int(np.count_nonzero(missing))
-    if n_missing:
+    total = r.sum(axis=1)
+    a = np.abs(np.asarray(advantages, dtype=float)).ravel()
+    amax = float(np.fmax.reduce(a)) if a.size else float("nan")
+    if not np.isnan(total.sum()):  # nothing missing (the usual case): fewer, cheaper whole-array steps
+        n_missing = 0
+        degenerate = (r.max(axis=1, initial=-np.inf) - r.min(axis=1, initial=np.inf)) <= tolerance
+        all_pass = degenerate & (total / G > THRESHOLD)
+        n_pass, n_degenerate = int(np.count_nonzero(all_pass)), int(np.count_nonzero(degenerate))
+        n_useful = n - n_degenerate
+        useful_rollouts = n_useful * G
+        if n_tags:
+            all_fail, useful = degenerate & ~all_pass, ~degenerate
+    else:
+        missing = np.isnan(r)
+        n_missing = int(np.count_nonzero(missing))
         hi, lo = np.fmax.reduce(r, axis=1), np.fmin.reduce(r, axis=1)  # NaN only where nothing is scored
         scored = G - missing.sum(axis=1)
         total = np.where(missing, 0.0, r).sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = total / scored
-    else:
-        hi, lo = r.max(axis=1, initial=-np.inf), r.min(axis=1, initial=np.inf)
-        total = r.sum(axis=1)
-        mean = total / G
-    degenerate = (hi - lo) <= tolerance  # False where nothing is scored (NaN compares false)
-    above = mean > THRESHOLD
-    all_pass, all_fail = degenerate & above, degenerate & ~above
-    useful = ~degenerate & (hi == hi)  # hi == hi: the group has a scored reward
-    n_useful = int(np.count_nonzero(useful))
-    useful_rollouts = int(scored[useful].sum()) if n_missing else n_useful * G
-    a = np.abs(np.asarray(advantages, dtype=float)).ravel()
-    amax = float(np.fmax.reduce(a)) if a.size else float("nan")
-    vec = np.array([n, np.count_nonzero(all_pass), np.count_nonzero(all_fail), n_useful, useful_rollouts, r.size,
-                    n_missing, float(total.sum()), amax])
+        degenerate = (hi - lo) <= tolerance  # False where nothing is scored (NaN compares false)
+        all_pass = degenerate & (mean > THRESHOLD)
+        all_fail = degenerate & ~(mean > THRESHOLD)
+        useful = ~degenerate & (hi == hi)  # hi == hi: the group has a scored reward
+        n_pass, n_useful = int(np.count_nonzero(all_pass)), int(np.count_nonzero(useful))
+        n_degenerate = n_pass + int(np.count_nonzero(all_fail))
+        useful_rollouts = int(scored[useful].sum())
+    vec = np.array([n, n_pass, n_degenerate - n_pass, n_useful, useful_rollouts, r.size, n_missing,
+                    float(total.sum()), amax])
     by_tag = None
     if n_tags:
         t = np.asarray(tags, np.int64)
@@ -104,6 +111,7 @@ def metrics_from_counts(vec, steps_per_batch: float = 1.0, by_tag=None, tag_name
 
     Empty batch: every share NaN.
     """
+    vec = vec.tolist() if isinstance(vec, np.ndarray) else vec  # Python floats: cheaper scalar arithmetic
     n = vec[_I["groups"]]
     nan = float("nan")
     out = {
@@ -115,12 +123,13 @@ def metrics_from_counts(vec, steps_per_batch: float = 1.0, by_tag=None, tag_name
         "rewards_missing": vec[_I["missing"]] / vec[_I["rollouts"]] if vec[_I["rollouts"]] else nan,
     }
     if by_tag is not None:
+        by_tag = by_tag.tolist()
         for i, name in enumerate(tag_names):
-            groups = by_tag[3, i]
+            groups = by_tag[3][i]
             if groups:
                 for j, share in enumerate(TAG_SHARES):
-                    out[f"{share}/{name}"] = by_tag[j, i] / groups
-    return {k: float(v) for k, v in out.items()}
+                    out[f"{share}/{name}"] = by_tag[j][i] / groups
+    return out
 
 
 def batch_metrics(rewards, advantages, steps_per_batch: float = 1.0, tags=None, tag_names=(),
@@ -142,11 +151,12 @@ def _unanimous(p: np.ndarray, G: int) -> np.ndarray:
 class RollingPassRates:
     """Each prompt's pass rate over its last ``window`` groups, with D_real / D_iid kept as running sums.
 
-    Memory: prompts x window counts. :meth:`update` costs O(groups updated): per-prompt ring sums
-    are adjusted by the entering and leaving group, and the sums over prompts of D(p_x, G) and p_x
-    by the changed prompts' differences (re-summed exactly every :attr:`RESUM_EVERY` updates, so
-    rounding cannot drift). ``G`` is the group size the running D sum is kept for; :meth:`d_values`
-    at another G recomputes from the rates.
+    Memory: prompts x window x 2 counts (passing and scored rollouts of each group in the ring).
+    :meth:`update` costs O(groups updated): per-prompt ring sums are adjusted by the entering and
+    leaving group, and the sums over prompts of D(p_x, G) and p_x by the changed prompts'
+    differences (re-summed exactly every :attr:`RESUM_EVERY` updates, so rounding cannot drift).
+    ``G`` is the group size the running D sum is kept for; :meth:`d_values` at another G
+    recomputes from the rates.
     """
 
     RESUM_EVERY = 1024  #: updates between two exact re-summations of the running sums
@@ -154,13 +164,10 @@ class RollingPassRates:
     def __init__(self, n_prompts: int, window: int = 4, G: int | None = None):
         self.window = int(window)
         self.G = G
-        self.passed = np.zeros((n_prompts, self.window))
-        self.scored = np.zeros((n_prompts, self.window))
-        self.passed_sum = np.zeros(n_prompts)
-        self.scored_sum = np.zeros(n_prompts)
+        self.ring = np.zeros((n_prompts, self.window, 2))  # [prompt, slot] = (passed, scored) of one group
+        self.sums = np.zeros((n_prompts, 2))  # the ring's sums per prompt
         self.count = np.zeros(n_prompts, np.int64)
-        self.rate = np.zeros(n_prompts)  # pass rate of each prompt seen (0 where not seen)
-        self.d = np.zeros(n_prompts)  # D(rate, G) of each prompt seen (0 where not seen)
+        self.rate_d = np.zeros((n_prompts, 2))  # [prompt] = (pass rate, D(rate, G)) of each prompt seen, else 0
         self.sum_rate = self.sum_d = 0.0
         self.n_seen = 0
         self._updates = 0
@@ -168,10 +175,9 @@ class RollingPassRates:
     def _grow(self, n: int) -> None:
         extra = n - len(self.count)
         if extra > 0:
-            self.passed = np.vstack([self.passed, np.zeros((extra, self.window))])
-            self.scored = np.vstack([self.scored, np.zeros((extra, self.window))])
-            for name in ("passed_sum", "scored_sum", "rate", "d"):
-                setattr(self, name, np.concatenate([getattr(self, name), np.zeros(extra)]))
+            self.ring = np.concatenate([self.ring, np.zeros((extra, self.window, 2))])
+            self.sums = np.concatenate([self.sums, np.zeros((extra, 2))])
+            self.rate_d = np.concatenate([self.rate_d, np.zeros((extra, 2))])
             self.count = np.concatenate([self.count, np.zeros(extra, np.int64)])
 
     def update(self, prompt_ids, rewards) -> None:
@@ -180,44 +186,54 @@ class RollingPassRates:
         if not len(ids):
             return
         r = np.asarray(rewards, dtype=float)
-        self._grow(int(ids.max()) + 1)
-        passed = np.count_nonzero(r > THRESHOLD, axis=1).astype(float)  # NaN > THRESHOLD is False
-        scored = r.shape[1] - np.count_nonzero(np.isnan(r), axis=1).astype(float)
+        if ids.max() >= len(self.count):
+            self._grow(int(ids.max()) + 1)
+        new = np.empty((len(ids), 2))
+        new[:, 0] = (r > THRESHOLD).sum(axis=1)  # NaN > THRESHOLD is False
+        new[:, 1] = r.shape[1] - np.isnan(r).sum(axis=1)
         s = np.sort(ids)
-        if len(ids) > 1 and np.any(s[1:] == s[:-1]):  # a prompt twice in one batch: in order, one group at a time
+        if len(ids) > 1 and (s[1:] == s[:-1]).any():  # a prompt twice in one batch: in order, one group at a time
             for i in range(len(ids)):
-                self._apply(ids[i:i + 1], passed[i:i + 1], scored[i:i + 1])
+                self._apply(ids[i:i + 1], new[i:i + 1])
         else:
-            self._apply(ids, passed, scored)
+            self._apply(ids, new)
         self._updates += 1
         if self._updates % self.RESUM_EVERY == 0:
-            self.sum_rate, self.sum_d = float(self.rate.sum()), float(self.d.sum())
+            self.sum_rate, self.sum_d = self.rate_d.sum(axis=0).tolist()
 
-    def _apply(self, ids, passed, scored) -> None:
-        """Ring update for distinct ``ids``, and the running sums' differences."""
+    def _apply(self, ids, new) -> None:
+        """Ring update for distinct ``ids`` (``new``: their groups' passed and scored counts), and the
+        running sums' differences."""
         slot = self.count[ids] % self.window
-        was_seen = int(np.count_nonzero(self.scored_sum[ids] > 0))
-        self.passed_sum[ids] += passed - self.passed[ids, slot]
-        self.scored_sum[ids] += scored - self.scored[ids, slot]
-        self.passed[ids, slot], self.scored[ids, slot] = passed, scored
+        old = self.sums[ids]
+        sums = old + (new - self.ring[ids, slot])
+        self.ring[ids, slot] = new
+        self.sums[ids] = sums
         self.count[ids] += 1
-        tot = self.scored_sum[ids]
-        seen = tot > 0
-        rate = np.where(seen, self.passed_sum[ids] / np.where(seen, tot, 1.0), 0.0)
-        d = np.where(seen, _unanimous(rate, self.G), 0.0) if self.G else self.d[ids]
-        self.n_seen += int(np.count_nonzero(seen)) - was_seen
-        self.sum_rate += float(rate.sum() - self.rate[ids].sum())
-        self.sum_d += float(d.sum() - self.d[ids].sum())
-        self.rate[ids], self.d[ids] = rate, d
+        tot = sums[:, 1]
+        rate_d = np.empty((len(ids), 2))
+        if tot.all():  # every prompt of the batch has a scored rollout in its window (the usual case)
+            rate = rate_d[:, 0] = sums[:, 0] / tot
+            rate_d[:, 1] = _unanimous(rate, self.G) if self.G else 0.0
+            self.n_seen += int((old[:, 1] == 0).sum())
+        else:
+            seen = tot > 0
+            rate = rate_d[:, 0] = np.where(seen, sums[:, 0] / np.where(seen, tot, 1.0), 0.0)
+            rate_d[:, 1] = np.where(seen, _unanimous(rate, self.G), 0.0) if self.G else 0.0
+            self.n_seen += int(np.count_nonzero(seen)) - int(np.count_nonzero(old[:, 1]))
+        d_rate, d_d = (rate_d - self.rate_d[ids]).sum(axis=0).tolist()
+        self.sum_rate += d_rate
+        self.sum_d += d_d
+        self.rate_d[ids] = rate_d
 
     def rates(self) -> np.ndarray:
         """Pass rates of the prompts seen with at least one scored rollout in the window."""
-        seen = self.scored_sum > 0
-        return self.passed_sum[seen] / self.scored_sum[seen]
+        seen = self.sums[:, 1] > 0
+        return self.sums[seen, 0] / self.sums[seen, 1]
 
     def d_values(self, G: int) -> dict[str, float]:
         """``d_real`` and ``d_iid`` at group size G (NaN before any prompt is seen)."""
-        n_seen = int(np.count_nonzero(self.scored_sum > 0)) if G != self.G else self.n_seen
+        n_seen = int(np.count_nonzero(self.sums[:, 1] > 0)) if G != self.G else self.n_seen
         if not n_seen:
             return {"d_real": float("nan"), "d_iid": float("nan")}
         if G != self.G:

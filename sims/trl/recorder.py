@@ -28,10 +28,13 @@ Two lines in a user's script::
   ``flush_interval_s``, flushes: the batches and step rows kept since the last flush become
   columns in one concatenation each and go to
   :class:`~grpo_lab.sims.record_append.RecordAppender` in background mode (the training
-  thread only hands the arrays over; a writer thread compresses, writes, fsyncs and replaces
-  run.json last). The record on disk is consistent at every moment, including after a kill,
-  and lags the training by at most the interval plus the writes in flight; ``on_train_end``
-  marks it complete and waits for the writer.
+  thread only hands the arrays over; a writer thread writes the open chunk uncompressed,
+  compresses each sealed segment once, fsyncs and replaces run.json last). The record on disk
+  is consistent at every moment, including after a kill, and lags the training by at most the
+  interval plus the writes in flight. The run's last step does not flush: ``on_train_end``
+  follows, marks the record complete and waits for the writer (one write at the end, not two).
+  Prompt labels go to the appender as a tuple made again only when a new prompt appears, so
+  their JSON is not remade at every flush.
 
 Per generation batch the training thread does whole-array work only (no loop over rows or
 groups, no per-step file I/O): one copy of the rewards, advantages and lengths, the counts of
@@ -41,8 +44,10 @@ append per log key (``benchmarks/bench_trl_recording.py`` measures it).
 Groups table columns beyond the core ones: ``last_step`` (int64), ``generation`` (int64,
 generation batch index), ``tag`` (int64 index into ``meta["tags"]``, -1 untagged) and
 ``rewards_per_func`` (groups x G x functions, NaN where a function returned None).
-Memory: the current generation batch, the batches of one flush interval, one open record
-segment (fewer than :data:`SEGMENT_ROWS` rows) and per-prompt tables.
+Memory, whatever the run's length: the current generation batch, the batches of one flush
+interval, one open record segment (fewer than :data:`SEGMENT_ROWS` rows; the appender keeps the
+arrays handed to it, not copies, and merges flushes that wait for a busy disk into one) and the
+per-prompt tables (``tests/test_trl_recorder.py`` checks this at every step).
 Single process only (a multi-process run raises at attach).
 """
 
@@ -73,6 +78,7 @@ _STEP_COLUMNS = (("step", np.int64), ("frac_reward_zero_std", np.float64), ("fra
                  ("kl", np.float64), ("rollouts_generated", np.int64), ("rollouts_kept", np.int64),
                  ("wall_time_s", np.float64))
 _C = {name: i for i, name in enumerate(COUNT_FIELDS)}
+_MISSING = _C["missing"]
 _CONFIG_KEYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
                 "steps_per_generation", "generation_batch_size", "num_iterations", "logging_steps", "max_steps",
                 "learning_rate", "beta", "loss_type", "scale_rewards", "temperature", "max_completion_length",
@@ -104,9 +110,10 @@ def combine_rewards(rewards_per_func, weights) -> np.ndarray:
     NaN where every function returned None (rows x functions -> rows)."""
     rpf = np.asarray(rewards_per_func, dtype=float)
     w = np.asarray(weights, dtype=float)
+    total = rpf @ w
+    if not np.isnan(total.sum()):  # the usual case: nothing missing (a NaN term makes its row's product NaN)
+        return total
     missing = np.isnan(rpf)
-    if not missing.any():  # the usual case: one matrix-vector product
-        return rpf @ w
     total = np.where(missing, 0.0, rpf) @ w
     return np.where(missing.all(axis=1), np.nan, total)
 
@@ -168,6 +175,7 @@ class GroupRecorder:
         self.rollouts = 0
         self.t0 = time.perf_counter()
         self._scored: list[tuple] = []  # (rewards_per_func, prompt ids) of each scoring call in this batch
+        self._all_kept: dict[int, np.ndarray] = {}  # groups -> all-True kept flags
 
         calc, gen, prep = trainer._calculate_rewards, trainer._generate_and_score_completions, trainer._prepare_inputs
 
@@ -214,6 +222,7 @@ class GroupRecorder:
         for p, pid in zip(prompts, ids):
             labels[pid] = labels[pid] or _label(p)
         self.labels = labels
+        self._label_tuple = ()  # frozen copy of the labels handed to the appender (its JSON is made once)
         self.tag_names: list[str] = []
         self.prompt_tag = np.full(self.n_prompts, -1, np.int64)
         if self.tag_column in cols:
@@ -282,51 +291,58 @@ class GroupRecorder:
 
         Whole-array work only: the batch's counts (:func:`~grpo_lab.sims.trl.metrics.batch_counts`),
         the rolling per-prompt update, and one append per log key."""
-        G, trainer = self.G, self.trainer
+        G, trainer, scored = self.G, self.trainer, self._scored
         rounds = getattr(trainer, "lab_ds_rounds", None)
-        if rounds is not None and len(rounds) != len(self._scored):
+        if rounds is not None and len(rounds) != len(scored):
             raise InputError("GroupRecorder: the dynamic-sampling rounds do not match the scoring calls")
-        if rounds is None and len(self._scored) != 1:
+        if rounds is None and len(scored) != 1:
             raise InputError("GroupRecorder: a generation batch was scored more than once (an unknown subclass)")
-        rpf = np.concatenate([p[0] for p in self._scored]) if len(self._scored) > 1 else self._scored[0][0]
-        ids = np.concatenate([p[1] for p in self._scored]) if len(self._scored) > 1 else self._scored[0][1]
+        if len(scored) == 1:
+            rpf, ids = scored[0]
+        else:
+            rpf, ids = np.concatenate([p[0] for p in scored]), np.concatenate([p[1] for p in scored])
         rows = len(rpf)
         if rows % G:
             raise InputError(f"GroupRecorder: a generation batch of {rows} rows is not whole groups of {G}")
         n = rows // G
-        ids = ids.reshape(n, G)
-        if np.any(ids[:, 1:] != ids[:, :1]):
+        pids = ids[::G]
+        if (ids.reshape(n, G) != pids[:, None]).any():
             raise InputError("GroupRecorder: a group mixes prompts "
                              "(TRL's row order is not the one this version expects)")
-        pids = ids[:, 0].copy()
         combined = combine_rewards(rpf, self.weights).reshape(n, G)
+        if np.isnan(rpf.sum()):  # some reward function returned None (NaN) for some rows
+            self.missing[:-1] += np.isnan(rpf).sum(axis=0)
         if rounds is None:  # plain: every group of TRL's batch is trained on
-            adv = out["advantages"].detach()
+            adv = out["advantages"]
             if adv.ndim > 1:  # per-token advantages (a subclass): one value per rollout is kept, the first token's
                 adv = adv[:, 0]
             adv = to_numpy(adv).reshape(n, G)
             lengths = to_numpy(out["completion_mask"].sum(dim=1), np.int64).reshape(n, G)
-            kept = np.ones(n, bool)
-            kept_adv = adv
+            kept = self._all_kept.get(n)
+            if kept is None:  # never changed once made: batches of one size share it
+                kept = self._all_kept[n] = np.ones(n, bool)
+            kept_adv, n_kept = adv, n
         else:  # dynamic sampling: every drawn group, with the advantages TRL computed in its round
             adv = np.concatenate([r["advantages"] for r in rounds]).reshape(n, G)
             lengths = np.concatenate([r["lengths"] for r in rounds]).reshape(n, G)
             kept = np.concatenate([r["keep"] for r in rounds])
-            kept_adv = adv[kept]
-        self._finalise()
+            kept_adv, n_kept = adv[kept], int(np.count_nonzero(kept))
+        if self.current is not None:
+            self.done.append(self.current)
         step = trainer.state.global_step + 1
         tag = self.prompt_tag[pids]
         self.current = _Batch(step, step, self.generation, pids, combined, adv, lengths, tag, rpf.reshape(n, G, -1),
                               kept)
         self.generation += 1
-        missing = np.isnan(rpf)
-        if missing.any():
-            self.missing[:-1] += missing.sum(axis=0)
         vec, by_tag = batch_counts(combined, kept_adv, self.tolerance, tag, len(self.tag_names))
-        self.missing[-1] += int(vec[_C["missing"]])
+        self.missing[-1] += int(vec[_MISSING])
         self.rollouts += rows
         self.rolling.update(pids, combined)
-        self.step_counts.setdefault(step, []).append((vec, int(np.count_nonzero(kept)) * G))
+        counts = self.step_counts.get(step)
+        if counts is None:
+            self.step_counts[step] = [(vec, n_kept * G)]
+        else:
+            counts.append((vec, n_kept * G))
         figures = metrics_from_counts(vec, self.steps_per_batch, by_tag, self.tag_names)
         figures.update(self.rolling.d_values(G))
         buf, keys = trainer._metrics["train"], self.metric_keys
@@ -344,19 +360,23 @@ class GroupRecorder:
     def _step_row(self, step: int) -> tuple:
         """The steps-table row of ``step``: its batches' counts pooled (no batch: NaN shares)."""
         batches = self.step_counts.pop(step, None) or []
-        vec = batches[0][0] if len(batches) == 1 else pool_counts([b[0] for b in batches])
-        n, rollouts = vec[_C["groups"]], int(vec[_C["rollouts"]])
-        kept = sum(b[1] for b in batches)
-        scored = rollouts - vec[_C["missing"]]
+        if len(batches) == 1:
+            vec, kept = batches[0]
+        else:
+            vec, kept = pool_counts([b[0] for b in batches]), sum(b[1] for b in batches)
+        v = vec.tolist()  # Python floats: cheaper scalar arithmetic than numpy's
+        n, rollouts = v[_C["groups"]], int(v[_C["rollouts"]])
+        scored = rollouts - v[_C["missing"]]
         nan = float("nan")
-        return (step, 1.0 - vec[_C["useful"]] / n if n else nan, vec[_C["all_pass"]] / n if n else nan,
-                vec[_C["all_fail"]] / n if n else nan, vec[_C["reward_sum"]] / scored if scored else nan,
-                vec[_C["max_abs_advantage"]] if n else nan, nan, rollouts, kept, time.perf_counter() - self.t0)
+        return (step, 1.0 - v[_C["useful"]] / n if n else nan, v[_C["all_pass"]] / n if n else nan,
+                v[_C["all_fail"]] / n if n else nan, v[_C["reward_sum"]] / scored if scored else nan,
+                v[_C["max_abs_advantage"]] if n else nan, nan, rollouts, kept, time.perf_counter() - self.t0)
 
-    def on_step_end(self, step: int) -> None:
-        """Keep step ``step``'s row; flush the record when the flush interval has passed."""
+    def on_step_end(self, step: int, last: bool = False) -> None:
+        """Keep step ``step``'s row; flush the record when the flush interval has passed, unless ``step`` is
+        the run's last (``on_train_end`` follows and flushes: one write at the end instead of two)."""
         self.step_rows.append(self._step_row(step))
-        if time.perf_counter() - self._last_flush >= self.flush_interval_s:
+        if not last and time.perf_counter() - self._last_flush >= self.flush_interval_s:
             self.flush(step)
 
     def _hand_over_groups(self) -> None:
@@ -383,7 +403,9 @@ class GroupRecorder:
         summary = {"rollouts": self.rollouts, "generation_batches": self.generation,
                    "rewards_missing": int(self.missing[-1]),
                    "rewards_missing_per_func": dict(zip(self.func_names, self.missing[:-1].tolist()))}
-        self.appender.flush(pending, n_prompts=self.n_prompts, prompt_labels=self.labels,
+        if len(self._label_tuple) != len(self.labels):  # labels only grow: a new tuple when they did
+            self._label_tuple = tuple(self.labels)
+        self.appender.flush(pending, n_prompts=self.n_prompts, prompt_labels=self._label_tuple,
                             steps_completed=step, complete=complete, wall_time_s=time.perf_counter() - self.t0,
                             recording=summary)
 
@@ -454,7 +476,7 @@ def _make_callback(recorder: GroupRecorder):
         """Flushes the record after every optimizer step and at the end of training."""
 
         def on_step_end(self, args, state, control, **kwargs):
-            recorder.on_step_end(state.global_step)
+            recorder.on_step_end(state.global_step, last=state.global_step >= state.max_steps)
 
         def on_train_end(self, args, state, control, **kwargs):
             recorder.on_train_end(state.global_step)
