@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import READ_CLASS, serve, wait_readout
+from lab_server import READ_CLASS, serve, show_plots, wait_readout
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import k_cost
 from grpo_lab.sims.scenario import Scenario, evaluate
@@ -41,6 +41,7 @@ def lab_url():
 
 def wait_kcost(page, K: int, progress: float) -> list[list[str]]:
     """The K-cost table's rows once it shows the row of the current K for this progress (header first)."""
+    show_plots(page)  # the table is drawn with the plots, once the visitor gets to them
     page.wait_for_function(f"() => {{ const r = ({TABLE_ROWS})(); return r && r.some(x => x[0] === '{K} (now)'); }}",
                            timeout=30_000)
     return page.evaluate(TABLE_ROWS)
