@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, Span
-from bokeh.plotting import figure
 
 from grpo_lab.memo import Memo, array_key
 from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
 from grpo_lab.sims.sweep import useful_share_curve
 
 from .frame import Frame
-from .glyphs import add_dots, add_legend, add_line
+from .glyphs import AxisParts, add_dots, add_legend, add_line, lean_figure
 
 __all__ = ["DecayPlot"]
 
@@ -25,10 +24,11 @@ class DecayPlot:
     The marker is ``self.marker`` (a Span): the app links it to the progress slider in the browser.
     """
 
-    def __init__(self):
+    def __init__(self, axes: AxisParts | None = None):
+        """``axes``: the axis parts the session's figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
         self.source = ColumnDataSource({k: [] for k in ("t", "exp", "real", "exp_f", "real_f")})
-        fig = figure(height=260, sizing_mode="stretch_width", x_range=(0, 1), y_range=(0, 1.02), tools="",
-                     toolbar_location=None, title="Groups with a gradient as training progresses")
+        fig = lean_figure(axes, height=260, sizing_mode="stretch_width", x_range=(0, 1), y_range=(0, 1.02),
+                          title="Groups with a gradient as training progresses")
         every = add_line(fig, self.source, "t", "exp", MIXED_COLOR)
         add_dots(fig, self.source, "t", "real", MIXED_COLOR)
         kept = add_line(fig, self.source, "t", "exp_f", ALL_PASS_COLOR, dash="dashed")

@@ -5,13 +5,44 @@ to build, serialise and keep for each session); the lab's figures have no tools,
 or muted. :func:`add_line` and :func:`add_dots` add the glyph alone (Bokeh's defaults ``"auto"`` for the
 copies), and :func:`add_legend` one legend for the renderers that have a label. Per session this cuts the
 decay plot from 55 to 46 Bokeh models and its build from 30 to 23 ms (measured together, same run).
+
+Likewise ``figure()`` gives each of its two axes a ticker, a tick formatter and a label policy of its own, six
+models per figure that are all alike; :func:`lean_figure` makes a figure whose linear axes and grids share one
+:class:`AxisParts`, which a session passes to all of its figures (three models in all instead of six each).
 """
 
 from __future__ import annotations
 
-from bokeh.models import GlyphRenderer, Legend, LegendItem, Line, Scatter
+from dataclasses import dataclass, field
 
-__all__ = ["add_line", "add_dots", "add_legend"]
+from bokeh.models import (AllLabels, BasicTickFormatter, BasicTicker, GlyphRenderer, Grid, Legend, LegendItem, Line,
+                          LinearAxis, Scatter)
+from bokeh.plotting import figure
+
+__all__ = ["AxisParts", "lean_figure", "add_line", "add_dots", "add_legend"]
+
+
+@dataclass
+class AxisParts:
+    """A ticker, a tick formatter and a label policy (Bokeh's defaults for a linear axis), for axes to share.
+
+    Bokeh models belong to one document: share an AxisParts between the figures of one session only."""
+
+    ticker: BasicTicker = field(default_factory=BasicTicker)
+    formatter: BasicTickFormatter = field(default_factory=BasicTickFormatter)
+    policy: AllLabels = field(default_factory=AllLabels)
+
+
+def lean_figure(parts: AxisParts | None = None, **kwargs):
+    """``figure(**kwargs)`` without tools, with a linear axis below and left and a grid for each, as ``figure``
+    draws them, their ticker, formatter and label policy those of ``parts`` (new ones when None)."""
+    parts = parts or AxisParts()
+    fig = figure(x_axis_type=None, y_axis_type=None, tools="", toolbar_location=None, **kwargs)
+    for dim, place in ((0, "below"), (1, "left")):
+        axis = LinearAxis(ticker=parts.ticker, formatter=parts.formatter, major_label_policy=parts.policy)
+        fig.add_layout(Grid(dimension=dim, axis=axis), "center")
+        fig.add_layout(axis, place)
+    return fig
 
 
 def add_line(fig, source, x: str, y: str, color: str, width: float = 2.5, dash: str = "solid") -> GlyphRenderer:

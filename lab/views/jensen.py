@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource, Span
-from bokeh.plotting import figure
 
 from grpo_lab.grid.spec import K_MAX
 from grpo_lab.memo import Memo, array_key
@@ -14,7 +13,7 @@ from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 
 from .frame import Frame
-from .glyphs import add_legend, add_line
+from .glyphs import AxisParts, add_legend, add_line, lean_figure
 
 __all__ = ["JensenPlot"]
 
@@ -33,10 +32,11 @@ def _curves(p: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
 class JensenPlot:
     """D_real(K) and D_iid(K) for the current population at the current t (kept prompts)."""
 
-    def __init__(self):
+    def __init__(self, axes: AxisParts | None = None):
+        """``axes``: the axis parts the session's figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
         self.source = ColumnDataSource({"K": _K, "real": np.zeros(len(_K)), "iid": np.zeros(len(_K))})
-        fig = figure(height=240, sizing_mode="stretch_width", x_range=(1, K_MAX), y_range=(0, 1.02), tools="",
-                     toolbar_location=None, title="Degenerate share: D_real (per prompt) vs D_iid (mean p)")
+        fig = lean_figure(axes, height=240, sizing_mode="stretch_width", x_range=(1, K_MAX), y_range=(0, 1.02),
+                          title="Degenerate share: D_real (per prompt) vs D_iid (mean p)")
         real = add_line(fig, self.source, "K", "real", ALL_FAIL_COLOR)
         iid = add_line(fig, self.source, "K", "iid", ALL_PASS_COLOR, dash="dashed")
         add_legend(fig, [("D_real", real), ("D_iid", iid)], "top_right")

@@ -88,10 +88,16 @@ PRESENT_PLOT_GROW = 1.35
 PRESENT_BUTTON_GROW = 18 / 13
 
 
-def _box(obj, basis: str, min_width: int, css: str, max_width: int | None = None):
+def _box(obj, basis: str, min_width: int, css: str, max_width: int | None = None, reuse: bool = False):
+    """``obj`` in a flex item of the given basis and widths; ``reuse``: a Column ``obj`` becomes the item itself
+    (one Panel layout fewer to build and send per session)."""
     styles = {"flex": f"1 1 {basis}", "min-width": f"{min_width}px"}
     if max_width:
         styles["max-width"] = f"{max_width}px"
+    if reuse and type(obj) is pn.Column:
+        obj.param.update(css_classes=[*obj.css_classes, css], styles={**obj.styles, **styles}, sizing_mode="stretch_width",
+                         margin=(0, 8))
+        return obj
     return pn.Column(obj, css_classes=[css], styles=styles, sizing_mode="stretch_width", margin=(0, 8))
 
 
@@ -138,5 +144,5 @@ def plot_rows(*pairs, present: bool = False) -> list[pn.FlexBox]:
         for pair in pairs:
             for panel in pair:
                 present_plots(panel)
-    return [pn.FlexBox(*[_box(p, "420px", 280, "lab-plot") for p in pair], flex_wrap="wrap",
+    return [pn.FlexBox(*[_box(p, "420px", 280, "lab-plot", reuse=True) for p in pair], flex_wrap="wrap",
                        sizing_mode="stretch_width", stylesheets=[_FLEX_CSS]) for pair in pairs]

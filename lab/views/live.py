@@ -26,6 +26,7 @@ from .decay import DecayPlot
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
+from .glyphs import AxisParts
 from .in_view import InView
 from .jensen import JensenPlot
 from .kcost import KCostTable
@@ -109,7 +110,8 @@ class LiveLab:
         """Build, fill and show the plots (in place of the placeholder); marks them ``lab-plots-ready``."""
         if self.plots:
             return
-        self.plots = described(OutcomePlot(), DecayPlot(), KCostTable(), JensenPlot())  # with text alternatives
+        axes = AxisParts()  # one ticker, formatter and label policy for all of the session's axes
+        self.plots = described(OutcomePlot(axes), DecayPlot(axes), KCostTable(), JensenPlot(axes))  # with text alternatives
         frame = self.frame()
         for plot in self.plots:
             plot.update(frame)
@@ -123,7 +125,7 @@ class LiveLab:
         kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
         if self._present:
             return ((kcost, d.panel),)
-        return ((o.panel, d.panel), (kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), j.panel)))
+        return ((o.panel, d.panel), (kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))
 
     def frame(self) -> Frame:
         scenario = self.lab.scenario()

@@ -17,7 +17,6 @@ import numpy as np
 import panel as pn
 from bokeh.core.property.vectorization import value
 from bokeh.models import ColumnDataSource, Legend, LegendItem, Scatter, Span, VBar
-from bokeh.plotting import figure
 
 from grpo_lab.grid.hover import HOVER_MARKERS
 from grpo_lab.grid.pin import pin_values
@@ -26,7 +25,7 @@ from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 from .frame import Frame
-from .glyphs import add_legend, add_line
+from .glyphs import AxisParts, add_legend, add_line, lean_figure
 
 __all__ = ["OutcomePlot", "PINNED_CURVE"]
 
@@ -52,13 +51,16 @@ def stacked_bars(counts: np.ndarray) -> dict:
 class OutcomePlot:
     """Two figures sharing the p axis: the P(useful) curve and the histogram of current pass rates."""
 
-    def __init__(self):
+    def __init__(self, axes: AxisParts | None = None):
+        """``axes``: the axis parts the session's figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
+        axes = axes or AxisParts()
         self.curve = ColumnDataSource({"p": _P, "useful": np.zeros_like(_P)})
         bins = len(_MID)
         self.hist = ColumnDataSource({**stacked_bars(np.zeros((bins, len(_STACK)))),
                                       "color": np.repeat(_STACK_COLORS, bins), "hatch": np.repeat(_STACK_HATCHES, bins)})
-        top = figure(height=220, sizing_mode="stretch_width", title="P(group has a gradient) for the current K (dashed: mean pass rate)",
-                     x_range=(0, 1), y_range=(0, 1.02), tools="", toolbar_location=None)
+        top = lean_figure(axes, height=220, sizing_mode="stretch_width",
+                          title="P(group has a gradient) for the current K (dashed: mean pass rate)", x_range=(0, 1),
+                          y_range=(0, 1.02))
         add_line(top, self.curve, "p", "useful", OUTCOME_COLORS[MIXED])
         self.pinned = ColumnDataSource({"p": [], "useful": []}, name=PINNED_CURVE)  # the pinned view's (none: empty)
         pinned = add_line(top, self.pinned, "p", "useful", "#767676", width=2, dash="dotdash")
@@ -75,8 +77,8 @@ class OutcomePlot:
         top.add_layout(self.hover_lines[0])
         self.hover_dot = ColumnDataSource({"p": [], "u": []}, name=HOVER_MARKERS["dot"])
         top.add_glyph(self.hover_dot, Scatter(x="p", y="u", size=11, fill_color="#fff", line_color="#000", line_width=2))
-        bottom = figure(height=180, sizing_mode="stretch_width", x_range=top.x_range, tools="",
-                        toolbar_location=None, title="Prompts by current pass rate and realised group")
+        bottom = lean_figure(axes, height=180, sizing_mode="stretch_width", x_range=top.x_range,
+                             title="Prompts by current pass rate and realised group")
         bars = bottom.add_glyph(self.hist, VBar(x="mid", bottom="bottom", top="top", width=0.038, fill_color="color",
                                                 hatch_pattern="hatch", hatch_alpha=0.4, hatch_color="black",
                                                 line_color=None))

@@ -104,7 +104,8 @@ class Described:
 
     def __init__(self, plot, describe):
         self.plot, self.alt = plot, PlotText(describe)
-        self.panel = pn.Column(self.alt.panel, plot.panel, sizing_mode="stretch_width")
+        inner = plot.panel.objects if type(plot.panel) is pn.Column else [plot.panel]  # one Column, not two
+        self.panel = pn.Column(self.alt.panel, *inner, sizing_mode="stretch_width")
 
     def update(self, frame: Frame) -> None:
         self.plot.update(frame)
