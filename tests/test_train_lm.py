@@ -1,4 +1,5 @@
-"""grpo-lab train-lm: the task's checker, bad input, and (marked slow) a 2-step run of the real model."""
+"""grpo-lab train-lm: the task's checker, bad input, (marked slow) a 2-step run of the real model, and the
+shipped CPU records of runs/lm."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import sys
 import numpy as np
 import pytest
 
+from grpo_lab.cli import main
+from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR, list_runs
+from grpo_lab.sims.doctor import MIN_GROUPS
 from grpo_lab.sims.record import read_record
 from grpo_lab.sims.trl.arithmetic import TIERS, check_answer, extract_answer, make_prompts, reward_exact
 
@@ -77,3 +81,64 @@ def test_a_stop_signal_ends_training_after_the_current_step(tmp_path):
     trainer.add_callback(_stop_callback(stop))
     trainer.train()
     assert trainer.state.global_step == 2
+
+
+LM_RUNS = list_runs(DEFAULT_RUNS_DIR / "lm")  #: runs/lm/run_cpu.sh's eight records
+
+
+def test_shipped_lm_records_name_the_model_and_trl_and_their_steps_add_up():
+    assert len(LM_RUNS) == 8
+    start = {}
+    for name, path in LM_RUNS.items():
+        rec = read_record(path)
+        m, g, s = rec.meta, rec.groups, rec.steps
+        assert m["model"] == "SmolLM2-135M-Instruct" and m["complete"], name
+        assert m["trainer"]["name"] == "TRL GRPOTrainer" and m["trainer"]["version"] == m["versions"]["trl"]
+        assert m["trainer"]["version"].startswith("1.16")
+        cfg, G = m["lm_config"], m["num_generations"]
+        assert g["rewards"].shape == (len(g["step"]), G) and set(np.unique(g["rewards"])) <= {0.0, 1.0}
+        spread = g["rewards"].max(1) > g["rewards"].min(1)
+        # each step's figures from its drawn groups, recomputed here with numpy
+        for i, step in enumerate(s["step"]):
+            at = g["step"] == step
+            r = g["rewards"][at]
+            assert s["rollouts_generated"][i] == at.sum() * G and s["rollouts_kept"][i] == g["kept"][at].sum() * G
+            assert s["frac_all_pass"][i] == pytest.approx(np.mean(r.min(1) == 1))
+            assert s["frac_all_fail"][i] == pytest.approx(np.mean(r.max(1) == 0))
+            assert g["kept"][at].sum() == cfg["prompts_per_step"]  # every step trained on a full batch
+        if cfg["dynamic_sampling"]:
+            assert spread[g["kept"]].all()  # only groups with a reward spread were trained on
+        else:
+            assert g["kept"].all() and len(s["step"]) == cfg["max_steps"]
+        assert list(rec.evals["step"]) == [0, s["step"][-1]]
+        start.setdefault(cfg["per_tier"], []).append(rec.evals["pass_rate"][0])
+    for rates in start.values():  # seed 0: every arm on a prompt set starts from the same evaluation
+        for r in rates[1:]:
+            np.testing.assert_array_equal(r, rates[0])
+
+
+@pytest.mark.parametrize("name", [n for n in LM_RUNS if not n.endswith("-ds")])
+def test_the_doctor_fits_the_shipped_lm_records(capsys, name):
+    """The plain pairs hold 16 steps x 2 prompts = 32 groups, the doctor's minimum (the -p20 pairs more)."""
+    rec = read_record(LM_RUNS[name])
+    assert len(rec.groups["step"]) >= MIN_GROUPS
+    code = main(["diagnose", str(LM_RUNS[name]), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert __import__("json").loads(out)["run"]["groups"] == len(rec.groups["step"])
+
+
+def test_the_shipped_lm_records_open_in_the_replay_tab():
+    from grpo_lab.replay.view import ReplayView
+
+    view = ReplayView()
+    for name, path in LM_RUNS.items():
+        label = f"lm/{name}"
+        view.run_select.value = label
+        rec = read_record(path)
+        steps, G = rec.steps["step"], rec.meta["num_generations"]
+        caption = view.grid.frames["runs"][0]["caption"]
+        assert view.state.run == label
+        assert caption.startswith(f"Run: {label}. {rec.evals['pass_rate'].shape[1]} prompts, {len(steps)} recorded "
+                                  f"steps ({steps[0]} to {steps[-1]}), groups of {G} rollouts"), caption
+        assert len(view.grid.frames["steps"]) == len(steps)
