@@ -17,9 +17,10 @@ TRL 1.16 has no dynamic sampling (DAPO-style refilling of zero-variance groups);
 and a step it cannot fill ends the run there (the record's ``end_reason``; the final evaluation
 still runs).
 
-:data:`PRESETS` ``smoke`` (2 steps, for the tests), ``cpu`` (10 steps; the shipped dr_grpo arm took
-17 minutes on one thread of the shared 2-core machine at load average 15, see docs/trl.md) and ``gpu``
-(the full comparison, one arm per run; not yet run).
+:data:`PRESETS` ``smoke`` (2 steps, for the tests), ``cpu`` (10 steps by default; runs/lm/run_cpu.sh's
+eight runs of it, two at a time with one thread each, took 23 minutes of wall time on the shared 2-core
+machine at load average 9 to 18, see docs/trl.md) and ``gpu`` (the full comparison, one arm per run; not
+yet run).
 """
 
 from __future__ import annotations
