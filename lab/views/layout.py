@@ -106,9 +106,9 @@ def first_screen(main, controls, grid, side=None) -> pn.FlexBox:
     None in presentation mode). On a phone: ``main``, then the grid with its own controls, readouts and key,
     then the rest, so Play and the grid share the first screen."""
     grid.css_classes = list(dict.fromkeys([*grid.css_classes, "lab-grid"]))
-    boxes = [_box(main, "auto", 0, "lab-main-controls"), _box(controls, "auto", 0, "lab-controls-col"), grid]
+    boxes = [_box(main, "auto", 0, "lab-main-controls"), _box(controls, "auto", 0, "lab-controls-col", reuse=True), grid]
     if side is not None:
-        boxes.append(_box(side, "auto", 0, "lab-side"))
+        boxes.append(_box(side, "auto", 0, "lab-side", reuse=True))
     return pn.FlexBox(*boxes, sizing_mode="stretch_width", stylesheets=[_FIRST_CSS],
                       css_classes=[] if side is not None else ["lab-no-side"])
 

@@ -89,7 +89,7 @@ class LiveLab:
                                     css_classes=["lab-plots"])
             self.panel = pn.Column(
                 self.notice,
-                first_screen(c.main(), pn.Column(c.rest(), self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
+                first_screen(c.main(), pn.Column(*c.rest().objects, self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
                                                                                 formulas_pane())),
                 self._plots,
                 sizing_mode="stretch_width")
