@@ -30,6 +30,7 @@ class MemoryProbe(web.RequestHandler):
             "documents": sum(isinstance(o, Document) for o in objects),
             "lab_views": sum(isinstance(o, LiveLab) for o in objects),
             "shown_views": len(state._views),
+            "frozen": gc.get_freeze_count(),
         }))
 
 
