@@ -9,7 +9,7 @@ import pytest
 
 from grid_twins import cell_image
 from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import open_local, serve_local
+from lab_server import block_outside, serve_local
 from test_replay_browser import expected_codes, expected_readouts, layout, picture, scrub_to, texts, wait_step
 from grpo_lab.grid.cells import cell_tiles
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR
@@ -33,8 +33,10 @@ def server():
 
 @pytest.mark.parametrize("name", ["cpu-g4-sign", "cpu-g8-dr_grpo", "cpu-g8-sign-ds-p20"])  # G = 4, G = 8, DAPO
 def test_a_shipped_lm_record_replays_to_its_last_step(page, server, name):
-    page.outside_requests = open_local(page, server, f"({READ_CLASS})('replay-step').length > 0 && "
-                                                     f"({READ_CLASS})('replay-step')[0] !== ''")
+    origin = server.rstrip("/")
+    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws")))
+    page.goto(server)
+    page.wait_for_function(f"() => ({READ_CLASS})('replay-step').length > 0 && ({READ_CLASS})('replay-step')[0] !== ''")
     page.locator(".replay-run select").select_option(name)
     page.wait_for_function(f"() => ({READ_CLASS})('gx-caption')[0].startsWith('Run: {name}.')")
     rec = read_record(LM / name)
@@ -47,4 +49,4 @@ def test_a_shipped_lm_record_replays_to_its_last_step(page, server, name):
     x, y, cols, rows, P = layout(rec)
     np.testing.assert_array_equal(picture(page, "a"), cell_image(expected_codes(rec, last), x, y, cell_tiles(P),
                                                                  cols, rows))
-    assert page.outside_requests == [] and page.console_errors == []
+    assert outside == [] and page.console_errors == []
