@@ -32,6 +32,20 @@ def block_outside(page, allowed) -> list[str]:
     page.route("**/*", route)
     return attempted
 
+
+def open_local(page, url: str, ready: str, timeout: float = 30_000) -> list[str]:
+    """Open ``url`` (a locally served page) with every request to another host aborted and recorded
+    (:func:`block_outside`), and wait until the JavaScript expression ``ready`` is true. Returns the
+    list of aborted URLs (the offline checks assert it stays empty)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws", 1)))
+    page.goto(url)
+    page.wait_for_function(f"() => {ready}", timeout=timeout)
+    return outside
+
 #: JavaScript: the text of the first element with a CSS class, searched through every shadow root
 READ_CLASS = """cls => {
   function find(root) {

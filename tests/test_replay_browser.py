@@ -20,7 +20,7 @@ from grid_twins import cell_image
 from grpo_lab.grid.cells import cell_pixels, cell_positions, cell_tiles, grid_shape
 from grpo_lab.grid.markup import GRID_WIDTH
 from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import block_outside, serve_local
+from lab_server import open_local, serve_local
 from synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed, percent
@@ -70,12 +70,8 @@ def server(runs):
 @pytest.fixture
 def lab(page, server):
     """The served tab, every request to another host aborted and recorded."""
-    origin = server.rstrip("/")
-    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws")))
-    page.goto(server)
-    page.wait_for_function(f"() => ({READ_CLASS})('replay-step').length > 0 && "
-                           f"({READ_CLASS})('replay-step')[0] !== ''")
-    page.outside_requests = outside
+    page.outside_requests = open_local(page, server, f"({READ_CLASS})('replay-step').length > 0 && "
+                                                     f"({READ_CLASS})('replay-step')[0] !== ''")
     yield page
     assert page.outside_requests == [], "requests left localhost"
     assert page.console_errors == []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import block_outside, serve_local
+from lab_server import open_local, serve_local
 from grpo_lab.replay.catalog import PAIRS, list_runs
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.record import read_record
@@ -57,11 +57,8 @@ def server():
 
 @pytest.fixture
 def lab(page, server):
-    origin = server.rstrip("/")
-    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws")))
-    page.goto(f"{server}?replay={PAIR}")
-    page.wait_for_function(f"() => ({READ_CLASS})('replay-b-step').length > 0 && "
-                           f"({READ_CLASS})('replay-b-step')[0] !== ''", timeout=120_000)
+    outside = open_local(page, f"{server}?replay={PAIR}", f"({READ_CLASS})('replay-b-step').length > 0 && "
+                                                           f"({READ_CLASS})('replay-b-step')[0] !== ''", timeout=120_000)
     yield page
     assert outside == [], "requests left localhost"
     assert page.console_errors == []
