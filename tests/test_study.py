@@ -399,3 +399,23 @@ def test_the_shipped_records_are_study_runs_whose_figures_the_tables_use():
     assert {FEATURED} | {run for _, a, b in PAIRS.values() for run in (a, b)} <= set(shipped)
     for label, path in shipped.items():
         _check_figures_against_record(path, stored[label])
+
+
+def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
+    from grpo_lab.sims.trainer.study import parse_cell
+
+    p = PRESETS["reduced"]
+    cells = main_cells(p)
+    lr = cells[0].lr
+    figs = {c.name: _figs(0.6 + 0.01 * c.seed + (0.02 if c.estimator == "sign" else 0.0)) for c in cells
+            if c.regime == "broad" and not c.ds}
+    # dr_grpo at twice the preset's rate, seeds 1 and 2: 0.1 below the preset's dr_grpo, 0.12 below its sign
+    extra = [Cell("extra", "broad", 4, "dr_grpo", s, 2 * lr) for s in (1, 2)]
+    figs.update({c.name: _figs(0.5 + 0.01 * c.seed) for c in extra})
+    assert [parse_cell(c.name) for c in extra] == extra and parse_cell("broad-g4-x-lr2e-4-s1") is None
+    text = tables(p, cells, figs, None, extras=extra)
+    row = next(line for line in text.splitlines() if line.startswith("| broad-g4-dr_grpo |")).split("|")
+    assert row[2].strip() == f"{2 * lr:g}" and row[3].strip() == "2" and row[4].strip() == "0.515 ± 0.064"
+    assert row[5].strip() == f"-0.100 ± 0.000 (n=2) (preset lr {lr:g})" and row[6].strip() == "—"
+    # the preset's own rows do not count the extras
+    assert f"{len(figs) - len(extra)} of {len(cells)} runs finished" in text

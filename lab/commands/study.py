@@ -187,11 +187,24 @@ class Study:
 
         sweep, main, lrs = self.plan()
         sweep_finals = {c.name: self.figures[c.name]["final"] for c in sweep if c.name in self.figures} if sweep else None
-        text = tables(self.preset, main, self.figures, lrs, sweep_finals)
+        extras = self.extras(sweep + main)
+        text = tables(self.preset, main, self.figures, lrs, sweep_finals, extras)
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.root / FIGURES, self.figures_json(sweep + main).encode())
+        atomic_write_bytes(self.root / FIGURES, self.figures_json(sweep + main + extras).encode())
         atomic_write_bytes(self.root / "tables.md", text.encode())
         return text
+
+    def extras(self, cells) -> list:
+        """The finished runs of the folder (records, else lines of ``stored``) that are no cell of ``cells`` and
+        whose names spell a cell (:func:`~grpo_lab.sims.trainer.study.parse_cell`), loaded, sorted by name."""
+        from grpo_lab.sims.trainer.study import parse_cell
+
+        planned = {c.name for c in cells}
+        runs = self.root / "runs"
+        names = {d.name for d in runs.iterdir() if (d / "run.json").is_file()} if runs.is_dir() else set()
+        out = [c for c in (parse_cell(n) for n in sorted((names | set(self.stored)) - planned)) if c is not None]
+        self.load(out)
+        return out
 
     def figures_json(self, cells) -> str:
         """The ``figures.json`` of the finished runs among ``cells`` (sorted by name; NaN as null)."""

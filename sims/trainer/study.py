@@ -34,6 +34,7 @@ is the same interval over the per-seed differences. With n = 1 no interval is gi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +43,7 @@ from ..errors import InputError
 from .config import GRPOConfig
 
 __all__ = ["SFT_SEED", "SWEEP_SEED", "SWEEP_FACTOR", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_rates",
-           "sweep_cells", "main_cells", "choose_lrs", "run_figures", "t_interval", "tables"]
+           "sweep_cells", "main_cells", "choose_lrs", "parse_cell", "run_figures", "t_interval", "tables"]
 
 SFT_SEED = 0  #: the warm start every run of the study shares (per regime)
 SWEEP_SEED = 0  #: the held-out RL seed of the learning-rate sweep (never among a preset's seeds)
@@ -115,6 +116,24 @@ class Cell:
         return GRPOConfig.for_start(self.regime, estimator=self.estimator, num_generations=self.G, seed=self.seed,
                                     sft_seed=SFT_SEED, learning_rate=self.lr, dynamic_sampling=self.ds,
                                     **{**COMMON, **dict(preset.options), **dict(self.extra)}).validate()
+
+
+_NAME = re.compile(r"^(?P<regime>[a-z]+)-g(?P<G>[0-9]+)-(?P<est>[a-z_]+?)(?P<ds>-ds)?(?:-(?P<tag>[a-z0-9.]+))?"
+                   r"-lr(?P<lr>[0-9.e+-]+)-s(?P<seed>[0-9]+)$")
+
+
+def parse_cell(name: str, kind: str = "extra") -> Cell | None:
+    """The :class:`Cell` a run's name spells (``{regime}-g{G}-{estimator}[-ds][-TAG]-lr{lr}-s{seed}``), its
+    curriculum options unknown (``extra`` empty); None for a name that is not one, or does not spell itself back."""
+    m = _NAME.match(name)
+    if m is None:
+        return None
+    try:
+        cell = Cell(kind, m["regime"], int(m["G"]), m["est"], int(m["seed"]), float(m["lr"]), ds=bool(m["ds"]),
+                    tag=m["tag"] or "")
+    except ValueError:
+        return None
+    return cell if cell.name == name else None
 
 
 def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None = None) -> tuple:
@@ -303,9 +322,12 @@ class _Group:
     figs: dict = field(default_factory=dict)  # seed -> figures of the finished runs
 
 
-def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, sweep: dict | None = None) -> str:
+def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, sweep: dict | None = None,
+           extras: list[Cell] = ()) -> str:
     """The study's Markdown tables from ``figures[cell.name]`` (finished runs only); unfinished cells
-    are counted and marked ``missing``."""
+    are counted and marked ``missing``. ``extras``: finished runs of the folder that are no cell of the
+    preset (a cell trained at a rate its sweep chose before it was widened, a control run by hand),
+    shown in a table of their own, paired by seed with the preset's runs (:func:`_extras_table`)."""
     groups: dict[str, _Group] = {}
     for c in cells:
         grp = groups.setdefault(c.group, _Group([]))
@@ -400,6 +422,8 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
                 f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
                 f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')} | "
                 f"{sum(1 for x in f.values() if x['ended']) if f else '-'} |")
+    if extras:
+        lines += _extras_table(groups, extras, figures)
     if sweep is not None:
         rates = {(reg, est): sweep_rates(preset, reg, est, sweep) for reg in preset.regimes for est in preset.estimators}
         columns = sorted(set().union(*rates.values()))
@@ -426,3 +450,31 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
                 lines.append(f"| {reg} | {est} | " + " | ".join(row) + f" | {where} |")
     return "\n".join(lines) + "\n"
 
+
+def _extras_table(groups: dict, extras: list[Cell], figures: dict) -> list[str]:
+    """Lines of the table of runs outside the preset's cells, one row per (group, rate): final pass rate,
+    this minus the preset's runs of the same group at their rate, and every preset group of the same
+    regime, G, dynamic sampling and rate (another estimator) minus this; all paired by seed."""
+    rows: dict[tuple, dict] = {}
+    for c in extras:
+        rows.setdefault((c.group, c.lr), {})[c.seed] = figures[c.name]
+    lines = ["", "Runs in the folder outside the preset's cells (their options are the preset's but for the rate or "
+                 "the seeds: cells trained before their sweep was widened past their rate, or controls), paired by "
+                 "seed with the preset's runs:", "",
+             "| run | lr | seeds | final pass rate (95% CI) | minus the preset's run at its rate, paired (95% CI) "
+             "| preset runs at the same rate minus this, paired (95% CI) |", "|---|---|---|---|---|---|"]
+
+    def paired(a: dict, b: dict) -> str:  # a - b over their common seeds
+        common = sorted(set(a) & set(b))
+        return (_ci([a[s]["final"] - b[s]["final"] for s in common]) + f" (n={len(common)})") if common else "missing"
+
+    for (group, lr), f in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        c0 = next(c for c in extras if c.group == group and c.lr == lr)
+        own = groups.get(group)
+        vs_own = (f"{paired(f, own.figs)} (preset lr {_lr(own.cells[0].lr)})" if own and own.figs else "—")
+        same = [g for g in groups.values() if g.cells[0].lr == lr and g.cells[0].group != group and not g.cells[0].tag
+                and (g.cells[0].regime, g.cells[0].G, g.cells[0].ds) == (c0.regime, c0.G, c0.ds) and g.figs]
+        vs_same = "; ".join(f"{g.cells[0].estimator}: {paired(g.figs, f)}" for g in same) or "—"
+        lines.append(f"| {group} | {_lr(lr)} | {len(f)} | {_ci([x['final'] for x in f.values()])} | {vs_own} | "
+                     f"{vs_same} |")
+    return lines
