@@ -116,3 +116,19 @@ def test_rolling_pass_rates_match_a_recomputation(monkeypatch):
 
 def test_rolling_before_any_group():
     assert all(math.isnan(v) for v in RollingPassRates(3, 4, 4).d_values(4).values())
+
+
+def test_the_nothing_missing_hint_changes_nothing():
+    """batch_counts / RollingPassRates.update with missing=False (the recorder's hint when no reward is NaN)
+    give what the unhinted calls compute."""
+    rng = np.random.default_rng(5)
+    r, a = rng.choice([0.0, 1.0, 0.5], size=(12, 4)), rng.normal(size=(12, 4))
+    tags = rng.integers(-1, 2, size=12)
+    hinted, plain = batch_counts(r, a, 0.0, tags, 2, missing=False), batch_counts(r, a, 0.0, tags, 2)
+    assert np.array_equal(hinted[0], plain[0]) and np.array_equal(hinted[1], plain[1])
+    one, two = RollingPassRates(6, 3, 4), RollingPassRates(6, 3, 4)
+    for k in range(4):
+        ids = rng.permutation(6)[:3]
+        one.update(ids, r[3 * k:3 * k + 3], missing=False)
+        two.update(ids, r[3 * k:3 * k + 3])
+        assert one.d_values(4) == two.d_values(4)

@@ -47,7 +47,7 @@ _MAX = _I["max_abs_advantage"]
 TAG_SHARES = ("frac_all_pass", "frac_all_fail", "effective_group_rate")  #: the shares also given per tag
 
 
-def batch_counts(rewards, advantages, tolerance: float = 0.0, tags=None, n_tags: int = 0):
+def batch_counts(rewards, advantages, tolerance: float = 0.0, tags=None, n_tags: int = 0, missing=None):
     """One batch reduced to counts: ``(vector, by_tag)``.
 
     ``vector`` (float64, :data:`COUNT_FIELDS` order): groups, all-pass groups, all-fail groups,
@@ -55,15 +55,16 @@ def batch_counts(rewards, advantages, tolerance: float = 0.0, tags=None, n_tags:
     missing rollouts, sum of the scored rewards, max |A| (NaN when there is none).
     ``by_tag``: None without tags, else a (4, n_tags) array of all-pass, all-fail, useful and
     all groups per tag (``tags``: per-group index, -1 = untagged, left out).
+    ``missing``: False when the caller knows no reward is NaN (skips that check), else None.
     """
     r = np.asarray(rewards, dtype=float)
     n, G = r.shape
     total = r.sum(axis=1)
     a = np.abs(np.asarray(advantages, dtype=float)).ravel()
     amax = float(np.fmax.reduce(a)) if a.size else float("nan")
-    if not np.isnan(total.sum()):  # nothing missing (the usual case): fewer, cheaper whole-array steps
+    if missing is False or not np.isnan(total.sum()):  # nothing missing (the usual case): fewer whole-array steps
         n_missing = 0
-        degenerate = (r.max(axis=1, initial=-np.inf) - r.min(axis=1, initial=np.inf)) <= tolerance
+        degenerate = ((r.max(axis=1) - r.min(axis=1)) if n else np.zeros(0)) <= tolerance
         all_pass = degenerate & (total / G > THRESHOLD)
         n_pass, n_degenerate = int(np.count_nonzero(all_pass)), int(np.count_nonzero(degenerate))
         n_useful = n - n_degenerate
@@ -180,8 +181,10 @@ class RollingPassRates:
             self.rate_d = np.concatenate([self.rate_d, np.zeros((extra, 2))])
             self.count = np.concatenate([self.count, np.zeros(extra, np.int64)])
 
-    def update(self, prompt_ids, rewards) -> None:
-        """Add one group per row: its passing and scored rollout counts go into the prompt's ring."""
+    def update(self, prompt_ids, rewards, missing=None) -> None:
+        """Add one group per row: its passing and scored rollout counts go into the prompt's ring.
+
+        ``missing``: False when the caller knows no reward is NaN (every rollout scored), else None."""
         ids = np.asarray(prompt_ids, np.int64)
         if not len(ids):
             return
@@ -190,7 +193,7 @@ class RollingPassRates:
             self._grow(int(ids.max()) + 1)
         new = np.empty((len(ids), 2))
         new[:, 0] = (r > THRESHOLD).sum(axis=1)  # NaN > THRESHOLD is False
-        new[:, 1] = r.shape[1] - np.isnan(r).sum(axis=1)
+        new[:, 1] = r.shape[1] if missing is False else r.shape[1] - np.isnan(r).sum(axis=1)
         s = np.sort(ids)
         if len(ids) > 1 and (s[1:] == s[:-1]).any():  # a prompt twice in one batch: in order, one group at a time
             for i in range(len(ids)):

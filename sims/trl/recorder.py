@@ -310,7 +310,8 @@ class GroupRecorder:
             raise InputError("GroupRecorder: a group mixes prompts "
                              "(TRL's row order is not the one this version expects)")
         combined = combine_rewards(rpf, self.weights).reshape(n, G)
-        if np.isnan(rpf.sum()):  # some reward function returned None (NaN) for some rows
+        missing = None if np.isnan(rpf.sum()) else False  # None: some reward function returned None (NaN)
+        if missing is None:
             self.missing[:-1] += np.isnan(rpf).sum(axis=0)
         if rounds is None:  # plain: every group of TRL's batch is trained on
             adv = out["advantages"]
@@ -334,10 +335,10 @@ class GroupRecorder:
         self.current = _Batch(step, step, self.generation, pids, combined, adv, lengths, tag, rpf.reshape(n, G, -1),
                               kept)
         self.generation += 1
-        vec, by_tag = batch_counts(combined, kept_adv, self.tolerance, tag, len(self.tag_names))
+        vec, by_tag = batch_counts(combined, kept_adv, self.tolerance, tag, len(self.tag_names), missing)
         self.missing[-1] += int(vec[_MISSING])
         self.rollouts += rows
-        self.rolling.update(pids, combined)
+        self.rolling.update(pids, combined, missing)
         counts = self.step_counts.get(step)
         if counts is None:
             self.step_counts[step] = [(vec, n_kept * G)]
