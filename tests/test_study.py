@@ -419,3 +419,10 @@ def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
     assert row[5].strip() == f"-0.100 ± 0.000 (n=2) (preset lr {lr:g})" and row[6].strip() == "—"
     # the preset's own rows do not count the extras
     assert f"{len(figs) - len(extra)} of {len(cells)} runs finished" in text
+
+
+def test_the_trainer_docs_show_the_shipped_tables_line_for_line():
+    doc = (ROOT / "docs" / "trainer.md").read_text().splitlines()
+    lines = [line for line in (SHIPPED_STUDY / "tables.md").read_text().splitlines() if line.strip()]
+    missing = [line for line in lines if line not in doc]
+    assert not missing, missing[:3]
