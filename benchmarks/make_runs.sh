@@ -17,4 +17,10 @@ for run in broad-g4-dr_grpo-lr0.0008-s1 broad-g4-sign-lr0.0004-s1 broad-g4-tasa-
   rm -rf "runs/$run"
   cp -r "$STUDY/runs/$run" "runs/$run"
 done
-chmod 644 runs/study-full/* runs/*-s1/*
+# the reduced preset's tables and figures too (about 10 minutes more)
+REDUCED=${REDUCED:-runs-local/study-reduced}
+grpo-lab study --preset reduced --out "$REDUCED" --jobs "${JOBS:-2}"
+grpo-lab study --preset reduced --out "$REDUCED" --tables-only > /dev/null
+mkdir -p runs/study-reduced
+cp "$REDUCED/figures.json" "$REDUCED/tables.md" runs/study-reduced/
+chmod 644 runs/study-full/* runs/study-reduced/* runs/*-s1/*

@@ -381,13 +381,16 @@ def test_a_bad_figures_file_is_one_line_exit_2(tmp_path, capsys, content, needle
     assert code == 2 and len(err) == 1 and needle in err[0], err
 
 
-def test_the_shipped_tables_are_what_the_command_writes_from_the_shipped_figures(tmp_path, capsys):
-    copy = tmp_path / "study-full"
-    shutil.copytree(SHIPPED_STUDY, copy)
-    assert main(["study", "--preset", "full", "--out", str(copy), "--tables-only"]) == 0
-    shipped = (SHIPPED_STUDY / "tables.md").read_text()
+@pytest.mark.parametrize("preset", ["full", "reduced"])
+def test_the_shipped_tables_are_what_the_command_writes_from_the_shipped_figures(tmp_path, capsys, preset):
+    shipped_dir = ROOT / "runs" / f"study-{preset}"
+    copy = tmp_path / shipped_dir.name
+    shutil.copytree(shipped_dir, copy)
+    assert main(["study", "--preset", preset, "--out", str(copy), "--tables-only"]) == 0
+    shipped = (shipped_dir / "tables.md").read_text()
     assert capsys.readouterr().out == shipped == (copy / "tables.md").read_text()
-    assert (copy / "figures.json").read_bytes() == (SHIPPED_STUDY / "figures.json").read_bytes()
+    assert (copy / "figures.json").read_bytes() == (shipped_dir / "figures.json").read_bytes()
+    assert "**incomplete**" not in shipped and "missing" not in shipped  # every cell of the preset finished
 
 
 def test_the_shipped_records_are_study_runs_whose_figures_the_tables_use():
@@ -421,8 +424,9 @@ def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
     assert f"{len(figs) - len(extra)} of {len(cells)} runs finished" in text
 
 
-def test_the_trainer_docs_show_the_shipped_tables_line_for_line():
+@pytest.mark.parametrize("preset", ["full", "reduced"])
+def test_the_trainer_docs_show_the_shipped_tables_line_for_line(preset):
     doc = (ROOT / "docs" / "trainer.md").read_text().splitlines()
-    lines = [line for line in (SHIPPED_STUDY / "tables.md").read_text().splitlines() if line.strip()]
+    lines = [line for line in (ROOT / "runs" / f"study-{preset}" / "tables.md").read_text().splitlines() if line.strip()]
     missing = [line for line in lines if line not in doc]
     assert not missing, missing[:3]
