@@ -8,10 +8,11 @@ browser's BokehJS client does, over real HTTP and a real websocket (Bokeh's own 
 2. open the websocket with the page's session token, send PULL-DOC-REQ and wait for the document
    (PULL-DOC-REPLY): the page is interactive once it has its document;
 3. tell the server the page has rendered (BokehJS's document_ready event);
-4. scroll down to the plots: the browser's placeholder reports itself seen (``lab.views.in_view``: a PATCH-DOC
-   setting its ``seen``), and wait for the plots (marked ``lab-plots-ready``): the page is complete. A lab
-   without the placeholder (an earlier commit) builds its plots after the first render whether or not the
-   visitor scrolls; they are waited for all the same;
+4. only with ``--scroll`` (and in the second kind of visit alone, below): scroll down to the plots: the
+   browser's placeholder reports itself seen (``lab.views.in_view``: a PATCH-DOC setting its ``seen``), and wait
+   for the plots (marked ``lab-plots-ready``): the page is complete. A lab without the placeholder (an earlier
+   commit) builds its plots after the first render whether or not the visitor scrolls; they are waited for all
+   the same (after the control when the visitor does not scroll);
 5. move a control: a PATCH-DOC setting the grid's K, as the browser's component sends it, and wait
    for the server's OK;
 6. close the websocket.
@@ -19,8 +20,10 @@ browser's BokehJS client does, over real HTTP and a real websocket (Bokeh's own 
 First, ``--alone`` visits one at a time give the server CPU of one new visit (everything the server does for it
 until :data:`QUIET_S` after it closed): to interactive; in all for a visit that opens the lab and moves a control
 without scrolling to the plots (steps 1-3, 5, 6); and in all for one that scrolls to them first (1-6).
-Printed per round: time to interactive (GET start to the document received) p50 / p95 / max,
-time to complete p50 / max, the control's round trip p50 / max (each visitor moves it as soon as its own page is
+A round is issue #13's load benchmark: its visitors open the lab, move a control and close (steps 1-3, 5, 6);
+``--scroll`` has every one of them scroll to the plots as well, the worst case of a room that all scrolls down
+at once. Printed per round: time to interactive (GET start to the document received) p50 / p95 / max,
+time to complete (with ``--scroll``: the plots shown; without: the control sent) p50 / max, the control's round trip p50 / max (each visitor moves it as soon as its own page is
 complete, so in a round it queues behind the rest of the room's arrivals), errors, the server's CPU per visit (user + system of the
 server's processes over the round, divided by the visitors), and its memory (RSS of its processes)
 before the round, at its peak and 60 s after the sessions closed (``--settle``); the memory target is read against
@@ -250,7 +253,7 @@ def percentile(values, q: float) -> float:
     return v[min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))] if v else float("nan")
 
 
-def run_round(server: Server, n: int, settle_s: float) -> dict:
+def run_round(server: Server, n: int, settle_s: float, scroll: bool = False) -> dict:
     """n visitors at once; memory sampled every 0.1 s until settle_s after the last closed."""
     from tornado.httpclient import AsyncHTTPClient
 
@@ -268,7 +271,7 @@ def run_round(server: Server, n: int, settle_s: float) -> dict:
     sampler.start()
 
     async def everyone():
-        return await asyncio.gather(*[visit(server.url, 4 + (i % 60)) for i in range(n)])
+        return await asyncio.gather(*[visit(server.url, 4 + (i % 60), scroll=scroll) for i in range(n)])
 
     results = asyncio.run(everyone())
     cpu = server.cpu_s() - cpu_before
@@ -305,14 +308,14 @@ def one_at_a_time(server: Server, n: int) -> dict:
 
 
 def bench(label: str, pythonpath: Path | None, rounds: list[int], settle_s: float, extra: list[str],
-          alone: int) -> list[dict]:
+          alone: int, scroll: bool = False) -> list[dict]:
     server = Server(pythonpath, extra)
     rss_start = server.rss_mb()  # the server after its start, before any visit: the memory target's baseline
     try:
         asyncio.run(visit(server.url, 8))  # warm up: first imports, static caches (not counted)
         time.sleep(1)
         single = one_at_a_time(server, alone) if alone else dict.fromkeys(("cpu_first", "cpu_visit", "cpu_full"), float("nan"))
-        return [{"label": label, "rss_start": rss_start, **single, **run_round(server, n, settle_s)} for n in rounds]
+        return [{"label": label, "rss_start": rss_start, **single, **run_round(server, n, settle_s, scroll)} for n in rounds]
     finally:
         server.stop()
 
@@ -325,6 +328,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ref", default=None, metavar="REF", help=(
         "measure the lab of this git commit instead of the working tree (other people's uncommitted work left out)"))
     ap.add_argument("--serve-args", default="", help="extra `grpo-lab serve` options (e.g. '--num-procs 1')")
+    ap.add_argument("--scroll", action="store_true", help="in the rounds every visitor scrolls to the plots too")
     ap.add_argument("--alone", type=int, default=5, help="visits of each kind measured one at a time first (default 5)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = ap.parse_args(argv)
@@ -334,13 +338,14 @@ def main(argv=None) -> int:
     rows = []
     if args.baseline:
         base = snapshot(args.baseline)
-        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone)
+        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone, args.scroll)
     if args.ref:
-        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone)
+        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone, args.scroll)
     else:
-        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone)
+        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone, args.scroll)
     print(f"load: visitors arriving together at `grpo-lab serve` {args.serve_args} (defaults otherwise), "
-          f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+          f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; each visitor opens the "
+          f"lab, {'scrolls to the plots, ' if args.scroll else ''}moves a control and closes")
     print(f"{'server':<22} {'N':>3} | {'interactive p50':>15} {'p95':>6} {'max':>6} | {'complete p50':>12} {'max':>6} | "
           f"{'control p50':>11} {'max':>6} | {'errors':>6} | {'CPU/visit':>9} | {'RSS before':>10} {'peak':>6} "
           f"{'+' + str(int(args.settle)) + ' s':>6}")
