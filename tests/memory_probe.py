@@ -27,7 +27,10 @@ class MemoryProbe(web.RequestHandler):
             "alive": sum(memory.alive_sessions(c.server_context) for c in contexts),
             "server_sessions": sum(isinstance(o, ServerSession) for o in objects),
             "cached_sessions": len(state._sessions),
-            "documents": sum(isinstance(o, Document) for o in objects),
+            # a Document that Bokeh destroyed (roots and models let go: no ``_roots`` left) can stay referenced a
+            # while by a context variable's value in the server thread's context (Panel's current document, until
+            # the next session replaces it); it holds nothing, so only documents not destroyed are counted here
+            "documents": sum(isinstance(o, Document) and hasattr(o, "_roots") for o in objects),
             "lab_views": sum(isinstance(o, LiveLab) for o in objects),
             "shown_views": len(state._views),
             "frozen": gc.get_freeze_count(),
