@@ -22,6 +22,13 @@ _COLORS = {"obs": "#444", "pass": "#2a7ab0", "fail": "#c0392b", "fit": "#e67e22"
            "back": "#16a085", "thr": "#999"}
 
 
+def _gof_text(g: dict) -> str:
+    """The chi-square's verdict; no test where pooling left fewer cells than the fit has parameters + 2 (df < 1)."""
+    if g["df"] < 1:
+        return f"chi-square not testable ({g['cells']} cells after pooling, too few for the fit's parameters)"
+    return f"chi-square p = {_num(g['p_value'])} (df {g['df']})" + ("  POOR FIT" if g["poor"] else "")
+
+
 def _num(x, spec=".3g") -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
@@ -39,8 +46,7 @@ def text_report(d: dict) -> str:
     lines = [f"run {r['name'] or '-'}: {r['groups']:,} groups over {r['steps']} steps, {r['prompts']:,} prompts, "
              f"K = {r['K']}" + (" (rewards binarised at 0.5)" if r["binarised"] else "")]
     lines.append(f"fit: Beta(alpha {f['alpha']:.3f} +/- {f['se_alpha']:.3f}, beta {f['beta']:.3f} +/- "
-                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; chi-square p = {_num(f['gof']['p_value'])} "
-                 f"(df {f['gof']['df']})" + ("  POOR FIT" if f["gof"]["poor"] else ""))
+                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + _gof_text(f["gof"]))
     for key in ("all_pass", "all_fail"):
         lo, hi = ou[f"{key}_interval"]
         lines.append(f"  {key.replace('_', '-'):8s} observed {percent(ou[key])} [{percent(lo)}, {percent(hi)}]  "
