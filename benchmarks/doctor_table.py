@@ -57,7 +57,7 @@ def pct(x: float) -> str:
 
 
 def chi_p(gof: dict) -> str:
-    """The chi-square p-value; none when pooling left no degree of freedom (df <= 0)."""
+    """The chi-square p-value; "not testable" when pooling left no degree of freedom (df <= 0)."""
     return f"{gof['p_value']:.2g}" if gof["p_value"] is not None else "not testable"
 
 

@@ -300,6 +300,13 @@ def t_interval(values) -> tuple[float, float]:
 
 # ---------------------------------------------------------------- tables
 
+def _paired(a: dict, b: dict) -> str:
+    """Final pass rate of runs ``a`` minus runs ``b`` (seed -> figures), paired over their common seeds, with
+    its 95% interval and n; ``missing`` when they share no seed."""
+    common = sorted(set(a) & set(b))
+    return (_ci([a[s]["final"] - b[s]["final"] for s in common]) + f" (n={len(common)})") if common else "missing"
+
+
 def _ci(values, digits: int = 3) -> str:
     m, h = t_interval(values)
     if m != m:
@@ -353,10 +360,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
         if c0.estimator == REFERENCE or ref is None:
             diff = "—"
         else:
-            common = sorted(set(f) & set(ref.figs))
-            diff = _ci([f[s]["final"] - ref.figs[s]["final"] for s in common]) if common else "missing"
-            if common:
-                diff += f" (n={len(common)})"
+            diff = _paired(f, ref.figs)
         seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
         lines.append(
             f"| {c0.regime} | {c0.G} | {c0.estimator} | {_lr(c0.lr)} | {seeds_done} | "
@@ -381,9 +385,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
         for label, grp in (("plain", plain), ("dynamic sampling", ds)):
             f = grp.figs
             if grp is ds:
-                common = sorted(set(f) & set(plain.figs))
-                diff = (_ci([f[s]["final"] - plain.figs[s]["final"] for s in common]) + f" (n={len(common)})"
-                        if common else "missing")
+                diff = _paired(f, plain.figs)
                 extra = (f"{_mean([x['drawn_per_step'] for x in f.values()], '.1f')} | "
                          f"{_mean([x['effective_group_rate'] for x in f.values()])} | "
                          f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
@@ -408,9 +410,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
         for grp in cur:
             c0, f = grp.cells[0], grp.figs
             alone = groups.get(f"{c0.regime}-g{DS_G}-{DS_ESTIMATOR}-ds")
-            common = sorted(set(f) & set(alone.figs)) if alone else []
-            diff = (_ci([f[s]["final"] - alone.figs[s]["final"] for s in common]) + f" (n={len(common)})"
-                    if common else "missing")
+            diff = _paired(f, alone.figs if alone else {})
             seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
             opts = ", ".join(f"{k} {v:g}" for k, v in c0.extra)
             lines.append(
@@ -464,17 +464,13 @@ def _extras_table(groups: dict, extras: list[Cell], figures: dict) -> list[str]:
              "| run | lr | seeds | final pass rate (95% CI) | minus the preset's run at its rate, paired (95% CI) "
              "| preset runs at the same rate minus this, paired (95% CI) |", "|---|---|---|---|---|---|"]
 
-    def paired(a: dict, b: dict) -> str:  # a - b over their common seeds
-        common = sorted(set(a) & set(b))
-        return (_ci([a[s]["final"] - b[s]["final"] for s in common]) + f" (n={len(common)})") if common else "missing"
-
     for (group, lr), f in sorted(rows.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         c0 = next(c for c in extras if c.group == group and c.lr == lr)
         own = groups.get(group)
-        vs_own = (f"{paired(f, own.figs)} (preset lr {_lr(own.cells[0].lr)})" if own and own.figs else "—")
+        vs_own = (f"{_paired(f, own.figs)} (preset lr {_lr(own.cells[0].lr)})" if own and own.figs else "—")
         same = [g for g in groups.values() if g.cells[0].lr == lr and g.cells[0].group != group and not g.cells[0].tag
                 and (g.cells[0].regime, g.cells[0].G, g.cells[0].ds) == (c0.regime, c0.G, c0.ds) and g.figs]
-        vs_same = "; ".join(f"{g.cells[0].estimator}: {paired(g.figs, f)}" for g in same) or "—"
+        vs_same = "; ".join(f"{g.cells[0].estimator}: {_paired(g.figs, f)}" for g in same) or "—"
         lines.append(f"| {group} | {_lr(lr)} | {len(f)} | {_ci([x['final'] for x in f.values()])} | {vs_own} | "
                      f"{vs_same} |")
     return lines
