@@ -118,17 +118,19 @@ def build_app(query: dict[str, str] | None = None):
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:
-    """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone."""
-    holders = [pn.Column(sizing_mode="stretch_width") for _ in TABS]
-    tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width")
+    """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone (the
+    others hold an empty column until then)."""
+    first = next((i for i, (title, _) in enumerate(TABS) if title == "Replay"), 0) if session.replay else 0
+    built = {first}
+    holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width") for i in range(len(TABS))]
+    tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width",
+                   active=first)
 
     def show(index: int) -> None:
-        if not holders[index].objects:
+        if index not in built:
+            built.add(index)
             holders[index].objects = [TABS[index][1](session)]
 
-    first = next((i for i, (title, _) in enumerate(TABS) if title == "Replay"), 0) if session.replay else 0
-    show(first)
-    tabs.active = first
     tabs.param.watch(lambda event: show(event.new), "active")
     return tabs
 

@@ -93,7 +93,8 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
     tree = page.locator("body").aria_snapshot()
     for line in ('tab "Live lab" [selected]', 'tab "Advantages"', 'slider "Training progress t"',
                  'slider "Group size K"', 'slider "Rollout correlation rho"', 'slider "Filter band, low end"',
-                 'textbox "Prompts"', 'textbox "Seed"', 'button "New draw"', 'checkbox "Difficulty filter'):
+                 'spinbutton "Prompts"', 'spinbutton "Beta a"', 'spinbutton "Beta b"', 'spinbutton "Seed"',
+                 'button "New draw"', 'button "Reset"', 'checkbox "Difficulty filter'):
         assert line in tree, line
     # the Tab order: the header's tour link, the tabs, the controls beside the grid, the grid's own (all named)
     stops = []

@@ -108,9 +108,9 @@ def test_presentation_mode_has_larger_type_and_fewer_panels(browser, lab_url):
                         or p["y"] + p["height"] <= q["y"] or q["y"] + q["height"] <= p["y"]), (p, q)
         assert page.evaluate("""() => { const out = [];
             const walk = r => r.querySelectorAll('*').forEach(e => {
-              if (e.matches('button.bk-btn')) out.push(e); if (e.shadowRoot) walk(e.shadowRoot); });
+              if (e.matches('button.bk-btn, button.sc-btn')) out.push(e); if (e.shadowRoot) walk(e.shadowRoot); });
             walk(document);
-            return out.length >= 3 && out.every(b => b.scrollWidth <= b.clientWidth + 1); }""")
+            return out.length >= 4 && out.every(b => b.scrollWidth <= b.clientWidth + 1); }""")
         # the URL keeps the mode when the controls write it
         page.wait_for_function("() => location.search.includes('progress=')", timeout=15_000)
         assert "present=true" in page.url

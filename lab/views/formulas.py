@@ -5,6 +5,8 @@ Panel's LaTeX pane loads KaTeX or MathJax from a CDN, so it is not used.
 
 from __future__ import annotations
 
+from html import escape
+
 import panel as pn
 
 __all__ = ["formulas_pane", "FORMULAS"]
@@ -45,7 +47,8 @@ FORMULAS = (
 )
 
 
-def formulas_pane() -> pn.pane.HTML:
-    """All formulas, each with its caption."""
+def formulas_pane(heading: str = "") -> pn.pane.HTML:
+    """All formulas, each with its caption, under ``heading`` (a fourth-level heading; none when empty)."""
     html = "".join(f"<p style='margin:8px 0 0'>{cap}</p>{math}" for cap, math in FORMULAS)
-    return pn.pane.HTML(f"<div class='formulas' style='font-size:14px'>{html}</div>", sizing_mode="stretch_width")
+    top = f"<h4 style='margin:8px 0 4px'>{escape(heading)}</h4>" if heading else ""
+    return pn.pane.HTML(f"{top}<div class='formulas' style='font-size:14px'>{html}</div>", sizing_mode="stretch_width")

@@ -72,7 +72,7 @@ PHONE_CSS = f"""
 
 #: presentation mode: larger type everywhere in the lab (Panel's widgets and the grid view read these)
 PRESENT_CSS = """
-.gx-view, .kcost p, .kcost-table, .bk-btn, .bk-slider-title { font-size: 18px !important; }
+.gx-view, .kcost p, .kcost-table, .bk-btn, .bk-slider-title, .side-controls, .sc-btn, .sc-hint { font-size: 18px !important; }
 .grpo-legend, .grpo-legend span { font-size: 17px !important; }
 .grpo-readouts table { font-size: 18px !important; }
 .grpo-readouts .main td { font-size: 21px !important; }
@@ -89,12 +89,12 @@ PRESENT_BUTTON_GROW = 18 / 13
 
 
 def _box(obj, basis: str, min_width: int, css: str, max_width: int | None = None, reuse: bool = False):
-    """``obj`` in a flex item of the given basis and widths; ``reuse``: a Column ``obj`` becomes the item itself
-    (one Panel layout fewer to build and send per session)."""
+    """``obj`` in a flex item of the given basis and widths; ``reuse``: a Column or Row ``obj`` becomes the item
+    itself (one Panel layout fewer to build and send per session)."""
     styles = {"flex": f"1 1 {basis}", "min-width": f"{min_width}px"}
     if max_width:
         styles["max-width"] = f"{max_width}px"
-    if reuse and type(obj) is pn.Column:
+    if reuse and type(obj) in (pn.Column, pn.Row):
         obj.param.update(css_classes=[*obj.css_classes, css], styles={**obj.styles, **styles}, sizing_mode="stretch_width",
                          margin=(0, 8))
         return obj
@@ -106,7 +106,7 @@ def first_screen(main, controls, grid, side=None) -> pn.FlexBox:
     None in presentation mode). On a phone: ``main``, then the grid with its own controls, readouts and key,
     then the rest, so Play and the grid share the first screen."""
     grid.css_classes = list(dict.fromkeys([*grid.css_classes, "lab-grid"]))
-    boxes = [_box(main, "auto", 0, "lab-main-controls"), _box(controls, "auto", 0, "lab-controls-col", reuse=True), grid]
+    boxes = [_box(main, "auto", 0, "lab-main-controls", reuse=True), _box(controls, "auto", 0, "lab-controls-col", reuse=True), grid]
     if side is not None:
         boxes.append(_box(side, "auto", 0, "lab-side", reuse=True))
     return pn.FlexBox(*boxes, sizing_mode="stretch_width", stylesheets=[_FIRST_CSS],

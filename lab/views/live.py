@@ -33,6 +33,7 @@ from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
 from .outcome import OutcomePlot
 from .plot_text import described
+from .side_controls import side_controls
 from .play_budget import FrameBudget
 
 __all__ = ["LiveLab"]
@@ -50,8 +51,7 @@ class LiveLab:
         self.lab, self.play, self._present = lab, play, present  # present: fewer panels (lab.views.layout)
         self.controls = Controls(lab, play)
         if present:
-            c = self.controls
-            present_buttons(c.play_button, c.step_button, c.reset_button, c.new_draw_button)
+            present_buttons(self.controls.play_button, self.controls.step_button)
         scenario = lab.scenario()
         self.population = scenario.population()
         self._pop_key = lab.population_key()
@@ -78,6 +78,8 @@ class LiveLab:
         lab.param.watch(lambda e: self.notice.show(e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
+        if not embed:  # rho, the population, New draw and Reset: one component beside the grid
+            self.side = side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
             self.panel = pn.Column(self.notice, c.main(), grid_pane, self.caption.panel, css_classes=["lab-embed"])
         else:
@@ -89,8 +91,8 @@ class LiveLab:
                                     css_classes=["lab-plots"])
             self.panel = pn.Column(
                 self.notice,
-                first_screen(c.main(), pn.Column(*c.rest().objects, self.caption.panel), grid_pane, None if present else pn.Column(pn.pane.Markdown("#### The arithmetic"),
-                                                                                formulas_pane())),
+                first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
+                             None if present else formulas_pane("The arithmetic")),
                 self._plots,
                 sizing_mode="stretch_width")
             doc = pn.state.curdoc
