@@ -26,6 +26,10 @@ It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dock
   and builds one page, in no session, before it starts (and forks its ``--num-procs`` workers): the modules and
   process-wide caches every visit needs are there from the start rather than arriving with the first
   visitor, so the server's memory after its start is its steady state and each worker starts with them.
+* **Workers that end with the server**: with ``--num-procs`` > 1 Tornado forks the workers and the first process
+  only waits on them; stopped with ``kill PID`` (SIGTERM) it ended alone and left the workers serving. Each
+  worker now asks Linux to send it SIGTERM when the process that forked it ends (:func:`die_with_parent`),
+  and stops as Bokeh stops on SIGTERM.
 * **Quiet closed sockets**: a visitor who closes the tab while the server is sending to it made Tornado
   log "Task exception was never retrieved" and a traceback (``WebSocketClosedError``); the event loop's
   exception handler (:func:`quiet_closed_sockets`) turns that into one info line. Other errors are
@@ -50,7 +54,8 @@ from tornado.websocket import WebSocketClosedError
 
 __all__ = ["CONTENT_SECURITY_POLICY", "content_security_policy", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders",
            "HealthHandler",
-           "ROUTES", "quiet_closed_sockets", "main", "with_allocator", "warm", "CHECK_UNUSED_SESSIONS_MS"]
+           "ROUTES", "quiet_closed_sockets", "main", "with_allocator", "warm", "die_with_parent",
+           "CHECK_UNUSED_SESSIONS_MS"]
 
 _log = logging.getLogger("grpo_lab.server")
 
@@ -156,8 +161,28 @@ def main(argv: list[str] | None = None) -> int:
     command = _serve_command()(parser=parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     warm(args.files)
+    parent = os.getpid()
+    os.register_at_fork(after_in_child=lambda: die_with_parent(parent))  # the --num-procs workers
     command.invoke(args)
     return 0
+
+
+def die_with_parent(parent: int) -> bool:
+    """In a process forked by ``parent``: have Linux send it SIGTERM when ``parent`` ends (``prctl``'s
+    ``PR_SET_PDEATHSIG``); if ``parent`` has already ended, send it now. Whether it could be asked (Linux only)."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def warm(files: list[str]) -> bool:

@@ -8,12 +8,16 @@ plots arrive after the first render, and moving a control in one leaves the othe
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
-from lab_server import READ_CLASS, free_port, serve, show_plots, wait_readout
+from lab_server import READ_CLASS, free_port, serve, show_plots, wait_http, wait_readout
 from grpo_lab.commands.serve import DEFAULT_PROCS
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
@@ -70,3 +74,32 @@ def test_default_serve_gives_each_visitor_its_own_view(browser):
         finally:
             for page in pages:
                 page.close()
+
+
+@pytest.mark.slow
+def test_kill_pid_of_grpo_lab_serve_stops_its_workers_too():
+    """`kill PID` (SIGTERM) of `grpo-lab serve` with two processes: the server took the command's place (same PID),
+    and both forked workers end with it instead of serving on."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "grpo_lab.cli", "serve", "--port", str(port), "--num-procs", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers = []
+    try:
+        wait_http(f"http://127.0.0.1:{port}/health", timeout=120)
+        server = psutil.Process(proc.pid)
+        assert "grpo_lab.server" in " ".join(server.cmdline())  # the command became the server
+        deadline = time.time() + 60
+        while len(workers) < 2 and time.time() < deadline:
+            workers = server.children()
+            time.sleep(0.2)
+        assert len(workers) == 2, workers
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        gone, alive = psutil.wait_procs(workers, timeout=30)
+        assert alive == [], alive
+    finally:
+        for p in workers:
+            if p.is_running():
+                p.kill()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -70,4 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(" ".join(cmd))
         return 0
     print(f"grpo-lab: serving the lab at http://{args.address}:{args.port}/app (Ctrl-C to stop)", file=sys.stderr)
+    if os.name == "posix":  # the server takes this process's place: `kill PID` stops it (and its workers)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(cmd[0], cmd)
     return subprocess.call(cmd)
