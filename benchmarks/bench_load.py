@@ -374,10 +374,13 @@ def main(argv=None) -> int:
               f"control p50 {r['control_p50']:.3f}s")
     for label in dict.fromkeys(r["label"] for r in rows):
         r = next(x for x in rows if x["label"] == label)
-        for key, what in (("cpu_visit", "opening the lab and moving a control"), ("cpu_full", "scrolling to the plots too")):
-            print(f"  {label:<22} server CPU of one new visit in all, {what}: {r[key]:.3f}s (target "
-                  f"{TARGET_CPU_PER_VISIT_S:g}s: {'met' if r[key] <= TARGET_CPU_PER_VISIT_S else 'MISSED'})")
-        print(f"  {label:<22} to interactive {r['cpu_first']:.3f}s")
+        room = max(x["cpu_per_visit"] for x in rows if x["label"] == label)
+        kinds = [("alone", r["cpu_visit"])] + ([] if args.scroll else [("in a room, the largest of the rounds", room)])
+        for what, cpu in kinds:
+            print(f"  {label:<22} server CPU of a new visit (open the lab, move a control), {what}: {cpu:.3f}s "
+                  f"(target {TARGET_CPU_PER_VISIT_S:g}s: {'met' if cpu <= TARGET_CPU_PER_VISIT_S else 'MISSED'})")
+        print(f"  {label:<22} of which to interactive {r['cpu_first']:.3f}s; a visit that also scrolls to the plots "
+              f"(built only then, out of the first render) {r['cpu_full']:.3f}s in all")
     if args.json:
         print(json.dumps(rows))
     return 0
