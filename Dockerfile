@@ -3,20 +3,23 @@
 #   docker build -t grpo-lab .
 #   docker run -p 5006:5006 -e BOKEH_ALLOW_WS_ORIGIN=lab.example.org grpo-lab
 # BOKEH_ALLOW_WS_ORIGIN (comma-separated host[:port]) lists the origins whose pages may open the
-# lab's websocket: set it to the host name visitors use. PORT changes the port.
+# lab's websocket: set it to the host name visitors use. PORT changes the port. The Replay tab lists the
+# repository's shipped runs (GRPO_LAB_RUNS; mount another folder there to replay your own).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PORT=5006 \
-    BOKEH_ALLOW_WS_ORIGIN=localhost:5006,127.0.0.1:5006
+    BOKEH_ALLOW_WS_ORIGIN=localhost:5006,127.0.0.1:5006 \
+    GRPO_LAB_RUNS=/home/lab/grpo-lab/runs
 
 RUN useradd --create-home --uid 10001 lab
 WORKDIR /home/lab/grpo-lab
 COPY pyproject.toml setup.py README.md ./
 COPY sims ./sims
 COPY lab ./lab
+COPY runs ./runs
 RUN pip install --no-cache-dir . && chown -R 10001:10001 /home/lab
 
 USER 10001:10001

@@ -186,8 +186,8 @@ def die_with_parent(parent: int) -> bool:
 
 
 def warm(files: list[str]) -> bool:
-    """If ``files`` (the apps to serve) include the lab's ``app.py``: import the lab and build one default page
-    in a document of its own (no session, no event loop, no thread), then let it go; whether it did.
+    """If ``files`` (the apps to serve) include the lab's ``app.py`` (or a copy of it): import the lab and build one
+    default page in a document of its own (no session, no event loop, no thread), then let it go; whether it did.
 
     What stays is process-wide: the modules, Bokeh's and Panel's model classes, the caches of values that
     depend on no session (:mod:`grpo_lab.memo`). It is then moved out of the garbage collector's sight
@@ -198,7 +198,7 @@ def warm(files: list[str]) -> bool:
     """
     from grpo_lab.commands.serve import APP_PATH
 
-    if not any(os.path.realpath(f) == os.path.realpath(APP_PATH) for f in files or []):
+    if not any(_is_lab_app(f, APP_PATH) for f in files or []):
         return False
     from bokeh.document import Document
     from panel.io.state import state
@@ -214,6 +214,15 @@ def warm(files: list[str]) -> bool:
     release()
     gc.freeze()  # what is left lives as long as the process: no collection walks it again (see above)
     return True
+
+
+def _is_lab_app(path: str, app: os.PathLike) -> bool:
+    """Whether ``path`` is the lab's ``app.py``: that file, or a copy of it (the Dockerfile serves the copy in its
+    working folder, the package's own being installed elsewhere)."""
+    try:
+        return os.path.realpath(path) == os.path.realpath(app) or open(path, "rb").read() == open(app, "rb").read()
+    except OSError:
+        return False
 
 
 def with_allocator(argv: list[str]) -> None:

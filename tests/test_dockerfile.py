@@ -66,10 +66,29 @@ def test_runs_as_non_root_with_a_health_check_on_all_interfaces():
     assert "BOKEH_ALLOW_WS_ORIGIN" in env_defaults()  # the websocket origin comes from the environment
 
 
+def in_workdir(path: str) -> Path:
+    """A path inside the image, as the repository's path it was copied from (the WORKDIR is the copied repo)."""
+    (workdir,) = [r for w, r in instructions() if w == "WORKDIR"]
+    rel = Path(path).relative_to(workdir)
+    copied = [r.split()[-1] for w, r in instructions() if w == "COPY"]
+    assert any(rel == Path(dest) or Path(dest) in rel.parents for dest in copied), (rel, copied)
+    return ROOT / rel
+
+
+def test_the_replay_lists_the_shipped_runs_in_the_image():
+    """GRPO_LAB_RUNS points at a folder the image copies, holding the runs the Replay tab opens on."""
+    from grpo_lab.replay.catalog import FEATURED, list_runs
+
+    runs = in_workdir(env_defaults()["GRPO_LAB_RUNS"])
+    assert runs == ROOT / "runs"
+    assert FEATURED in list_runs(runs)
+
+
 def test_docker_serve_command_answers_outside_docker():
     """Run CMD exactly as the container would (WORKDIR = the copied repo), then the HEALTHCHECK command."""
     port = free_port()
     env = {**env_defaults(), "PORT": str(port), "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{port}"}
+    env["GRPO_LAB_RUNS"] = str(in_workdir(env["GRPO_LAB_RUNS"]))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     with serve(cmd=exec_form("CMD"), port=port, env=env, cwd=ROOT) as url:
         with urllib.request.urlopen(url, timeout=30) as r:

@@ -63,3 +63,17 @@ def test_a_forged_host_cannot_add_sources_to_the_policy():
 def test_grpo_lab_serve_runs_the_hardened_server_with_the_health_route():
     assert serve_command(port=5006)[1:3] == ["-m", "grpo_lab.server"]
     assert (HEALTH_PATH, HealthHandler) in ROUTES
+
+
+def test_the_warm_up_knows_the_lab_app_and_its_copy(tmp_path):
+    """The Dockerfile serves a copy of app.py in its working folder: that copy is warmed up like the package's own."""
+    from grpo_lab.commands.serve import APP_PATH
+    from grpo_lab.server import _is_lab_app, warm
+
+    copy = tmp_path / "app.py"
+    copy.write_bytes(APP_PATH.read_bytes())
+    other = tmp_path / "other.py"
+    other.write_text("print('another app')\n")
+    assert _is_lab_app(str(APP_PATH), APP_PATH) and _is_lab_app(str(copy), APP_PATH)
+    assert not _is_lab_app(str(other), APP_PATH) and not _is_lab_app(str(tmp_path / "missing.py"), APP_PATH)
+    assert warm([str(other)]) is False  # any other app is served as it is
