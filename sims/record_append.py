@@ -13,6 +13,7 @@ tables in run.json as *chunks* (``files.groups = [{name, sha256}, ...]``, which
   :meth:`RecordAppender.flush` *uncompressed* (a stored zip member per column, with a
   fixed timestamp, so equal rows give equal bytes and an unchanged chunk is not written
   again): its cost is a copy and a checksum, not a compression, at every flush.
+  :meth:`RecordAppender.close` (the record is finished) writes them once more, compressed.
 
 Each flush writes the open chunks under fresh content-addressed names, replaces
 run.json in one ``os.replace``, then removes the chunk files run.json no longer
@@ -123,6 +124,7 @@ class RecordAppender:
         self._cond = threading.Condition()
         self._job: dict | None = None  # submitted, not yet taken by the writer (merged flushes)
         self._busy = False  # the writer is writing a job
+        self._last: dict | None = None  # the last job written: its open chunks, compressed by close()
         if background:
             threading.Thread(target=self._writer, name="grpo-lab-record-writer", daemon=True).start()
 
@@ -183,8 +185,13 @@ class RecordAppender:
         self._raise()
 
     def close(self) -> None:
-        """Wait for the writer, then remove the files the last run.json does not name (a finished record)."""
+        """Wait for the writer; write the last flush's open chunks once more, compressed (a finished record is not
+        rewritten again, so its last rows are stored as small as its sealed ones); then remove the files the last
+        run.json does not name."""
         self.wait()
+        if self._last is not None:
+            self._write({**self._last, "seal": [], "final": True})
+            self._last = None
         for old in self._written - self._previous:
             (self.path / old).unlink(missing_ok=True)
         self._written = set(self._previous)
@@ -222,14 +229,16 @@ class RecordAppender:
         return "{\n" + ",\n".join(parts) + "\n}\n"
 
     def _write(self, job: dict) -> None:
-        """Write the job's sealed segments in order, then its open chunks and run.json."""
+        """Write the job's sealed segments in order, then its open chunks (compressed for the ``final`` job of
+        :meth:`close`) and run.json."""
         for table, parts in job["seal"]:
             self.sealed[table].append(self._write_chunk(table, _concat(parts), compress=True))
+        final = job.get("final", False)
         files = {}
         for table in _TABLES:
             tail = _concat(job["tail"][table])
-            files[table] = self.sealed[table] + ([self._write_chunk(table, tail, compress=False)] if tail else [])
-        files["evals"] = [self._write_chunk("evals", job["evals"], compress=False)] if job["evals"] else []
+            files[table] = self.sealed[table] + ([self._write_chunk(table, tail, compress=final)] if tail else [])
+        files["evals"] = [self._write_chunk("evals", job["evals"], compress=final)] if job["evals"] else []
         meta = job["meta"]
         meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
         atomic_write_bytes(self.path / "run.json", self._meta_text(meta).encode())
@@ -239,3 +248,4 @@ class RecordAppender:
         for old in self._written - keep - self._previous:
             (self.path / old).unlink(missing_ok=True)
         self._written, self._previous = keep | self._previous, keep
+        self._last = job  # what close() compresses

@@ -182,3 +182,34 @@ def test_flushes_wait_merged_while_the_writer_is_busy(tmp_path, monkeypatch):
     rec = read_record(tmp_path)
     assert rec.meta["steps_completed"] == 20
     _assert_rows(rec, expect)
+
+
+def test_close_compresses_the_last_open_chunks_once(tmp_path):
+    """A finished record's last rows are compressed like its sealed segments; the rows and nothing else remain."""
+    import json
+    import zipfile
+
+    def kinds():
+        files = json.loads((tmp_path / "run.json").read_text())["files"]
+        out = []
+        for name in [e["name"] for t in ("groups", "steps", "evals") for e in files[t]]:
+            with zipfile.ZipFile(tmp_path / name) as zf:
+                out.append({i.compress_type for i in zf.infolist()})
+        return out, {e["name"] for t in ("groups", "steps", "evals") for e in files[t]}
+
+    app = RecordAppender(tmp_path, {"n_prompts": 10}, segment_rows=6, background=True)
+    expect = []
+    for step in range(1, 4):
+        _add(app, expect, step, 4, steps=True)
+        app.evals = {"step": np.array([step]), "pass_rate": np.full((1, 10), 0.5)}
+        app.flush()
+    app.wait()
+    before, _ = kinds()
+    assert {zipfile.ZIP_STORED} in before  # open chunks: stored while the run goes on
+    app.close()
+    after, named = kinds()
+    assert after and all(k == {zipfile.ZIP_DEFLATED} for k in after)
+    assert {p.name for p in tmp_path.glob("*.npz")} == named
+    rec = read_record(tmp_path)
+    _assert_rows(rec, expect)
+    np.testing.assert_array_equal(rec.evals["pass_rate"], np.full((1, 10), 0.5))
