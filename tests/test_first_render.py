@@ -1,0 +1,45 @@
+"""What a new visit's first render holds: the server's cost of a visit is mostly its Bokeh models.
+
+A session's document is built here as the server builds it (the app's page in a document of its own, with that
+document current), without a browser. Issue #13 asks for at most 200 ms of server CPU per new visit; that cost
+grows with the models of the first render (about 1-2 ms each to build and send, measured with
+``benchmarks/bench_load.py``), so a change that adds to the first screen shows here first. The plots are not in
+it (built once the visitor scrolls to them), nor the other tabs, nor the tour's box.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from bokeh.document import Document
+from bokeh.models import Plot
+from panel.io.state import set_curdoc
+
+from grpo_lab.app import build_app
+
+#: the first render's Bokeh models at the commit that made the side controls one component (55 before it);
+#: raise it only with a reason (and the load benchmark's figure beside it)
+FIRST_RENDER_MODELS = 36
+
+
+def first_render(query: dict | None = None) -> Document:
+    doc = Document()
+    with set_curdoc(doc):
+        build_app(query or {}).server_doc(doc)
+    return doc
+
+
+def test_the_first_render_is_small_and_holds_no_plot():
+    doc = first_render()
+    kinds = collections.Counter(type(m).__name__ for m in doc.models)
+    assert len(doc.models) <= FIRST_RENDER_MODELS, kinds
+    assert not any(isinstance(m, Plot) for m in doc.models), kinds  # the plots wait until scrolled to
+    # one component each: the grid with its controls and readouts, the controls beside it, the plots' placeholder
+    names = {type(m).__name__.rstrip("0123456789") for m in doc.models}
+    assert {"LiveGrid", "SideControls", "InView"} <= names, names
+    assert kinds["Spinner"] == kinds["Slider"] == 0, kinds  # no Panel widget for rho or the population
+
+
+def test_a_tour_link_adds_only_its_box():
+    plain, tour = len(first_render().models), len(first_render({"tour": "2"}).models)
+    assert plain < tour <= plain + 8
