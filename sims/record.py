@@ -69,6 +69,7 @@ __all__ = [
     "group_outcomes",
     "summarise",
     "atomic_write_bytes",
+    "array_hashes",
 ]
 
 FORMAT = "grpo-lab-run"
@@ -201,6 +202,13 @@ def _concat_chunks(chunks: list[dict[str, np.ndarray]], table: str) -> dict[str,
         return {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
     except ValueError:
         raise InputError(f"run record: the {table} chunks have mismatched shapes") from None
+
+
+def array_hashes(path) -> dict:
+    """``{table: SHA-256}`` of a finished record's array files, as its run.json lists them (a table kept in
+    chunks: the list of its chunks' hashes). :func:`read_record` checks every file against these."""
+    files = json.loads((Path(path) / "run.json").read_text())["files"]
+    return {k: (v["sha256"] if isinstance(v, dict) else [c["sha256"] for c in v]) for k, v in sorted(files.items())}
 
 
 def read_record(path) -> RunRecord:

@@ -332,7 +332,7 @@ def _same_figures(got: dict, want: dict) -> None:
 def _check_figures_against_record(path: Path, run: dict) -> None:
     """A figures.json line against the record it came from: its array hashes, its config, its figures
     (as the study computes them, and the main ones again with plain numpy)."""
-    from grpo_lab.commands.study import array_hashes
+    from grpo_lab.sims.record import array_hashes
     from grpo_lab.sims.record import read_record
     from grpo_lab.sims.trainer.study import run_figures
 

@@ -117,15 +117,6 @@ def read_figures(path: Path, preset_name: str) -> dict[str, dict]:
             for name, run in data["runs"].items()}
 
 
-def array_hashes(path: Path) -> dict:
-    """``{table: SHA-256}`` of a finished record's array files, as its run.json lists them (a table kept
-    in chunks: the list of its chunks' hashes). ``read_record`` checks every file against these."""
-    import json
-
-    files = json.loads((path / "run.json").read_text())["files"]
-    return {k: (v["sha256"] if isinstance(v, dict) else [c["sha256"] for c in v]) for k, v in sorted(files.items())}
-
-
 class Study:
     """One study folder: which runs are finished, their figures, the tables.
 
@@ -145,7 +136,7 @@ class Study:
         return self.has_record(cell) or cell.name in self.stored
 
     def load(self, cells) -> None:
-        from grpo_lab.sims.record import read_record
+        from grpo_lab.sims.record import array_hashes, read_record
         from grpo_lab.sims.trainer.study import run_figures
 
         for c in cells:
