@@ -26,7 +26,7 @@ import panel as pn
 
 from grpo_lab.access import PAGE_CSS, PageAccess
 from grpo_lab.debounce import Debounce
-from grpo_lab.memory import release_soon, session_started
+from grpo_lab.memory import release_soon
 from grpo_lab.embed import embed_options
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
@@ -103,7 +103,6 @@ def build_app(query: dict[str, str] | None = None):
         tour_panel.go(tour_step(query.get("tour")))  # a linked tour step sets the controls (?tour=N)
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
         pn.state.onload(lambda: _sync_url(session.lab, query, tour))
-        pn.state.onload(session_started)  # counted once its page is open (a page-rendering cache never is)
         pn.state.on_session_destroyed(release_soon)  # memory back to the system once a room has left (grpo_lab.memory)
     if session.embed:
         return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query), PageAccess())

@@ -30,8 +30,7 @@ import ctypes
 import ctypes.util
 import gc
 
-__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases",
-           "session_started"]
+__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases"]
 
 ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc"}  #: the server's allocator (set before the interpreter starts)
 RELEASE_DELAY_S = 2.0  #: release this long after the last session destroyed (one release per room leaving)
@@ -85,12 +84,6 @@ def _cancel_pending() -> None:
         loop, timeout = _pending
         loop.remove_timeout(timeout)
         _pending = None
-
-
-def session_started() -> None:
-    """A page opened (a Panel ``onload`` callback): a release scheduled for a room that left is called off,
-    since this visit is about to reuse that memory (its own end schedules the next release)."""
-    _cancel_pending()
 
 
 def release_soon(session_context) -> None:

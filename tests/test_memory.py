@@ -112,10 +112,12 @@ def test_a_visitor_arriving_before_the_release_calls_it_off(monkeypatch):
         assert runs == []  # it is alive when the release would run: nothing ran
         newcomer.destroyed = True
         memory.release_soon(context)  # it leaves: scheduled again
-        memory.session_started()  # another page opens before it runs: called off
+        another = FakeSession()
+        context.server_context.sessions.append(another)  # another page opens before it runs: nothing runs
         await asyncio.sleep(0.3)
         assert runs == []
-        memory.release_soon(context)  # the next destroy schedules it again, and it runs
+        another.destroyed = True
+        memory.release_soon(context)  # its end schedules it again, and it runs
         await asyncio.sleep(0.3)
         return list(runs)
 
