@@ -43,3 +43,17 @@ def test_the_first_render_is_small_and_holds_no_plot():
 def test_a_tour_link_adds_only_its_box():
     plain, tour = len(first_render().models), len(first_render({"tour": "2"}).models)
     assert plain < tour <= plain + 8
+
+
+#: a replay link's first render (two shipped runs side by side: six figures): 358 models before its figures were made
+#: of lean glyphs (grpo_lab.views.glyphs), 236 after
+REPLAY_LINK_MODELS = 240
+
+
+def test_a_replay_link_first_render_draws_with_lean_glyphs():
+    doc = first_render({"replay": "sign-vs-dr_grpo"})
+    kinds = collections.Counter(type(m).__name__ for m in doc.models)
+    assert len(doc.models) <= REPLAY_LINK_MODELS, kinds
+    assert kinds["Stack"] == 0 and kinds["VBar"] == 2, kinds  # each histogram one bar glyph, no stack transforms
+    assert kinds["Line"] + kinds["Scatter"] + kinds["VBar"] == kinds["GlyphRenderer"], kinds  # no unseen copies
+    assert kinds["BasicTicker"] == kinds["BasicTickFormatter"] == 1, kinds  # one per tab, shared by every axis

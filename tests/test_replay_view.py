@@ -106,3 +106,25 @@ def test_hover_counts_are_each_groups_passing_rollouts(tmp_path):
     np.testing.assert_array_equal(k, want_k)
     np.testing.assert_array_equal(K, want_K)
     assert want_K.max() == 4
+
+
+def test_the_stacked_histogram_rows_are_the_runs_counts_at_the_step(tmp_path):
+    """One bar glyph draws the four stacks: stack j's bin i is row j * bins + i, from the stacks below it to its top."""
+    from grpo_lab.replay.plots import HIST_COLUMNS
+
+    write_record(tmp_path / "r", synthetic_record(steps=5))
+    view = ReplayView(runs_root=tmp_path)
+    slot = view.slots[0]
+    for pos in (0, 3, 4):
+        view.paint(pos)
+        row = int(view.axis.data["row_a"][pos])
+        counts = slot.view.hist[row]  # bins x stacks, from grpo_lab.sims.replay.step_histograms
+        bins = counts.shape[0]
+        data = slot.hist.data
+        drawn = (np.asarray(data["top"]) - np.asarray(data["bottom"])).reshape(len(HIST_COLUMNS), bins).T
+        np.testing.assert_array_equal(drawn, counts)
+        np.testing.assert_array_equal(np.asarray(data["bottom"]).reshape(len(HIST_COLUMNS), bins)[0], 0)
+        np.testing.assert_array_equal(np.asarray(data["top"]).reshape(len(HIST_COLUMNS), bins)[-1], counts.sum(1))
+        mids = (slot.view.hist_edges[:-1] + slot.view.hist_edges[1:]) / 2
+        np.testing.assert_allclose(np.asarray(data["mid"]), np.tile(mids, len(HIST_COLUMNS)))
+    assert counts.sum() > 0

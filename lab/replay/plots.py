@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, Range1d, Span
+from bokeh.models import ColumnDataSource, NumeralTickFormatter, Range1d, Span, VBar
 from bokeh.palettes import Cividis256
-from bokeh.plotting import figure
 
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
 
 from ..palette import FILTERED_COLOR, OUTCOME_COLORS
+from ..views.glyphs import AxisParts, add_dots, add_legend, add_line, lean_figure, stacked_bars
 from .model import NOT_SAMPLED_CODE, READOUT_KEYS, SERIES, RunView
 
 __all__ = ["Slot", "TimePlots", "readout_template", "rate_codes", "RATE_COLOURS", "NAN_RATE_CODE",
@@ -78,34 +78,38 @@ class Slot:
     """One run's Bokeh part (its per-step series for :class:`TimePlots`, and its pass-rate histogram at the
     step shown); ``name`` is "a" or "b". The grid, readouts and captions are :class:`grpo_lab.replay.grid.ReplayGrid`'s."""
 
-    def __init__(self, name: str, width: int = 400):
+    def __init__(self, name: str, width: int = 400, axes: AxisParts | None = None):
+        """``axes``: the axis parts the session's replay figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
         self.name = name
         self.series = ColumnDataSource(data={k: np.zeros(0) for k in (*SERIES, "step", "ev_row")},
                                        name=f"replay_series_{name}")
-        self.hist = ColumnDataSource(data={"mid": [], **{c: [] for c in HIST_COLUMNS}}, name=f"replay_hist_{name}")
-        self.hist_fig = figure(width=width, height=220, tools="", toolbar_location=None, x_range=(0, 1),
-                               title="", name=f"replay_hist_fig_{name}")
-        colors = [OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR]
-        self.hist_fig.vbar_stack(list(HIST_COLUMNS), x="mid", width=0.095, source=self.hist, color=colors)
+        # the stacked histogram is one bar glyph (grpo_lab.views.glyphs.stacked_bars): its rows are each stack's bins
+        self.hist = ColumnDataSource(data=_hist_rows(np.zeros((0, len(HIST_COLUMNS))), np.zeros(0)),
+                                     name=f"replay_hist_{name}")
+        self.hist_fig = lean_figure(axes, width=width, height=220, x_range=(0, 1), title="",
+                                    name=f"replay_hist_fig_{name}")
+        self.hist_fig.add_glyph(self.hist, VBar(x="mid", bottom="bottom", top="top", width=0.095, fill_color="color",
+                                                line_color="color"))
         self.hist_fig.title.text_font_size = "12px"
-        self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation (colour: group at this step)"
+        self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation"  # the colour: in the title
         self.hist_fig.yaxis.axis_label = "prompts"
         self.layout = column(self.hist_fig)
         self.view: RunView | None = None
+        self._mids = np.zeros(0)
 
     def load(self, view: RunView | None) -> None:
         """Send one run's series (or nothing) to the browser."""
         self.view = view
         if view is None:
             self.series.data = {k: np.zeros(0) for k in (*SERIES, "step", "ev_row")}
-            self.hist.data = {"mid": [], **{c: [] for c in HIST_COLUMNS}}
+            self.hist.data = _hist_rows(np.zeros((0, len(HIST_COLUMNS))), np.zeros(0))
             self.layout.visible = False
             return
         self.layout.visible = True
-        self.hist_fig.title.text = "Run: pass rates" if self.name == "a" else "Compared run: pass rates"
+        self.hist_fig.title.text = ("Run" if self.name == "a" else "Compared run") + ": pass rates (colour: group at this step)"
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
-        mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
-        self.hist.data = {"mid": mids, **{c: np.zeros(len(mids), np.int32) for c in HIST_COLUMNS}}
+        self._mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
+        self.hist.data = _hist_rows(np.zeros((len(self._mids), len(HIST_COLUMNS))), self._mids)
 
     def paint(self, row: int) -> None:
         """The histogram at step row ``row`` (-1: before the run's first step: empty)."""
@@ -113,63 +117,69 @@ class Slot:
         if view is None:
             return
         counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
-        self.hist.data.update({c: counts[:, j].astype(np.int32) for j, c in enumerate(HIST_COLUMNS)})
+        bars = stacked_bars(counts, self._mids)
+        self.hist.data.update(bottom=bars["bottom"], top=bars["top"])  # only these columns change, and are sent
+
+
+#: the histogram's stacks' colours, in the order of HIST_COLUMNS (bottom to top)
+_HIST_COLORS = (OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL], FILTERED_COLOR)
+
+
+def _hist_rows(counts: np.ndarray, mids: np.ndarray) -> dict:
+    """The histogram glyph's rows for ``counts`` (bins x HIST_COLUMNS) at the bins' centres, with their colours."""
+    return {**stacked_bars(counts, mids), "color": np.repeat(_HIST_COLORS, len(mids))}
 
 
 class TimePlots:
     """Per-step series of run A (and B, dashed) on one shared time axis, each with the current step marked."""
 
-    def __init__(self, a: Slot, b: Slot, width: int = 600):
+    def __init__(self, a: Slot, b: Slot, width: int = 600, axes: AxisParts | None = None):
+        """``axes``: the axis parts the session's replay figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
         self.x_range = Range1d(0, 1)
         self.spans = []
         self.b_renderers = []
 
         def fig(title, y_label, y_range=None):
-            f = figure(width=width, height=210, tools="", toolbar_location=None, title=title,
-                       x_range=self.x_range, y_range=y_range or Range1d(-0.02, 1.02))
+            f = lean_figure(axes, width=width, height=210, title=title, x_range=self.x_range,
+                            y_range=y_range or Range1d(-0.02, 1.02))
             f.yaxis.axis_label = y_label
+            f.xaxis.axis_label = "step"
             span = Span(location=0, dimension="height", line_color="#444", line_dash="dotted", line_width=1.5)
             f.add_layout(span)
             self.spans.append(span)
             return f
 
+        def legend(f, items):
+            lg = add_legend(f, items, "top_left", place="right")  # beside the plot, as figure's legends sit
+            lg.label_text_font_size, lg.spacing, lg.padding = "10px", 0, 4
+
+        def b_line(f, col, color, width):
+            self.b_renderers.append(add_line(f, b.series, "step", col, color, width=width, dash="dashdot"))
+
         green, orange, red = OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL]
-        self.effective = fig("Groups with a gradient per step: measured vs predicted", "share of groups")
-        e = self.effective
-        e.scatter("step", "eff", source=a.series, size=3, color=green, alpha=0.5, legend_label="measured")
-        e.line("step", "eff_roll", source=a.series, color=green, line_width=2.5, legend_label="rolling mean")
-        e.line("step", "pred_real", source=a.series, color="#0072B2", line_width=1.5, legend_label="1 - D_real")
-        e.line("step", "pred_iid", source=a.series, color="#CC79A7", line_dash="dashed", line_width=1.5,
-               legend_label="1 - D_iid")
-        self.b_renderers.append(e.line("step", "eff_roll", source=b.series, color="#000000", line_dash="dashdot",
-                                       line_width=2))
-        self.tails = fig("Both tails: unanimous groups per step", "share of groups")
-        self.tails.line("step", "all_pass", source=a.series, color=orange, line_width=2, legend_label="all pass")
-        self.tails.line("step", "all_fail", source=a.series, color=red, line_width=2, legend_label="all fail")
+        e = self.effective = fig("Groups with a gradient per step: measured vs predicted", "share of groups")
+        legend(e, [("measured", add_dots(e, a.series, "step", "eff", green, size=3, alpha=0.5)),
+                   ("rolling mean", add_line(e, a.series, "step", "eff_roll", green)),
+                   ("1 - D_real", add_line(e, a.series, "step", "pred_real", "#0072B2", width=1.5)),
+                   ("1 - D_iid", add_line(e, a.series, "step", "pred_iid", "#CC79A7", width=1.5, dash="dashed"))])
+        b_line(e, "eff_roll", "#000000", 2)
+        t = self.tails = fig("Both tails: unanimous groups per step", "share of groups")
+        legend(t, [("all pass", add_line(t, a.series, "step", "all_pass", orange, width=2)),
+                   ("all fail", add_line(t, a.series, "step", "all_fail", red, width=2))])
         for col, color in (("all_pass", orange), ("all_fail", red)):
-            self.b_renderers.append(self.tails.line("step", col, source=b.series, color=color, line_dash="dashdot",
-                                                    line_width=1.5))
-        self.reward = fig("Reward and evaluation pass rate", "mean")
-        self.reward.line("step", "reward", source=a.series, color="#56B4E9", line_width=2, legend_label="mean reward")
-        self.reward.line("step", "eval_pass", source=a.series, color="#000000", line_width=2,
-                         legend_label="eval pass rate")
+            b_line(t, col, color, 1.5)
+        r = self.reward = fig("Reward and evaluation pass rate", "mean")
+        legend(r, [("mean reward", add_line(r, a.series, "step", "reward", "#56B4E9", width=2)),
+                   ("eval pass rate", add_line(r, a.series, "step", "eval_pass", "#000000", width=2))])
         for col, color in (("reward", "#56B4E9"), ("eval_pass", "#000000")):
-            self.b_renderers.append(self.reward.line("step", col, source=b.series, color=color, line_dash="dashdot",
-                                                     line_width=1.5))
-        self.rollouts = fig("Rollouts generated vs rollouts that carried a gradient", "rollouts (cumulative)",
-                            y_range=Range1d(0, 1))
-        self.rollouts.line("step", "gen_cum", source=a.series, color="#999999", line_width=2, legend_label="generated")
-        self.rollouts.line("step", "useful_cum", source=a.series, color=green, line_width=2,
-                           legend_label="in groups with a gradient")
+            b_line(r, col, color, 1.5)
+        g = self.rollouts = fig("Rollouts generated vs rollouts that carried a gradient", "rollouts (cumulative)",
+                                y_range=Range1d(0, 1))
+        g.yaxis.formatter = NumeralTickFormatter(format="0,0")  # 100,000 rather than 1.000e+5
+        legend(g, [("generated", add_line(g, a.series, "step", "gen_cum", "#999999", width=2)),
+                   ("in groups with a gradient", add_line(g, a.series, "step", "useful_cum", green, width=2))])
         for col, color in (("gen_cum", "#999999"), ("useful_cum", green)):
-            self.b_renderers.append(self.rollouts.line("step", col, source=b.series, color=color, line_dash="dashdot",
-                                                       line_width=1.5))
-        for f in (self.effective, self.tails, self.reward, self.rollouts):
-            f.legend.label_text_font_size = "10px"
-            f.legend.spacing = 0
-            f.legend.padding = 4
-            f.add_layout(f.legend[0], "right")
-            f.xaxis.axis_label = "step"
+            b_line(g, col, color, 1.5)
         self.figures = [self.effective, self.tails, self.reward, self.rollouts]
         self.layout = column(*self.figures)
 

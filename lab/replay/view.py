@@ -37,6 +37,7 @@ from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
+from ..views.glyphs import AxisParts
 from .plots import Slot, TimePlots
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
 from .upload import describe_limits, load_upload
@@ -68,9 +69,10 @@ class ReplayView(pn.viewable.Viewer):
         if pair in self.pairs:
             self.state.param.update(pair=pair, run=self.pairs[pair][1], compare=self.pairs[pair][2])
 
-        self.slots = [Slot("a"), Slot("b")]
+        axes = AxisParts()  # one ticker, formatter and label policy for all of the tab's axes
+        self.slots = [Slot("a", axes=axes), Slot("b", axes=axes)]
         self.diagnose = DiagnoseView()  # the run doctor on the chosen run (docs/doctor.md)
-        self.plots = TimePlots(*self.slots)
+        self.plots = TimePlots(*self.slots, axes=axes)
         self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
                                            "row_b": np.zeros(0, np.int32)}, name="replay_axis")
 

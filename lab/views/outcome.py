@@ -25,7 +25,7 @@ from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED, outcome_histogram
 
 from .frame import Frame
-from .glyphs import AxisParts, add_legend, add_line, lean_figure
+from .glyphs import AxisParts, add_legend, add_line, lean_figure, stacked_bars
 
 __all__ = ["OutcomePlot", "PINNED_CURVE"]
 
@@ -40,14 +40,6 @@ _STACK_HATCHES = (OUTCOME_HATCHES[MIXED], OUTCOME_HATCHES[ALL_PASS], OUTCOME_HAT
 _STACK_LABELS = ("mixed", "all pass", "all fail", "removed by the filter")
 
 
-def stacked_bars(counts: np.ndarray) -> dict:
-    """The histogram's bar rows from ``counts`` (bins x stacks): stack j's bin i is row ``j * bins + i``, from
-    ``bottom`` (the stacks below it in that bin) to ``top`` (bottom plus its count)."""
-    counts = np.asarray(counts, dtype=float)
-    top = np.cumsum(counts, axis=1)
-    return {"mid": np.tile(_MID, counts.shape[1]), "bottom": (top - counts).T.ravel(), "top": top.T.ravel()}
-
-
 class OutcomePlot:
     """Two figures sharing the p axis: the P(useful) curve and the histogram of current pass rates."""
 
@@ -56,7 +48,7 @@ class OutcomePlot:
         axes = axes or AxisParts()
         self.curve = ColumnDataSource({"p": _P, "useful": np.zeros_like(_P)})
         bins = len(_MID)
-        self.hist = ColumnDataSource({**stacked_bars(np.zeros((bins, len(_STACK)))),
+        self.hist = ColumnDataSource({**stacked_bars(np.zeros((bins, len(_STACK))), _MID),
                                       "color": np.repeat(_STACK_COLORS, bins), "hatch": np.repeat(_STACK_HATCHES, bins)})
         top = lean_figure(axes, height=220, sizing_mode="stretch_width",
                           title="P(group has a gradient) for the current K (dashed: mean pass rate)", x_range=(0, 1),
@@ -98,7 +90,7 @@ class OutcomePlot:
         self._show_pin(frame.pin)
         category = np.where(v.kept, v.outcome, len(_STACK) - 1)  # the outcome, or "filtered"
         counts = outcome_histogram(v.pass_rate, category, len(_EDGES) - 1, len(_STACK))
-        bars = stacked_bars(counts)
+        bars = stacked_bars(counts, _MID)
         self.hist.data.update(bottom=bars["bottom"], top=bars["top"])  # only these columns change, and are sent
         mean = v.summary["mean_pass_rate"]
         self.mean.location = float(mean) if np.isfinite(mean) else 0.5
