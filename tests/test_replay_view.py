@@ -128,3 +128,18 @@ def test_the_stacked_histogram_rows_are_the_runs_counts_at_the_step(tmp_path):
         mids = (slot.view.hist_edges[:-1] + slot.view.hist_edges[1:]) / 2
         np.testing.assert_allclose(np.asarray(data["mid"]), np.tile(mids, len(HIST_COLUMNS)))
     assert counts.sum() > 0
+
+
+def test_sessions_share_a_record_on_disk_until_it_changes(tmp_path):
+    """Two visitors of one run read and prepare it once; a record written again is read again."""
+    import os
+
+    write_record(tmp_path / "r", synthetic_record(steps=3))
+    first, second = ReplayView(runs_root=tmp_path), ReplayView(runs_root=tmp_path)
+    assert first.slots[0].view is second.slots[0].view and len(first.slots[0].view.steps) == 3
+    write_record(tmp_path / "r", synthetic_record(steps=5))
+    st = os.stat(tmp_path / "r" / "run.json")
+    os.utime(tmp_path / "r" / "run.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a coarse clock
+    third = ReplayView(runs_root=tmp_path)
+    assert third.slots[0].view is not first.slots[0].view and len(third.slots[0].view.steps) == 5
+    assert len(first.slots[0].view.steps) == 3  # what the first visitor shows is left alone

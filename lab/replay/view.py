@@ -21,12 +21,14 @@ opens it) and ``replay-pair-link`` (the link that reopens it).
 
 from __future__ import annotations
 
+import os
 from urllib.parse import urlencode
 
 import numpy as np
 import panel as pn
 from bokeh.models import ColumnDataSource
 
+from grpo_lab.memo import Memo
 from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
@@ -52,6 +54,21 @@ all pass or all fail (unanimous: zero advantage, no gradient); grey cells were n
 The plots show the share of groups with a gradient per step against two predictions from the pass rates
 measured at the nearest evaluation: 1 - D_real (each prompt's own pass rate) and 1 - D_iid (their mean
 alone); their gap is the Jensen gap. Pick a second run under *Compare with* to draw both on one time axis."""
+
+
+#: records on disk as the replay shows them, shared by every session of the process (a class opening one link
+#: reads and prepares its runs once); keyed by the folder and its run.json's time and size, so a record still being
+#: written is read again once it changes. Shared values: never modified (RunView is built once and only read).
+_RUN_VIEWS = Memo(8)
+
+
+def _record_key(path: str) -> tuple | None:
+    """(folder, run.json's modification time in ns, its size), or None if it cannot be read (read_record says why)."""
+    try:
+        st = os.stat(os.path.join(path, "run.json"))
+    except OSError:
+        return None
+    return os.path.realpath(path), st.st_mtime_ns, st.st_size
 
 
 class ReplayView(pn.viewable.Viewer):
@@ -184,6 +201,10 @@ class ReplayView(pn.viewable.Viewer):
         if not label or label == NONE or label not in self.state.choices:
             return None
         source = self.state.choices[label]
+        if fresh is None and isinstance(source, str):  # a record on disk: the same for every session
+            key = _record_key(source)
+            if key is not None:
+                return _RUN_VIEWS.get((key, label), lambda: RunView(label, read_record(source)))
         rec = fresh if fresh is not None else read_record(source) if isinstance(source, str) else source
         return RunView(label, rec)
 
