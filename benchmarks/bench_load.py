@@ -29,6 +29,9 @@ server's processes over the round, divided by the visitors), and its memory (RSS
 before the round, at its peak and 60 s after the sessions closed (``--settle``); the memory target is read against
 the server right after its start, before any visit (a server that warms itself at its start includes that).
 
+``--link QUERY`` (repeatable) also measures the server CPU of opening ``/app?QUERY`` alone up to its document, the
+first render of a shared link such as ``replay=sign-vs-dr_grpo`` (a teacher's replay link), after one visit per process.
+
 ``--baseline REF`` runs the same rounds against the lab of a git commit (its ``lab/`` and ``sims/``
 exported to a temporary folder and put first on the server's PYTHONPATH; ``--ref REF`` measures a commit that way
 instead of the working tree), so a figure measured on a
@@ -307,14 +310,60 @@ def one_at_a_time(server: Server, n: int) -> dict:
     return {k: statistics.median(v) if v else float("nan") for k, v in cpu.items()}
 
 
+async def open_link(url: str) -> None:
+    """Open a page as a browser does, up to its document (GET, websocket, PULL-DOC), then close: a link's first render."""
+    from bokeh.client.websocket import WebSocketClientConnectionWrapper
+    from bokeh.protocol import Protocol
+    from bokeh.protocol.receiver import Receiver
+    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    resp = await AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, request_timeout=STEP_TIMEOUT_S)
+    token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
+    ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
+    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
+                                                    max_message_size=200 * 2**20), STEP_TIMEOUT_S)
+    conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()
+    receiver = Receiver(protocol)
+
+    async def read(kind: str):
+        while True:
+            frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
+            if frag is None:
+                raise ConnectionError("the websocket closed")
+            msg = await receiver.consume(frag)
+            if msg is not None and msg.header["msgtype"] == kind:
+                return msg
+
+    await read("ACK")
+    await protocol.create("PULL-DOC-REQ").send(conn)
+    await read("PULL-DOC-REPLY")
+    sock.close()
+
+
+def link_cost(server: Server, query: str, n: int) -> float:
+    """Median server CPU of opening ``/app?query`` alone, up to its document (until QUIET_S after it closed)."""
+    url = f"{server.url}?{query}"
+    for _ in range(4):  # the first in each process: files read, caches filled (not counted)
+        asyncio.run(open_link(url))
+    cpu = []
+    for _ in range(n):
+        before = server.cpu_s()
+        asyncio.run(open_link(url))
+        time.sleep(QUIET_S)
+        cpu.append(server.cpu_s() - before)
+    return statistics.median(cpu)
+
+
 def bench(label: str, pythonpath: Path | None, rounds: list[int], settle_s: float, extra: list[str],
-          alone: int, scroll: bool = False) -> list[dict]:
+          alone: int, scroll: bool = False, links: list[str] = ()) -> list[dict]:
     server = Server(pythonpath, extra)
     rss_start = server.rss_mb()  # the server after its start, before any visit: the memory target's baseline
     try:
         asyncio.run(visit(server.url, 8))  # warm up: first imports, static caches (not counted)
         time.sleep(1)
         single = one_at_a_time(server, alone) if alone else dict.fromkeys(("cpu_first", "cpu_visit", "cpu_full"), float("nan"))
+        single["links"] = {q: link_cost(server, q, max(alone, 5)) for q in links}
         return [{"label": label, "rss_start": rss_start, **single, **run_round(server, n, settle_s, scroll)} for n in rounds]
     finally:
         server.stop()
@@ -330,6 +379,8 @@ def main(argv=None) -> int:
     ap.add_argument("--serve-args", default="", help="extra `grpo-lab serve` options (e.g. '--num-procs 1')")
     ap.add_argument("--scroll", action="store_true", help="in the rounds every visitor scrolls to the plots too")
     ap.add_argument("--alone", type=int, default=5, help="visits of each kind measured one at a time first (default 5)")
+    ap.add_argument("--link", action="append", default=[], metavar="QUERY", help=(
+        "also the server CPU of opening /app?QUERY alone, to its document (e.g. replay=sign-vs-dr_grpo); repeatable"))
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = ap.parse_args(argv)
     if any(not 1 <= n <= MAX_VISITORS for n in args.visitors):
@@ -338,11 +389,11 @@ def main(argv=None) -> int:
     rows = []
     if args.baseline:
         base = snapshot(args.baseline)
-        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone, args.scroll)
+        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone, args.scroll, args.link)
     if args.ref:
-        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone, args.scroll)
+        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone, args.scroll, args.link)
     else:
-        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone, args.scroll)
+        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone, args.scroll, args.link)
     print(f"load: visitors arriving together at `grpo-lab serve` {args.serve_args} (defaults otherwise), "
           f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; each visitor opens the "
           f"lab, {'scrolls to the plots, ' if args.scroll else ''}moves a control and closes")
@@ -381,6 +432,8 @@ def main(argv=None) -> int:
                   f"(target {TARGET_CPU_PER_VISIT_S:g}s: {'met' if cpu <= TARGET_CPU_PER_VISIT_S else 'MISSED'})")
         print(f"  {label:<22} of which to interactive {r['cpu_first']:.3f}s; a visit that also scrolls to the plots "
               f"(built only then, out of the first render) {r['cpu_full']:.3f}s in all")
+        for query, cpu in r["links"].items():
+            print(f"  {label:<22} opening /app?{query} alone, to its document: {cpu:.3f}s of server CPU")
     if args.json:
         print(json.dumps(rows))
     return 0
