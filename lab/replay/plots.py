@@ -106,7 +106,8 @@ class Slot:
             self.layout.visible = False
             return
         self.layout.visible = True
-        self.hist_fig.title.text = ("Run" if self.name == "a" else "Compared run") + ": pass rates (colour: group at this step)"
+        which = "Run" if self.name == "a" else "Compared run"
+        self.hist_fig.title.text = f"{which}: pass rates (colour: group at this step)"
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
         self._mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
         self.hist.data = _hist_rows(np.zeros((len(self._mids), len(HIST_COLUMNS))), self._mids)
