@@ -1,5 +1,6 @@
 """The wheel installs one import name, grpo_lab, and the installed package works from it."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,8 @@ def test_wheel_installs_only_grpo_lab(tmp_path):
     # no longer exist into the wheel
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "*.egg-info", "runs", "tests", "docs", "notebooks", "benchmarks", "__pycache__"))
+        ".git", ".venv", "build", "*.egg-info", "runs-local", "tests", "docs", "notebooks", "benchmarks", "__pycache__",
+        "test-artifacts"))
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                     "-w", str(wheels), str(src)], check=True, timeout=300)
@@ -35,15 +37,22 @@ def test_wheel_installs_only_grpo_lab(tmp_path):
         "names = sorted(p.name for p in site.iterdir()\n"
         "               if not p.name.endswith(('.dist-info', '.pth')) and p.name not in ('pip', '_distutils_hack',\n"
         "               'setuptools', 'pkg_resources', '__pycache__'))\n"
+        "from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR, FEATURED, PAIRS, list_runs\n"
+        "runs = list_runs()\n"
         "print(json.dumps({'names': names, 'file': grpo_lab.__file__, 'useful': float(o.p_useful(0.5, 2)),\n"
-        "                  'static': (pathlib.Path(grpo_lab.__file__).parent / 'static' / 'kernel.js').is_file()}))\n"
+        "                  'static': (pathlib.Path(grpo_lab.__file__).parent / 'static' / 'kernel.js').is_file(),\n"
+        "                  'runs_dir': str(DEFAULT_RUNS_DIR), 'featured': FEATURED in runs,\n"
+        "                  'pairs': all(a in runs and b in runs for _, a, b in PAIRS.values())}))\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "GRPO_LAB_RUNS"}  # the package's own runs
     out = json.loads(subprocess.run([str(py), "-c", probe], check=True, capture_output=True, text=True,
-                                    timeout=120, cwd=tmp_path).stdout)
+                                    timeout=120, cwd=tmp_path, env=env).stdout)
     assert out["names"] == ["grpo_lab"]
     assert Path(out["file"]).is_relative_to(env_dir)
     assert out["useful"] == 0.5
     assert out["static"]
+    # the shipped runs travel in the package: the Replay tab opens on its featured run and every pair preset
+    assert Path(out["runs_dir"]).is_relative_to(env_dir) and out["featured"] and out["pairs"]
     cli = env_dir / "bin" / "grpo-lab"
     res = subprocess.run([str(cli), "table", "--K", "2", "--p", "0.5", "--json"], capture_output=True,
                          text=True, timeout=120, cwd=tmp_path)

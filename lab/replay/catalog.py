@@ -7,7 +7,9 @@ from pathlib import Path
 
 __all__ = ["DEFAULT_RUNS_DIR", "FEATURED", "PAIRS", "runs_dir", "list_runs", "pairs_in"]
 
-DEFAULT_RUNS_DIR = Path(__file__).resolve().parents[2] / "runs"  #: the shipped runs of the repository
+_INSTALLED_RUNS = Path(__file__).resolve().parents[1] / "runs"  # grpo_lab/runs, in an installed wheel (setup.py)
+#: the shipped runs: the installed package's copy, else the repository's (a checkout, an editable install)
+DEFAULT_RUNS_DIR = _INSTALLED_RUNS if _INSTALLED_RUNS.is_dir() else Path(__file__).resolve().parents[2] / "runs"
 MAX_DEPTH = 3  #: runs/<name>/run.json, runs/<estimator>/<seed>/run.json, ...
 #: the shipped run listed first (the tab opens on it): a healthy run whose environment expires from the easy end
 #: (the full study's broad-start dr_grpo at its tuned rate, seed 1: pass rate 0.470 -> 0.771 while the all-pass
@@ -30,7 +32,7 @@ PAIRS = {
 
 
 def runs_dir() -> Path:
-    """The folder listed: ``$GRPO_LAB_RUNS`` if set, else the repository's ``runs/``."""
+    """The folder listed: ``$GRPO_LAB_RUNS`` if set, else the shipped runs (:data:`DEFAULT_RUNS_DIR`)."""
     env = os.environ.get("GRPO_LAB_RUNS")
     return Path(env) if env else DEFAULT_RUNS_DIR
 
