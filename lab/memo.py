@@ -9,12 +9,13 @@ array by its bytes (a 16-byte BLAKE2b digest), for keys that include a populatio
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import OrderedDict
 from typing import Callable, Hashable
 
 import numpy as np
 
-__all__ = ["Memo", "array_key"]
+__all__ = ["Memo", "array_key", "drop_room_values"]
 
 
 def array_key(array) -> bytes:
@@ -26,12 +27,26 @@ def array_key(array) -> bytes:
     return h.digest()
 
 
-class Memo:
-    """``get(key, compute)``: the value cached under ``key``, or ``compute()``'s, kept (at most ``size`` values)."""
+#: the memos whose values go when a room leaves (``Memo(..., room=True)``), emptied by :func:`drop_room_values`
+_ROOM_MEMOS: "weakref.WeakSet[Memo]" = weakref.WeakSet()
 
-    def __init__(self, size: int = 16):
+
+class Memo:
+    """``get(key, compute)``: the value cached under ``key``, or ``compute()``'s, kept (at most ``size`` values).
+
+    ``room=True``: large values that only a room's visitors share (a replay link's runs, several MB each): they
+    are dropped with :func:`drop_room_values` once no session is left (:func:`grpo_lab.memory.release`), so a
+    room that left gives their memory back; the small values of the other memos stay for the next visitor."""
+
+    def __init__(self, size: int = 16, room: bool = False):
         self.size = size
         self._values: OrderedDict = OrderedDict()
+        if room:
+            _ROOM_MEMOS.add(self)
+
+    def clear(self) -> None:
+        """Forget every value."""
+        self._values.clear()
 
     def get(self, key: Hashable, compute: Callable[[], object]):
         try:
@@ -42,3 +57,12 @@ class Memo:
             while len(self._values) > self.size:
                 self._values.popitem(last=False)
             return value
+
+
+def drop_room_values() -> int:
+    """Empty the memos made with ``room=True``; how many values were dropped."""
+    dropped = 0
+    for memo in list(_ROOM_MEMOS):
+        dropped += len(memo._values)
+        memo.clear()
+    return dropped

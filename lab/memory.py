@@ -51,7 +51,11 @@ _released = 0  # releases run by release_soon in this process
 
 
 def release() -> bool:
-    """Collect garbage, then return the heap's free pages to the system; whether a trim ran (glibc only)."""
+    """Drop the values only a room shared (:func:`grpo_lab.memo.drop_room_values`: a replay link's runs), collect
+    garbage, then return the heap's free pages to the system; whether a trim ran (glibc only)."""
+    from grpo_lab.memo import drop_room_values
+
+    drop_room_values()
     gc.collect()
     if _TRIM is None:
         return False

@@ -136,3 +136,20 @@ def test_the_server_restarts_under_the_allocator_unless_one_is_chosen(monkeypatc
     server.with_allocator(["app.py"])
     assert len(calls) == 1
 
+
+
+def test_a_release_drops_what_only_a_room_shared_and_keeps_the_rest():
+    """A replay link's runs (a memo made with room=True, several MB a run) go with the room; the lab's small
+    caches stay for the next visitor."""
+    from grpo_lab.memo import _ROOM_MEMOS, Memo
+    from grpo_lab.replay import view as replay_view
+
+    room, kept = Memo(4, room=True), Memo(4)
+    room.get("run", lambda: bytearray(10))
+    kept.get("curve", lambda: (1, 2))
+    assert replay_view._RUN_VIEWS in _ROOM_MEMOS
+    memory.release()
+    calls = []
+    room.get("run", lambda: calls.append("computed again") or bytearray(10))
+    kept.get("curve", lambda: calls.append("curve computed again"))
+    assert calls == ["computed again"]

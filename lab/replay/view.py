@@ -59,7 +59,8 @@ alone); their gap is the Jensen gap. Pick a second run under *Compare with* to d
 #: records on disk as the replay shows them, shared by every session of the process (a class opening one link
 #: reads and prepares its runs once); keyed by the folder and its run.json's time and size, so a record still being
 #: written is read again once it changes. Shared values: never modified (RunView is built once and only read).
-_RUN_VIEWS = Memo(8)
+#: Dropped when the room has left (``room=True``: grpo_lab.memory.release), so their memory goes back.
+_RUN_VIEWS = Memo(8, room=True)
 
 
 def _record_key(path: str) -> tuple | None:
