@@ -178,44 +178,48 @@ async def _patch(conn, events: list):
     return msg
 
 
-async def visit(url: str, K: int, cpu=None, scroll: bool = True) -> dict:
-    """One visitor (see the module docstring; ``scroll``: it scrolls to the plots before moving the control);
-    returns its timings in seconds, or its error."""
+async def open_document(url: str):
+    """Open a page as BokehJS does: GET it, open its websocket with the page's token, wait for the server's ACK,
+    send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
+    next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY."""
     from bokeh.client.websocket import WebSocketClientConnectionWrapper
     from bokeh.protocol import Protocol
     from bokeh.protocol.receiver import Receiver
     from tornado.httpclient import AsyncHTTPClient, HTTPRequest
     from tornado.websocket import websocket_connect
 
+    resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S,
+                                                          request_timeout=STEP_TIMEOUT_S), STEP_TIMEOUT_S)
+    token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
+    ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
+    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
+                                                    max_message_size=200 * 2**20), STEP_TIMEOUT_S)
+    conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()
+    receiver = Receiver(protocol)
+
+    async def read(kind: str):
+        while True:
+            frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
+            if frag is None:
+                raise ConnectionError("the websocket closed")
+            msg = await receiver.consume(frag)
+            if msg is not None and msg.header["msgtype"] == kind:
+                return msg
+            if msg is not None and msg.header["msgtype"] == "ERROR":
+                raise RuntimeError(msg.content.get("text"))
+
+    await read("ACK")
+    await protocol.create("PULL-DOC-REQ").send(conn)
+    return sock, conn, read, await read("PULL-DOC-REPLY")
+
+
+async def visit(url: str, K: int, cpu=None, scroll: bool = True) -> dict:
+    """One visitor (see the module docstring; ``scroll``: it scrolls to the plots before moving the control);
+    returns its timings in seconds, or its error."""
     t0 = time.perf_counter()
     out = {}
     try:
-        resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, request_timeout=STEP_TIMEOUT_S),
-                                      STEP_TIMEOUT_S)
-        html = resp.body.decode()
-        out["page"] = time.perf_counter() - t0
-        token = re.search(r'"token":\s*"([^"]+)"', html).group(1)
-        ws_url = url.replace("http://", "ws://") + "/ws"
-        sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
-                                                        max_message_size=200 * 2**20), STEP_TIMEOUT_S)
-        conn = WebSocketClientConnectionWrapper(sock)
-        protocol = Protocol()
-        receiver = Receiver(protocol)
-
-        async def read(kind: str):
-            while True:
-                frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
-                if frag is None:
-                    raise ConnectionError("the websocket closed")
-                msg = await receiver.consume(frag)
-                if msg is not None and msg.header["msgtype"] == kind:
-                    return msg
-                if msg is not None and msg.header["msgtype"] == "ERROR":
-                    raise RuntimeError(msg.content.get("text"))
-
-        await read("ACK")
-        await protocol.create("PULL-DOC-REQ").send(conn)
-        reply = await read("PULL-DOC-REPLY")
+        sock, conn, read, reply = await open_document(url)
         out["interactive"] = time.perf_counter() - t0
         out["cpu_interactive"] = cpu() if cpu else float("nan")
         grid = _find_grid(reply.content["doc"])
@@ -311,33 +315,8 @@ def one_at_a_time(server: Server, n: int) -> dict:
 
 
 async def open_link(url: str) -> None:
-    """Open a page as a browser does, up to its document (GET, websocket, PULL-DOC), then close: a link's first render."""
-    from bokeh.client.websocket import WebSocketClientConnectionWrapper
-    from bokeh.protocol import Protocol
-    from bokeh.protocol.receiver import Receiver
-    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-    from tornado.websocket import websocket_connect
-
-    resp = await AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, request_timeout=STEP_TIMEOUT_S)
-    token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
-    ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
-    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
-                                                    max_message_size=200 * 2**20), STEP_TIMEOUT_S)
-    conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()
-    receiver = Receiver(protocol)
-
-    async def read(kind: str):
-        while True:
-            frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
-            if frag is None:
-                raise ConnectionError("the websocket closed")
-            msg = await receiver.consume(frag)
-            if msg is not None and msg.header["msgtype"] == kind:
-                return msg
-
-    await read("ACK")
-    await protocol.create("PULL-DOC-REQ").send(conn)
-    await read("PULL-DOC-REPLY")
+    """Open a page up to its document (:func:`open_document`), then close: a link's first render."""
+    sock, *_ = await open_document(url)
     sock.close()
 
 
