@@ -59,10 +59,7 @@ class Memo:
             return value
 
 
-def drop_room_values() -> int:
-    """Empty the memos made with ``room=True``; how many values were dropped."""
-    dropped = 0
+def drop_room_values() -> None:
+    """Empty the memos made with ``room=True``."""
     for memo in list(_ROOM_MEMOS):
-        dropped += len(memo._values)
         memo.clear()
-    return dropped

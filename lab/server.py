@@ -47,6 +47,7 @@ import gc
 import logging
 import os
 import sys
+from pathlib import Path
 
 from tornado import web
 from tornado.iostream import StreamClosedError
@@ -220,7 +221,7 @@ def _is_lab_app(path: str, app: os.PathLike) -> bool:
     """Whether ``path`` is the lab's ``app.py``: that file, or a copy of it (the Dockerfile serves the copy in its
     working folder, the package's own being installed elsewhere)."""
     try:
-        return os.path.realpath(path) == os.path.realpath(app) or open(path, "rb").read() == open(app, "rb").read()
+        return os.path.realpath(path) == os.path.realpath(app) or Path(path).read_bytes() == Path(app).read_bytes()
     except OSError:
         return False
 
