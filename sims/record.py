@@ -12,6 +12,10 @@ A record is a directory::
                     lengths (int64, n x G)     completion lengths in tokens (-1 where unknown)
                     kept (bool, n)             the group entered the loss (False: dropped by
                                                dynamic sampling)
+                    correctness (float64, n x G)  optional, ingested runs: the correctness score per
+                                               rollout where the classified reward is a shaped one
+                                               (verl's acc / scorer score, a TRL correctness function);
+                                               read by the doctor's audit (sims/doctor/audit.py)
     steps-*.npz   one row per optimizer step: ``step`` plus the per-step metrics
                   (``frac_reward_zero_std``, ``frac_all_pass``, ``frac_all_fail``,
                   ``reward_mean``, ``max_abs_advantage``, ``kl``, ``rollouts_generated``,

@@ -37,6 +37,9 @@ def register(sub) -> None:
                    help=f"difficulty band of the what-if (default {DEFAULT_BAND[0]:g} {DEFAULT_BAND[1]:g})")
     p.add_argument("--retire-after", type=int, default=DEFAULT_RETIRE_AFTER,
                    help=f"all-pass draws in a row that make a retire candidate (default {DEFAULT_RETIRE_AFTER})")
+    p.add_argument("--audit", action="store_true",
+                   help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
+                        "correctness split, phantom-gradient groups): no fit, so any record with groups")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -61,6 +64,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     band = check_band(*args.band)
     record = read_record(_resolve(args.run))
+    if args.audit:
+        from grpo_lab.sims.doctor.audit import audit, audit_text
+
+        result = audit(record)
+        print_json(result) if args.json else print("\n".join(audit_text(result) or ["audit: the record carries no "
+                                                                                   "trainer scalar and no correctness score"]))
+        return 0
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
                       stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after)
     written = {}

@@ -4,7 +4,9 @@ r"""The run doctor in one call: fit, check, what-ifs, forecast, skip/reallocate,
 plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 
 ``run``                  name, groups, steps, prompts, K, whether rewards were binarised
-``fit``                  the single-Beta ML fit of all groups (``alpha``, ``beta``, SEs, GOF)
+``fit``                  the single-Beta ML fit of all groups (``alpha``, ``beta``, SEs, GOF); ``fit.cluster``
+                         its prompt-level bootstrap SEs and 95% intervals, which hold where prompts repeat
+                         (:mod:`.honesty`; a record of fewer than 9 distinct prompts is refused there)
 ``mixture``              the two-component fit (or why not), ``model`` the one BIC prefers
 ``pooled``               prompt-pooled Beta and mixture over the last quarter of the steps, with a check
                          against that stretch's unanimous shares (:mod:`.pooled`)
@@ -19,6 +21,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
 ``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
+``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
+                         split and phantom-gradient groups (:mod:`.audit`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
 """
@@ -33,10 +37,12 @@ import numpy as np
 from .._checks import band as check_band
 from ..errors import InputError
 from ..record import RunRecord
+from .audit import audit as audit_logged
 from .correlation import within_prompt_correlation
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
 from .forecast import DEFAULT_THRESHOLD, forecast as run_forecast
 from .groups import run_groups
+from .honesty import check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
@@ -84,6 +90,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     t_all = time.perf_counter()
     timings = {}
     groups = run_groups(record, tolerance)
+    check_population(groups)
     K = groups.K
     counts = groups.counts()
     steps = np.unique(groups.step)
@@ -108,6 +115,9 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     windows = window_fits(groups, window, stride)
     pooled = pooled_fit(groups)
     timings["fit"] = time.perf_counter() - t
+    t = time.perf_counter()
+    fit["cluster"] = cluster_bootstrap(groups, fit["alpha"], fit["beta"])
+    timings["intervals"] = time.perf_counter() - t
 
     t = time.perf_counter()
     correlation = within_prompt_correlation(groups)
@@ -138,6 +148,10 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     t = time.perf_counter()
     lists = prompt_lists(groups, retire_after)
     timings["prompts"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    logged = audit_logged(record)
+    timings["audit"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
@@ -161,6 +175,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "forecast": fc,
         "skip": skip,
         "prompts": lists,
+        "audit": logged,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,

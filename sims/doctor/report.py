@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from ..formatting import percent
+from .audit import audit_text
+from .honesty import intervals_text
 
 __all__ = ["text_report", "html_fragment", "html_report"]
 
@@ -47,6 +49,7 @@ def text_report(d: dict) -> str:
              f"K = {r['K']}" + (" (rewards binarised at 0.5)" if r["binarised"] else "")]
     lines.append(f"fit: Beta(alpha {f['alpha']:.3f} +/- {f['se_alpha']:.3f}, beta {f['beta']:.3f} +/- "
                  f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + _gof_text(f["gof"]))
+    lines += [x for x in [intervals_text(f)] if x]
     for key in ("all_pass", "all_fail"):
         lo, hi = ou[f"{key}_interval"]
         lines.append(f"  {key.replace('_', '-'):8s} observed {percent(ou[key])} [{percent(lo)}, {percent(hi)}]  "
@@ -124,6 +127,7 @@ def text_report(d: dict) -> str:
     lines.append(f"prompts: retire {pc['retire']:,} (all-pass in the last {d['prompts']['retire_after']} draws), "
                  f"hard {pc['hard']:,} (never solved), live {pc['live']:,}, never drawn {pc['never_drawn']:,}")
     lines.append(f"  caution: {d['prompts']['caution']}")
+    lines += audit_text(d["audit"]) if "audit" in d else []
     lines.append(f"open in the lab: ?{d['lab_query']}")
     return "\n".join(lines)
 

@@ -387,6 +387,10 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     }
     if parts and not has_adv:
         missing.append("advantages")
+    correct = [j for j, c in enumerate(columns_used) if re.search(r"correct|acc", c, re.I)] if len(columns_used) > 1 else []
+    if parts and correct:  # a correctness function beside others: kept per rollout for the doctor's audit
+        groups["correctness"] = np.concatenate([p[4][:, :, correct[0]] for p in parts])
+        reward_info["correctness"] = f"reward function {columns_used[correct[0]]!r} alone"
     rec = record_from_arrays(groups, [prompt_label(t) for t in prompt_texts], source=source, tolerance=tolerance,
                              scalars=scalars, missing=missing, name=name, config={"num_generations": G_used})
     rec.meta["reward"] = reward_info

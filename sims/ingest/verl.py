@@ -216,6 +216,10 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
                   "kept": np.ones(n, bool)}
         alternatives = {a: outcome_summary(np.asarray(v, float)[grouping.order].reshape(-1, G), tolerance)
                         for a, v in offer.items()}
+        correct = "acc" if "acc" in offer else next((a for a in offer if a.startswith("correctness score")), None)
+        if correct is not None and reward_info.get("key") == TRAINING:  # kept per rollout for the doctor's audit
+            groups["correctness"] = np.asarray(offer[correct], float)[grouping.order].reshape(-1, G)
+            reward_info["correctness"] = correct
         group_steps, inv = np.unique(grouping.step, return_inverse=True)
         amb = grouping.ambiguous_keys()
         if amb.size:

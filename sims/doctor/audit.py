@@ -1,0 +1,352 @@
+r"""Audit of the logged metrics: the trainer's own scalars recomputed from the record's groups.
+
+Ingest keeps every scalar a trainer logged as the step column ``scalar/<name>`` (:mod:`grpo_lab.sims.ingest`);
+the groups hold the rewards. Where a record carries one of these scalars, :func:`audit` recomputes it per
+step from the groups, with the trainer's own definition, and shows every step where they disagree beside
+its likely cause. The definitions, read in each trainer's source:
+
+=================================  ==========  ===============================================================
+logged name                        trainer     definition
+=================================  ==========  ===============================================================
+``frac_reward_zero_std``           TRL         ``isclose(std_rewards, 0)`` averaged over the gathered
+                                               generation batch; ``std_rewards`` the group's std with
+                                               ``scale_rewards`` "group"/"none", the whole batch's with
+                                               "batch" (``GRPOTrainer._generate_and_score_completions``,
+                                               trl 1.16.0); :meth:`log` averages every batch since the
+                                               previous log
+``reward_std``                     TRL         ``nanstd`` (Bessel) of all rewards of the gathered batch: one
+                                               std over rollouts, not a mean of group stds
+``reward``                         TRL         ``nanmean`` of the weighted-sum rewards of the batch
+``critic/score/mean``              verl        mean over the batch of ``token_level_scores.sum(-1)``
+                                               (non-aborted rows; ``compute_data_metrics``,
+                                               verl/trainer/ppo/metric_utils.py): the training reward
+``solve_none/all``, ``solve_all``  prime-rl    groups whose rewards sum to 0 / to ``group_size``, over the
+  ``/all``, ``effective_batch_``               groups of the step's rollouts; effective = 1 - both
+  ``size/all``                                 (``MetricsBuilder.compute_solve_rates``,
+                                               src/prime_rl/orchestrator/metrics.py)
+``env/all/by_group/frac_all_good``  tinker     groups whose total rewards are ``all_same`` and >= 0.5 (good)
+  ``/frac_all_bad``, ``/frac_mixed``           or < 0.5 (bad), else mixed (``_compute_by_group_metrics``,
+                                               tinker_cookbook/rl/metric_util.py)
+=================================  ==========  ===============================================================
+
+Bare names (``solve_none``, ``frac_all_good``, ``by_group/frac_all_good``) are read too, e.g. from a plain
+JSONL record's ``{"step": N, "data": {...}}`` lines.
+
+**Causes.** For a disagreement the audit recomputes the figure under each known way a logged figure goes
+wrong and names those that reproduce the logged value (within float32 rounding):
+
+- ``correctness``: the same figure on the record's correctness score instead of its shaped training reward
+  (a shaped reward vs the correctness reward);
+- ``kept_only`` / ``all_drawn``: over the groups that entered the loss only, or over every drawn group (a
+  rate's denominator: prime-rl #3152 computed its trainable rate over the whole arrival window, errored
+  and filtered rollouts included);
+- ``rollouts_not_groups``: K times the share (OpenRLHF #1282 divided accepted rollouts by prompts: 800%
+  with 8 samples per prompt);
+- ``neighbour_step``: the figure of the step before or after (tinker-cookbook #905: per-tag metrics zipped
+  against a filtered group list slide onto the next groups);
+- ``batch_std``: TRL with ``scale_rewards="batch"`` (one batch std: the share is 0 or 1);
+- ``per_device``: the figure of one contiguous 1/2, 1/4 or 1/8 of the step's groups (one device's share
+  where the global batch was meant);
+- ``logging_steps`` / ``unwritten_batches`` (not numerical): TRL averaged generation batches the record
+  does not hold (``logging_steps`` > 1; or several generation batches per step, of which TRL writes the
+  last, which ingest warns about); named when the record's source says so and nothing else reproduces
+  the value.
+
+Causes are listed in that order (``batch_std`` first where ingest inferred ``scale_rewards="batch"``); on
+small batches several can reproduce a value by coincidence, so all that do are named.
+
+A disagreement nothing reproduces is reported as unexplained.
+
+**Correctness split and phantom gradients.** Where the record classifies a shaped reward and also keeps
+the correctness score per rollout (``groups["correctness"]``, :mod:`grpo_lab.sims.record`), the audit
+reports both splits side by side (zero-advantage, all-pass, all-fail shares) whenever they differ, and
+names the **phantom-gradient groups**: unanimous in correctness but not in the training reward, so GRPO
+trains on a difference of shaping alone (a length-only gradient with DAPO's overlong penalty;
+verl-recipe #125, NeMo-RL #2431). A record without the column but with ingest's per-reward summaries
+(``meta["reward"]["alternatives"]``) gets the shares side by side, without the group list.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..record import RunRecord, group_outcomes
+
+__all__ = ["METRICS", "CAUSES", "audit", "LIST_MAX"]
+
+LIST_MAX = 20  #: phantom-gradient groups listed (all are counted)
+_REL, _ABS = 2e-5, 2e-6  #: a logged value reproduces a recomputed one within float32 rounding
+
+#: (trainer, logged names, quantity, definition)
+METRICS = (
+    ("TRL", ("frac_reward_zero_std",), "zero_std",
+     "share of groups whose rewards have zero std (isclose(std, 0)), over the gathered generation batch"),
+    ("TRL", ("reward_std",), "std", "std (Bessel) of every reward of the batch, over rollouts"),
+    ("TRL", ("reward",), "mean", "mean of the rewards of the batch"),
+    ("verl", ("critic/score/mean",), "mean", "mean of token_level_scores summed per response (the training reward)"),
+    ("prime-rl", ("solve_none/all", "solve_none"), "solve_none", "share of groups whose rewards sum to 0"),
+    ("prime-rl", ("solve_all/all", "solve_all"), "solve_all", "share of groups whose rewards sum to group_size"),
+    ("prime-rl", ("effective_batch_size/all", "effective_batch_size"), "solve_some", "1 - solve_none - solve_all"),
+    ("tinker", ("env/all/by_group/frac_all_good", "by_group/frac_all_good", "frac_all_good"), "all_good",
+     "share of groups with all_same total rewards >= 0.5"),
+    ("tinker", ("env/all/by_group/frac_all_bad", "by_group/frac_all_bad", "frac_all_bad"), "all_bad",
+     "share of groups with all_same total rewards < 0.5"),
+    ("tinker", ("env/all/by_group/frac_mixed", "by_group/frac_mixed", "frac_mixed"), "mixed",
+     "share of groups whose total rewards are not all the same"),
+)
+
+CAUSES = {
+    "correctness": "a shaped reward vs the correctness reward: the logged figure is the correctness score's",
+    "kept_only": "the denominator (prime-rl #3152): the logged figure counts only the groups that entered the loss",
+    "all_drawn": "the denominator (prime-rl #3152): the logged figure counts every drawn group, dropped ones too",
+    "rollouts_not_groups": "rollouts counted where groups were meant: K times the share (OpenRLHF #1282's 800%)",
+    "neighbour_step": "the figure of a neighbouring step: metrics shifted onto other groups (tinker-cookbook #905)",
+    "batch_std": "TRL scale_rewards='batch': one std for the whole batch, so the share is 0 or 1",
+    "per_device": "per-device vs global: the figure of one device's contiguous share of the step's groups",
+    "logging_steps": "logging_steps averaging: TRL's log averages every generation batch since the previous log; "
+                     "the record holds the last one only",
+    "unwritten_batches": "not recomputable: ingest warns that the completion files hold only part of what the log "
+                         "covers (several generation batches per step, of which TRL writes the last), or that the "
+                         "reward weights are not the trainer's",
+}
+
+
+def _group_stats(r: np.ndarray, tol: float, K: int) -> dict[str, np.ndarray]:
+    """Per-group indicators and sums every quantity is built from (r: (n, G), NaN-padded)."""
+    valid = ~np.isnan(r)
+    deg, _, _ = group_outcomes(r, tol)
+    first = r[np.arange(len(r)), np.argmax(valid, axis=1)] if len(r) else np.zeros(0)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():  # an all-NaN (unscored) group is not "same"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        same = np.nanmax(r, axis=1) == np.nanmin(r, axis=1) if len(r) else np.zeros(0, bool)
+    total = np.nansum(r, axis=1)
+    return {"n": np.ones(len(r)), "zero_std": deg.astype(float),
+            "solve_none": (total == 0).astype(float), "solve_all": (total == K).astype(float),
+            "all_good": (same & (first >= 0.5)).astype(float), "all_bad": (same & (first < 0.5)).astype(float),
+            "rsum": total, "r2sum": np.nansum(r * r, axis=1), "rcount": valid.sum(axis=1).astype(float)}
+
+
+def _quantities(st: dict, pos: np.ndarray, m: int, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every quantity per step (m steps; NaN where a step has no group in ``mask``)."""
+    w = np.ones(len(pos)) if mask is None else mask.astype(float)
+    agg = {k: np.bincount(pos, weights=v * w, minlength=m) for k, v in st.items()}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n = np.where(agg["n"] > 0, agg["n"], np.nan)
+        c = agg["rcount"]
+        mean = agg["rsum"] / c
+        var = (agg["r2sum"] - c * mean**2) / (c - 1)
+        out = {k: agg[k] / n for k in ("zero_std", "solve_none", "solve_all", "all_good", "all_bad")}
+        out["solve_some"] = 1 - out["solve_none"] - out["solve_all"]
+        out["mixed"] = 1 - out["all_good"] - out["all_bad"]
+        out["mean"] = mean
+        out["std"] = np.sqrt(np.maximum(var, 0.0))
+    return out
+
+
+def _close(a, b) -> np.ndarray:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= _ABS + _REL * np.abs(b))
+
+
+def _find(steps: dict, names: tuple) -> str | None:
+    for name in names:
+        if f"scalar/{name}" in steps:
+            return name
+    return None
+
+
+def _alternatives(record: RunRecord, r: np.ndarray, pos: np.ndarray, m: int, K: int, tol: float,
+                  base: dict, quantity: str) -> dict[str, np.ndarray]:
+    """Per cause, the figure per step it would give (see the module docstring)."""
+    g = record.groups
+    alt = {}
+    if "correctness" in g:
+        alt["correctness"] = _quantities(_group_stats(np.asarray(g["correctness"], float), 0.0, K), pos, m)[quantity]
+    kept = np.asarray(g["kept"], bool)
+    if not kept.all():
+        alt["kept_only"] = _quantities(_group_stats(r, tol, K), pos, m, kept)[quantity]
+    if quantity not in ("mean", "std"):
+        alt["rollouts_not_groups"] = K * base[quantity]
+    shifted = np.full((2, m), np.nan)
+    shifted[0, 1:], shifted[1, :-1] = base[quantity][:-1], base[quantity][1:]
+    alt["neighbour_step"] = shifted
+    if quantity == "zero_std":
+        st = _group_stats(r, tol, K)
+        c = np.bincount(pos, weights=st["rcount"], minlength=m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.bincount(pos, weights=st["rsum"], minlength=m) / c
+            var = (np.bincount(pos, weights=st["r2sum"], minlength=m) - c * mean**2) / np.maximum(c - 1, 1)
+        alt["batch_std"] = np.where(c > 0, (np.abs(var) <= 1e-12).astype(float), np.nan)
+    alt["per_device"] = _per_device(r, pos, m, K, tol, quantity)
+    return alt
+
+
+def _per_device(r, pos, m, K, tol, quantity) -> np.ndarray:
+    """(chunks, m): the figure on each contiguous 1/d of a step's groups, d in 2, 4, 8 (record order)."""
+    rank = np.zeros(len(pos), np.int64)
+    order = np.argsort(pos, kind="stable")
+    counts = np.bincount(pos, minlength=m)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank[order] = np.arange(len(pos)) - starts[pos[order]]
+    st = _group_stats(r, tol, K)
+    rows = []
+    for d in (2, 4, 8):
+        chunk = np.where(counts[pos] % d == 0, rank * d // np.maximum(counts[pos], 1), -1)
+        for j in range(d):
+            rows.append(_quantities(st, pos, m, chunk == j)[quantity])
+    return np.asarray(rows)
+
+
+def _structural(record: RunRecord) -> str | None:
+    """A cause the record's source states but the groups cannot reproduce: TRL's logging_steps > 1, or ingest's
+    warning that the completion files hold only part of what a log covers."""
+    src = record.meta.get("source") or {}
+    if isinstance(src, dict) and isinstance(src.get("logging_steps"), (int, float)) and src["logging_steps"] > 1:
+        return "logging_steps"
+    if any("differs from the mean of the logged completions" in str(t) for t in record.meta.get("warnings") or []):
+        return "unwritten_batches"
+    return None
+
+
+def _priority(record: RunRecord) -> list[str]:
+    """Causes in the order they are named (a cause the source states first)."""
+    src = record.meta.get("source") or {}
+    first = ["batch_std"] if isinstance(src, dict) and src.get("scale_rewards") == "batch" else []
+    return first + [c for c in ("correctness", "kept_only", "rollouts_not_groups", "batch_std", "neighbour_step",
+                                "per_device") if c not in first]
+
+
+def _checks(record: RunRecord) -> list[dict]:
+    g, steps = record.groups, record.steps
+    r = np.asarray(g["rewards"], float)
+    if not len(r) or "step" not in steps:
+        return []
+    K = int(np.max(np.sum(~np.isnan(r), axis=1)))
+    tol = record.reward_tolerance
+    step_axis = np.asarray(steps["step"], np.int64)
+    has = np.isin(step_axis, g["step"])
+    pos = np.searchsorted(step_axis, g["step"])
+    m = len(step_axis)
+    base = _quantities(_group_stats(r, tol, K), pos, m)
+    structural, order = _structural(record), _priority(record)
+    out = []
+    for trainer, names, quantity, definition in METRICS:
+        name = _find(steps, names)
+        if name is None:
+            continue
+        logged = np.asarray(steps[f"scalar/{name}"], float)
+        compare = has & np.isfinite(logged)
+        mine = base[quantity]
+        agree = compare & _close(logged, mine)
+        alt = _alternatives(record, r, pos, m, K, tol, base, quantity)
+        rows = []
+        for i in np.flatnonzero(compare & ~agree):
+            causes = [c for c in order if c in alt and np.any(_close(logged[i], np.atleast_2d(alt[c])[:, i]))]
+            if not causes and structural:
+                causes = [structural]
+            rows.append({"step": int(step_axis[i]), "logged": float(logged[i]), "recomputed": float(mine[i]),
+                         "causes": causes, "cause": "; ".join(CAUSES[c] for c in causes) if causes else "unexplained"})
+        out.append({"trainer": trainer, "metric": name, "definition": definition, "compared_steps": int(compare.sum()),
+                    "agree": int(agree.sum()), "disagreements": rows})
+    return out
+
+
+def _shares(rewards: np.ndarray, tol: float) -> dict:
+    deg, ap, af = group_outcomes(rewards, tol)
+    n = max(len(deg), 1)
+    return {"zero_advantage": float(deg.sum() / n), "all_pass": float(ap.sum() / n), "all_fail": float(af.sum() / n)}
+
+
+def _split(record: RunRecord) -> dict:
+    g, reward = record.groups, record.meta.get("reward") or {}
+    r = np.asarray(g["rewards"], float)
+    tol = record.reward_tolerance
+    classified = reward.get("classified") or "the record's reward"
+    if "correctness" not in g:
+        alts = {k: v for k, v in (reward.get("alternatives") or {}).items() if "correct" in k or k == "acc"}
+        if not alts or not len(r):
+            return {"available": False, "reason": "the record keeps no correctness score beside its reward"}
+        name, a = next(iter(alts.items()))
+        corr = {"zero_advantage": a["frac_reward_zero_std"], "all_pass": a["frac_all_pass"],
+                "all_fail": a["frac_all_fail"]}
+        train = _shares(r, tol)
+        return {"available": True, "training": {"name": classified, **train}, "correctness": {"name": name, **corr},
+                "differ": any(not math.isclose(train[k], corr[k]) for k in train), "phantom": None,
+                "note": "shares from ingest's summary; re-ingest the run to name the phantom-gradient groups"}
+    c = np.asarray(g["correctness"], float)
+    deg_t, _, _ = group_outcomes(r, tol)
+    deg_c, ap_c, af_c = group_outcomes(c, 0.0)
+    phantom = deg_c & ~deg_t
+    masked = deg_t & ~deg_c
+    labels = record.meta.get("prompt_labels") or []
+    rows = []
+    for i in np.flatnonzero(phantom)[:LIST_MAX]:
+        pid = int(g["prompt_id"][i])
+        rows.append({"group": int(i), "step": int(g["step"][i]), "prompt_id": pid,
+                     "text": str(labels[pid]) if pid < len(labels) else None,
+                     "correctness": "all-pass" if ap_c[i] else "all-fail",
+                     "correctness_rewards": [float(x) for x in c[i] if not np.isnan(x)],
+                     "training_rewards": [float(x) for x in r[i] if not np.isnan(x)]})
+    train, corr = _shares(r, tol), _shares(c, 0.0)
+    n = max(len(r), 1)
+    return {"available": True, "training": {"name": classified, **train},
+            "correctness": {"name": reward.get("correctness") or "correctness", **corr},
+            "differ": any(not math.isclose(train[k], corr[k]) for k in train),
+            "phantom": {"count": int(phantom.sum()), "share": float(phantom.sum() / n),
+                        "all_fail": int((phantom & af_c).sum()), "all_pass": int((phantom & ap_c).sum()),
+                        "groups": rows},
+            "masked": int(masked.sum())}
+
+
+def audit(record: RunRecord) -> dict:
+    """The audit of ``record`` (see the module docstring).
+
+    Returns ``checks`` (one entry per trainer scalar the record carries: ``trainer``, ``metric``,
+    ``definition``, ``compared_steps``, ``agree``, ``disagreements`` [{step, logged, recomputed, causes,
+    cause}]), ``disagreements`` (their total) and ``split`` (``available``; ``training`` and
+    ``correctness`` shares, ``differ``, ``phantom`` {count, share, all_fail, all_pass, groups[:LIST_MAX]},
+    ``masked`` (zero-advantage in the training reward though mixed in correctness)).
+    """
+    checks = _checks(record)
+    return {"checks": checks, "disagreements": sum(len(c["disagreements"]) for c in checks), "split": _split(record)}
+
+
+def _pct(x) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def audit_text(a: dict) -> list[str]:
+    """The audit as report lines (empty when the record has neither trainer scalars nor a correctness score)."""
+    lines = []
+    for c in a["checks"]:
+        bad = c["disagreements"]
+        lines.append(f"logged {c['trainer']} {c['metric']}: {c['agree']} of {c['compared_steps']} steps reproduced "
+                     f"from the groups ({c['definition']})" + (f"; {len(bad)} disagree:" if bad else ""))
+        for x in bad[:LIST_MAX]:
+            lines.append(f"  step {x['step']}: logged {x['logged']:.4g}, recomputed {x['recomputed']:.4g} -- {x['cause']}")
+        if len(bad) > LIST_MAX:
+            lines.append(f"  ... {len(bad) - LIST_MAX} more (--json lists them all)")
+    sp = a["split"]
+    if sp.get("available") and sp["differ"]:
+        t, c = sp["training"], sp["correctness"]
+        lines.append(f"zero-advantage share: {_pct(t['zero_advantage'])} in the {t['name']} (all-pass "
+                     f"{_pct(t['all_pass'])}, all-fail {_pct(t['all_fail'])}) vs unanimous {_pct(c['zero_advantage'])} "
+                     f"in the correctness score {c['name']} (all-pass {_pct(c['all_pass'])}, all-fail "
+                     f"{_pct(c['all_fail'])}): both are true; the first is what GRPO trained on")
+        ph = sp.get("phantom")
+        if ph and ph["count"]:
+            lines.append(f"phantom-gradient groups: {ph['count']:,} ({_pct(ph['share'])}; {ph['all_fail']:,} all-fail, "
+                         f"{ph['all_pass']:,} all-pass in correctness) are unanimous in correctness but not in the "
+                         f"training reward: their gradient comes from the shaping alone (verl-recipe #125, NeMo-RL "
+                         f"#2431); filter groups on correctness (verl: filter_groups.metric=acc)")
+            for g in ph["groups"][:5]:
+                lines.append(f"  step {g['step']} prompt {g['prompt_id']}"
+                             + (f" {g['text'][:40]!r}" if g.get("text") else "")
+                             + f": correctness {g['correctness']}, training rewards "
+                             + ", ".join(f"{x:g}" for x in g["training_rewards"]))
+        elif sp.get("note"):
+            lines.append(f"  ({sp['note']})")
+    return lines
