@@ -239,3 +239,23 @@ def test_audit_in_the_diagnosis_and_the_command_line(tmp_path, capsys):
     assert "critic/score/mean: 3 of 3 steps reproduced" in out and "phantom-gradient groups: 1" in out
     assert main(["diagnose", str(tmp_path / "dapo"), "--audit", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["split"]["phantom"]["count"] == 1
+
+
+def test_the_projects_own_trainer_columns_and_the_denominator_of_a_dynamic_sampling_run():
+    """A shipped dynamic-sampling run records every drawn group (kept or dropped) and its step columns over all of
+    them: reproduced at every step. The same column taken over the trained-on groups only (what a trainer that
+    logs after filtering reports) is named as the denominator's doing."""
+    from grpo_lab.sims.record import read_record
+
+    rec = read_record(Path(__file__).parents[1] / "runs" / "broad-g4-dr_grpo-ds-lr0.0008-s1")
+    checks = {c["metric"]: c for c in audit(rec)["checks"]}
+    n = len(rec.steps["step"])
+    assert {m: (c["agree"], c["compared_steps"]) for m, c in checks.items()} == {
+        m: (n, n) for m in ("frac_reward_zero_std", "frac_all_pass", "frac_all_fail", "reward_mean")}
+    g = rec.groups
+    r, kept = g["rewards"], g["kept"]
+    trained = [np.mean(r[(g["step"] == s) & kept].max(axis=1) == r[(g["step"] == s) & kept].min(axis=1))
+               for s in rec.steps["step"]]
+    rec.steps["frac_reward_zero_std"] = np.asarray(trained)
+    (check,) = [c for c in audit(rec)["checks"] if c["metric"] == "frac_reward_zero_std"]
+    assert len(check["disagreements"]) == n and all(x["causes"][0] == "kept_only" for x in check["disagreements"])

@@ -30,7 +30,9 @@ logged name                        trainer     definition
 =================================  ==========  ===============================================================
 
 Bare names (``solve_none``, ``frac_all_good``, ``by_group/frac_all_good``) are read too, e.g. from a plain
-JSONL record's ``{"step": N, "data": {...}}`` lines.
+JSONL record's ``{"step": N, "data": {...}}`` lines. A record of the project's own trainer
+(``source.kind`` "grpo-lab-train") has its step columns ``frac_reward_zero_std``, ``frac_all_pass``,
+``frac_all_fail`` and ``reward_mean`` checked the same way (:data:`OWN_METRICS`).
 
 **Causes.** For a disagreement the audit recomputes the figure under each known way a logged figure goes
 wrong and names those that reproduce the logged value (within float32 rounding):
@@ -98,6 +100,14 @@ METRICS = (
      "share of groups whose total rewards are not all the same"),
 )
 
+#: the project's own trainer (records with ``source.kind`` "grpo-lab-train") writes these step columns itself
+OWN_METRICS = (
+    ("grpo-lab", ("frac_reward_zero_std",), "zero_std", "share of the step's recorded groups with zero reward spread"),
+    ("grpo-lab", ("frac_all_pass",), "all_good", "share of the step's recorded groups all-pass"),
+    ("grpo-lab", ("frac_all_fail",), "all_bad", "share of the step's recorded groups all-fail"),
+    ("grpo-lab", ("reward_mean",), "mean", "mean reward of the step's recorded groups"),
+)
+
 CAUSES = {
     "correctness": "a shaped reward vs the correctness reward: the logged figure is the correctness score's",
     "kept_only": "the denominator (prime-rl #3152): the logged figure counts only the groups that entered the loss",
@@ -151,53 +161,65 @@ def _close(a, b) -> np.ndarray:
     return np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= _ABS + _REL * np.abs(b))
 
 
-def _find(steps: dict, names: tuple) -> str | None:
+def _find(steps: dict, names: tuple, prefix: str) -> str | None:
     for name in names:
-        if f"scalar/{name}" in steps:
+        if f"{prefix}{name}" in steps:
             return name
     return None
 
 
-def _alternatives(record: RunRecord, r: np.ndarray, pos: np.ndarray, m: int, K: int, tol: float,
-                  base: dict, quantity: str) -> dict[str, np.ndarray]:
-    """Per cause, the figure per step it would give (see the module docstring)."""
-    g = record.groups
-    alt = {}
-    if "correctness" in g:
-        alt["correctness"] = _quantities(_group_stats(np.asarray(g["correctness"], float), 0.0, K), pos, m)[quantity]
-    kept = np.asarray(g["kept"], bool)
-    if not kept.all():
-        alt["kept_only"] = _quantities(_group_stats(r, tol, K), pos, m, kept)[quantity]
-    if quantity not in ("mean", "std"):
-        alt["rollouts_not_groups"] = K * base[quantity]
-    shifted = np.full((2, m), np.nan)
-    shifted[0, 1:], shifted[1, :-1] = base[quantity][:-1], base[quantity][1:]
-    alt["neighbour_step"] = shifted
-    if quantity == "zero_std":
-        st = _group_stats(r, tol, K)
-        c = np.bincount(pos, weights=st["rcount"], minlength=m)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.bincount(pos, weights=st["rsum"], minlength=m) / c
-            var = (np.bincount(pos, weights=st["r2sum"], minlength=m) - c * mean**2) / np.maximum(c - 1, 1)
-        alt["batch_std"] = np.where(c > 0, (np.abs(var) <= 1e-12).astype(float), np.nan)
-    alt["per_device"] = _per_device(r, pos, m, K, tol, quantity)
-    return alt
+class _Alternatives:
+    """Per cause, every quantity per step it would give (see the module docstring); built on first use only,
+    so a record whose logged figures all agree pays nothing for them."""
+
+    def __init__(self, record: RunRecord, r: np.ndarray, st: dict, pos: np.ndarray, m: int, K: int, base: dict):
+        self.record, self.r, self.st, self.pos, self.m, self.K, self.base = record, r, st, pos, m, K, base
+        self._cache: dict[str, dict] = {}
+
+    def get(self, cause: str, quantity: str) -> np.ndarray | None:
+        """(rows, m) figures of ``quantity`` under ``cause``, or None where the cause does not apply."""
+        if cause == "rollouts_not_groups":
+            return None if quantity in ("mean", "std") else self.K * self.base[quantity]
+        if cause == "neighbour_step":
+            shifted = np.full((2, self.m), np.nan)
+            shifted[0, 1:], shifted[1, :-1] = self.base[quantity][:-1], self.base[quantity][1:]
+            return shifted
+        if cause not in self._cache:
+            self._cache[cause] = self._build(cause)
+        table = self._cache[cause]
+        return None if table is None or quantity not in table else table[quantity]
+
+    def _build(self, cause: str):
+        g, pos, m, K = self.record.groups, self.pos, self.m, self.K
+        if cause == "correctness":
+            return _quantities(_group_stats(np.asarray(g["correctness"], float), 0.0, K), pos, m) \
+                if "correctness" in g else None
+        if cause == "kept_only":
+            kept = np.asarray(g["kept"], bool)
+            return None if kept.all() else _quantities(self.st, pos, m, kept)
+        if cause == "batch_std":
+            c = np.bincount(pos, weights=self.st["rcount"], minlength=m)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.bincount(pos, weights=self.st["rsum"], minlength=m) / c
+                var = (np.bincount(pos, weights=self.st["r2sum"], minlength=m) - c * mean**2) / np.maximum(c - 1, 1)
+            return {"zero_std": np.where(c > 0, (np.abs(var) <= 1e-12).astype(float), np.nan)}
+        if cause == "per_device":
+            return _per_device(self.st, pos, m)
+        return None
 
 
-def _per_device(r, pos, m, K, tol, quantity) -> np.ndarray:
-    """(chunks, m): the figure on each contiguous 1/d of a step's groups, d in 2, 4, 8 (record order)."""
+def _per_device(st: dict, pos: np.ndarray, m: int) -> dict[str, np.ndarray]:
+    """Every quantity on each contiguous 1/d of a step's groups, d in 2, 4, 8 (record order): (chunks, m) each."""
     rank = np.zeros(len(pos), np.int64)
     order = np.argsort(pos, kind="stable")
     counts = np.bincount(pos, minlength=m)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rank[order] = np.arange(len(pos)) - starts[pos[order]]
-    st = _group_stats(r, tol, K)
     rows = []
     for d in (2, 4, 8):
         chunk = np.where(counts[pos] % d == 0, rank * d // np.maximum(counts[pos], 1), -1)
-        for j in range(d):
-            rows.append(_quantities(st, pos, m, chunk == j)[quantity])
-    return np.asarray(rows)
+        rows += [_quantities(st, pos, m, chunk == j) for j in range(d)]
+    return {k: np.asarray([q[k] for q in rows]) for k in rows[0]}
 
 
 def _structural(record: RunRecord) -> str | None:
@@ -230,21 +252,26 @@ def _checks(record: RunRecord) -> list[dict]:
     has = np.isin(step_axis, g["step"])
     pos = np.searchsorted(step_axis, g["step"])
     m = len(step_axis)
-    base = _quantities(_group_stats(r, tol, K), pos, m)
+    st = _group_stats(r, tol, K)
+    base = _quantities(st, pos, m)
+    alt = _Alternatives(record, r, st, pos, m, K, base)
     structural, order = _structural(record), _priority(record)
     out = []
-    for trainer, names, quantity, definition in METRICS:
-        name = _find(steps, names)
+    src = record.meta.get("source") or {}
+    own = isinstance(src, dict) and src.get("kind") == "grpo-lab-train"
+    for trainer, names, quantity, definition in METRICS + (OWN_METRICS if own else ()):
+        prefix = "" if trainer == "grpo-lab" else "scalar/"
+        name = _find(steps, names, prefix)
         if name is None:
             continue
-        logged = np.asarray(steps[f"scalar/{name}"], float)
+        logged = np.asarray(steps[f"{prefix}{name}"], float)
         compare = has & np.isfinite(logged)
         mine = base[quantity]
         agree = compare & _close(logged, mine)
-        alt = _alternatives(record, r, pos, m, K, tol, base, quantity)
         rows = []
         for i in np.flatnonzero(compare & ~agree):
-            causes = [c for c in order if c in alt and np.any(_close(logged[i], np.atleast_2d(alt[c])[:, i]))]
+            causes = [c for c in order if (v := alt.get(c, quantity)) is not None
+                      and np.any(_close(logged[i], np.atleast_2d(v)[:, i]))]
             if not causes and structural:
                 causes = [structural]
             rows.append({"step": int(step_axis[i]), "logged": float(logged[i]), "recomputed": float(mine[i]),

@@ -49,6 +49,7 @@ MAX_REL_SE = 0.5  #: the largest relative standard error of the between-prompt v
 MIN_PROMPTS = 1 + math.ceil(2.0 / MAX_REL_SE**2)  #: distinct prompts a population fit needs (9; module docstring)
 N_BOOT = 200  #: cluster-bootstrap resamples
 LEVEL = 0.95  #: coverage of the intervals
+_CHUNK = 25  #: resamples drawn at a time (bounds memory: 25 x prompts weights)
 _NEWTON_ITERS = 60
 _TOL = 1e-9
 
@@ -162,9 +163,12 @@ def cluster_bootstrap(groups: RunGroups, alpha: float, beta: float, n_boot: int 
     P = cells.shape[0]
     draws = cells.sum(axis=1)
     rng = np.random.default_rng(seed)
-    pick = rng.integers(0, P, size=(n_boot, P)) + P * np.arange(n_boot)[:, None]  # P prompts drawn per resample
-    w = np.bincount(pick.ravel(), minlength=n_boot * P).reshape(n_boot, P).astype(float)
-    a, b = fit_beta_batch(w @ cells, groups.K)
+    resampled = []
+    for start in range(0, n_boot, _CHUNK):  # chunks bound the memory: (chunk, P) weights at a time
+        reps = min(_CHUNK, n_boot - start)
+        pick = rng.integers(0, P, size=(reps, P)) + P * np.arange(reps)[:, None]  # P prompts drawn per resample
+        resampled.append(np.bincount(pick.ravel(), minlength=reps * P).reshape(reps, P).astype(float) @ cells)
+    a, b = fit_beta_batch(np.concatenate(resampled), groups.K)
     z = float(special.ndtri(0.5 + level / 2))
     adj = math.sqrt(P / (P - 1)) if P > 1 else float("nan")  # the small-sample factor of cluster-robust variances
     out = {"method": f"cluster bootstrap over prompts ({n_boot} resamples; normal interval on the log scale)",
