@@ -125,18 +125,28 @@ CAUSES = {
 
 
 def _group_stats(r: np.ndarray, tol: float, K: int) -> dict[str, np.ndarray]:
-    """Per-group indicators and sums every quantity is built from (r: (n, G), NaN-padded)."""
-    valid = ~np.isnan(r)
-    deg, _, _ = group_outcomes(r, tol)
-    first = r[np.arange(len(r)), np.argmax(valid, axis=1)] if len(r) else np.zeros(0)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():  # an all-NaN (unscored) group is not "same"
-        warnings.simplefilter("ignore", RuntimeWarning)
-        same = np.nanmax(r, axis=1) == np.nanmin(r, axis=1) if len(r) else np.zeros(0, bool)
-    total = np.nansum(r, axis=1)
+    """Per-group indicators and sums every quantity is built from (r: (n, G), NaN-padded).
+
+    Degenerate as :func:`grpo_lab.sims.record.group_outcomes` (spread <= tol); without NaN padding the
+    reductions skip numpy's NaN-aware (slower) paths."""
+    if len(r) and not np.isnan(r).any():
+        mx, mn, total, first = r.max(axis=1), r.min(axis=1), r.sum(axis=1), r[:, 0]
+        rcount = np.full(len(r), float(r.shape[1]))
+        r2 = np.einsum("ij,ij->i", r, r)
+    else:
+        valid = ~np.isnan(r)
+        first = r[np.arange(len(r)), np.argmax(valid, axis=1)] if len(r) else np.zeros(0)
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():  # an all-NaN (unscored) group: no spread
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mx, mn = (np.nanmax(r, axis=1), np.nanmin(r, axis=1)) if len(r) else (np.zeros(0), np.zeros(0))
+        total, r2, rcount = np.nansum(r, axis=1), np.nansum(r * r, axis=1), valid.sum(axis=1).astype(float)
+    with np.errstate(invalid="ignore"):
+        deg = (mx - mn) <= tol
+        same = mx == mn
     return {"n": np.ones(len(r)), "zero_std": deg.astype(float),
             "solve_none": (total == 0).astype(float), "solve_all": (total == K).astype(float),
             "all_good": (same & (first >= 0.5)).astype(float), "all_bad": (same & (first < 0.5)).astype(float),
-            "rsum": total, "r2sum": np.nansum(r * r, axis=1), "rcount": valid.sum(axis=1).astype(float)}
+            "rsum": total, "r2sum": r2, "rcount": rcount}
 
 
 def _quantities(st: dict, pos: np.ndarray, m: int, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
