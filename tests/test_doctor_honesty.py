@@ -123,3 +123,24 @@ def test_diagnose_reports_the_honest_intervals():
     lo, hi = c["interval_alpha"]
     assert lo < d["fit"]["alpha"] < hi
     assert "cluster bootstrap over prompts" in text_report(d)
+
+
+def test_an_unidentified_spread_is_said_in_the_report():
+    """TRL's own trl_run fixture (16 prompts, 40 groups): the mean is identified, the spread is not, and the report
+    says so beside the interval (its alpha interval spans more than a factor 100)."""
+    from pathlib import Path
+
+    from grpo_lab.sims.ingest import ingest
+
+    d = diagnose(ingest(Path(__file__).parent / "fixtures" / "ingest" / "trl_run", "trl"), tolerance=0.5)
+    lo, hi = d["fit"]["cluster"]["interval_alpha"]
+    assert hi / lo > 100
+    assert "identifies the mean pass rate, not the spread" in text_report(d)
+    shipped = diagnose(_record(*_shipped_like()))
+    assert "not the spread" not in text_report(shipped)
+
+
+def _shipped_like():
+    rng = np.random.default_rng(4)
+    g = _simulate(rng, 300, 4)
+    return g.prompt_id, (np.arange(K)[None, :] < g.successes[:, None]).astype(float), 300

@@ -49,6 +49,7 @@ MAX_REL_SE = 0.5  #: the largest relative standard error of the between-prompt v
 MIN_PROMPTS = 1 + math.ceil(2.0 / MAX_REL_SE**2)  #: distinct prompts a population fit needs (9; module docstring)
 N_BOOT = 200  #: cluster-bootstrap resamples
 LEVEL = 0.95  #: coverage of the intervals
+UNIDENTIFIED_RATIO = 100.0  #: an interval wider than this factor (hi / lo) is called unidentified in the report
 _CHUNK = 25  #: resamples drawn at a time (bounds memory: 25 x prompts weights)
 _NEWTON_ITERS = 60
 _TOL = 1e-9
@@ -187,9 +188,12 @@ def intervals_text(fit: dict) -> str:
     if not c:
         return ""
     (a0, a1), (b0, b1) = c["interval_alpha"], c["interval_beta"]
+    vague = max(a1 / a0, b1 / b0) > UNIDENTIFIED_RATIO
+    warn = (f"; the interval spans more than a factor {UNIDENTIFIED_RATIO:g}: the record identifies the mean pass rate, "
+            "not the spread of the population") if vague else ""
     if c["repeated_prompts"]:
         return (f"  95% intervals (prompts repeat: {c['repeated_prompts']:,} of {c['prompts']:,} drawn more than once, "
                 f"up to {c['max_draws']} times; cluster bootstrap over prompts): alpha [{a0:.3g}, {a1:.3g}] "
-                f"(+/- {c['se_alpha']:.3g}), beta [{b0:.3g}, {b1:.3g}] (+/- {c['se_beta']:.3g})")
+                f"(+/- {c['se_alpha']:.3g}), beta [{b0:.3g}, {b1:.3g}] (+/- {c['se_beta']:.3g})" + warn)
     return (f"  95% intervals (no prompt repeats; cluster bootstrap agrees with the Fisher SEs): alpha "
-            f"[{a0:.3g}, {a1:.3g}], beta [{b0:.3g}, {b1:.3g}]")
+            f"[{a0:.3g}, {a1:.3g}], beta [{b0:.3g}, {b1:.3g}]" + warn)
