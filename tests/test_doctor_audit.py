@@ -259,3 +259,11 @@ def test_the_projects_own_trainer_columns_and_the_denominator_of_a_dynamic_sampl
     rec.steps["frac_reward_zero_std"] = np.asarray(trained)
     (check,) = [c for c in audit(rec)["checks"] if c["metric"] == "frac_reward_zero_std"]
     assert len(check["disagreements"]) == n and all(x["causes"][0] == "kept_only" for x in check["disagreements"])
+
+
+def test_a_malformed_correctness_column_is_ignored_not_fatal():
+    rec = ingest(FIX / "trl_run", "trl")
+    rec.groups["correctness"] = rec.groups["correctness"][:5]  # rows that do not match the groups
+    a = audit(rec)
+    assert a["split"]["available"]  # falls back to ingest's per-reward shares
+    assert a["split"]["phantom"] is None and "re-ingest" in a["split"]["note"]

@@ -166,6 +166,17 @@ def _quantities(st: dict, pos: np.ndarray, m: int, mask: np.ndarray | None = Non
     return out
 
 
+def _correctness(record: RunRecord) -> np.ndarray | None:
+    """The record's per-rollout correctness score, or None when it has none (or one not shaped like its rewards)."""
+    c = record.groups.get("correctness")
+    if c is None:
+        return None
+    c = np.asarray(c)
+    if c.ndim != 2 or c.shape[0] != len(record.groups["rewards"]) or c.dtype.kind not in "fiub":
+        return None
+    return c.astype(float)
+
+
 def _close(a, b) -> np.ndarray:
     a, b = np.asarray(a, float), np.asarray(b, float)
     return np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= _ABS + _REL * np.abs(b))
@@ -202,8 +213,8 @@ class _Alternatives:
     def _build(self, cause: str):
         g, pos, m, K = self.record.groups, self.pos, self.m, self.K
         if cause == "correctness":
-            return _quantities(_group_stats(np.asarray(g["correctness"], float), 0.0, K), pos, m) \
-                if "correctness" in g else None
+            c = _correctness(self.record)
+            return None if c is None else _quantities(_group_stats(c, 0.0, K), pos, m)
         if cause == "kept_only":
             kept = np.asarray(g["kept"], bool)
             return None if kept.all() else _quantities(self.st, pos, m, kept)
@@ -302,7 +313,8 @@ def _split(record: RunRecord) -> dict:
     r = np.asarray(g["rewards"], float)
     tol = record.reward_tolerance
     classified = reward.get("classified") or "the record's reward"
-    if "correctness" not in g:
+    c = _correctness(record)
+    if c is None:
         alts = {k: v for k, v in (reward.get("alternatives") or {}).items() if "correct" in k or k == "acc"}
         if not alts or not len(r):
             return {"available": False, "reason": "the record keeps no correctness score beside its reward"}
@@ -313,7 +325,6 @@ def _split(record: RunRecord) -> dict:
         return {"available": True, "training": {"name": classified, **train}, "correctness": {"name": name, **corr},
                 "differ": any(not math.isclose(train[k], corr[k]) for k in train), "phantom": None,
                 "note": "shares from ingest's summary; re-ingest the run to name the phantom-gradient groups"}
-    c = np.asarray(g["correctness"], float)
     deg_t, _, _ = group_outcomes(r, tol)
     deg_c, ap_c, af_c = group_outcomes(c, 0.0)
     phantom = deg_c & ~deg_t
