@@ -68,8 +68,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         from grpo_lab.sims.doctor.audit import audit, audit_text
 
         result = audit(record)
-        print_json(result) if args.json else print("\n".join(audit_text(result) or ["audit: the record carries no "
-                                                                                   "trainer scalar and no correctness score"]))
+        if args.json:
+            print_json(result)
+        else:
+            print("\n".join(audit_text(result) or ["audit: the record carries no trainer scalar and no correctness score"]))
         return 0
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
                       stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after)
