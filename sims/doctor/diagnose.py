@@ -19,6 +19,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
 ``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
+``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
 """
@@ -40,6 +42,8 @@ from .groups import run_groups
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
+from .stall import for_record as stall_for_record
+from .transitions import transitions
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
 from .windows import window_fits
 
@@ -65,7 +69,7 @@ def _predicted(fit: dict) -> dict:
 
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
              window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
-             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K) -> dict:
+             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
     Parameters
@@ -77,6 +81,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     batch : DAPO batch size in groups (default: the run's mean groups per step).
     band : (lo, hi) difficulty band of the what-if.
     retire_after : all-pass draws in a row that make a retire candidate.
+    trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast
+        (default: the record's own config when it is a grpo-lab dynamic-sampling run).
     """
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
@@ -138,6 +144,11 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     t = time.perf_counter()
     lists = prompt_lists(groups, retire_after)
     timings["prompts"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    stall = stall_for_record(record, groups, trend, trainer_config)
+    moves = transitions(groups)
+    timings["stall_transitions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
@@ -161,6 +172,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "forecast": fc,
         "skip": skip,
         "prompts": lists,
+        "stall_forecast": stall, "transitions": moves,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,
