@@ -141,7 +141,29 @@ def test_shipped_stalled_run_is_forecast():
     bt = v["backtest"]
     assert bt["observed_stall_step"] == 165
     # fitted on steps 0-81 only: P(stall) passes 5% before the observed stall and 50% close to it
-    assert bt["predicted_stall_step"]["0.05"] <= 165 <= bt["predicted_stall_step"]["0.5"] + 10
+    ps = bt["model"]["predicted_stall_step"]
+    assert ps["0.05"] <= 165 <= ps["0.5"] + 10
+    assert bt["calibrated"]["mae"] < bt["model"]["mae"]  # the level correction halves the rounds' error here
+
+
+def test_calibration_factor_is_observed_over_model():
+    """c = the last steps' mixed share / the trend's mean P(useful) there, each computed here independently."""
+    from grpo_lab.sims.doctor.forecast import fit_trend
+    from grpo_lab.sims.doctor.stall import CALIBRATION_STEPS, calibration
+
+    rng = np.random.default_rng(1)
+    groups = run_groups(trend_record(rng.normal(0, 1, 300), 1.0, steps=30, per_step=100))
+    trend = fit_trend(groups)
+    c = calibration(groups, trend, groups.K)
+    last = np.unique(groups.step)[-CALIBRATION_STEPS:]
+    m = np.isin(groups.step, last)
+    mixed = np.mean((groups.successes[m] > 0) & (groups.successes[m] < groups.K))
+    a = trend["alpha"][trend["seen"]]
+    model = np.mean([p_useful(expit(a + trend["beta"] * s / 29), groups.K).mean() for s in groups.step[m]])
+    assert c["observed"] == pytest.approx(mixed) and c["model"] == pytest.approx(model, rel=1e-9)
+    assert c["factor"] == pytest.approx(mixed / model)
+    assert abs(c["factor"] - 1) < 0.1  # the trend is the truth here: no level to correct beyond noise
+    assert calibration(groups, trend, groups.K + 4)["factor"] == 1.0  # another K: no calibration
 
 
 def test_plain_run_has_no_stall_forecast_without_config(capsys):

@@ -31,6 +31,12 @@ interval repeats the search with the slope at its 95% bounds (intercepts refitte
 The **cause** at a step is the unanimity that the dropped groups mostly are: all-fail collapse when
 mean P(all fail) > mean P(all pass) over the prompts, else all-pass saturation (``share_all_fail``).
 
+**Calibrated variant** (``calibrated``): the same with every u_x(s) scaled by c = the observed mixed share
+over the last :data:`CALIBRATION_STEPS` steps / the trend's mean P(useful) there (a level correction: the
+trend's per-prompt intercepts average each prompt over the run, and a prompt whose pass rate moves between
+visits more than the shared slope says gives fewer mixed groups than its average rate does). Reported beside
+the model's forecast, not instead of it: on the shipped runs neither is better everywhere (docs/doctor.md).
+
 **Validation** on the record itself where it logs rounds per step (``steps['gen_batches']``, this
 project's trainer; verl logs ``train/num_gen_batches``): in-sample predicted against observed rounds,
 and a backtest fitting the first half of the steps and predicting the second half (mean absolute
@@ -54,6 +60,7 @@ POOL_EXACT = 4000  #: finite pools up to this many prompts get the exact Poisson
 LEVELS = (0.5, 0.05)  #: stall probabilities whose first step is reported
 MAX_ROUNDS = 100_000  #: an uncapped step needing more rounds than this is reported as beyond it
 GRID = 60  #: future steps evaluated for the series (and the search's first pass)
+CALIBRATION_STEPS = 10  #: the calibrated variant matches the level over this many last steps of the fit
 
 
 def poisson_binomial(u) -> np.ndarray:
@@ -140,6 +147,7 @@ def step_rounds(trend: dict, steps, settings: dict, beta=None, alpha=None) -> di
     out = {k: [] for k in ("expected", "p95", "p_stall", "share_all_fail", "effective_rate")}
     for i in range(0, len(steps), 50):  # bounded memory: 50 steps x prompts at a time
         u, ap, af = _step_u(trend, steps[i:i + 50], settings["K"], beta, alpha)
+        u = np.clip(u * settings.get("calibration", 1.0), 0.0, 1.0)
         d = rounds_distribution(u, settings["gen_batch"], settings["train_batch"], settings["cap"], settings["pool"])
         out["expected"].extend(float(x) for x in d["expected"])
         out["p95"].extend(d["p95"])
@@ -149,6 +157,23 @@ def step_rounds(trend: dict, steps, settings: dict, beta=None, alpha=None) -> di
             out["share_all_fail"].extend(float(x) for x in np.where(drop > 0, af.mean(axis=1) / drop, np.nan))
         out["effective_rate"].extend(float(x) for x in u.mean(axis=1))
     return out
+
+
+def calibration(groups: RunGroups, trend: dict, K: int, mask=None) -> dict:
+    """Level calibration: c = observed mixed share / the trend's mean P(useful), both over the last
+    :data:`CALIBRATION_STEPS` steps the trend was fitted on (groups pooled, which Wald's identity keeps
+    unbiased under dynamic sampling's optional stopping). Only at the record's own K (else c = 1)."""
+    m = np.ones(groups.n, bool) if mask is None else np.asarray(mask, bool)
+    steps = np.unique(groups.step[m])[-CALIBRATION_STEPS:]
+    sel = m & np.isin(groups.step, steps)
+    if K != groups.K or not sel.any():
+        return {"factor": 1.0, "observed": None, "model": None, "steps": []}
+    mixed = float(np.mean((groups.successes[sel] > 0) & (groups.successes[sel] < groups.K)))
+    st, w = np.unique(groups.step[sel], return_counts=True)
+    u = _step_u(trend, st, K)[0].mean(axis=1)
+    model = float(np.sum(u * w) / np.sum(w))
+    return {"factor": mixed / model if model > 0 else 1.0, "observed": mixed, "model": model,
+            "steps": [int(st[0]), int(st[-1])]}
 
 
 def _first_stall(trend, settings, level, start, stop, beta=None, alpha=None):
@@ -213,13 +238,15 @@ def _validation(groups: RunGroups, trend: dict, settings: dict, observed, end_st
     cut = uniq[len(uniq) // 2 - 1]
     half = fit_trend(groups, groups.step <= cut)
     later = s > cut
-    bp = np.asarray(step_rounds(half, s[later], settings)["expected"])
     stop = max(int(uniq[-1]) + 1, int(half["s1"] + HORIZON * max(half["s1"] - half["s0"], 1)))
-    out["backtest"] = {"available": True, "fit_until_step": int(cut), "steps": s[later], "predicted": bp,
-                       "mae": float(np.nanmean(np.abs(bp - r[later]))), "mean_error": float(np.nanmean(bp - r[later])),
-                       "predicted_stall_step": {str(q): _first_stall(half, settings, q, int(cut) + 1, stop)
-                                                for q in LEVELS},
-                       "observed_stall_step": end_step}
+    cal = {**settings, "calibration": calibration(groups, half, settings["K"], groups.step <= cut)["factor"]}
+    out["backtest"] = {"available": True, "fit_until_step": int(cut), "steps": s[later], "observed_stall_step": end_step}
+    for key, st in (("model", settings), ("calibrated", cal)):
+        bp = np.asarray(step_rounds(half, s[later], st)["expected"])
+        out["backtest"][key] = {"predicted": bp, "mae": float(np.nanmean(np.abs(bp - r[later]))),
+                                "mean_error": float(np.nanmean(bp - r[later])),
+                                "predicted_stall_step": {str(q): _first_stall(half, st, q, int(cut) + 1, stop)
+                                                         for q in LEVELS}}
     return out
 
 
@@ -247,6 +274,11 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
     trend = fit_trend(groups) if trend is None else trend
     span = max(trend["s1"] - trend["s0"], 1)
     start, stop = int(trend["s1"]) + 1, int(np.ceil(trend["s1"] + HORIZON * span))
+    cal = calibration(groups, trend, settings["K"])
+    cal_settings = {**settings, "calibration": cal["factor"]}
+    cal_now = step_rounds(trend, [trend["s1"]], cal_settings)
+    cal.update(now={k: v[0] for k, v in cal_now.items()},
+               stall={str(q): _first_stall(trend, cal_settings, q, start, stop) for q in LEVELS})
     S, pid, t = trend["_data"]
     bounds = []
     for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
@@ -263,7 +295,7 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
             "now": {"step": int(trend["s1"]), **{k: v[0] for k, v in now.items()}},
             "stall": stall, "cause": cause, "cause_share_all_fail": at["share_all_fail"][0],
             "cause_at_step": first if first is not None else int(trend["s1"]),
-            "horizon_step": stop, "series": {"step": grid, **series},
+            "horizon_step": stop, "series": {"step": grid, **series}, "calibrated": cal,
             "validation": _validation(groups, trend, settings, _observed_rounds(steps_table, uniq), end_step)}
 
 

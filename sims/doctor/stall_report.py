@@ -14,6 +14,7 @@ from ..formatting import percent
 
 __all__ = ["stall_lines", "transitions_lines", "stall_html"]
 
+AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
 _SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
 
 
@@ -41,23 +42,39 @@ def stall_lines(d: dict) -> list[str]:
            f"  at step {now['step']}: {now['expected']:.2f} rounds expected, 95th percentile "
            f"{_rounds(now['p95'], s['cap_effective'])}, "
            f"P(stall) {percent(now['p_stall'])}"]
-    for level, st in sf["stall"].items():
+    ser = sf["series"]
+    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
+    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+    out.append("  ahead: " + ", ".join(f"step {ser['step'][i]:.0f} " + (
+        f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-")
+        + f" rounds (P(stall) {percent(ser['p_stall'][i])})" for i in ahead))
+    if not s["cap_effective"]:
+        out.append("  no cap: a step never raises; it draws rounds until the batch is full (the run crawls instead)")
+    for level, st in sf["stall"].items() if s["cap_effective"] else ():
         lo, hi = st["interval"]
         out.append(f"  P(stall) > {float(level):g} first at step {_step(st['step'])} [{_step(lo)}, {_step(hi)}]"
                    + (" (already above at the last step)" if st["already"] else "")
                    + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']})"))
     out.append(f"  cause: {sf['cause']} ({percent(sf['cause_share_all_fail'])} of dropped groups all-fail at step "
                f"{sf['cause_at_step']})")
+    c = sf["calibrated"]
+    if c["observed"] is not None:
+        out.append(f"  calibrated to steps {c['steps'][0]}-{c['steps'][1]} (mixed {percent(c['observed'])} observed vs "
+                   f"{percent(c['model'])} model, x{c['factor']:.2f}): {c['now']['expected']:.2f} rounds now, P(stall) "
+                   f"{percent(c['now']['p_stall'])}" + ("; P(stall) > 0.5 first at step "
+                   f"{_step(c['stall']['0.5'])}, > 0.05 at {_step(c['stall']['0.05'])}" if s["cap_effective"] else ""))
     v = sf["validation"]
     if v["available"]:
         out.append(f"  check against the logged rounds: mean {v['predicted_mean']:.2f} predicted vs "
                    f"{v['observed_mean']:.2f} observed, mean absolute error {v['mae']:.2f} rounds per step")
         b = v["backtest"]
         if b["available"]:
-            ps = b["predicted_stall_step"]
-            out.append(f"  backtest (fit to step {b['fit_until_step']}): mean absolute error {b['mae']:.2f}, mean "
-                       f"error {b['mean_error']:+.2f}; predicted stall step {_step(ps['0.5'])} (P > 0.5), "
-                       f"{_step(ps['0.05'])} (P > 0.05); observed {_step(b['observed_stall_step'])}")
+            for key in ("model", "calibrated"):
+                x = b[key]
+                ps = x["predicted_stall_step"]
+                out.append(f"  backtest, {key} (fit to step {b['fit_until_step']}): mean absolute error {x['mae']:.2f}, "
+                           f"mean error {x['mean_error']:+.2f}; predicted stall step {_step(ps['0.5'])} (P > 0.5), "
+                           f"{_step(ps['0.05'])} (P > 0.05); observed {_step(b['observed_stall_step'])}")
         else:
             out.append(f"  backtest: {b['reason']}")
     else:
@@ -109,8 +126,8 @@ def _rounds_svg(sf: dict) -> str:
         ys += [np.asarray(v["observed"], float), np.asarray(v["predicted"], float)]
         if v["backtest"]["available"]:
             b = v["backtest"]
-            lines.append({"name": "backtest", "x": b["steps"], "y": b["predicted"], "color": _COLORS["back"],
-                          "dashed": True})
+            lines.append({"name": "backtest", "x": b["steps"], "y": b["model"]["predicted"],
+                          "color": _COLORS["back"], "dashed": True})
     lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": _COLORS["proj"], "dashed": True})
     x = np.concatenate(xs)
     y = np.concatenate(ys)
