@@ -272,3 +272,19 @@ def test_cli_json_html_and_flags(capsys, tmp_path):
     code, out, err = run(capsys, "diagnose", PLAIN, "--train-batch-size", "64", "--max-num-gen-batches", "2")
     assert code == 0, err
     assert "stall forecast (flags, flags)" in out and "P(stall) > 0.5 first at step" in out
+
+
+@pytest.mark.parametrize("name,cap,stalled", [("trainer-cap3", 3, 56), ("trainer-cap4", 4, 79)])
+def test_trainer_runs_with_a_known_cap(name, cap, stalled):
+    """Runs of the project's trainer that hit max_num_gen_batches (tests/fixtures/doctor/README.md): the
+    forecast reads the cap, compares with every logged step, and its calibrated nowcast puts P(stall) > 0.05
+    within 3 steps of the observed stall; the model's own level gives a later step (reported, docs/doctor.md)."""
+    rec = read_record(Path(__file__).parent / "fixtures" / "doctor" / name)
+    sf = diagnose(rec)["stall_forecast"]
+    assert sf["settings"]["cap_effective"] == cap and sf["settings"]["gen_batch"] == 64
+    v = sf["validation"]
+    assert np.array_equal(v["observed"], rec.steps["gen_batches"]) and v["backtest"]["observed_stall_step"] == stalled
+    assert np.max(v["observed"]) == cap  # the logged rounds never pass the cap
+    c = sf["calibrated"]
+    assert abs(c["stall"]["0.05"] - stalled) <= 3
+    assert sf["stall"]["0.05"]["step"] >= c["stall"]["0.05"]  # the uncalibrated model is the later (optimistic) one

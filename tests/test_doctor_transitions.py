@@ -1,5 +1,6 @@
 """Per-prompt transitions (sims/doctor/transitions.py): a known Markov chain recovered within its standard
-error, interval coverage over replicates, the rule and recovery figures against a plain loop, a record
+error, the prompt-level SE against a bootstrap over prompts on a heterogeneous population, interval coverage
+over replicates, the rule and recovery figures against a plain loop, a record
 without repeats, and a shipped run cross-checked with the skip module's independent count."""
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ def test_known_chain_is_recovered_within_its_standard_error():
     assert t["available"] and t["transitions"] == 400 * 11
     z = (np.asarray(t["matrix"]) - P_TRUE) / np.asarray(t["se"])
     assert np.all(np.abs(z) < 3.5), z
+    assert np.all(np.abs(z) > 0)  # an estimate, not the truth copied
     assert np.asarray(t["counts"]).sum() == 400 * 11
-    # the bootstrap SE is the binomial SE of the row share when visits are a Markov chain (independent moves)
+    # the prompt-level SE is the binomial SE of the row share when visits are a Markov chain (independent moves)
     n_row = np.asarray(t["counts"]).sum(axis=1, keepdims=True)
     se_binom = np.sqrt(P_TRUE * (1 - P_TRUE) / n_row)
     assert np.asarray(t["se"]) == pytest.approx(se_binom, rel=0.3)
@@ -55,8 +57,7 @@ def test_known_chain_is_recovered_within_its_standard_error():
 def test_interval_coverage_over_replicates():
     hits = []
     for rep in range(100):
-        t = transitions(run_groups(chain_record(simulate_chain(P_TRUE, 150, 6, seed=100 + rep), seed=rep)), reps=200,
-                        seed=rep)
+        t = transitions(run_groups(chain_record(simulate_chain(P_TRUE, 150, 6, seed=100 + rep), seed=rep)))
         hits.append((np.asarray(t["interval_lo"]) <= P_TRUE) & (P_TRUE <= np.asarray(t["interval_hi"])))
     cover = np.mean(hits)
     assert abs(cover - 0.95) < 0.03, cover  # 900 intervals (the percentile bootstrap gave 0.91)
@@ -121,3 +122,25 @@ def test_shipped_run_agrees_with_the_skip_modules_count():
     assert np.all(lo <= np.asarray(t["matrix"])) and np.all(np.asarray(t["matrix"]) <= hi)
     assert np.array_equal(visit_states(groups)[:5], np.where(groups.successes[:5] == 0, 0,
                                                             np.where(groups.successes[:5] == K, 2, 1)))
+
+
+def test_prompt_level_se_matches_a_bootstrap_over_prompts():
+    """Prompts with their own chains (correlated visits): the sandwich SE equals a direct prompt bootstrap's."""
+    rng = np.random.default_rng(7)
+    blocks = []
+    for stay in (0.9, 0.5):  # two kinds of prompt: sticky and loose
+        P = np.full((3, 3), (1 - stay) / 2) + np.eye(3) * (stay - (1 - stay) / 2)
+        blocks.append(simulate_chain(P, 150, 10, seed=int(rng.integers(1 << 30))))
+    states = np.vstack(blocks)
+    t = transitions(run_groups(chain_record(states, seed=3)))
+    per = np.zeros((len(states), 3, 3))
+    for x, seq in enumerate(states):
+        np.add.at(per[x], (seq[:-1], seq[1:]), 1)
+    boot = []
+    for _ in range(600):
+        c = per[rng.integers(0, len(per), len(per))].sum(axis=0)
+        boot.append(c / c.sum(axis=1, keepdims=True))
+    assert np.asarray(t["se"]) == pytest.approx(np.std(boot, axis=0), rel=0.15)
+    naive = np.sqrt(np.asarray(t["matrix"]) * (1 - np.asarray(t["matrix"])) / np.asarray(t["counts"]).sum(axis=1,
+                                                                                                          keepdims=True))
+    assert np.asarray(t["se"])[0, 0] > 1.2 * naive[0, 0]  # the clustering widens the interval on the sticky state

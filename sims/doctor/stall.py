@@ -49,7 +49,6 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-from ..outcomes import outcome_probabilities
 from .forecast import HORIZON, Z95, _newton, _scale, fit_trend
 from .groups import RunGroups
 
@@ -132,12 +131,14 @@ def rounds_distribution(u, gen_batch: int, train_batch: int, cap: int = 0, pool:
 
 
 def _step_u(trend: dict, steps, K: int, beta=None, alpha=None):
-    """(u, P(all pass), P(all fail)) per step x seen prompt at ``steps``, from the trend fit."""
+    """(u, P(all pass), P(all fail)) per step x seen prompt at ``steps``, from the trend fit (p^K and
+    (1 - p)^K directly: the core's outcome probabilities with rho = 0, without their checks, for speed)."""
     a = (trend["alpha"] if alpha is None else alpha)[trend["seen"]]
     b = trend["beta"] if beta is None else beta
     t = _scale(steps, trend["s0"], trend["s1"])
-    probs = outcome_probabilities(expit(a[None, :] + b * np.asarray(t, float)[:, None]), K)
-    return probs["p_useful"], probs["p_all_pass"], probs["p_all_fail"]
+    p = expit(a[None, :] + b * np.asarray(t, float)[:, None])
+    ap, af = p**K, (1.0 - p)**K
+    return 1.0 - ap - af, ap, af
 
 
 def step_rounds(trend: dict, steps, settings: dict, beta=None, alpha=None) -> dict:
@@ -176,10 +177,10 @@ def calibration(groups: RunGroups, trend: dict, K: int, mask=None) -> dict:
             "steps": [int(st[0]), int(st[-1])]}
 
 
-def _first_stall(trend, settings, level, start, stop, beta=None, alpha=None):
-    """First integer step in [start, stop] with P(stall) > level (grid, then bisection); None if none."""
-    grid = np.unique(np.round(np.linspace(start, stop, GRID)))
-    p = np.asarray(step_rounds(trend, grid, settings, beta, alpha)["p_stall"])
+def _first_stall(trend, settings, level, start, stop, beta=None, alpha=None, curve=None):
+    """First integer step in [start, stop] with P(stall) > level (grid, then bisection); None if none.
+    ``curve``: the grid and its P(stall) if already computed (shared between levels)."""
+    grid, p = curve if curve is not None else _curve(trend, settings, start, stop, beta, alpha)
     above = np.flatnonzero(p > level)
     if not above.size:
         return None
@@ -193,6 +194,18 @@ def _first_stall(trend, settings, level, start, stop, beta=None, alpha=None):
         else:
             lo = mid
     return hi
+
+
+def _curve(trend, settings, start, stop, beta=None, alpha=None):
+    """(grid of future steps, P(stall) there) for the search."""
+    grid = np.unique(np.round(np.linspace(start, stop, GRID)))
+    return grid, np.asarray(step_rounds(trend, grid, settings, beta, alpha)["p_stall"])
+
+
+def _levels(trend, settings, start, stop) -> dict:
+    """{level: first step with P(stall) > level} for each of LEVELS (no interval)."""
+    curve = _curve(trend, settings, start, stop)
+    return {str(q): _first_stall(trend, settings, q, start, stop, curve=curve) for q in LEVELS}
 
 
 def _observed_rounds(steps_table: dict | None, group_steps: np.ndarray):
@@ -210,10 +223,12 @@ def _observed_rounds(steps_table: dict | None, group_steps: np.ndarray):
 
 def _stall_steps(trend, settings, start, stop, bounds, p_now):
     """{level: {step, interval, already}} for each of LEVELS (``already``: above it at the last step)."""
+    central = _curve(trend, settings, start, stop)
+    curves = [(b, a, _curve(trend, settings, start, stop, b, a)) for b, a in bounds]
     out = {}
     for level in LEVELS:
-        step = _first_stall(trend, settings, level, start, stop)
-        found = [_first_stall(trend, settings, level, start, stop, b, a) for b, a in bounds]
+        step = _first_stall(trend, settings, level, start, stop, curve=central)
+        found = [_first_stall(trend, settings, level, start, stop, b, a, c) for b, a, c in curves]
         finite = [x for x in found if x is not None]
         out[str(level)] = {"step": step, "interval": [min(finite) if finite else None,
                                                       None if (None in found or not found) else max(found)],
@@ -245,8 +260,7 @@ def _validation(groups: RunGroups, trend: dict, settings: dict, observed, end_st
         bp = np.asarray(step_rounds(half, s[later], st)["expected"])
         out["backtest"][key] = {"predicted": bp, "mae": float(np.nanmean(np.abs(bp - r[later]))),
                                 "mean_error": float(np.nanmean(bp - r[later])),
-                                "predicted_stall_step": {str(q): _first_stall(half, st, q, int(cut) + 1, stop)
-                                                         for q in LEVELS}}
+                                "predicted_stall_step": _levels(half, st, int(cut) + 1, stop)}
     return out
 
 
@@ -278,7 +292,7 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
     cal_settings = {**settings, "calibration": cal["factor"]}
     cal_now = step_rounds(trend, [trend["s1"]], cal_settings)
     cal.update(now={k: v[0] for k, v in cal_now.items()},
-               stall={str(q): _first_stall(trend, cal_settings, q, start, stop) for q in LEVELS})
+               stall=_levels(trend, cal_settings, start, stop))
     S, pid, t = trend["_data"]
     bounds = []
     for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):

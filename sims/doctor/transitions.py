@@ -5,13 +5,13 @@ Each group is a *visit* of its prompt, classed by its success count S out of K: 
 each consecutive pair is one transition. Reported:
 
 * the 3 x 3 **transition matrix**: counts ``n_ij`` and row shares ``P_ij = n_ij / n_i.`` (from state i to
-  state j at the next visit), with 95% intervals from a **prompt-level bootstrap** (:data:`BOOTSTRAP`
-  resamples of the prompts with replacement, each resample's shares recomputed from its prompts' pooled
-  counts). Visits of one prompt are correlated (its pass rate), so a prompt, not a transition, is the
-  independent unit; ``se`` is the bootstrap standard deviation. The interval is the Jeffreys interval at
-  the effective sample size ``P (1 - P) / se^2`` (the bootstrap's design effect) rather than the
-  bootstrap's percentiles, which undercover rare transitions (measured: 91% for 95% on a simulated chain
-  with 2-3% cells; this interval, see tests/test_doctor_transitions.py).
+  state j at the next visit), with prompt-level standard errors: visits of one prompt are correlated (its
+  pass rate), so a prompt, not a transition, is the independent unit. ``se`` is the cluster-robust
+  (sandwich) standard error of the ratio over prompts, ``C / (C - 1) sum_x (n_ijx - P_ij n_ix)^2 / n_i^2``,
+  what a prompt-level bootstrap estimates (asymptotically equal; no resampling, so 1M groups cost a second).
+  The 95% interval is the Jeffreys interval at the effective sample size ``P (1 - P) / se^2`` (the design
+  effect), which keeps rare transitions covered (a percentile bootstrap gave 91% for 95% on a simulated
+  chain with 2-3% cells; this interval 95-97%, see tests/test_doctor_transitions.py).
 * **recovery**: P(next visit not all-fail | all-fail now), and the share of prompts ever all-fail that
   were later mixed or all-pass.
 * **rules** (what a skip or retirement rule would have dropped, on the run's own visits): for each N in
@@ -29,7 +29,6 @@ exist (prompts must be visited at least twice).
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -37,13 +36,11 @@ from .fit import share_interval
 from .groups import RunGroups
 from .skip import sorted_draws
 
-__all__ = ["STATES", "BOOTSTRAP", "RULE_N", "MIN_TRANSITIONS", "visit_states", "transitions", "simulate_chain"]
+__all__ = ["STATES", "RULE_N", "MIN_TRANSITIONS", "visit_states", "transitions", "simulate_chain"]
 
 STATES = ("all_fail", "mixed", "all_pass")
-BOOTSTRAP = 400  #: prompt-level bootstrap resamples
 RULE_N = (1, 2, 3)  #: streak lengths of the skip and retire rules
 MIN_TRANSITIONS = 30  #: fewer transitions than this: not available
-SEED = 0  #: the bootstrap's seed (the report is reproducible)
 
 
 def visit_states(groups: RunGroups) -> np.ndarray:
@@ -54,6 +51,20 @@ def visit_states(groups: RunGroups) -> np.ndarray:
 def _per_prompt_counts(pid: np.ndarray, a: np.ndarray, b: np.ndarray, n_prompts: int) -> np.ndarray:
     """(n_prompts, 9) transition counts per prompt (row = 3 a + b)."""
     return np.bincount(pid * 9 + a * 3 + b, minlength=n_prompts * 9).reshape(n_prompts, 9).astype(float)
+
+
+def _cluster_se(per: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Prompt-level (cluster-robust) standard error of each share P_ij = sum_x n_ijx / sum_x n_ix, by
+    linearisation: Var = C / (C - 1) sum_x (n_ijx - P_ij n_ix)^2 / n_i^2 over the C prompts (the sandwich
+    variance of a ratio, what a prompt-level bootstrap estimates, without resampling)."""
+    c = per.reshape(-1, 3, 3)
+    n_ix = c.sum(axis=2)  # (prompts, 3)
+    n_i = n_ix.sum(axis=0)
+    resid = c - np.nan_to_num(P)[None, :, :] * n_ix[:, :, None]
+    C = len(per)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = (C / max(C - 1, 1)) * np.sum(resid**2, axis=0) / (n_i[:, None] ** 2)
+    return np.where(n_i[:, None] > 0, np.sqrt(var), np.nan)
 
 
 def _rows(counts9: np.ndarray) -> np.ndarray:
@@ -100,7 +111,7 @@ def _streak_rule(state: np.ndarray, pid: np.ndarray, n_prompts: int, n: int, tar
 
 def _interval(P: np.ndarray, se: np.ndarray, n_row: np.ndarray):
     """Jeffreys 95% interval of each share at its effective sample size n_eff = P (1 - P) / se^2 (the
-    bootstrap's design effect; at most the row's count, the row's count where the share is 0 or 1)."""
+    design effect; at most the row's count, the row's count where the share is 0 or 1)."""
     n_row = np.broadcast_to(n_row, P.shape).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.where((se > 0) & (P > 0) & (P < 1), P * (1 - P) / se**2, n_row)
@@ -113,7 +124,7 @@ def _share(k, n) -> dict:
     return {"share": float(k / n) if n else None, "k": int(k), "n": int(n), "interval": [float(lo), float(hi)]}
 
 
-def transitions(groups: RunGroups, reps: int = BOOTSTRAP, seed: int = SEED) -> dict:
+def transitions(groups: RunGroups) -> dict:
     """The transition matrix, recovery and rule risks (see the module docstring)."""
     order, same = sorted_draws(groups)
     state = visit_states(groups)[order]
@@ -127,23 +138,15 @@ def transitions(groups: RunGroups, reps: int = BOOTSTRAP, seed: int = SEED) -> d
     per = per[used]
     total = per.sum(axis=0)
     P = _rows(total)[0]
-    rng = np.random.default_rng(seed)
-    boot = np.empty((reps, 9))
-    for i in range(0, reps, 50):  # bounded memory: 50 resamples at a time
-        w = rng.multinomial(len(per), np.full(len(per), 1.0 / len(per)), size=min(50, reps - i)).astype(float)
-        boot[i:i + 50] = w @ per
-    bp = _rows(boot)
-    with warnings.catch_warnings():  # a state never left (no transitions from it) has NaN shares in every resample
-        warnings.simplefilter("ignore", RuntimeWarning)
-        se = np.nanstd(bp, axis=0)
-        rec_se = np.nanstd(bp[:, 0, 1] + bp[:, 0, 2])
+    se = _cluster_se(per, P)
+    rec_se = np.array([se[0, 0]])  # the share leaving all-fail is 1 - P[0, 0]
     lo, hi = _interval(P, se, total.reshape(3, 3).sum(axis=1, keepdims=True))
     m = len(state)
     first_fail = _first_at(state == 0, pid, groups.n_prompts, m)
     ever_fail = first_fail < m
     recovered = ever_fail & (_last_at(state != 0, pid, groups.n_prompts) > first_fail)
     rec_share = float((total[1] + total[2]) / total[:3].sum()) if total[:3].sum() else float("nan")
-    rec_lo, rec_hi = _interval(np.array([rec_share]), np.array([rec_se]), np.array([total[:3].sum()]))
+    rec_lo, rec_hi = _interval(np.array([rec_share]), rec_se, np.array([total[:3].sum()]))
     rules = []
     for n in RULE_N:
         row = {"n": n}
@@ -155,7 +158,7 @@ def transitions(groups: RunGroups, reps: int = BOOTSTRAP, seed: int = SEED) -> d
     rec_k = total[1] + total[2]
     return {"available": True, "states": list(STATES), "transitions": int(a.size), "prompts": int(used.sum()),
             "counts": total.reshape(3, 3), "matrix": P, "interval_lo": lo.reshape(3, 3),
-            "interval_hi": hi.reshape(3, 3), "se": se.reshape(3, 3), "bootstrap": reps,
+            "interval_hi": hi.reshape(3, 3), "se": se,
             "recovery": {"next_visit": {"share": float(rec_k / total[:3].sum()) if total[:3].sum() else None,
                                         "interval": [float(rec_lo[0]), float(rec_hi[0])]},
                          "ever": _share(int(recovered.sum()), int(ever_fail.sum()))},
