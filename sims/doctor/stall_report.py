@@ -89,7 +89,7 @@ def transitions_lines(d: dict) -> list[str]:
         return []
     if not t["available"]:
         return [f"transitions: {t['reason']}"]
-    out = [f"transitions between visits ({t['transitions']:,} over {t['prompts']:,} prompts; 95% prompt-bootstrap "
+    out = [f"transitions between visits ({t['transitions']:,} over {t['prompts']:,} prompts; 95% prompt-level "
            f"intervals): from \\ to   " + "   ".join(f"{_SHORT[s]:>20s}" for s in t["states"])]
     for i, s in enumerate(t["states"]):
         cells = [f"{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
