@@ -217,6 +217,9 @@ def test_trl_slime_and_grpo_lab_configs(tmp_path):
     f.write_text((STALLED / "run.json").read_text())
     own = read_trainer_config(f)
     assert (own["trainer"], own["gen_batch"], own["pool"], own["enable"]) == ("grpo-lab", 128, 600, True)
+    assert own["note"] is None
+    retire = read_trainer_config(RUNS / "weak-g4-dr_grpo-ds-retire2-lr0.0004-s1" / "run.json")
+    assert "does not model" in retire["note"]  # retirement shrinks the pool: said, not modelled
 
 
 @pytest.mark.parametrize("name,text,needle", [

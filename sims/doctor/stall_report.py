@@ -42,6 +42,8 @@ def stall_lines(d: dict) -> list[str]:
            f"  at step {now['step']}: {now['expected']:.2f} rounds expected, 95th percentile "
            f"{_rounds(now['p95'], s['cap_effective'])}, "
            f"P(stall) {percent(now['p_stall'])}"]
+    if s.get("note"):
+        out.append(f"  caution: {s['note']}")
     ser = sf["series"]
     span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
     ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})

@@ -136,7 +136,10 @@ def _grpo_lab(d: dict) -> dict:
             "cap": _int(d.get("max_num_gen_batches", 0), "max_num_gen_batches", 0),
             "pool": _int(d["n_prompts"], "n_prompts") if d.get("n_prompts") is not None else None,
             "K": _int(d["num_generations"], "num_generations", 2) if d.get("num_generations") else None,
-            "enable": bool(d.get("dynamic_sampling", False))}
+            "enable": bool(d.get("dynamic_sampling", False)),
+            "note": ("the run retires prompts or draws from a hard buffer (retire_after / hard_buffer_frac): "
+                     "the pool it draws from changes, which the forecast does not model")
+            if (d.get("retire_after") or d.get("hard_buffer_frac")) else None}
 
 
 def settings_from_mapping(d) -> dict:
