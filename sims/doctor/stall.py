@@ -20,8 +20,9 @@ u_x(s) = P(useful | p_x(s), K) (:func:`grpo_lab.sims.outcomes.p_useful`), p_x(s)
   draws is, given the number M of prompts that would be mixed this step, Hypergeometric(N, M, n), and M
   is Poisson-binomial(u_1..u_N); so ``P(R <= r) = sum_M PB(M) P(Hyper(N, M, min(rB, N)) >= T)``, and the
   cap is min(C, ceil(N / B)). The Poisson-binomial pmf is exact (an O(N^2) recursion) for N <=
-  :data:`POOL_EXACT`; above that it is replaced by Binomial(N, u_bar) (then the count is Binomial(n,
-  u_bar): the deviation is the between-prompt variance of u, negligible at that size).
+  :data:`POOL_EXACT` when every prompt of the pool was seen; otherwise it is replaced by Binomial(N, u_bar)
+  (then the count is Binomial(n, u_bar): the deviation is the between-prompt variance of u, which the
+  without-replacement draw would remove; negligible for a large pool).
 
 Reported per step: ``expected`` = E[R | R <= cap] (the rounds a step that trains uses, what a record
 logs), ``p95`` (the 95th percentile of R; None when it lies beyond the cap), ``p_stall`` = P(R > cap).
