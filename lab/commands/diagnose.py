@@ -40,6 +40,13 @@ def register(sub) -> None:
     p.add_argument("--audit", action="store_true",
                    help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
+    p.add_argument("--trainer-config", metavar="FILE", default=None,
+                   help="the trainer's config (verl / TRL / slime / grpo-lab; .json, .yaml, .yml) for the stall "
+                        "forecast of dynamic sampling")
+    for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
+                       ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
+                       ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):
+        p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -60,9 +67,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.prompts import write_prompt_lists
     from grpo_lab.sims.doctor.report import html_report, text_report
+    from grpo_lab.sims.doctor.trainer_config import read_trainer_config
     from grpo_lab.sims.record import atomic_write_bytes, read_record
 
     band = check_band(*args.band)
+    settings = read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
+                                   train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
     record = read_record(_resolve(args.run))
     if args.audit:
         from grpo_lab.sims.doctor.audit import audit, audit_text
@@ -74,7 +84,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print("\n".join(audit_text(result) or ["audit: the record carries no trainer scalar and no correctness score"]))
         return 0
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
-                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after)
+                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings)
     written = {}
     if args.lists:
         written.update(write_prompt_lists(result["prompts"], args.lists))

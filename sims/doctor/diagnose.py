@@ -23,6 +23,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
 ``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
                          split and phantom-gradient groups (:mod:`.audit`)
+``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
 """
@@ -46,6 +48,8 @@ from .honesty import check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
+from .stall import for_record as stall_for_record
+from .transitions import transitions
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
 from .windows import window_fits
 
@@ -71,7 +75,7 @@ def _predicted(fit: dict) -> dict:
 
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
              window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
-             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K) -> dict:
+             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
     Parameters
@@ -83,6 +87,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     batch : DAPO batch size in groups (default: the run's mean groups per step).
     band : (lo, hi) difficulty band of the what-if.
     retire_after : all-pass draws in a row that make a retire candidate.
+    trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast
+        (default: the record's own config when it is a grpo-lab dynamic-sampling run).
     """
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
@@ -152,6 +158,10 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     t = time.perf_counter()
     logged = audit_logged(record)
     timings["audit"] = time.perf_counter() - t
+    t = time.perf_counter()
+    stall = stall_for_record(record, groups, trend, trainer_config)
+    moves = transitions(groups)
+    timings["stall_transitions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
@@ -176,6 +186,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "skip": skip,
         "prompts": lists,
         "audit": logged,
+        "stall_forecast": stall, "transitions": moves,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,

@@ -15,6 +15,7 @@ import numpy as np
 from ..formatting import percent
 from .audit import audit_text
 from .honesty import intervals_text
+from .stall_report import stall_html, stall_lines, transitions_lines
 
 __all__ = ["text_report", "html_fragment", "html_report"]
 
@@ -128,6 +129,7 @@ def text_report(d: dict) -> str:
                  f"hard {pc['hard']:,} (never solved), live {pc['live']:,}, never drawn {pc['never_drawn']:,}")
     lines.append(f"  caution: {d['prompts']['caution']}")
     lines += audit_text(d["audit"]) if "audit" in d else []
+    lines.extend(stall_lines(d) + transitions_lines(d))
     lines.append(f"open in the lab: ?{d['lab_query']}")
     return "\n".join(lines)
 
@@ -297,5 +299,6 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         _table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
         "<h2>Skipping, measured on the run</h2>",
         _table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
+        stall_html(d),
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "</div>"])

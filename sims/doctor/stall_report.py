@@ -1,0 +1,162 @@
+r"""The stall forecast (:mod:`.stall`) and the transitions (:mod:`.transitions`) as report text and HTML.
+
+Kept apart from :mod:`.report` so that the report gains them with one call each; a section that is not
+available prints its one "not available: needs ..." line.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..formatting import percent
+
+__all__ = ["stall_lines", "transitions_lines", "stall_html"]
+
+AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
+_SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
+
+
+def _step(x) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def _rounds(x, cap) -> str:
+    return (f">{cap}" if cap else "-") if x is None else f"{x}"
+
+
+def stall_lines(d: dict) -> list[str]:
+    """Text lines of ``d['stall_forecast']``."""
+    sf = d.get("stall_forecast")
+    if sf is None:
+        return []
+    if not sf["available"]:
+        return [f"stall forecast: {sf['reason']}"]
+    s, now = sf["settings"], sf["now"]
+    cap = f"cap {s['cap_effective']} rounds" if s["cap_effective"] else "no cap"
+    out = [f"stall forecast ({s['trainer']}, {s['source']}): rounds of {s['gen_batch']} prompts to fill "
+           f"{s['train_batch']} mixed groups of K = {s['K']}, {cap}"
+           + (f", pool {s['pool']} prompts" if s["pool"] else "") + f"; slope {sf['slope']:+.3f} +/- "
+           f"{sf['se_slope']:.3f} per run length",
+           f"  at step {now['step']}: {now['expected']:.2f} rounds expected, 95th percentile "
+           f"{_rounds(now['p95'], s['cap_effective'])}, "
+           f"P(stall) {percent(now['p_stall'])}"]
+    if s.get("note"):
+        out.append(f"  caution: {s['note']}")
+    ser = sf["series"]
+    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
+    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+    out.append("  ahead: " + ", ".join(f"step {ser['step'][i]:.0f} " + (
+        f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-")
+        + f" rounds (P(stall) {percent(ser['p_stall'][i])})" for i in ahead))
+    if not s["cap_effective"]:
+        out.append("  no cap: a step never raises; it draws rounds until the batch is full (the run crawls instead)")
+    for level, st in sf["stall"].items() if s["cap_effective"] else ():
+        lo, hi = st["interval"]
+        out.append(f"  P(stall) > {float(level):g} first at step {_step(st['step'])} [{_step(lo)}, {_step(hi)}]"
+                   + (" (already above at the last step)" if st["already"] else "")
+                   + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']})"))
+    out.append(f"  cause: {sf['cause']} ({percent(sf['cause_share_all_fail'])} of dropped groups all-fail at step "
+               f"{sf['cause_at_step']})")
+    c = sf["calibrated"]
+    if c["observed"] is not None:
+        out.append(f"  calibrated to steps {c['steps'][0]}-{c['steps'][1]} (mixed {percent(c['observed'])} observed vs "
+                   f"{percent(c['model'])} model, x{c['factor']:.2f}): {c['now']['expected']:.2f} rounds now, P(stall) "
+                   f"{percent(c['now']['p_stall'])}" + ("; P(stall) > 0.5 first at step "
+                   f"{_step(c['stall']['0.5'])}, > 0.05 at {_step(c['stall']['0.05'])}" if s["cap_effective"] else ""))
+    v = sf["validation"]
+    if v["available"]:
+        out.append(f"  check against the logged rounds: mean {v['predicted_mean']:.2f} predicted vs "
+                   f"{v['observed_mean']:.2f} observed, mean absolute error {v['mae']:.2f} rounds per step")
+        b = v["backtest"]
+        if b["available"]:
+            for key in ("model", "calibrated"):
+                x = b[key]
+                ps = x["predicted_stall_step"]
+                out.append(f"  backtest, {key} (fit to step {b['fit_until_step']}): mean absolute error {x['mae']:.2f}, "
+                           f"mean error {x['mean_error']:+.2f}; predicted stall step {_step(ps['0.5'])} (P > 0.5), "
+                           f"{_step(ps['0.05'])} (P > 0.05); observed {_step(b['observed_stall_step'])}")
+        else:
+            out.append(f"  backtest: {b['reason']}")
+    else:
+        out.append(f"  check: {v['reason']}")
+    return out
+
+
+def transitions_lines(d: dict) -> list[str]:
+    """Text lines of ``d['transitions']``."""
+    t = d.get("transitions")
+    if t is None:
+        return []
+    if not t["available"]:
+        return [f"transitions: {t['reason']}"]
+    out = [f"transitions between visits ({t['transitions']:,} over {t['prompts']:,} prompts; 95% prompt-level "
+           f"intervals): from \\ to   " + "   ".join(f"{_SHORT[s]:>20s}" for s in t["states"])]
+    for i, s in enumerate(t["states"]):
+        cells = [f"{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
+                 f"{percent(t['interval_hi'][i][j])}]" for j in range(3)]
+        out.append(f"  {_SHORT[s]:>6s} ({int(np.sum(t['counts'][i])):,})  " + "   ".join(f"{c:>20s}" for c in cells))
+    r = t["recovery"]
+    out.append(f"  all-fail recovers at the next visit {percent(r['next_visit']['share'])} "
+               f"[{percent(r['next_visit']['interval'][0])}, {percent(r['next_visit']['interval'][1])}]; ever: "
+               f"{r['ever']['k']:,} of {r['ever']['n']:,} prompts ({percent(r['ever']['share'])})")
+    for row in t["rules"]:
+        parts = []
+        for name, label in (("skip_after_all_fail", "skip after"), ("retire_after_all_pass", "retire after")):
+            x = row[name]
+            lost = x["lost"]
+            parts.append(f"{label} {row['n']} {'all-fail' if 'fail' in name else 'all-pass'}: drops "
+                         f"{x['marked_prompts']:,}, later mixed {percent(lost['share']) if lost['n'] else '-'} "
+                         f"[{percent(lost['interval'][0])}, {percent(lost['interval'][1])}] of {lost['n']:,}")
+        out.append("  " + "; ".join(parts))
+    return out
+
+
+def _rounds_svg(sf: dict) -> str:
+    """Rounds per step: logged, fitted in-sample, the backtest's and the forecast's (inline SVG)."""
+    from .report import _COLORS, _svg  # the report's plotting, imported here: report imports this module
+
+    v = sf["validation"]
+    keep = np.asarray(sf["series"]["step"], float) <= sf["now"]["step"] + max(sf["now"]["step"] // 2, 10)
+    ser = {k: np.asarray(sf["series"][k], float)[keep] for k in ("step", "expected")}  # half a run length ahead
+    lines, xs, ys = [], [ser["step"]], [ser["expected"]]
+    if v["available"]:
+        lines += [{"name": "logged", "x": v["steps"], "y": v["observed"], "kind": "points", "color": "#999"},
+                  {"name": "fitted", "x": v["steps"], "y": v["predicted"], "color": _COLORS["fit"]}]
+        xs.append(np.asarray(v["steps"], float))
+        ys += [np.asarray(v["observed"], float), np.asarray(v["predicted"], float)]
+        if v["backtest"]["available"]:
+            b = v["backtest"]
+            lines.append({"name": "backtest", "x": b["steps"], "y": b["model"]["predicted"],
+                          "color": _COLORS["back"], "dashed": True})
+    lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": _COLORS["proj"], "dashed": True})
+    x = np.concatenate(xs)
+    y = np.concatenate(ys)
+    top = float(np.nanmax(y[np.isfinite(y)])) if np.isfinite(y).any() else 1.0
+    cap = sf["settings"]["cap_effective"]
+    return _svg(f"Generation rounds per step (E[R | filled]; cap {cap or 'none'})", lines,
+                (float(np.min(x)), float(np.max(x))), ylim=(0.0, max(top, cap or 0) + 0.5), ylabel="rounds",
+                hline=cap or None)
+
+
+def stall_html(d: dict) -> str:
+    """Both sections as HTML: the rounds plot and the transition matrix (their text is in the report's text)."""
+    parts = ["<h2>Stall forecast</h2>"]
+    sf = d.get("stall_forecast")
+    if sf and sf["available"]:
+        parts.append(_rounds_svg(sf))
+    else:
+        parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")
+    t = d.get("transitions")
+    parts.append("<h2>Transitions between visits</h2>")
+    if t and t["available"]:
+        rows = "".join("<tr><td>" + html.escape(_SHORT[s]) + "</td>" + "".join(
+            f"<td>{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
+            f"{percent(t['interval_hi'][i][j])}] ({int(t['counts'][i][j]):,})</td>" for j in range(3)) + "</tr>"
+            for i, s in enumerate(t["states"]))
+        head = "".join(f"<th>to {html.escape(_SHORT[s])}</th>" for s in t["states"])
+        parts.append(f"<table><thead><tr><th>from</th>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    else:
+        parts.append(f"<p>{html.escape(t['reason'] if t else 'not computed')}.</p>")
+    return "\n".join(parts)

@@ -1,0 +1,223 @@
+r"""The keys of a trainer's config that decide a dynamic-sampling step, read into one settings dict.
+
+``read_trainer_config(path, **flags)`` returns ``{trainer, gen_batch, train_batch, cap, pool, K, enable,
+source}`` for :mod:`.stall` (prompts per generation round, mixed groups a step needs, most rounds with
+0 = none, prompts drawn without replacement within a step or None, rollouts per prompt or None = the
+record's K, whether dynamic sampling is on). Flags (``gen_batch_size``, ``train_batch_size``,
+``max_num_gen_batches``) override the file's values, or stand alone without a file.
+
+Recognised files (JSON by ``.json``; YAML by ``.yaml`` / ``.yml``, read with PyYAML, imported only then):
+
+* **verl** (a nested ``data`` / ``algorithm`` / ``actor_rollout_ref`` config, or the same keys dotted as in
+  Hydra overrides): ``data.train_batch_size`` (T), ``data.gen_batch_size`` (B; verl's
+  ``recipe/dapo/config/dapo_trainer.yaml`` defaults it to ``${data.train_batch_size}``),
+  ``algorithm.filter_groups.max_num_gen_batches`` (the cap; "Non-positive values mean no upper limit",
+  ``verl/trainer/config/algorithm.py`` ``FilterGroupsConfig``), ``algorithm.filter_groups.enable``
+  (default False there), ``actor_rollout_ref.rollout.n`` (K). The loop is verl's
+  ``recipe/dapo/dapo_ray_trainer.py`` (``num_gen_batches`` counts rounds; when the kept prompts are still
+  fewer than ``train_batch_size`` and ``num_gen_batches >= max_num_gen_batches`` it raises).
+* **TRL** (``GRPOConfig`` keys, ``trl/trainer/grpo_config.py``): ``num_generations`` (K),
+  ``generation_batch_size`` (completions per generation batch) or ``per_device_train_batch_size`` x
+  ``num_processes`` (default 1) x ``steps_per_generation`` (default ``gradient_accumulation_steps``, 1);
+  B = T = generation_batch_size / num_generations prompts. TRL's ``GRPOTrainer`` does not resample (a
+  unanimous group just carries no gradient), so its figures are what DAPO-style resampling would need to
+  fill the same batch with mixed groups; no cap.
+* **slime** (``slime/utils/arguments.py``; keys with ``_`` or ``-``): ``rollout_batch_size`` (T),
+  ``over_sampling_batch_size`` (B, default T), ``n_samples_per_prompt`` (K); dynamic sampling is on when
+  ``dynamic_sampling_filter_path`` is set (if the key is present). slime submits a new round of B prompts
+  whenever the pending groups that could still be kept fall below T
+  (``slime/rollout/sglang_rollout.py``), so its round count has the same distribution as verl's; no cap.
+* **grpo-lab** (a record's ``run.json`` or its ``config``): ``prompts_per_step`` (B = T),
+  ``max_num_gen_batches``, ``dynamic_sampling``, ``num_generations`` (K) and ``n_prompts`` (the pool,
+  drawn without replacement within a step).
+
+Refused with :class:`~grpo_lab.sims.errors.InputError` (one line): an unknown extension, an unreadable or
+malformed file, a file that is not a mapping or matches none of the above, a missing batch size, and
+batch sizes, caps or K that are not non-negative integers (batch sizes and K must be positive; a
+negative verl ``max_num_gen_batches`` means no cap, as in verl).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record"]
+
+FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
+
+
+def _int(value, what: str, lo: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < lo:
+        raise InputError(f"trainer config: {what} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+def _undot(d: dict) -> dict:
+    """Expand dotted keys ('data.train_batch_size': 512) into nested mappings."""
+    out: dict = {}
+    for key, value in d.items():
+        parts = str(key).lstrip("+").split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise InputError(f"trainer config: key {key!r} clashes with a value")
+        if isinstance(value, dict) and isinstance(node.get(parts[-1]), dict):
+            node[parts[-1]].update(_undot(value))
+        else:
+            node[parts[-1]] = _undot(value) if isinstance(value, dict) else value
+    return out
+
+
+def _get(d: dict, path: str, default=None):
+    node = d
+    for p in path.split("."):
+        if not isinstance(node, dict) or p not in node:
+            return default
+        node = node[p]
+    return node
+
+
+def _verl(d: dict) -> dict:
+    T = _get(d, "data.train_batch_size")
+    if T is None:
+        raise InputError("trainer config (verl): data.train_batch_size is missing")
+    T = _int(T, "data.train_batch_size")
+    B = _get(d, "data.gen_batch_size", T)
+    B = T if isinstance(B, str) and "train_batch_size" in B else _int(B, "data.gen_batch_size")
+    cap = _get(d, "algorithm.filter_groups.max_num_gen_batches", 0)
+    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap != int(cap):
+        raise InputError(f"trainer config: algorithm.filter_groups.max_num_gen_batches must be an integer, got {cap!r}")
+    K = _get(d, "actor_rollout_ref.rollout.n")
+    return {"trainer": "verl", "train_batch": T, "gen_batch": B, "cap": max(int(cap), 0), "pool": None,
+            "K": None if K is None else _int(K, "actor_rollout_ref.rollout.n", 2),
+            "enable": bool(_get(d, "algorithm.filter_groups.enable", False))}
+
+
+def _trl(d: dict) -> dict:
+    if "num_generations" not in d:
+        raise InputError("trainer config (TRL): num_generations is missing")
+    K = _int(d["num_generations"], "num_generations", 2)
+    if d.get("generation_batch_size") is not None:
+        rows = _int(d["generation_batch_size"], "generation_batch_size")
+    elif d.get("per_device_train_batch_size") is not None:
+        spg = d.get("steps_per_generation")
+        spg = d.get("gradient_accumulation_steps", 1) if spg is None else spg
+        rows = (_int(d["per_device_train_batch_size"], "per_device_train_batch_size")
+                * _int(d.get("num_processes", 1), "num_processes") * _int(spg, "steps_per_generation"))
+    else:
+        raise InputError("trainer config (TRL): generation_batch_size or per_device_train_batch_size is missing")
+    if rows % K:
+        raise InputError(f"trainer config (TRL): the generation batch ({rows} completions) is not a multiple of "
+                         f"num_generations ({K})")
+    return {"trainer": "trl", "train_batch": rows // K, "gen_batch": rows // K, "cap": 0, "pool": None, "K": K,
+            "enable": True}
+
+
+def _slime(d: dict) -> dict:
+    d = {str(k).replace("-", "_").lstrip("_"): v for k, v in d.items()}
+    if d.get("rollout_batch_size") is None:
+        raise InputError("trainer config (slime): rollout_batch_size is missing")
+    T = _int(d["rollout_batch_size"], "rollout_batch_size")
+    B = T if d.get("over_sampling_batch_size") is None else _int(d["over_sampling_batch_size"],
+                                                                  "over_sampling_batch_size")
+    K = d.get("n_samples_per_prompt")
+    enable = d.get("dynamic_sampling_filter_path") is not None if "dynamic_sampling_filter_path" in d else True
+    return {"trainer": "slime", "train_batch": T, "gen_batch": B, "cap": 0, "pool": None,
+            "K": None if K is None else _int(K, "n_samples_per_prompt", 2), "enable": enable}
+
+
+def _grpo_lab(d: dict) -> dict:
+    B = _int(d["prompts_per_step"], "prompts_per_step")
+    return {"trainer": "grpo-lab", "train_batch": B, "gen_batch": B,
+            "cap": _int(d.get("max_num_gen_batches", 0), "max_num_gen_batches", 0),
+            "pool": _int(d["n_prompts"], "n_prompts") if d.get("n_prompts") is not None else None,
+            "K": _int(d["num_generations"], "num_generations", 2) if d.get("num_generations") else None,
+            "enable": bool(d.get("dynamic_sampling", False)),
+            "note": ("the run retires prompts or draws from a hard buffer (retire_after / hard_buffer_frac): "
+                     "the pool it draws from changes, which the forecast does not model")
+            if (d.get("retire_after") or d.get("hard_buffer_frac")) else None}
+
+
+def settings_from_mapping(d) -> dict:
+    """Settings from a parsed config mapping (see the module docstring)."""
+    if not isinstance(d, dict):
+        raise InputError(f"trainer config: expected a mapping of keys, got {type(d).__name__}")
+    if isinstance(d.get("config"), dict) and "prompts_per_step" in d["config"]:
+        d = d["config"]
+    if "prompts_per_step" in d:
+        return _grpo_lab(d)
+    nested = _undot(d)
+    if any(isinstance(nested.get(k), dict) for k in ("data", "algorithm", "actor_rollout_ref")):
+        return _verl(nested)
+    flat = {str(k).replace("-", "_").lstrip("_") for k in d}
+    if flat & {"rollout_batch_size", "over_sampling_batch_size", "n_samples_per_prompt"}:
+        return _slime(d)
+    if flat & {"num_generations", "generation_batch_size", "per_device_train_batch_size", "steps_per_generation"}:
+        return _trl(d)
+    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found (e.g. data.train_batch_size, "
+                     "num_generations, rollout_batch_size, prompts_per_step)")
+
+
+def _load(path: Path) -> dict:
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".yaml", ".yml"):
+        raise InputError(f"trainer config {str(path)!r}: unknown format {suffix or '(no extension)'!r}; "
+                         f"use .json, .yaml or .yml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read trainer config {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"trainer config {str(path)!r} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    try:
+        import yaml
+    except ImportError:
+        raise InputError("reading a YAML trainer config needs PyYAML (pip install 'grpo-lab[ingest]' or pyyaml); "
+                         "or pass a .json file") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"trainer config {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None, max_num_gen_batches=None) -> dict | None:
+    """Settings from a config file and/or flags; None when neither is given. Raises InputError."""
+    flags = {"gen_batch_size": gen_batch_size, "train_batch_size": train_batch_size,
+             "max_num_gen_batches": max_num_gen_batches}
+    given = {k: v for k, v in flags.items() if v is not None}
+    for k, v in given.items():
+        _int(v, f"--{k.replace('_', '-')}", 0 if k == "max_num_gen_batches" else 1)
+    if path is None and not given:
+        return None
+    if path is not None:
+        settings = settings_from_mapping(_load(Path(path)))
+        settings["source"] = str(path)
+    else:
+        if "train_batch_size" not in given:
+            raise InputError("--train-batch-size is needed without --trainer-config")
+        settings = {"trainer": "flags", "train_batch": given["train_batch_size"], "gen_batch":
+                    given["train_batch_size"], "cap": 0, "pool": None, "K": None, "enable": True, "source": "flags"}
+    settings.update({"gen_batch": given.get("gen_batch_size", settings["gen_batch"]),
+                     "train_batch": given.get("train_batch_size", settings["train_batch"]),
+                     "cap": given.get("max_num_gen_batches", settings["cap"])})
+    if given and path is not None:
+        settings["source"] += " + flags"
+    return settings
+
+
+def settings_from_record(meta: dict) -> dict | None:
+    """The settings of a grpo-lab trainer record with dynamic sampling (``meta['config']``), else None."""
+    cfg = meta.get("config") if isinstance(meta, dict) else None
+    if not (isinstance(cfg, dict) and cfg.get("dynamic_sampling") and "prompts_per_step" in cfg):
+        return None
+    try:
+        return {**_grpo_lab(cfg), "source": "the record's own config"}
+    except InputError:
+        return None
