@@ -34,7 +34,7 @@ from .fit import share_interval
 from .groups import RunGroups
 
 __all__ = ["SKIP_HISTORIES", "PER_ROLLOUTS", "sorted_draws", "temporal_consistency", "skip_backtest",
-           "allocation", "allocation_from_trend"]
+           "allocate", "allocation", "allocation_from_trend"]
 
 SKIP_HISTORIES = (1, 2, 3)  #: skip after this many unanimous draws in a row
 PER_ROLLOUTS = 1000  #: allocation figures are per this many rollouts
@@ -106,13 +106,9 @@ def skip_backtest(groups: RunGroups, histories=SKIP_HISTORIES) -> list[dict]:
     return rows
 
 
-def allocation(pass_rates, K: int, k_max: int | None = None) -> dict:
-    """Budgeted allocation vs uniform K for per-prompt pass rates (see the module docstring).
-
-    Returns ``uniform_useful_per_1000``, ``allocated_useful_per_1000``, ``gain`` (their ratio),
-    ``budget``, ``rollouts_used``, ``prompts``, ``prompts_skipped`` (given 0 rollouts),
-    ``k_max`` and ``k_histogram`` ({K_x: prompts}).
-    """
+def allocate(pass_rates, K: int, k_max: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(K_x per prompt, P(useful | p_x, k) for k = 1..k_max as an (N, k_max) array, k_max): the greedy
+    allocation of the budget N K described in the module docstring."""
     p = np.asarray(pass_rates, float)
     N = p.size
     k_max = int(k_max or min(ALLOC_K_FACTOR * K, ALLOC_K_MAX))
@@ -124,7 +120,20 @@ def allocation(pass_rates, K: int, k_max: int | None = None) -> dict:
     flat = gains.ravel()
     top = np.argpartition(-flat, budget - 1)[:budget] if budget < flat.size else np.arange(flat.size)
     kx = np.bincount(top // k_max, minlength=N)
-    kx = np.where(kx == 1, 0, kx)  # a lone rollout is never useful: give it back
+    return np.where(kx == 1, 0, kx), useful, k_max  # a lone rollout is never useful: give it back
+
+
+def allocation(pass_rates, K: int, k_max: int | None = None) -> dict:
+    """Budgeted allocation vs uniform K for per-prompt pass rates (see the module docstring).
+
+    Returns ``uniform_useful_per_1000``, ``allocated_useful_per_1000``, ``gain`` (their ratio),
+    ``budget``, ``rollouts_used``, ``prompts``, ``prompts_skipped`` (given 0 rollouts),
+    ``k_max`` and ``k_histogram`` ({K_x: prompts}).
+    """
+    p = np.asarray(pass_rates, float)
+    N = p.size
+    kx, useful, k_max = allocate(p, K, k_max)
+    budget = N * K
     got = np.where(kx > 0, useful[np.arange(N), np.maximum(kx, 1) - 1], 0.0)
     uniform = p_useful(p, K)
     used = int(kx.sum())
