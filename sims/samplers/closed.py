@@ -54,7 +54,7 @@ is simulated (:func:`.simulate.dapo_never_trained`) by :func:`grpo_lab.sims.samp
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from ..doctor.skip import allocate
 from ..outcomes import p_useful
@@ -126,11 +126,12 @@ def dapo_rounds(u_bar: float, batch: int, gen: int, max_rounds: int) -> dict:
     if u_bar <= 0.0:
         return {"rounds_expected": float(cap), "rounds_p95": None, "p_stall": 1.0}
     r = np.arange(cap)
-    needed = stats.binom.cdf(batch - 1, r * gen, u_bar)  # P(round r + 1 is needed)
+    needed = special.bdtr(batch - 1, r * gen, u_bar)  # P(round r + 1 is needed): the Binomial cdf ...
+    needed[0] = 1.0  # ... and the first round always (bdtr is NaN for n = 0)
     if max_rounds <= 0:
         tail = np.flatnonzero(needed < 1e-12)
         needed = needed[: tail[0]] if tail.size else needed
-    p_stall = float(stats.binom.cdf(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(needed[-1] >= 1e-12)
+    p_stall = float(special.bdtr(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(needed[-1] >= 1e-12)
     above = np.flatnonzero(needed <= 0.05)
     return {"rounds_expected": float(needed.sum()), "p_stall": p_stall,
             "rounds_p95": int(above[0]) if above.size else None}

@@ -10,7 +10,7 @@ with the budget R = E N K (:mod:`.closed`, :mod:`.simulate`). Per sampler:
 ``rate``                  useful groups per K rollouts, K useful_per_1000 / 1000: for plain GRPO the
                           effective group rate 1 - D_real, the quantity the doctor's forecast watches
 ``expiry_t``              the first progress t in [0, :data:`HORIZON`] at which ``rate`` falls below the
-                          threshold (default the doctor's 0.5), by bisection to :data:`EXPIRY_TOL` on
+                          threshold (default the doctor's 0.5), by a bracketing search (:func:`expiry`) to :data:`EXPIRY_TOL` on
                           the population's quantile sketch (:func:`sketch`); None when it stays above
                           up to the horizon, 0 when it is already below at t = 0. Past t = 1 the decay
                           model is continued as written, p0 ** (1 / (1 + g t)) (= decay.pass_rate_at
@@ -33,7 +33,7 @@ from .._checks import as_group_size, as_prob, band as check_band, positive
 from ..errors import InputError
 from . import closed, simulate
 
-__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS"]
+__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS"]
 
 EXPIRY_TOL = 0.002  #: the expiry search stops when its bracket in t is this narrow
 HORIZON = 10.0  #: the expiry is searched up to this progress (t = 1: the lab's end of training)
@@ -114,18 +114,45 @@ def at_progress(p0: np.ndarray, t: float, gain: float) -> np.ndarray:
 
 
 def expiry(name: str, p0: np.ndarray, K: int, o: dict, gain: float) -> float | None:
-    """First t in [0, 1] with the sampler's rate below o["threshold"] (see the module docstring)."""
-    rate = lambda t: _rate(_one(name, at_progress(p0, t, gain), K, o, 1), K)  # noqa: E731
+    """First t in [0, HORIZON] with the sampler's rate below o["threshold"] (see the module docstring):
+    the Illinois variant of regula falsi on the bracket, stopped when the bracket is narrower than EXPIRY_TOL
+    or two successive steps lie within EXPIRY_TOL / 2 of each other (the rate is smooth in t; a bracketing method, so it
+    converges for the simulated samplers too, whose rate is a fixed function of t under common random numbers)."""
     thr = o["threshold"]
-    if rate(0.0) < thr:
-        return 0.0
-    if rate(HORIZON) >= thr:
-        return None
+    g = lambda t: _rate(_one(name, at_progress(p0, t, gain), K, o, 1), K) - thr  # noqa: E731
     lo, hi = 0.0, HORIZON
+    glo, ghi = g(lo), g(hi)
+    if glo < 0:
+        return 0.0
+    if ghi >= 0:
+        return None
+    side, last = 0, None
     while hi - lo > EXPIRY_TOL:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if rate(mid) >= thr else (lo, mid)
+        t = hi - ghi * (hi - lo) / (ghi - glo) if glo != ghi else (lo + hi) / 2
+        t = min(max(t, lo + EXPIRY_TOL / 4), hi - EXPIRY_TOL / 4)
+        gt = g(t)
+        if last is not None and abs(t - last) < EXPIRY_TOL / 2:
+            return t
+        last = t
+        if gt >= 0:
+            lo, glo = t, gt
+            if side == 1:
+                ghi /= 2
+            side = 1
+        else:
+            hi, ghi = t, gt
+            if side == -1:
+                glo /= 2
+            side = -1
     return (lo + hi) / 2
+
+
+def expiries(p0, K: int, gain: float = decay.DEFAULT_GAIN, **options) -> dict:
+    """{sampler: expiry_t} on the quantile sketch of the pass rates ``p0`` at progress 0 (does not depend on
+    the progress a table is shown at: a caller may keep it while only t moves)."""
+    p0, K, o = _inputs(p0, K, options)
+    sk = sketch(p0)
+    return {name: expiry(name, sk, K, o, gain) for name in SAMPLERS}
 
 
 def _options(K, **kw) -> dict:
@@ -145,25 +172,29 @@ def _options(K, **kw) -> dict:
     return o
 
 
-def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps: int | None = None,
-            with_expiry: bool = True, **options) -> dict:
-    """All samplers on the pass rates ``p0`` (at progress 0) evaluated at progress ``t``.
-
-    ``options`` override :data:`DEFAULTS` (epochs, threshold, batch, gen_batch, max_num_gen_batches, band,
-    n_retire, p_easy, p_hard, pods_factor, k_max_factor, reps, seed). Returns ``{"settings": ...,
-    "rows": [...]}``, one row per :data:`SAMPLERS` entry in order. Raises InputError for bad input.
-    """
+def _inputs(p0, K, options):
     p0 = np.atleast_1d(as_prob(p0, "pass rates")).astype(float)
     if p0.ndim != 1 or not 1 <= p0.size <= MAX_PROMPTS:
         raise InputError(f"pass rates must be a 1-D array of 1 to {MAX_PROMPTS:,} prompts")
     K = int(as_group_size(K))
     if K < 2:
         raise InputError("K must be at least 2 (a group of one rollout is never useful)")
-    o = _options(K, **options)
+    return p0, K, _options(K, **options)
+
+
+def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps: int | None = None,
+            expiry_t: dict | None = None, **options) -> dict:
+    """All samplers on the pass rates ``p0`` (at progress 0) evaluated at progress ``t``.
+
+    ``options`` override :data:`DEFAULTS` (epochs, threshold, batch, gen_batch, max_num_gen_batches, band,
+    n_retire, p_easy, p_hard, pods_factor, k_max_factor, reps, seed). ``expiry_t``: :func:`expiries`' result
+    for the same p0, K, gain and options, when the caller has it. Returns ``{"settings": ..., "rows": [...]}``,
+    one row per :data:`SAMPLERS` entry in order. Raises InputError for bad input.
+    """
+    p0, K, o = _inputs(p0, K, options)
     p = decay.pass_rate_at(p0, t, gain)
     res = _evaluate(p, K, o)
-    sk = sketch(p0)
-    ex = {name: expiry(name, sk, K, o, gain) for name in SAMPLERS} if with_expiry else {}
+    ex = expiry_t if expiry_t is not None else expiries(p0, K, gain, **options)
     base = ex.get("plain")
     rows = []
     for name, (label, flags) in SAMPLERS.items():
