@@ -314,3 +314,13 @@ def test_compare_rows_expiry_and_bad_input():
         compare(p0, 1)
     with pytest.raises(InputError):
         compare([0.5, 1.5], 8)
+
+
+def test_allocation_useful_table_equals_the_core():
+    """The running-product table the allocation uses against grpo_lab.sims.outcomes.p_useful (logarithms)."""
+    from grpo_lab.sims.doctor.skip import _useful_table
+    from grpo_lab.sims.outcomes import p_useful
+
+    p = np.concatenate([np.random.default_rng(13).random(3000), [0.0, 1.0, 1e-12, 1 - 1e-12, 0.5]])
+    want = p_useful(p[:, None], np.arange(1, 65)[None, :])
+    assert np.max(np.abs(_useful_table(p, 64) - want)) < 1e-14

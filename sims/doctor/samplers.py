@@ -37,9 +37,14 @@ def _cell(x, spec) -> str:
 
 def table_rows(section: dict) -> list[list[str]]:
     """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expiry t, shift, shift in
-    steps] as text, one row per sampler."""
+    steps] as text, one row per sampler (an expiry past the search's horizon reads "> HORIZON")."""
+    from ..samplers.compare import HORIZON
+
+    def when(t):
+        return "already below" if t == 0 else f"> {HORIZON:g}" if t is None else f"{t:.3f}"
+
     return [[r["label"], _cell(r["useful_per_1000"], ".1f"), _cell(r["rollouts_per_useful"], ".1f"),
-             percent(r["never_trained"]), "already below" if r["expiry_t"] == 0 else _cell(r["expiry_t"], ".3f"), _cell(r["expiry_shift"], "+.3f"),
+             percent(r["never_trained"]), when(r["expiry_t"]), _cell(r["expiry_shift"], "+.3f"),
              _cell(r["expiry_shift_steps"], "+.0f")] for r in section["rows"]]
 
 

@@ -55,7 +55,16 @@ SAMPLERS = {
 #: every parameter's default, declared once (the command line, the doctor and the lab read these)
 DEFAULTS = {"epochs": 4.0, "threshold": 0.5, "batch": 32, "gen_batch": 32, "max_num_gen_batches": 10,
             "band": (0.2, 0.8), "n_retire": 3, "p_easy": 0.5, "p_hard": 0.5, "pods_factor": 2, "k_max_factor": 2,
-            "reps": 4, "seed": 0}
+            "reps": 0, "seed": 0}  # reps 0: auto_reps(N)
+
+SIM_VISITS = 8000  #: the simulated samplers average enough runs for about this many prompts (auto_reps) ...
+MAX_REPS = 4  #: ... and never more runs than this
+
+
+def auto_reps(n_prompts: int) -> int:
+    """Simulated runs averaged for N prompts: round(SIM_VISITS / N), between 1 and MAX_REPS (a run of 20,000
+    prompts already pins the shares to about 0.001)."""
+    return int(min(MAX_REPS, max(1, round(SIM_VISITS / n_prompts))))
 
 
 def beta_pass_rates(population, n: int) -> np.ndarray:
@@ -160,12 +169,14 @@ def _options(K, **kw) -> dict:
     o["epochs"] = positive(o["epochs"], "epochs")
     if not 0.0 < float(o["threshold"]) < 1.0:
         raise InputError(f"threshold must lie strictly between 0 and 1, got {o['threshold']!r}")
-    for key in ("batch", "gen_batch", "n_retire", "pods_factor", "k_max_factor", "reps"):
+    for key in ("batch", "gen_batch", "n_retire", "pods_factor", "k_max_factor"):
         o[key] = int(as_group_size(o[key], key.replace("_", " ")))
     if o["pods_factor"] < 2 or o["k_max_factor"] < 1:
         raise InputError("pods factor must be at least 2 (generate n = factor x K), k_max factor at least 1")
     if not isinstance(o["max_num_gen_batches"], (int, np.integer)) or o["max_num_gen_batches"] < 0:
         raise InputError(f"max_num_gen_batches must be an integer >= 0 (0: no cap), got {o['max_num_gen_batches']!r}")
+    if not isinstance(o["reps"], (int, np.integer)) or o["reps"] < 0:
+        raise InputError(f"reps must be an integer >= 0 (0: auto), got {o['reps']!r}")
     o["band"] = check_band(*o["band"])
     for key in ("p_easy", "p_hard"):
         o[key] = float(as_prob(o[key], key.replace("_", " ")))
@@ -179,7 +190,9 @@ def _inputs(p0, K, options):
     K = int(as_group_size(K))
     if K < 2:
         raise InputError("K must be at least 2 (a group of one rollout is never useful)")
-    return p0, K, _options(K, **options)
+    o = _options(K, **options)
+    o["reps"] = o["reps"] or auto_reps(p0.size)
+    return p0, K, o
 
 
 def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps: int | None = None,
@@ -187,7 +200,7 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
     """All samplers on the pass rates ``p0`` (at progress 0) evaluated at progress ``t``.
 
     ``options`` override :data:`DEFAULTS` (epochs, threshold, batch, gen_batch, max_num_gen_batches, band,
-    n_retire, p_easy, p_hard, pods_factor, k_max_factor, reps, seed). ``expiry_t``: :func:`expiries`' result
+    n_retire, p_easy, p_hard, pods_factor, k_max_factor, reps (0: :func:`auto_reps`), seed). ``expiry_t``: :func:`expiries`' result
     for the same p0, K, gain and options, when the caller has it. Returns ``{"settings": ..., "rows": [...]}``,
     one row per :data:`SAMPLERS` entry in order. Raises InputError for bad input.
     """
