@@ -50,7 +50,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_doctor_report_and_json_have_the_samplers_section(capsys):
+def test_doctor_report_and_json_have_the_samplers_section(capsys, tmp_path):
     runs = list_runs(DEFAULT_RUNS_DIR)
     name, path = next(iter(runs.items()))
     code, out, err = run(capsys, "diagnose", path, "--json")
@@ -65,8 +65,11 @@ def test_doctor_report_and_json_have_the_samplers_section(capsys):
     pop = [(w, a, b) for w, a, b in s["population"]]
     p = beta_pass_rates(pop if len(pop) > 1 else (pop[0][1], pop[0][2]), s["settings"]["prompts"])
     assert s["rows"][0]["useful_per_1000"] == pytest.approx(1000 * float(np.mean(p_useful(p, K))) / K, rel=1e-12)
-    code, out, err = run(capsys, "diagnose", path)
+    code, out, err = run(capsys, "diagnose", path, "--html", tmp_path / "r.html")
     assert "samplers at an equal rollout budget" in out and "Knapsack allocation" in out
+    page = (tmp_path / "r.html").read_text()
+    section = page[page.index("<h2>Samplers side by side</h2>"):]
+    assert section.count("<tr>") >= 1 + len(SAMPLERS) and f"<td>{s['rows'][0]['useful_per_1000']:.1f}</td>" in section
 
 
 def test_samplers_tab_is_lazy_and_follows_the_lab_state():
