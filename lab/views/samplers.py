@@ -21,7 +21,10 @@ from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
 from grpo_lab.sims.samplers.compare import expiries
 
-__all__ = ["SamplersView", "WATCHED", "samplers_for"]
+__all__ = ["SamplersView", "WATCHED", "LAB_COLUMNS", "samplers_for"]
+
+#: the report's columns the tab shows: all but the shift in steps (the lab's progress has no run length)
+LAB_COLUMNS = 6
 
 #: the LabState parameters the table depends on
 WATCHED = ("progress", "K", "n_prompts", "a", "b", "seed", "band_lo", "band_hi")
@@ -82,8 +85,9 @@ class SamplersView:
         except InputError as exc:
             self.table.object = f"<p class='samplers-notice'>{html.escape(str(exc))}</p>"
             return
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table_rows(out))
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD[:LAB_COLUMNS])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[:LAB_COLUMNS]) + "</tr>"
+                       for row in table_rows(out))
         settings = html.escape(samplers_text(out)[0])
         self.table.object = (f"{_STYLE}<p class='samplers-settings'>{settings} (at t = {self.lab.progress:g})</p>"
                              f"<div style='overflow-x:auto'><table class='samplers-table'><thead><tr>{head}</tr>"
