@@ -22,11 +22,13 @@ last ``n_retire`` groups were all all-pass is retired for good (with n_retire = 
 group). A retired prompt costs nothing; the budget it frees buys more epochs of the others. The run stops
 early when every prompt is retired.
 
-**GRESO** (Zheng et al. 2025, "Act Only When It Pays", Algorithm 1): a prompt whose last z generated
-groups were all zero-variance (its streak; skipped epochs do not change it) is skipped this epoch with
-probability 1 - p_e^z (never skipped at z = 0), where p_e is the exploration probability: ``p_easy``
-when the streak's last group was all-pass, ``p_hard`` when all-fail. GRESO adapts p_e each step towards
-a target zero-variance share; here p_e is fixed (named deviation). An epoch whose visits are all skipped
+**GRESO** (Zheng et al. 2025, "Act Only When It Pays"): the rule implemented here, after the paper's
+probabilistic pre-rollout filter: a prompt whose last z generated groups were all zero-variance (its
+streak; an epoch in which it was skipped does not change it) is skipped this epoch with probability
+1 - p_e^z (never skipped at z = 0), where p_e is the exploration probability: ``p_easy`` when the streak's
+last group was all-pass, ``p_hard`` when all-fail. GRESO adapts its exploration probabilities during
+training towards a target share of zero-variance prompts; here they are fixed parameters (named
+deviation), so the table shows the rule at a given p_e, not GRESO's controller. An epoch whose visits are all skipped
 costs nothing and the next one is drawn; the run stops after :data:`MAX_EPOCHS` epochs (reported).
 """
 
