@@ -88,5 +88,9 @@ def test_samplers_tab_is_lazy_and_follows_the_lab_state():
     assert f"{rows[0]['useful_per_1000']:.1f}" in view.table.object
     lab.a = 0.05  # still valid; a bound the core accepts
     assert "plain GRPO" in view.table.object
+    lab.K = 1  # the lab allows K = 1; no group of one rollout is useful: a notice, and the page keeps running
+    assert "samplers-notice" in view.table.object and "K must be at least 2" in view.table.object
+    lab.K = 4
+    assert "plain GRPO" in view.table.object
     built = TABS[-1][1](Session(LabState(), PlayState(), AdvantageState()))
     assert "samplers-tab" in built.css_classes
