@@ -66,11 +66,18 @@ def _replay_tab(s: Session):
     return ReplayView(pair=s.replay)
 
 
+def _samplers_tab(s: Session):
+    from grpo_lab.views.samplers import SamplersView  # imported when the tab is first opened
+
+    return SamplersView(s.lab).panel
+
+
 #: the page's tabs, in order: (title, builder(Session) -> Panel object)
 TABS = [
     ("Live lab", _live_tab),
     ("Advantages", _advantages_tab),
     ("Replay", _replay_tab),
+    ("Samplers", _samplers_tab),
 ]
 
 

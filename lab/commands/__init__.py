@@ -3,8 +3,9 @@
 from . import core
 from . import export
 from . import ingest
+from . import samplers
 from . import serve
 from . import study
 from . import train
 
-COMMAND_MODULES = [core, export, ingest, serve, study, train]
+COMMAND_MODULES = [core, export, ingest, samplers, serve, study, train]

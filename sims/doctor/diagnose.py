@@ -18,6 +18,7 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
                          preferred model; ``dapo``, ``band``, ``coverage`` (:mod:`.whatif`);
                          ``what_if_recent`` on the last window's Beta, ``what_if_pooled`` on the
                          pooled model
+``samplers``             seven samplers side by side on the preferred population (:mod:`.samplers`)
 ``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
 ``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
@@ -47,6 +48,7 @@ from .groups import run_groups
 from .honesty import check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
+from .samplers import samplers_section
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .stall import for_record as stall_for_record
 from .transitions import transitions
@@ -142,6 +144,10 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     timings["what_if"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    samplers = samplers_section(pop, K, groups.n_prompts, len(steps), batch, threshold)
+    timings["samplers"] = time.perf_counter() - t
+
+    t = time.perf_counter()
     fc = run_forecast(groups, threshold)
     trend = fc.pop("_trend")
     timings["forecast"] = time.perf_counter() - t
@@ -182,6 +188,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "what_if_recent": {"steps": [recent["step_first"], recent["step_last"]],
                            "alpha": recent["alpha"], "beta": recent["beta"], "table": what_if_recent},
         "what_if_pooled": what_if_pooled,
+        "samplers": samplers,
         "forecast": fc,
         "skip": skip,
         "prompts": lists,

@@ -16,6 +16,7 @@ from ..formatting import percent
 from .audit import audit_text
 from .honesty import intervals_text
 from .stall_report import stall_html, stall_lines, transitions_lines
+from .samplers import samplers_html, samplers_text
 
 __all__ = ["text_report", "html_fragment", "html_report"]
 
@@ -102,6 +103,7 @@ def text_report(d: dict) -> str:
     lines.append(f"band [{b['lo']:g}, {b['hi']:g}]: keeps {percent(b['kept_share'])} of prompts, effective rate "
                  f"{percent(b['effective_group_rate_kept'])} (all prompts {percent(b['effective_group_rate_all'])})")
     lines.append("coverage: " + ", ".join(f"{k} {percent(v)}" for k, v in d["coverage"].items()))
+    lines.extend(samplers_text(d["samplers"]))
     bt = fc["backtest"]
     lines.append(f"forecast: {fc['status']}; effective rate now {percent(fc['observed_rate_now'])} observed, "
                  f"{percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "
@@ -297,6 +299,7 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         _table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail",
                          "effective rate (recent, prompt-pooled)"]),
         _table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
+        samplers_html(d["samplers"], _table),
         "<h2>Skipping, measured on the run</h2>",
         _table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),

@@ -34,7 +34,7 @@ from .fit import share_interval
 from .groups import RunGroups
 
 __all__ = ["SKIP_HISTORIES", "PER_ROLLOUTS", "sorted_draws", "temporal_consistency", "skip_backtest",
-           "allocation", "allocation_from_trend"]
+           "allocate", "allocation", "allocation_from_trend"]
 
 SKIP_HISTORIES = (1, 2, 3)  #: skip after this many unanimous draws in a row
 PER_ROLLOUTS = 1000  #: allocation figures are per this many rollouts
@@ -106,6 +106,30 @@ def skip_backtest(groups: RunGroups, histories=SKIP_HISTORIES) -> list[dict]:
     return rows
 
 
+def _useful_table(p: np.ndarray, k_max: int) -> np.ndarray:
+    """P(useful | p_x, k) = 1 - p^k - (1 - p)^k for k = 1..k_max by running products (a few times faster than
+    :func:`~grpo_lab.sims.outcomes.p_useful`'s logarithms; equal to it within 1e-15 absolute)."""
+    a = np.cumprod(np.broadcast_to(p[:, None], (p.size, k_max)), axis=1)
+    b = np.cumprod(np.broadcast_to(1.0 - p[:, None], (p.size, k_max)), axis=1)
+    return np.clip(1.0 - a - b, 0.0, 1.0)
+
+
+def allocate(pass_rates, K: int, k_max: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(K_x per prompt, P(useful | p_x, k) for k = 1..k_max as an (N, k_max) array, k_max): the greedy
+    allocation of the budget N K described in the module docstring."""
+    p = np.asarray(pass_rates, float)
+    N = p.size
+    k_max = int(k_max or min(ALLOC_K_FACTOR * K, ALLOC_K_MAX))
+    useful = _useful_table(p, k_max)  # (N, k_max): P(useful | p_x, k)
+    gains = np.diff(np.concatenate([np.zeros((N, 1)), useful], axis=1), axis=1)
+    gains[:, 0] = gains[:, 1] = useful[:, 1] / 2  # the first two rollouts count together
+    budget = N * K
+    flat = gains.ravel()
+    top = np.argpartition(-flat, budget - 1)[:budget] if budget < flat.size else np.arange(flat.size)
+    kx = np.bincount(top // k_max, minlength=N)
+    return np.where(kx == 1, 0, kx), useful, k_max  # a lone rollout is never useful: give it back
+
+
 def allocation(pass_rates, K: int, k_max: int | None = None) -> dict:
     """Budgeted allocation vs uniform K for per-prompt pass rates (see the module docstring).
 
@@ -115,16 +139,8 @@ def allocation(pass_rates, K: int, k_max: int | None = None) -> dict:
     """
     p = np.asarray(pass_rates, float)
     N = p.size
-    k_max = int(k_max or min(ALLOC_K_FACTOR * K, ALLOC_K_MAX))
-    ks = np.arange(1, k_max + 1)
-    useful = p_useful(p[:, None], ks[None, :])  # (N, k_max): P(useful | p_x, k)
-    gains = np.diff(np.concatenate([np.zeros((N, 1)), useful], axis=1), axis=1)
-    gains[:, 0] = gains[:, 1] = useful[:, 1] / 2  # the first two rollouts count together
+    kx, useful, k_max = allocate(p, K, k_max)
     budget = N * K
-    flat = gains.ravel()
-    top = np.argpartition(-flat, budget - 1)[:budget] if budget < flat.size else np.arange(flat.size)
-    kx = np.bincount(top // k_max, minlength=N)
-    kx = np.where(kx == 1, 0, kx)  # a lone rollout is never useful: give it back
     got = np.where(kx > 0, useful[np.arange(N), np.maximum(kx, 1) - 1], 0.0)
     uniform = p_useful(p, K)
     used = int(kx.sum())
