@@ -13,8 +13,9 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   from an address (or a visitor) that already has ``per_address`` (``per_visitor``) websockets open gets
   HTTP 429 and "too many open tabs from this address; close some and reload"; a websocket over the cap is
   refused at its handshake (HTTP 429), before any session is built.
-* **Turns by address** (:class:`FairGate`): building a session (and rendering a page) takes the server's
-  event loop for a while, so at most :data:`BUILD_SLOTS` are under way at once in a process, and the page
+* **Turns by address** (:class:`FairGate`): building a session, rendering a page and serializing a session's
+  document for its page (the websocket's first request, ``PULL-DOC-REQ``) each take the server's event loop for
+  a while, so at most :data:`BUILD_SLOTS` of them are under way at once in a process, and the page
   requests and websockets waiting for one are served address by address in turn (round robin), each address's
   own in the order they came. A flood from one address then waits behind itself: a visitor from another address
   waits for at most the builds under way and one of each other waiting address, not for the whole flood.
@@ -42,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import html
 import secrets
 import time
@@ -103,14 +106,19 @@ class FairGate:
 
     ``async with gate.turn(key): ...``. A released slot goes straight to the next waiter (the count of holders
     does not drop in between), taken from the key at the front of the rotation, which then moves to the back.
+    A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
     """
 
     def __init__(self, slots: int = BUILD_SLOTS):
         self.slots, self.busy = slots, 0
         self.queues: OrderedDict[str, deque] = OrderedDict()
+        self.holding = contextvars.ContextVar(f"holding_{id(self)}", default=False)
 
     @contextlib.asynccontextmanager
     async def turn(self, key: str):
+        if self.holding.get():
+            yield
+            return
         if self.busy < self.slots and not self.queues:
             self.busy += 1
         else:
@@ -128,9 +136,11 @@ class FairGate:
                         if not queue:
                             del self.queues[key]
                 raise
+        mark = self.holding.set(True)
         try:
             yield
         finally:
+            self.holding.reset(mark)
             self._release()
 
     def _release(self) -> None:
@@ -275,9 +285,14 @@ def _socket_handler(base, admission: Admission):
             _start_idle_check(admission)
             return super().open(*args, **kwargs)
 
-        async def _async_open(self, token):
-            async with admission.gate.turn(self._address):  # the session is built here (or found)
-                return await super()._async_open(token)
+        async def _handle(self, message):
+            if message.msgtype != "PULL-DOC-REQ":
+                return await super()._handle(message)
+            async with admission.gate.turn(self._address):  # the whole document serialized for the page
+                reply = await super()._handle(message)
+                if reply is not None and hasattr(reply, "content_json"):
+                    reply.content_json  # noqa: B018 (encoded now, in the turn, and kept: the send only writes it)
+                return reply
 
         async def on_message(self, fragment):
             self.last_message = admission.clock()
@@ -360,4 +375,23 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
         patterns.append((route, wrapped, *rest))
     urls.per_app_patterns[:] = patterns
     state.on_session_created(lambda context: notice_on_disconnect(context._document))
+    _gate_session_builds(admission.gate)
     return admission
+
+
+def _gate_session_builds(gate: FairGate) -> None:
+    """Have Bokeh build each session in a turn of ``gate`` (by the request's address): the build alone, not the
+    sends around it, which may wait on a slow client. (Bokeh makes its application contexts itself, so its method is
+    wrapped, in this process only.)"""
+    from bokeh.server.contexts import ApplicationContext
+
+    build = getattr(ApplicationContext.create_session_if_needed, "__wrapped__", ApplicationContext.create_session_if_needed)
+
+    @functools.wraps(build)
+    async def create_session_if_needed(self, session_id, request=None, token=None):
+        if session_id in self._sessions:  # found, not built
+            return await build(self, session_id, request, token)
+        async with gate.turn(getattr(request, "remote_ip", None) or ""):
+            return await build(self, session_id, request, token)
+
+    ApplicationContext.create_session_if_needed = create_session_if_needed

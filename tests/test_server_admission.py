@@ -72,6 +72,15 @@ def test_fair_gate_serves_addresses_in_turn():
         assert gate.busy == 0 and not gate.queues
 
     asyncio.run(main())
+
+    async def nested():  # a turn inside a turn (a page request building its session) does not wait on itself
+        gate = FairGate(slots=1)
+        async with gate.turn("a"):
+            async with gate.turn("a"):
+                pass
+        return gate.busy
+
+    assert asyncio.run(asyncio.wait_for(nested(), 5)) == 0
     assert peak[0] == 2 and len(order) == 21
     assert order.index(("newcomer", 0)) == 3  # two under way, the flood's next in turn, then the newcomer
     assert [i for k, i in order if k == "flood"] == list(range(20))
