@@ -11,9 +11,17 @@ served as ``grpo-lab serve`` serves it, ``python -m grpo_lab.server``):
   its idle median, and back to idle once A has left.
 * **upload**: how long visitor B's page takes to load (goto to the first readout) while idle, then
   while visitor A's upload at the server's budget (about 60 MB of JSONL in a zip) is being read.
+* **components** (:func:`bench_components`, issue #25): the server's memory (RSS of its processes) and a
+  visitor's control round trip before and after one client asks Panel's ``/components/`` route for modules
+  the lab does not use (``torch``, ``this``, ``scipy.io``, ``..``); the goal: memory unchanged (+0 MB).
+* **flood** (:func:`bench_flood`, issue #25): 200 sessions opened at once by one client (GET and websocket,
+  as BokehJS does: ``bench_load.open_document``) and a newcomer from another address (127.0.0.2) arriving 2 s
+  later: its time to interactive against the same visit on the idle server in the same run; the goal: at most 3x.
 
 Timings on a shared machine move with its load: compare figures within one run only.
-Usage: python benchmarks/bench_fairness.py [--presses 15] [--only play|upload] [-- extra server flags]
+Usage: python benchmarks/bench_fairness.py [--presses 15] [--only play|upload|components|flood]
+[-- extra server flags]. A baseline: run it with ``PYTHONPATH`` naming another commit's ``grpo_lab`` laid out
+as the package (``bench_load.snapshot(REF)``); the server started inherits it.
 """
 
 from __future__ import annotations
@@ -114,12 +122,167 @@ def bench_upload(browser, url: str) -> None:
           f"({len(busy)} loads; {n:,} lines, {len(data) / 2**20:.1f} MB zip)")
 
 
+#: what a hostile client names in /components/ (the module imported by Panel's handler before the fix)
+HOSTILE_COMPONENTS = ["torch/Tensor/__css__/a.css", "this/x/__css__/a.css", "scipy.io/x/__css__/a.css",
+                      "../x/__css__/a.css", "antigravity/x/__css__/a.css"]
+
+
+def _control_round_trips(url: str, n: int = 5) -> list[float]:
+    """A visitor's control round trip (``bench_load.visit``: a K change sent, the server's OK back), n visits."""
+    import asyncio
+
+    from bench_load import visit
+
+    out = []
+    for i in range(n):
+        r = asyncio.run(visit(url, 4 + 4 * (i % 8), scroll=False))
+        if "error" in r:
+            raise RuntimeError(r["error"])
+        out.append(r["control"])
+    return out
+
+
+def bench_components(extra: list[str]) -> None:
+    """Server RSS and a visitor's control round trip before and after requests for modules the lab does not use."""
+    import http.client
+
+    from bench_load import Server
+
+    server = Server(extra=extra)
+    try:
+        _control_round_trips(server.url, 2)  # warm: first visits in each process
+        time.sleep(2)
+        ctl0 = _control_round_trips(server.url)
+        time.sleep(2)
+        rss0 = server.rss_mb()  # after the visits: the requests below are all that happens between the two
+        codes = []
+        for path in HOSTILE_COMPONENTS:
+            for _ in range(4):  # reach both processes
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+                conn.request("GET", "/components/" + path)
+                codes.append(conn.getresponse().status)
+                conn.close()
+        time.sleep(2)
+        rss1 = server.rss_mb()
+        ctl1 = _control_round_trips(server.url)
+    finally:
+        server.stop()
+    print(f"components statuses: {sorted(set(codes))} for {', '.join(p.split('/')[0] for p in HOSTILE_COMPONENTS)}")
+    print(f"components server RSS before {rss0:.0f} MB, after {rss1:.0f} MB (+{rss1 - rss0:.0f} MB)")
+    print(f"components control round trip median before {1000 * statistics.median(ctl0):.0f} ms, "
+          f"after {1000 * statistics.median(ctl1):.0f} ms")
+    print(f"ratio components: server RSS after / before = {rss1 / rss0:.2f} (+{rss1 - rss0:.0f} MB; target 1.00, "
+          f"+0 MB); control round trip after / before = {statistics.median(ctl1) / statistics.median(ctl0):.2f}")
+
+
+FLOOD = 200  #: sessions one client opens at once
+NEWCOMER_AFTER_S = 2.0  #: when the newcomer arrives after the flood started
+NEWCOMER = "127.0.0.2"  #: the newcomer's address (another client; the flood comes from 127.0.0.1)
+
+
+def _visitor_process(url: str, at: float, n: int, out) -> None:
+    """In a process of its own (the flood's client parses the documents it gets, which must not slow this
+    visitor's own measurement): at ``at`` (time.time()), open the lab ``n`` times from :data:`NEWCOMER`, one after
+    the other; put the times to interactive (s) or the error on ``out``."""
+    import asyncio
+
+    from bench_load import open_document
+
+    async def visits():
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            sock, *_ = await open_document(url, NEWCOMER)
+            times.append(time.perf_counter() - t0)
+            sock.close()
+        return times
+
+    time.sleep(max(0.0, at - time.time()))
+    try:
+        out.put(asyncio.run(visits()))
+    except Exception as exc:  # reported by the parent
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def _visitor(url: str, at: float, n: int):
+    """Start :func:`_visitor_process` (spawned: a fresh interpreter); returns a function waiting for its times."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_visitor_process, args=(url, at, n, out), daemon=True)
+    proc.start()
+
+    def result() -> list[float] | str:
+        """The times, or the error that ended the visits (a step longer than bench_load.STEP_TIMEOUT_S)."""
+        got = out.get(timeout=600)
+        proc.join(30)
+        return got
+
+    return result
+
+
+def bench_flood(extra: list[str]) -> None:
+    """A newcomer's time to interactive while one client opens 200 sessions at once, against the idle server."""
+    import asyncio
+
+    from bench_load import Server, open_document
+    from tornado.httpclient import AsyncHTTPClient
+
+    async def opened(url: str):
+        sock, *_ = await open_document(url)
+        return sock
+
+    async def flood(url: str, at: float):
+        AsyncHTTPClient.configure(None, max_clients=FLOOD + 20)  # no queue in the client itself
+        await asyncio.sleep(max(0.0, at - time.time()))
+        done = await asyncio.gather(*[opened(url) for _ in range(FLOOD)], return_exceptions=True)
+        socks = [d for d in done if not isinstance(d, BaseException)]
+        for sock in socks:
+            sock.close()
+        return len(socks), [d for d in done if isinstance(d, BaseException)]
+
+    server = Server(extra=extra)
+    try:
+        idle = _visitor(server.url, time.time(), 3)()  # the same visitor, the server idle
+        if isinstance(idle, str):
+            raise RuntimeError(f"the idle visits failed: {idle}")
+        time.sleep(2)
+        start = time.time() + 10  # the newcomer's process is started (and imports) meanwhile
+        newcomer = _visitor(server.url, start + NEWCOMER_AFTER_S, 1)
+        n_open, errors = asyncio.run(flood(server.url, start))
+        newcomer = newcomer()
+    finally:
+        server.stop()
+    kinds = sorted({f"{type(e).__name__}: {str(e)[:60]}" for e in errors})
+    print(f"flood  {FLOOD} sessions at once from one client: {n_open} opened, {len(errors)} refused or failed "
+          f"({'; '.join(kinds[:3])})")
+    if isinstance(newcomer, str):
+        from bench_load import STEP_TIMEOUT_S
+
+        print(f"flood  newcomer (another address) {NEWCOMER_AFTER_S:.0f} s later: not interactive ({newcomer}; "
+              f"a step's limit is {STEP_TIMEOUT_S} s); idle median {statistics.median(idle):.2f} s")
+        print(f"ratio flood: newcomer time to interactive / idle = inf (not interactive; target <= 3)")
+        return
+    print(f"flood  newcomer (another address) {NEWCOMER_AFTER_S:.0f} s later: time to interactive {newcomer[0]:.2f} s; "
+          f"idle median {statistics.median(idle):.2f} s ({len(idle)} visits)")
+    print(f"ratio flood: newcomer time to interactive / idle = {newcomer[0] / statistics.median(idle):.1f} "
+          "(target <= 3)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presses", type=int, default=15)
-    parser.add_argument("--only", choices=("play", "upload"))
+    parser.add_argument("--only", choices=("play", "upload", "components", "flood"))
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_load (its Server, open_document, visit)
+    if args.only in (None, "components"):
+        bench_components(args.server_flags)
+    if args.only in (None, "flood"):
+        bench_flood(args.server_flags)
+    if args.only in ("components", "flood"):
+        return 0
     from playwright.sync_api import sync_playwright
 
     from grpo_lab.commands.serve import serve_command

@@ -178,21 +178,23 @@ async def _patch(conn, events: list):
     return msg
 
 
-async def open_document(url: str):
+async def open_document(url: str, source: str | None = None):
     """Open a page as BokehJS does: GET it, open its websocket with the page's token, wait for the server's ACK,
     send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
-    next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY."""
+    next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY. ``source``: the local address to
+    connect from (another loopback address, 127.0.0.2, is another client to the server)."""
     from bokeh.client.websocket import WebSocketClientConnectionWrapper
     from bokeh.protocol import Protocol
     from bokeh.protocol.receiver import Receiver
     from tornado.httpclient import AsyncHTTPClient, HTTPRequest
     from tornado.websocket import websocket_connect
 
-    resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S,
+    resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, network_interface=source,
                                                           request_timeout=STEP_TIMEOUT_S), STEP_TIMEOUT_S)
     token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
     ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
-    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url), subprotocols=["bokeh", token],
+    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, network_interface=source),
+                                                    subprotocols=["bokeh", token],
                                                     max_message_size=200 * 2**20), STEP_TIMEOUT_S)
     conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()
     receiver = Receiver(protocol)

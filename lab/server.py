@@ -1,6 +1,16 @@
 """``python -m grpo_lab.server APP [panel serve options]``: ``panel serve`` plus the lab's HTTP hardening.
 
-It takes exactly ``panel serve``'s command line (``grpo-lab serve`` and the Dockerfile build it) and adds:
+It takes ``panel serve``'s command line (``grpo-lab serve`` and the Dockerfile build it), plus the lab's admission
+flags (:data:`ADMISSION_FLAGS`: ``--max-sessions-per-address``, ``--max-sessions-per-visitor``,
+``--new-sessions-per-second``, ``--new-sessions-burst``, ``--idle-minutes``), and adds:
+
+* **Fair to every visitor** (:mod:`grpo_lab.admission`): per-address limits on new pages per second and on open
+  sessions (HTTP 429 and a short page of the lab's, no session built), the visitor cookie ``grpo_lab_visitor``,
+  idle pages released after ``--idle-minutes``, and a too-long URL answered with HTTP 414 and a short page
+  rather than a reset connection (the server reads request headers up to ``admission.MAX_HEADER_BYTES``).
+* **Only the lab's own components** from Panel's ``/components/<module>/...`` route
+  (:class:`grpo_lab.components.LabComponents`): a module name that is not already imported in the lab's
+  packages gets 404, with no import.
 
 * **Security headers on every response** (a Tornado output transform, :class:`SecurityHeaders`):
   :data:`CONTENT_SECURITY_POLICY` (with the page's own websocket origin filled in),
@@ -56,7 +66,7 @@ from tornado.websocket import WebSocketClosedError
 __all__ = ["CONTENT_SECURITY_POLICY", "content_security_policy", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders",
            "HealthHandler",
            "ROUTES", "quiet_closed_sockets", "main", "with_allocator", "warm", "die_with_parent",
-           "CHECK_UNUSED_SESSIONS_MS"]
+           "CHECK_UNUSED_SESSIONS_MS", "ADMISSION_FLAGS", "parse_limits"]
 
 _log = logging.getLogger("grpo_lab.server")
 
@@ -143,29 +153,72 @@ def _serve_command():
     """Panel's ``serve`` subcommand, with the transform and the health route added to the server's options."""
     from panel.command.serve import Serve
 
+    from grpo_lab.admission import MAX_HEADER_BYTES, install
+    from grpo_lab.components import lab_routes
+
     class LabServe(Serve):
+        limits = None  #: the admission limits (grpo_lab.admission.Limits); set by main()
+
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
-            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *ROUTES]
+            kwargs["extra_patterns"] = [*lab_routes(kwargs.get("extra_patterns", [])), *ROUTES]
+            kwargs["http_server_kwargs"] = {**kwargs.get("http_server_kwargs", {}), "max_header_size": MAX_HEADER_BYTES}
+            if self.limits is not None:
+                install(self.limits)
             kwargs["transforms"] = [*kwargs.get("transforms", []), SecurityHeaders]
             if args.check_unused_sessions is None:
                 kwargs["check_unused_sessions_milliseconds"] = CHECK_UNUSED_SESSIONS_MS
             return kwargs
+
+        def customize_server(self, server):
+            """Say where the lab is once its socket listens (the first process only, with ``--num-procs`` > 1)."""
+            from tornado.process import task_id
+
+            server = super().customize_server(server)
+            if task_id() in (None, 0) and server.port:
+                host = server.address or "localhost"
+                apps = sorted(p for p in server._tornado.app_paths if p != "/") or ["/"]
+                print(f"grpo-lab: serving the lab at http://{host}:{server.port}{apps[0]} (Ctrl-C to stop)",
+                      file=sys.stderr, flush=True)
+            return server
 
     return LabServe
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``panel serve``'s arguments and serve with the lab's headers and health route."""
+    limits, rest = parse_limits(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m grpo_lab.server",
                                      description="panel serve, with the lab's security headers and /health")
     command = _serve_command()(parser=parser)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    command.limits = limits
+    args = parser.parse_args(rest)
     warm(args.files)
     parent = os.getpid()
     os.register_at_fork(after_in_child=lambda: die_with_parent(parent))  # the --num-procs workers
     command.invoke(args)
     return 0
+
+
+#: the lab's own flags (option, field of grpo_lab.admission.Limits, type), taken out before panel serve's parser
+ADMISSION_FLAGS = [("--max-sessions-per-address", "per_address", int),
+                   ("--max-sessions-per-visitor", "per_visitor", int),
+                   ("--new-sessions-per-second", "new_per_second", float),
+                   ("--new-sessions-burst", "burst", int),
+                   ("--idle-minutes", "idle_minutes", float)]
+
+
+def parse_limits(argv: list[str]):
+    """``(Limits, the other arguments)``: the :data:`ADMISSION_FLAGS` in ``argv`` over the defaults."""
+    from dataclasses import replace
+
+    from grpo_lab.admission import DEFAULT_LIMITS
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag, field, kind in ADMISSION_FLAGS:
+        parser.add_argument(flag, dest=field, type=kind, default=getattr(DEFAULT_LIMITS, field))
+    known, rest = parser.parse_known_args(argv)
+    return replace(DEFAULT_LIMITS, **vars(known)), rest
 
 
 def die_with_parent(parent: int) -> bool:

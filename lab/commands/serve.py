@@ -1,13 +1,18 @@
-"""``grpo-lab serve``: run the browser lab (``panel serve lab/app.py``) with sensible flags.
+"""``grpo-lab serve``: run the browser lab with sensible flags.
 
-The server is ``python -m grpo_lab.server``: ``panel serve`` plus the lab's security headers
-(Content-Security-Policy) and a cheap ``/health`` endpoint (see :mod:`grpo_lab.server`).
+The server is ``python -m grpo_lab.server`` serving the installed package's ``app.py``: ``panel serve`` plus the
+lab's security headers (Content-Security-Policy), a cheap ``/health`` endpoint, and admission control
+(:mod:`grpo_lab.admission`: limits on open sessions and new pages per address, idle pages released), see
+:mod:`grpo_lab.server`. The port is checked first: one in use is one line and exit status 2, and the server
+says its address only once it listens.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +27,20 @@ MAX_PROCS = 64
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="open the browser lab (panel serve lab/app.py, with security headers)",
-                       description="Serve the interactive lab. Extra hosts that may open its websocket come from "
-                                   "--allow-websocket-origin or the environment variable GRPO_LAB_ORIGINS "
-                                   "(comma-separated host[:port]).")
+    from grpo_lab.admission import DEFAULT_LIMITS as L
+
+    p = sub.add_parser("serve", help="serve the browser lab (with security headers and per-visitor limits)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Serve the interactive lab to the browsers that can reach this machine.",
+                       epilog="Environment:\n"
+                              "  GRPO_LAB_ORIGINS  comma-separated host[:port]: more hosts that may open the lab's "
+                              "websocket\n"
+                              "                    (as --allow-websocket-origin)\n"
+                              "  GRPO_LAB_RUNS     folders of run records to list in the Replay tab, added to the "
+                              "shipped runs\n\n"
+                              "The session limits count per server process (with --num-procs 2, an address may "
+                              "get up to\ntwice as much). The defaults fit a classroom of 30 on 2 cores behind one "
+                              "school address.\nA refused page gets HTTP 429 and a short page saying what to do.")
     p.add_argument("--port", type=int, default=5006, help="port (default 5006)")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     p.add_argument("--show", action="store_true", help="open the lab in a web browser")
@@ -34,18 +49,31 @@ def register(sub) -> None:
     p.add_argument("--num-procs", type=int, default=DEFAULT_PROCS, metavar="N",
                    help=f"server processes (default {DEFAULT_PROCS}; each visit is served whole by one; "
                         "more for a bigger room, up to one per core)")
+    p.add_argument("--max-sessions-per-address", type=int, default=L.per_address, metavar="N",
+                   help=f"open sessions (tabs) from one address (default {L.per_address}: a class behind one NAT)")
+    p.add_argument("--max-sessions-per-visitor", type=int, default=L.per_visitor, metavar="N",
+                   help=f"open sessions (tabs) from one browser (default {L.per_visitor})")
+    p.add_argument("--new-sessions-per-second", type=float, default=L.new_per_second, metavar="R",
+                   help=f"new pages per second from one address, sustained (default {L.new_per_second:g})")
+    p.add_argument("--new-sessions-burst", type=int, default=L.burst, metavar="N",
+                   help=f"new pages at once from one address (default {L.burst}: a class arriving together)")
+    p.add_argument("--idle-minutes", type=float, default=L.idle_minutes, metavar="M",
+                   help=f"release a page that sent nothing for M minutes; it shows a notice to reload "
+                        f"(default {L.idle_minutes:g}; 0: never)")
     p.add_argument("--dry-run", action="store_true", help="print the server's command line and exit")
     p.set_defaults(func=cmd_serve)
 
 
 def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = False,
-                  origins: list[str] | None = None, num_procs: int = DEFAULT_PROCS) -> list[str]:
+                  origins: list[str] | None = None, num_procs: int = DEFAULT_PROCS,
+                  limits: dict | None = None) -> list[str]:
     """The command line serving the lab (``panel serve``'s options, run by :mod:`grpo_lab.server`).
 
     With ``num_procs`` > 1 the server forks that many processes sharing the port, and sessions are
     reused for the page request (``--reuse-sessions``): the page is rendered from a cached session and
     a visitor's own session is built once, in whichever process its websocket reaches (without it, a
     websocket landing in another process than the page request would build the session twice).
+    ``limits`` maps :data:`grpo_lab.server.ADMISSION_FLAGS`' options (``"--idle-minutes"``, ...) to values.
     """
     if not 0 < port < 65536:
         raise InputError(f"--port must be in 1..65535, got {port}")
@@ -61,15 +89,42 @@ def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = Fal
         cmd += ["--allow-websocket-origin", origin]
     if show:
         cmd.append("--show")
+    from grpo_lab.server import ADMISSION_FLAGS
+
+    for flag, field, kind in ADMISSION_FLAGS:
+        if flag in (limits or {}):
+            value = (limits or {})[flag]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (
+                    kind is int and value < 1) or (field == "new_per_second" and value <= 0):
+                raise InputError(f"{flag} must be a positive number, got {value}")
+            cmd += [flag, str(value)]
     return cmd
 
 
+def port_in_use(address: str, port: int) -> bool:
+    """Whether ``address:port`` is taken by another listener (bound as Tornado binds: ``SO_REUSEADDR``)."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return True
+            raise InputError(f"cannot listen on {address}:{port}: {e.strerror}") from None
+    return False
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin, args.num_procs)
+    from grpo_lab.server import ADMISSION_FLAGS
+
+    limits = {flag: getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in ADMISSION_FLAGS}
+    cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin, args.num_procs, limits)
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    print(f"grpo-lab: serving the lab at http://{args.address}:{args.port}/app (Ctrl-C to stop)", file=sys.stderr)
+    if port_in_use(args.address, args.port):
+        raise InputError(f"port {args.port} is in use; choose another with --port")
     if os.name == "posix":  # the server takes this process's place: `kill PID` stops it (and its workers)
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,0 +1,397 @@
+"""Admission control for the lab's server: no one address, tab or flood of sessions starves the others.
+
+``python -m grpo_lab.server`` (``grpo-lab serve``) puts the lab's page, websocket and component routes behind
+the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers for the subclasses here).
+
+* **New pages per second, per address** (a token bucket, :class:`TokenBucket`): each page request
+  (``GET /app``, Bokeh's ``autoload.js``) takes one token from its address's bucket, which holds at most
+  ``burst`` tokens and refills at ``new_per_second``. Without a token the request gets HTTP 429 and a short
+  page of the lab's ("too many new pages at once from this address"; the page asks again by itself after
+  :data:`RETRY_S` seconds), and no session is built: Bokeh builds a session on the page request (or, with ``--reuse-sessions``, on the websocket the
+  page opens), so refusing the page refuses the work.
+* **Open sessions, per address and per visitor**: a page's websocket is its open session. A page request
+  from an address (or a visitor) that already has ``per_address`` (``per_visitor``) websockets open gets
+  HTTP 429 and "too many open tabs from this address; close some and reload"; a websocket over the cap is
+  refused at its handshake (HTTP 429), before any session is built.
+* **Turns by address** (:class:`FairGate`): building a session, rendering a page and serializing a session's
+  document for its page (the websocket's first request, ``PULL-DOC-REQ``) each take the server's event loop for
+  a while, so at most :data:`BUILD_SLOTS` of them are under way at once in a process, and the page
+  requests and websockets waiting for one are served address by address in turn (round robin), each address's
+  own in the order they came. A flood from one address then waits behind itself: a visitor from another address
+  waits for at most the builds under way and one of each other waiting address, not for the whole flood.
+* **The visitor cookie** :data:`VISITOR_COOKIE` (``grpo_lab_visitor``): a random token set on every page
+  response of a request that has none (``HttpOnly``, ``SameSite=Lax``, ``Path=/``). A visitor is that
+  cookie; with no cookie (a script), the address alone counts. Other parts of the lab key per-visitor
+  quotas by it: read ``pn.state.curdoc.session_context.request.cookies`` (the websocket's request carries it).
+* **Idle sessions released**: a page that has sent the server no message for ``idle_minutes`` has its
+  websocket closed (code :data:`IDLE_CLOSE_CODE`), so Bokeh destroys its session about 20 s later and its
+  memory goes back. Every session's page shows :data:`CLOSED_NOTICE` when its connection is lost
+  (:func:`notice_on_disconnect`, a ``connection_lost`` callback of the document): it can reload.
+* **Too-long addresses**: Tornado resets a connection whose request line and headers exceed 64 KB
+  (Chromium's own limit on a URL is 2 MB); the server reads up to :data:`MAX_HEADER_BYTES` and a page
+  request whose URL is longer than :data:`MAX_URL_CHARS` gets HTTP 414 and a short page with a link to the
+  lab without the query, instead of a reset connection.
+
+Client = the request's ``remote_ip`` (behind a proxy, serve with ``--use-xheaders`` so that it is the
+visitor's address). The defaults (:data:`DEFAULT_LIMITS`) fit a classroom of 30 behind one school NAT on
+2 cores: 30 pages at once from one address pass the burst, 60 tabs may stay open from one address, 12 from
+one browser. **All limits are per server process**: with ``--num-procs 2`` an address may get up to twice
+as much, spread over the two processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import html
+import secrets
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from tornado import web
+
+__all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
+           "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
+           "BUILD_SLOTS"]
+
+VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
+MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
+MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
+BUILD_SLOTS = 2  #: sessions built (or pages rendered) at once in one process; the others wait their address's turn
+IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
+IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
+CLOSED_NOTICE = ("This page has lost its connection to the lab's server (it was left idle for a while, or the "
+                 "server stopped). Reload the page to continue.")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The operator's knobs (``grpo-lab serve --help``), per server process."""
+
+    per_address: int = 60  #: open sessions (websockets) from one address: a class of 30 behind one NAT, 2 tabs each
+    per_visitor: int = 12  #: open sessions from one browser (the visitor cookie)
+    new_per_second: float = 10.0  #: new pages per second from one address, sustained
+    burst: int = 30  #: new pages at once from one address (a class arriving together)
+    idle_minutes: float = 30.0  #: a page with no message for this long is released; 0: never
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class TokenBucket:
+    """``burst`` tokens at most, refilled at ``rate`` per second; :meth:`take` takes one if there is one."""
+
+    __slots__ = ("rate", "burst", "tokens", "stamp")
+
+    def __init__(self, rate: float, burst: int, now: float):
+        self.rate, self.burst, self.tokens, self.stamp = float(rate), float(burst), float(burst), now
+
+    def level(self, now: float) -> float:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        return self.tokens
+
+    def take(self, now: float) -> bool:
+        if self.level(now) >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class FairGate:
+    """At most ``slots`` holders at once; waiters are served key by key in turn (round robin), FIFO within a key.
+
+    ``async with gate.turn(key): ...``. A released slot goes straight to the next waiter (the count of holders
+    does not drop in between), taken from the key at the front of the rotation, which then moves to the back.
+    A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
+    """
+
+    def __init__(self, slots: int = BUILD_SLOTS):
+        self.slots, self.busy = slots, 0
+        self.queues: OrderedDict[str, deque] = OrderedDict()
+        self.holding = contextvars.ContextVar(f"holding_{id(self)}", default=False)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, key: str):
+        if self.holding.get():
+            yield
+            return
+        if self.busy < self.slots and not self.queues:
+            self.busy += 1
+        else:
+            waiter = asyncio.get_running_loop().create_future()
+            self.queues.setdefault(key, deque()).append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # handed a slot just as it was cancelled: pass it on
+                else:
+                    queue = self.queues.get(key)
+                    if queue is not None and waiter in queue:
+                        queue.remove(waiter)
+                        if not queue:
+                            del self.queues[key]
+                raise
+        mark = self.holding.set(True)
+        try:
+            yield
+        finally:
+            self.holding.reset(mark)
+            self._release()
+
+    def _release(self) -> None:
+        while self.queues:
+            key, queue = next(iter(self.queues.items()))
+            waiter = queue.popleft()
+            if queue:
+                self.queues.move_to_end(key)  # this key's next waiter comes after every other key's
+            else:
+                del self.queues[key]
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.busy -= 1
+
+
+TOO_MANY_NEW = "Too many new pages at once from this address; this page will try again in a few seconds."
+RETRY_S = 3  #: a page refused for the rate of new pages asks again after this long
+TOO_MANY_OPEN = "Too many open tabs from this address; close some of them, then reload."
+TOO_MANY_MINE = "Too many open tabs in this browser; close some of them, then reload."
+
+
+class Admission:
+    """One process's counts: buckets and open websockets by address, open websockets by visitor."""
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic):
+        self.limits, self.clock = limits, clock
+        self.gate = FairGate()  #: the turns of session builds and page renders (used in the event loop only)
+        self.buckets: dict[str, TokenBucket] = {}
+        self.open_by_address: dict[str, int] = {}
+        self.open_by_visitor: dict[str, int] = {}
+        self.sockets: set = set()  #: the open lab websockets (their handlers), for the idle check
+
+    def over_cap(self, address: str, visitor: str | None) -> str | None:
+        """Why a new session from ``address`` / ``visitor`` is refused for the open ones, or None."""
+        if self.open_by_address.get(address, 0) >= self.limits.per_address:
+            return TOO_MANY_OPEN
+        if visitor and self.open_by_visitor.get(visitor, 0) >= self.limits.per_visitor:
+            return TOO_MANY_MINE
+        return None
+
+    def admit_page(self, address: str, visitor: str | None) -> str | None:
+        """A page request: why it is refused, or None (then one token of the address's bucket is taken)."""
+        reason = self.over_cap(address, visitor)
+        if reason:
+            return reason
+        now = self.clock()
+        bucket = self.buckets.get(address)
+        if bucket is None:
+            if len(self.buckets) > 10_000:  # forget the addresses whose buckets are full again
+                self.buckets = {a: b for a, b in self.buckets.items() if b.level(now) < b.burst}
+            bucket = self.buckets[address] = TokenBucket(self.limits.new_per_second, self.limits.burst, now)
+        return None if bucket.take(now) else TOO_MANY_NEW
+
+    def opened(self, address: str, visitor: str | None) -> None:
+        self.open_by_address[address] = self.open_by_address.get(address, 0) + 1
+        if visitor:
+            self.open_by_visitor[visitor] = self.open_by_visitor.get(visitor, 0) + 1
+
+    def closed(self, address: str, visitor: str | None) -> None:
+        for table, key in ((self.open_by_address, address), (self.open_by_visitor, visitor)):
+            if key and key in table:
+                table[key] -= 1
+                if table[key] <= 0:
+                    del table[key]
+
+
+def error_page(title: str, message: str, link: str = "/", retry_s: int = 0) -> str:
+    """A short page of the lab's (no script, no outside resource): ``message`` and a link back to the lab;
+    with ``retry_s``, the browser asks again by itself after that many seconds."""
+    refresh = f"<meta http-equiv='refresh' content='{int(retry_s)}'>" if retry_s else ""
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>{refresh}<title>grpo-lab: "
+            f"{html.escape(title)}</title><meta name='viewport' content='width=device-width,initial-scale=1'>"
+            "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em}</style>"
+            f"</head><body><h1>grpo-lab</h1><p class='lab-refused'>{html.escape(message)}</p>"
+            f"<p><a href='{html.escape(link, quote=True)}'>Open the lab</a></p></body></html>")
+
+
+def _visitor(handler: web.RequestHandler) -> str | None:
+    value = handler.get_cookie(VISITOR_COOKIE)
+    return value if value and len(value) <= 64 and value.isalnum() else None
+
+
+def _refuse(handler: web.RequestHandler, status: int, title: str, message: str) -> None:
+    """Answer ``status`` with the lab's short page; a page refused for the rate retries by itself
+    (:data:`RETRY_S`: a class behind one address that arrives faster than the bucket refills gets in)."""
+    handler.set_status(status)
+    retry = RETRY_S if message == TOO_MANY_NEW else 0
+    if status == 429:
+        handler.set_header("Retry-After", str(retry or RETRY_S))
+    handler.set_header("Cache-Control", "no-store")
+    handler.set_header("Content-Type", "text/html; charset=utf-8")
+    handler.finish(error_page(title, message, handler.request.path, retry))
+
+
+def _page_handler(base, admission: Admission):
+    """``base`` (Panel's page or autoload handler) behind the URL length, the bucket and the caps."""
+
+    class AdmittedPage(base):
+        async def prepare(self):
+            if len(self.request.uri) > MAX_URL_CHARS:
+                return _refuse(self, 414, "address too long",
+                               f"This address is too long ({len(self.request.uri):,} characters; the lab reads at "
+                               f"most {MAX_URL_CHARS:,}). Open the lab without it and set the controls on the page.")
+            visitor = _visitor(self)
+            reason = admission.admit_page(self.request.remote_ip, visitor)
+            if reason:
+                return _refuse(self, 429, "busy", reason)
+            if visitor is None:
+                self.set_cookie(VISITOR_COOKIE, secrets.token_hex(16), path="/", httponly=True, samesite="Lax")
+            result = super().prepare()
+            if result is not None:
+                await result
+
+        async def get(self, *args, **kwargs):
+            async with admission.gate.turn(self.request.remote_ip):
+                return await super().get(*args, **kwargs)
+
+    AdmittedPage.__name__ = AdmittedPage.__qualname__ = f"Admitted{base.__name__}"
+    return AdmittedPage
+
+
+def _socket_handler(base, admission: Admission):
+    """``base`` (Panel's websocket handler) behind the caps, counted while open, released when idle."""
+
+    class AdmittedSocket(base):
+        _counted = False
+
+        async def prepare(self):
+            self._address, self._visitor = self.request.remote_ip, _visitor(self)
+            reason = admission.over_cap(self._address, self._visitor)
+            if reason:
+                return _refuse(self, 429, "busy", reason)
+            result = super().prepare()
+            if result is not None:
+                await result
+
+        def open(self, *args, **kwargs):
+            admission.opened(self._address, self._visitor)
+            self._counted, self.last_message = True, admission.clock()
+            admission.sockets.add(self)
+            _start_idle_check(admission)
+            return super().open(*args, **kwargs)
+
+        async def _handle(self, message):
+            if message.msgtype != "PULL-DOC-REQ":
+                return await super()._handle(message)
+            async with admission.gate.turn(self._address):  # the whole document serialized for the page
+                reply = await super()._handle(message)
+                if reply is not None and hasattr(reply, "content_json"):
+                    reply.content_json  # noqa: B018 (encoded now, in the turn, and kept: the send only writes it)
+                return reply
+
+        async def on_message(self, fragment):
+            self.last_message = admission.clock()
+            return await super().on_message(fragment)
+
+        def on_close(self):
+            if self._counted:
+                self._counted = False
+                admission.sockets.discard(self)
+                admission.closed(self._address, self._visitor)
+            return super().on_close()
+
+    AdmittedSocket.__name__ = AdmittedSocket.__qualname__ = f"Admitted{base.__name__}"
+    return AdmittedSocket
+
+
+def release_idle(admission: Admission) -> int:
+    """Close the websockets of pages with no message for ``idle_minutes``; how many were closed."""
+    minutes = admission.limits.idle_minutes
+    if not minutes or minutes <= 0:
+        return 0
+    cutoff = admission.clock() - 60.0 * minutes
+    idle = [s for s in admission.sockets if s.last_message < cutoff]
+    for sock in idle:
+        admission.sockets.discard(sock)
+        sock.close(IDLE_CLOSE_CODE, "idle")
+    return len(idle)
+
+
+def _start_idle_check(admission: Admission) -> None:
+    """Start this process's idle check, once, at its first websocket (a loop must not be touched before the
+    ``--num-procs`` fork)."""
+    if getattr(admission, "_idle_check", None) is not None or not admission.limits.idle_minutes:
+        return
+    from tornado.ioloop import PeriodicCallback
+
+    period = min(IDLE_CHECK_S, 60.0 * admission.limits.idle_minutes / 4)
+    admission._idle_check = PeriodicCallback(lambda: release_idle(admission), max(0.2, period) * 1000)
+    admission._idle_check.start()
+
+
+def notice_on_disconnect(doc) -> None:
+    """Have ``doc``'s page show :data:`CLOSED_NOTICE` (a fixed banner) when its connection is lost."""
+    from bokeh.models import CustomJS
+
+    code = """
+if (document.getElementById('lab-closed-notice')) return;
+const d = document.createElement('div');
+d.id = 'lab-closed-notice';
+d.setAttribute('role', 'alert');
+d.textContent = notice;
+d.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:10000;padding:0.75em 1em;background:#fff3cd;' +
+  'color:#3d2c00;border-bottom:2px solid #b58100;font:16px/1.4 system-ui,sans-serif;text-align:center';
+document.body.appendChild(d);
+"""
+    doc.js_on_event("connection_lost", CustomJS(code=code, args={"notice": CLOSED_NOTICE}))
+
+
+def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
+    """Put Bokeh's per-app page, autoload and websocket routes behind one :class:`Admission` (this process's,
+    inherited by forked workers, each then counting its own), before the server is built; and show every
+    session's page :data:`CLOSED_NOTICE` when its connection is lost."""
+    from bokeh.server import urls
+    from panel.io.state import state
+
+    admission = Admission(limits)
+    from tornado.websocket import WebSocketHandler
+
+    patterns = []
+    for route, handler, *rest in urls.per_app_patterns:
+        base = getattr(handler, "__admitted_base__", handler)
+        if issubclass(base, WebSocketHandler):
+            wrapped = _socket_handler(base, admission)
+        elif route.endswith("autoload.js") or route == r"/?":
+            wrapped = _page_handler(base, admission)
+        else:
+            patterns.append((route, base, *rest))
+            continue
+        wrapped.__admitted_base__ = base
+        patterns.append((route, wrapped, *rest))
+    urls.per_app_patterns[:] = patterns
+    state.on_session_created(lambda context: notice_on_disconnect(context._document))
+    _gate_session_builds(admission.gate)
+    return admission
+
+
+def _gate_session_builds(gate: FairGate) -> None:
+    """Have Bokeh build each session in a turn of ``gate`` (by the request's address): the build alone, not the
+    sends around it, which may wait on a slow client. (Bokeh makes its application contexts itself, so its method is
+    wrapped, in this process only.)"""
+    from bokeh.server.contexts import ApplicationContext
+
+    build = getattr(ApplicationContext.create_session_if_needed, "__wrapped__", ApplicationContext.create_session_if_needed)
+
+    @functools.wraps(build)
+    async def create_session_if_needed(self, session_id, request=None, token=None):
+        if session_id in self._sessions:  # found, not built
+            return await build(self, session_id, request, token)
+        async with gate.turn(getattr(request, "remote_ip", None) or ""):
+            return await build(self, session_id, request, token)
+
+    ApplicationContext.create_session_if_needed = create_session_if_needed

@@ -1,0 +1,191 @@
+"""Admission control (grpo_lab.admission) on a served lab, with real HTTP and real Chromium.
+
+* the token bucket (unit): ``burst`` at once, then ``rate`` per second, against a fake clock;
+* the visitor cookie ``grpo_lab_visitor`` on a page response of a request without one (HttpOnly, SameSite=Lax,
+  Path=/), and not again once the browser has it;
+* new pages over the address's bucket: HTTP 429 and the lab's short page, built no session (no Bokeh document
+  in the answer);
+* open tabs over the cap (per browser, per address): the next page gets HTTP 429 and says why, in Chromium;
+  closing a tab makes room again;
+* an idle page is released after ``--idle-minutes`` and shows the notice that it can reload;
+* a too-long address (100 KB, 1 MB) gets the lab's 414 page in Chromium, not a reset connection.
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+
+from lab_server import PAGE_TEXT, wait_readout
+from logged_server import logged_server
+from grpo_lab.admission import (CLOSED_NOTICE, DEFAULT_LIMITS, RETRY_S, TOO_MANY_MINE, TOO_MANY_NEW,
+                                TOO_MANY_OPEN, VISITOR_COOKIE, Admission, FairGate, Limits, TokenBucket)
+
+
+def get(url: str, cookie: str | None = None):
+    """(status, headers, body) of a GET."""
+    req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+def test_token_bucket_burst_then_rate():
+    t = [0.0]
+    bucket = TokenBucket(rate=2.0, burst=3, now=t[0])
+    assert [bucket.take(t[0]) for _ in range(4)] == [True, True, True, False]
+    t[0] = 0.49  # 0.98 of a token refilled
+    assert not bucket.take(t[0])
+    t[0] = 0.51
+    assert bucket.take(t[0]) and not bucket.take(t[0])
+    t[0] = 100.0  # never more than the burst
+    assert sum(bucket.take(t[0]) for _ in range(10)) == 3
+
+
+def test_fair_gate_serves_addresses_in_turn():
+    """A flood of 20 from one address queued first, then one from another: the other is served after the slots
+    under way and one of the flood's, not after the whole flood; within an address, in arrival order."""
+    import asyncio
+
+    order, peak = [], [0]
+
+    async def main():
+        gate = FairGate(slots=2)
+        active = [0]
+
+        async def visit(key, i):
+            async with gate.turn(key):
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+                order.append((key, i))
+                await asyncio.sleep(0.01)
+                active[0] -= 1
+
+        tasks = [asyncio.create_task(visit("flood", i)) for i in range(20)]
+        await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(visit("newcomer", 0)))
+        await asyncio.gather(*tasks)
+        assert gate.busy == 0 and not gate.queues
+
+    asyncio.run(main())
+
+    async def nested():  # a turn inside a turn (a page request building its session) does not wait on itself
+        gate = FairGate(slots=1)
+        async with gate.turn("a"):
+            async with gate.turn("a"):
+                pass
+        return gate.busy
+
+    assert asyncio.run(asyncio.wait_for(nested(), 5)) == 0
+    assert peak[0] == 2 and len(order) == 21
+    assert order.index(("newcomer", 0)) == 3  # two under way, the flood's next in turn, then the newcomer
+    assert [i for k, i in order if k == "flood"] == list(range(20))
+
+
+def test_admission_counts_per_address_and_visitor():
+    t = [0.0]
+    adm = Admission(Limits(per_address=3, per_visitor=2, new_per_second=1.0, burst=10), clock=lambda: t[0])
+    adm.opened("a", "v1")
+    adm.opened("a", "v1")
+    assert adm.admit_page("a", "v1") == TOO_MANY_MINE
+    assert adm.admit_page("a", "v2") is None
+    adm.opened("a", "v2")
+    assert adm.admit_page("a", "v3") == TOO_MANY_OPEN and adm.admit_page("b", None) is None
+    adm.closed("a", "v1")
+    assert adm.admit_page("a", "v1") is None
+    assert adm.open_by_address == {"a": 2} and adm.open_by_visitor == {"v1": 1, "v2": 1}
+
+
+def test_defaults_admit_a_class_of_30_behind_one_address():
+    t = [0.0]
+    adm = Admission(DEFAULT_LIMITS, clock=lambda: t[0])
+    for i in range(30):  # thirty pupils, one school address, all at once, two tabs each over time
+        assert adm.admit_page("school", f"pupil{i}") is None
+        adm.opened("school", f"pupil{i}")
+    t[0] = 10.0
+    for i in range(30):
+        assert adm.admit_page("school", f"pupil{i}") is None
+        adm.opened("school", f"pupil{i}")
+    assert adm.admit_page("school", "pupil0") == TOO_MANY_OPEN  # 60 open from the address
+
+
+@pytest.mark.slow
+def test_cookie_and_new_page_limit_over_http():
+    with logged_server("--new-sessions-burst", "3", "--new-sessions-per-second", "0.01") as (url, log):
+        code, headers, body = get(url)
+        assert code == 200
+        cookie = headers.get("Set-Cookie")
+        assert cookie.startswith(VISITOR_COOKIE + "=") and "HttpOnly" in cookie and "SameSite=Lax" in cookie
+        assert "Path=/" in cookie
+        value = cookie.split(";")[0]
+        code, headers, _ = get(url, cookie=value)
+        assert code == 200 and headers.get("Set-Cookie") is None  # the browser has one already
+        get(url)
+        code, headers, body = get(url)  # the fourth page from this address within the burst
+        assert code == 429 and headers.get("Retry-After")
+        assert TOO_MANY_NEW in body and "Bokeh" not in body and "docs_json" not in body  # no session's document
+        assert f"http-equiv='refresh' content='{RETRY_S}'" in body  # the page asks again by itself
+        assert "Traceback" not in log()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_too_many_open_tabs_get_the_labs_page(browser):
+    with logged_server("--max-sessions-per-visitor", "2", "--max-sessions-per-address", "3") as (url, log):
+        mine = browser.new_context()
+        tabs = []
+        for _ in range(2):
+            tabs.append(mine.new_page())
+            tabs[-1].goto(url)
+            wait_readout(tabs[-1])
+        third = mine.new_page()
+        response = third.goto(url)
+        assert response.status == 429
+        assert TOO_MANY_MINE in third.evaluate(PAGE_TEXT)
+        other = browser.new_context()  # another browser at the same address: one more tab, then the address is full
+        ok = other.new_page()
+        ok.goto(url)
+        wait_readout(ok)
+        refused = other.new_page()
+        assert refused.goto(url).status == 429 and TOO_MANY_OPEN in refused.evaluate(PAGE_TEXT)
+        tabs[0].close()  # a tab closed makes room
+        third.wait_for_timeout(1500)
+        assert third.goto(url).status == 200
+        wait_readout(third)
+        mine.close()
+        other.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_an_idle_page_is_released_and_says_it_can_reload(browser):
+    with logged_server("--idle-minutes", "0.05") as (url, log):  # 3 s
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)
+        wait_readout(page)
+        page.wait_for_function(f"({PAGE_TEXT})().includes({CLOSED_NOTICE!r})", timeout=30_000)
+        assert "code=4000" in log()  # closed by the idle check, not by anything else
+        page.reload()  # reloading gives a working page again
+        wait_readout(page)
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [100_000, 1_000_000])
+def test_a_too_long_address_gets_the_labs_page(browser, size):
+    with logged_server() as (url, log):
+        context = browser.new_context()
+        page = context.new_page()
+        response = page.goto(f"{url}?caption={'a' * size}")
+        assert response.status == 414
+        text = page.evaluate(PAGE_TEXT)
+        assert "This address is too long" in text and "Open the lab" in text
+        page.get_by_role("link", name="Open the lab").click()
+        wait_readout(page)
+        context.close()
