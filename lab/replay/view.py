@@ -29,10 +29,12 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from grpo_lab.memo import Memo
+from grpo_lab.memory import trim
 from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
+from grpo_lab.visitor import quota_keys
 
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
@@ -42,7 +44,9 @@ from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
 from .plots import Slot, TimePlots
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
+from .compact import held_bytes
 from .upload import describe_limits, load_upload
+from .upload_quota import QUOTA
 from .upload_input import UploadInput
 from .upload_job import UploadJob
 
@@ -79,6 +83,8 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
+        self._quota_keys = None  # the visitor's keys (grpo_lab.visitor.quota_keys), from this tab's first upload
+        self._quota_token = object()  # this tab in the visitor's upload quota
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
@@ -315,8 +321,23 @@ class ReplayView(pn.viewable.Viewer):
         if doc is None or doc.session_context is None:
             self._loaded(name, fmt, tolerance, *load_upload(name, data, fmt, tolerance))
             return
+        if self._quota_keys is None:  # the first upload of this tab: its keys, and letting go when it closes
+            self._quota_keys = quota_keys(doc.session_context)
+            pn.state.on_session_destroyed(lambda _context: self._let_go())
+        refused = QUOTA.begin_read(self._quota_keys, token=self._quota_token)
+        if refused:
+            self.file_input.status = ""
+            self.state.error = f"Upload not read: {refused}"
+            return
         self._job = UploadJob(doc, name, data, fmt, tolerance, self.file_input,
-                              lambda rec, error: self._loaded(name, fmt, tolerance, rec, error))
+                              lambda rec, error: self._loaded(name, fmt, tolerance, rec, error), self._quota_keys)
+
+    def _let_go(self) -> None:
+        """The tab closed: its upload no longer counts for its visitor, and its memory goes back (trimmed)."""
+        QUOTA.drop(self._quota_token)
+        self._upload_bytes = None
+        self.state.choices = {k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)}
+        trim()
 
     def _loaded(self, name: str, fmt: str, tolerance: float, rec, error: str) -> None:
         """An upload was read (``rec``) or refused (``error``): list it and show it, or say why not."""
@@ -324,6 +345,13 @@ class ReplayView(pn.viewable.Viewer):
         if rec is None:
             self.state.error = f"Upload not loaded: {error}"
             return
+        if self._quota_keys is not None:
+            size = held_bytes(rec) + len(self._upload_bytes[1] if self._upload_bytes else b"")
+            refused = QUOTA.hold(self._quota_keys, self._quota_token, size)
+            if refused:
+                self.file_input.status = ""
+                self.state.error = f"Upload not kept: {refused}"
+                return
         label = f"{UPLOAD_PREFIX}{name} ({fmt}, tolerance {fixed(tolerance, 3)})"
         self.state.choices = {**{k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)},
                               label: rec}
