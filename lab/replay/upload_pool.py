@@ -5,8 +5,8 @@ reader stayed at 0.52-0.70 GB; a 0.3 MB upload waited 24 s behind four large one
 
 * :class:`Read` runs ``fn(*args)`` in a ``spawn`` process of its own (it imports the readers, not the app)
   and takes its one result back through a pipe; the process then exits, and the read's peak memory goes
-  back to the system with it. The worker runs at a lower priority than the server (:data:`READ_NICE`: the
-  large lane lower than the small one), so reads take spare cores, not the event loop's.
+  back to the system with it. A large file's worker runs at a lower priority than the server
+  (:data:`READ_NICE`), so long reads take spare cores, not the event loop's; a small file's, short, does not.
   :meth:`Read.cancel` stops a read still waiting for its lane and terminates one already running (a newer
   upload or the tab closing).
 * :class:`ReadLanes` holds two lanes of worker slots: files up to ``small_bytes`` go to the small lane
@@ -14,8 +14,9 @@ reader stayed at 0.52-0.70 GB; a 0.3 MB upload waited 24 s behind four large one
   cores); reads beyond a lane's slots wait their turn in it, never in the other.
 * Starting a process costs its imports (numpy and scipy: about a second of CPU, several seconds on a loaded
   machine), more than reading a small file. So each lane keeps one *spare*: a process started ahead, its
-  imports (``preload``) done, waiting for one read; a read takes the lane's spare when there is one (and a
-  new spare is started behind it), else starts its own. A spare that gets no read within
+  imports (``preload``) done, waiting for one read; a read takes the lane's spare when there is one, else
+  starts its own, and a new spare is started once the read is over (not during it: two processes importing
+  at once would slow the read). A spare that gets no read within
   :data:`SPARE_IDLE_S` exits, so an idle server holds no reader at all.
 
 A worker that dies (killed for memory) ends its read with :class:`ReaderDied`; the lane goes on.
@@ -31,7 +32,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 __all__ = ["READ_NICE", "SPARE_IDLE_S", "Read", "ReadLanes", "ReaderDied"]
 
-READ_NICE = {"small": 5, "large": 10}  #: how much lower than the server a lane's readers run (os.nice increment)
+READ_NICE = {"small": 0, "large": 10}  #: how much lower than the server a lane's readers run (os.nice increment)
 SPARE_IDLE_S = 20.0  #: a spare reader that gets no read within this many seconds exits
 
 
@@ -66,6 +67,14 @@ def _start(nice: int, preload: str | None, idle_s: float):
     return process, mine
 
 
+def _reap(process) -> None:
+    process.join(10)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    process.close()
+
+
 class Read:
     """One read in its own process (see the module docstring); ``future`` gets ``fn(*args)``'s return value."""
 
@@ -91,13 +100,11 @@ class Read:
             raise ReaderDied("the reading process ended without a result") from None
         finally:
             conn.close()
-            process.join(10)
-            if process.is_alive():
-                process.kill()
-                process.join()
             with self._lock:
                 self._process = None
-            process.close()
+            # the result is here: the process's exit (its interpreter's teardown) is waited for apart
+            threading.Thread(target=_reap, args=(process,), daemon=True).start()
+            lane.restock()
 
     def cancel(self) -> None:
         """Never start, or stop now (the future then ends with :class:`ReaderDied` or is cancelled)."""
@@ -118,22 +125,25 @@ class _Lane:
         self._spare = None
 
     def take(self):
-        """A reading process for one read: the spare if it is still waiting, else a new one; a new spare behind."""
+        """A reading process for one read: the spare if it is still waiting, else a new one."""
         with self._lock:
             spare, self._spare = self._spare, None
-            if spare is None or not spare[0].is_alive():
-                if spare is not None:
-                    spare[1].close()
-                    spare[0].join()
-                spare = _start(self.nice, self.preload, self.idle_s)
-            if self.preload:
-                self._spare = _start(self.nice, self.preload, self.idle_s)
-        return spare
+        if spare is not None and not spare[0].is_alive():
+            spare[1].close()
+            _reap(spare[0])
+            spare = None
+        return spare or _start(self.nice, self.preload, self.idle_s)
 
-    def warm(self) -> None:
-        """Start the spare now (before the first read)."""
+    def restock(self) -> None:
+        """Start the spare (after a read) unless one is waiting."""
         with self._lock:
-            if self.preload and self._spare is None:
+            if not self.preload:
+                return
+            if self._spare is not None and not self._spare[0].is_alive():  # gone idle: start a fresh one
+                self._spare[1].close()
+                _reap(self._spare[0])
+                self._spare = None
+            if self._spare is None:
                 self._spare = _start(self.nice, self.preload, self.idle_s)
 
 

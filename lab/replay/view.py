@@ -34,7 +34,7 @@ from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
-from grpo_lab.visitor import quota_keys
+from grpo_lab.visitor import quota_keys, visitor_key
 
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
@@ -42,6 +42,7 @@ from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
+from ..views.play_budget import FrameBudget
 from .plots import Slot, TimePlots
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
 from .compact import held_bytes
@@ -112,7 +113,10 @@ class ReplayView(pn.viewable.Viewer):
         # one step control: the grid component's slider (and Play); ``value`` is the position on the axis
         self.grid = ReplayGrid(css_classes=["replay-grid"], sizing_mode="stretch_width")
         self.slider = self.grid
-        self.grid.param.watch(lambda e: self.paint(e.new), "value")
+        # the markers and histograms follow within the visitor's share of the server (lab.views.play_budget)
+        self._frames = FrameBudget(visitor=visitor_key(getattr(pn.state.curdoc, "session_context", None)))
+        self.grid.param.watch(lambda e: self._frames.request(lambda: self.paint(self.grid.value), pn.state.curdoc),
+                              "value")
 
         # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
         self.file_input = UploadInput(css_classes=["replay-upload"], width=300)

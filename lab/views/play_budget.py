@@ -22,8 +22,8 @@ to :class:`HeavyWork` (one per process, :data:`HEAVY_WORK`) under the session's 
 
 A redraw asked for before it is due waits and coalesces into one redraw of the state as it is then
 (:meth:`FrameBudget.request`): the plots follow the animation more slowly instead of the server. When a
-redraw waits for the shared budget (another tab of the visitor, or the total) rather than its own, the
-session's ``on_busy(True)`` is called (the page shows :data:`BUSY_NOTICE`), and ``on_busy(False)`` when a
+redraw waits for the shared budget (another tab of the visitor, or the total) more than :data:`BUSY_AFTER_S`
+longer than for its own, the session's ``on_busy(True)`` is called (the page shows :data:`BUSY_NOTICE`), and ``on_busy(False)`` when a
 redraw runs without that wait. A cheap redraw (a small population, rho = 0) is not slowed: its next one is due
 before the next push anyway. The same budget bounds the other redraws only the server can paint (dragging
 rho at 20,000 prompts).
@@ -35,10 +35,12 @@ import contextlib
 import math
 import time
 
-__all__ = ["PLAY_SHARE", "HEAVY_SHARE", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK", "FrameBudget"]
+__all__ = ["PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
+           "FrameBudget"]
 
 PLAY_SHARE = 0.25  #: the largest share of a server process's time one visitor's heavy redraws (all tabs) may use
 HEAVY_SHARE = 0.5  #: the largest share of a server process's time heavy redraws of all visitors together may use
+BUSY_AFTER_S = 0.1  #: a redraw held back this much longer than its own spacing shows the busy notice
 USAGE_TAU_S = 5.0  #: how fast a visitor's recent use of heavy work is forgotten (time constant, seconds)
 BUSY_NOTICE = "The server is busy: the plots follow Play (and redraws at these settings) less often."
 
@@ -158,7 +160,8 @@ class FrameBudget:
     def _schedule(self, fn, doc) -> None:
         """Run ``fn`` when due; a frame found not yet due then (the visitor's other tabs went first) waits again."""
         due = self.due()
-        self._set_busy(due > self._next + 1e-9)  # held back by the visitor's other tabs or by the total
+        # held back by the visitor's other tabs or by the total, noticeably longer than by its own spacing
+        self._set_busy(due > max(self._next, self.clock()) + BUSY_AFTER_S)
 
         def run():
             self._pending = None
