@@ -16,7 +16,8 @@ reader stayed at 0.52-0.70 GB; a 0.3 MB upload waited 24 s behind four large one
   machine), more than reading a small file. So each lane keeps one *spare*: a process started ahead, its
   imports (``preload``) done, waiting for one read; a read takes the lane's spare when there is one, else
   starts its own, and a new spare is started once the read is over (not during it: two processes importing
-  at once would slow the read). A spare that gets no read within
+  at once would slow the read). A large upload also restocks the small lane's spare, so a small file
+  arriving during large reads finds one. A spare that gets no read within
   :data:`SPARE_IDLE_S` exits, so an idle server holds no reader at all.
 
 A worker that dies (killed for memory) ends its read with :class:`ReaderDied`; the lane goes on.
@@ -160,5 +161,9 @@ class ReadLanes:
         self.small = _Lane("small", small_slots, preload, idle_s)
 
     def submit(self, size: int, fn, *args) -> Read:
-        """Read ``fn(*args)`` in the lane for a read of ``size`` bytes."""
-        return Read(self.small if size <= self.small_bytes else self.large, fn, args)
+        """Read ``fn(*args)`` in the lane for a read of ``size`` bytes. Any upload restocks the small lane's
+        spare: while large files are read, a small one may follow at any moment and should not wait for imports."""
+        lane = self.small if size <= self.small_bytes else self.large
+        if lane is self.large:
+            self.small.restock()
+        return Read(lane, fn, args)

@@ -340,7 +340,8 @@ class ReplayView(pn.viewable.Viewer):
         """The tab closed: its upload no longer counts for its visitor, and its memory goes back (trimmed)."""
         QUOTA.drop(self._quota_token)
         self._upload_bytes = None
-        self.state.choices = {k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)}
+        for label in [k for k in self.state.choices if k.startswith(UPLOAD_PREFIX)]:
+            del self.state.choices[label]  # in place: no redraw of a page that is gone
         trim()
 
     def _loaded(self, name: str, fmt: str, tolerance: float, rec, error: str) -> None:

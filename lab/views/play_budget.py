@@ -23,8 +23,8 @@ to :class:`HeavyWork` (one per process, :data:`HEAVY_WORK`) under the session's 
 A redraw asked for before it is due waits and coalesces into one redraw of the state as it is then
 (:meth:`FrameBudget.request`): the plots follow the animation more slowly instead of the server. When a
 redraw waits for the shared budget (another tab of the visitor, or the total) more than :data:`BUSY_AFTER_S`
-longer than for its own, the session's ``on_busy(True)`` is called (the page shows :data:`BUSY_NOTICE`), and ``on_busy(False)`` when a
-redraw runs without that wait. A cheap redraw (a small population, rho = 0) is not slowed: its next one is due
+longer than for its own, the session's ``on_busy(True)`` is called (the page shows :data:`BUSY_NOTICE`), and
+``on_busy(False)`` when a redraw runs at once :data:`BUSY_CLEAR_S` after the last one held back. A cheap redraw (a small population, rho = 0) is not slowed: its next one is due
 before the next push anyway. The same budget bounds the other redraws only the server can paint (dragging
 rho at 20,000 prompts).
 """
@@ -35,12 +35,13 @@ import contextlib
 import math
 import time
 
-__all__ = ["PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
+__all__ = ["PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "BUSY_CLEAR_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
            "FrameBudget"]
 
 PLAY_SHARE = 0.25  #: the largest share of a server process's time one visitor's heavy redraws (all tabs) may use
 HEAVY_SHARE = 0.5  #: the largest share of a server process's time heavy redraws of all visitors together may use
 BUSY_AFTER_S = 0.1  #: a redraw held back this much longer than its own spacing shows the busy notice
+BUSY_CLEAR_S = 5.0  #: the busy notice goes once no redraw has been held back for this long (it does not flicker)
 USAGE_TAU_S = 5.0  #: how fast a visitor's recent use of heavy work is forgotten (time constant, seconds)
 BUSY_NOTICE = "The server is busy: the plots follow Play (and redraws at these settings) less often."
 
@@ -119,7 +120,8 @@ class FrameBudget:
         self.visitor, self.on_busy = visitor or f"session:{id(self)}", on_busy
         self._next = -float("inf")
         self._pending = None
-        self.busy = False  #: the last frame waited for the shared budget, not only for its own
+        self.busy = False  #: a frame waited for the shared budget lately, not only for its own
+        self._held_at = -math.inf  # when a frame was last held back by the shared budget
 
     def due(self) -> float:
         """When the next frame may start: the later of the session's own due time and its visitor's."""
@@ -150,7 +152,8 @@ class FrameBudget:
         """Run ``fn()`` as a frame: now if the budget allows (or there is no server ``doc``), else once
         when it does, with every request until then coalesced into that call."""
         if doc is None or (self._pending is None and self.ready()):
-            self._set_busy(False)
+            if self.clock() - self._held_at >= BUSY_CLEAR_S:
+                self._set_busy(False)
             with self.frame():
                 fn()
             return
@@ -161,7 +164,9 @@ class FrameBudget:
         """Run ``fn`` when due; a frame found not yet due then (the visitor's other tabs went first) waits again."""
         due = self.due()
         # held back by the visitor's other tabs or by the total, noticeably longer than by its own spacing
-        self._set_busy(due > max(self._next, self.clock()) + BUSY_AFTER_S)
+        if due > max(self._next, self.clock()) + BUSY_AFTER_S:
+            self._held_at = self.clock()
+            self._set_busy(True)
 
         def run():
             self._pending = None
