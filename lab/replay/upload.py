@@ -13,8 +13,8 @@ Limits, declared once in :data:`UPLOAD_LIMITS`:
 Each read runs in a process of its own that ends with it (:func:`start_upload`,
 :mod:`grpo_lab.replay.upload_pool`), never on the event loop that serves every page: while one
 visitor's upload is read, the others' pages load and respond, and the read's peak memory goes back
-to the system when it ends. Up to ``parallel_reads`` large files are read at once (at most the
-machine's cores) and files up to ``small_file_bytes`` in a lane of their own, so a small upload is
+to the system when it ends. Up to ``parallel_reads`` large files are read at once per process (at
+most half the machine's cores) and files up to ``small_file_bytes`` in a lane of their own, so a small upload is
 never queued behind large ones. The record comes back, and is kept by the tab, in the compact form of
 :mod:`grpo_lab.replay.compact`. What one visitor may use at once (reads in progress, bytes held by
 its tabs) is counted by :mod:`grpo_lab.replay.upload_quota` under the same limits.
@@ -58,7 +58,7 @@ class UploadLimits:
     rows: int = 1_000_000  #: JSONL lines / parquet rows in all
     seconds: float = 60.0  #: wall time of the reading
     # how reads share a server process (each read is a process of its own that ends with it)
-    parallel_reads: int = 4  #: large files read at once per server process, at most the machine's cores
+    parallel_reads: int = 4  #: large files read at once per server process, at most half the machine's cores
     small_file_bytes: int = 1 * _MiB  #: files up to this size are read in a lane of their own
     small_reads: int = 2  #: small files read at once per server process
     # what one visitor may use at once, per server process (grpo_lab.replay.upload_quota)
@@ -73,8 +73,10 @@ MAX_UPLOAD_BYTES = UPLOAD_LIMITS.file_bytes
 
 
 def large_slots(limits: UploadLimits = UPLOAD_LIMITS) -> int:
-    """Large files read at once in this process: ``parallel_reads``, at most the cores (at least 1)."""
-    return max(1, min(os.cpu_count() or 1, limits.parallel_reads))
+    """Large files read at once in this process: ``parallel_reads``, at most half the cores (``grpo-lab serve``
+    runs two processes: together they read on every core, no more; more at once made each read slower, past
+    its time limit), at least 1."""
+    return max(1, min((os.cpu_count() or 1) // 2, limits.parallel_reads))
 
 
 def describe_limits(limits: UploadLimits = UPLOAD_LIMITS) -> str:
