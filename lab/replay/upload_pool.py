@@ -18,7 +18,8 @@ reader stayed at 0.52-0.70 GB; a 0.3 MB upload waited 24 s behind four large one
   starts its own, and a new spare is started once the read is over (not during it: two processes importing
   at once would slow the read). A large upload also restocks the small lane's spare, so a small file
   arriving during large reads finds one. A spare that gets no read within
-  :data:`SPARE_IDLE_S` exits, so an idle server holds no reader at all.
+  :data:`SPARE_IDLE_S` is retired (its pipe closed, its exit waited for), so an idle server holds no reader
+  at all, not even a zombie.
 
 A worker that dies (killed for memory) ends its read with :class:`ReaderDied`; the lane goes on.
 """
@@ -52,7 +53,10 @@ def _child(conn, nice: int, preload: str | None, idle_s: float) -> None:
         importlib.import_module(preload)
     if not conn.poll(idle_s):
         return
-    fn, args = conn.recv()
+    try:
+        fn, args = conn.recv()
+    except EOFError:  # retired by the server while idle
+        return
     conn.send(fn(*args))
     conn.close()
 
@@ -145,7 +149,19 @@ class _Lane:
                 _reap(self._spare[0])
                 self._spare = None
             if self._spare is None:
-                self._spare = _start(self.nice, self.preload, self.idle_s)
+                self._spare = spare = _start(self.nice, self.preload, self.idle_s + 5)
+                timer = threading.Timer(self.idle_s, self._retire, args=(spare,))
+                timer.daemon = True
+                timer.start()
+
+    def _retire(self, spare) -> None:
+        """The spare got no read in ``idle_s``: close its pipe (it exits) and wait for it, so no zombie stays."""
+        with self._lock:
+            if self._spare is not spare:
+                return  # taken by a read meanwhile
+            self._spare = None
+        spare[1].close()
+        _reap(spare[0])
 
 
 class ReadLanes:
