@@ -18,9 +18,23 @@ served as ``grpo-lab serve`` serves it, ``python -m grpo_lab.server``):
   as BokehJS does: ``bench_load.open_document``) and a newcomer from another address (127.0.0.2) arriving 2 s
   later: its time to interactive against the same visit on the idle server in the same run; the goal: at most 3x.
 
+Three attacks of issue 25 (each a function of its own, printed as a line ``ratio <name>: ...``):
+
+* **play8**: eight tabs of one visitor (one browser context, one visitor cookie) at the heavy settings,
+  playing with the plots in view; another visitor's round trip (B, as in *play*) p90 against its idle p90
+  in the same run (target <= 2x).
+* **upload-memory**: the server's resident memory (every process of it, readers included: psutil) at
+  start, after four visitors' uploads at the limit were read, and 60 s after those sessions closed
+  (target: within 15% of the start).
+* **upload-queue**: how long a 0.3 MB upload takes while four uploads at the limit are read, against the
+  same upload on an idle server (target <= 5 s).
+
+The visitor cookie (``grpo_lab_visitor``) is set on each browser context by the benchmark, as the lab's
+pages set it, so the attacks measure the same whether or not the server in this tree sets it.
+
 Timings on a shared machine move with its load: compare figures within one run only.
-Usage: python benchmarks/bench_fairness.py [--presses 15] [--only play|upload|components|flood]
-[-- extra server flags]. A baseline: run it with ``PYTHONPATH`` naming another commit's ``grpo_lab`` laid out
+Usage: python benchmarks/bench_fairness.py [--presses 15]
+[--only play|upload|components|flood|play8|upload-memory|upload-queue] [-- extra server flags]. A baseline: run it with ``PYTHONPATH`` naming another commit's ``grpo_lab`` laid out
 as the package (``bench_load.snapshot(REF)``); the server started inherits it.
 """
 
@@ -34,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_server import READ_CLASS, free_port, serve, wait_readout  # noqa: E402
+from lab_server import READ_CLASS, TEXTS_OF_CLASS, free_port, serve, show_plots, wait_readout  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
@@ -268,12 +282,162 @@ def bench_flood(extra: list[str]) -> None:
           f"idle median {statistics.median(idle):.2f} s ({len(idle)} visits)")
     print(f"ratio flood: newcomer time to interactive / idle = {newcomer[0] / statistics.median(idle):.1f} "
           "(target <= 3)")
+VISITOR_COOKIE = "grpo_lab_visitor"  #: grpo_lab.visitor's (written here so this runs on a tree without that module)
+
+
+def visitor(browser, url: str, name: str):
+    """A browser context for one visitor: its own cookie jar, holding the lab's visitor cookie ``name``."""
+    ctx = browser.new_context()
+    ctx.add_cookies([{"name": VISITOR_COOKIE, "value": name, "url": url}])
+    return ctx
+
+
+def open_tabs(ctx, url: str, n: int, timeout: float = 180_000) -> list:
+    """``n`` pages of one browser context at ``url``, each loaded (its first readout shown)."""
+    pages = []
+    for _ in range(n):
+        page = ctx.new_page()
+        page.goto(url, timeout=timeout)
+        wait_readout(page, timeout=timeout)
+        pages.append(page)
+    return pages
+
+
+def p90(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=10)[-1] if len(xs) > 1 else xs[0]
+
+
+def bench_play8(browser, url: str, presses: int) -> None:
+    """Eight heavy tabs of visitor A playing with plots in view; B's round trip p90 against its idle p90."""
+    b_ctx = visitor(browser, url, "bench-b")
+    b = b_ctx.new_page()
+    b.goto(url + LIGHT)
+    wait_readout(b)
+    b.wait_for_timeout(1500)
+    idle = round_trips(b, presses)
+    a_ctx = visitor(browser, url, "bench-a")
+    tabs = open_tabs(a_ctx, url + HEAVY, 8)
+    for a in tabs:
+        show_plots(a, timeout=180_000)
+        a.locator(".lab-plots").first.scroll_into_view_if_needed()  # the plots in view while playing
+        a.get_by_role("button", name="\u25b6 Play").click()
+    tabs[0].wait_for_timeout(3000)
+    playing = round_trips(b, presses)
+    busy = sum(any(a.evaluate(TEXTS_OF_CLASS, "lab-busy")) for a in tabs)
+    a_ctx.close()
+    b_ctx.close()
+    print(f"play8  B idle:                     {median_ms(idle)}, p90 {1000 * p90(idle):.0f} ms")
+    print(f"play8  B while A's 8 tabs play:    {median_ms(playing)}, p90 {1000 * p90(playing):.0f} ms "
+          f"({busy} of A's tabs showed the busy notice)")
+    print(f"ratio play8: B's round trip p90 {p90(playing):.2f} s while 8 heavy tabs play / idle p90 {p90(idle):.2f} s "
+          f"= {p90(playing) / p90(idle):.2f} (target <= 2)")
+
+
+def server_rss(port: int) -> tuple[float, int]:
+    """(MB resident, processes) of the server on ``port``: its first process and every descendant."""
+    import psutil
+
+    roots = [p for p in psutil.process_iter(["cmdline"])
+             if str(port) in (p.info["cmdline"] or []) and "grpo_lab.server" in (p.info["cmdline"] or [])]
+    procs = {p.pid: p for r in roots for p in [r, *r.children(recursive=True)]}
+    total = 0
+    for p in procs.values():
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20, len(procs)
+
+
+def upload_at_limit(browser, url: str, name: str, data: bytes):
+    """Visitor ``name`` opens the replay tab and uploads ``data`` as big.zip; (context, page)."""
+    from test_upload_browser import open_replay
+
+    ctx = visitor(browser, url, name)
+    page = ctx.new_page()
+    upload = open_replay(page, url)
+    upload.set_input_files(files=[{"name": "big.zip", "mimeType": "application/zip", "buffer": data}])
+    return ctx, page
+
+
+def wait_read(page, name: str, timeout: float = 900_000) -> None:
+    from test_upload_browser import STATUS
+
+    page.wait_for_function(f"({STATUS})().startsWith('Read {name} in') || "
+                           f"({TEXTS_OF_CLASS})('replay-error').some(t => t.length > 0)", timeout=timeout)
+
+
+def bench_upload_memory(browser, url: str, port: int) -> None:
+    """Server RSS at start, after four uploads at the limit, and 60 s after their sessions closed."""
+    from test_upload_browser import budget_sized_zip
+
+    from grpo_lab.replay.upload import UPLOAD_LIMITS
+
+    data, n = budget_sized_zip(UPLOAD_LIMITS.decompressed_bytes - (1 << 20))
+    start, _ = server_rss(port)
+    peak = start
+    visits = [upload_at_limit(browser, url, f"bench-m{i}", data) for i in range(4)]
+    for _, page in visits:
+        wait_read(page, "big.zip")
+    after, n_procs = server_rss(port)
+    for ctx, _ in visits:
+        ctx.close()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        time.sleep(5)
+        peak = max(peak, server_rss(port)[0])
+    later, n_later = server_rss(port)
+    print(f"upload-memory server RSS: start {start:.0f} MB; after 4 uploads at the limit ({n:,} lines each) "
+          f"{after:.0f} MB ({n_procs} processes); 60 s after they closed {later:.0f} MB ({n_later} processes)")
+    print(f"ratio upload-memory: server RSS 60 s after the upload sessions closed {later:.0f} MB / at start "
+          f"{start:.0f} MB = {later / start:.2f} (target <= 1.15)")
+
+
+def bench_upload_queue(browser, url: str) -> None:
+    """A 0.3 MB upload's time while four uploads at the limit are read, against the same upload on an idle server."""
+    from test_upload_browser import STATUS, budget_sized_zip, open_replay
+
+    from grpo_lab.replay.upload import UPLOAD_LIMITS
+
+    line = '{"step": %d, "prompt_id": "p%04d", "rewards": [1, 0, 1, 1, 0, 0, 1, %d]}\n'
+    small = "".join(line % (i // 500, i % 500, i % 2) for i in range(4500)).encode()
+
+    def small_upload(name: str) -> float:
+        ctx = visitor(browser, url, name)
+        page = ctx.new_page()
+        upload = open_replay(page, url)
+        page.wait_for_timeout(500)
+        t0 = time.perf_counter()
+        upload.set_input_files(files=[{"name": "small.jsonl", "mimeType": "application/json", "buffer": small}])
+        wait_read(page, "small.jsonl")
+        dt = time.perf_counter() - t0
+        said.append(page.evaluate(STATUS) or " ".join(page.evaluate(TEXTS_OF_CLASS, "replay-error")))
+        ctx.close()
+        return dt
+
+    said: list[str] = []
+    idle = [small_upload(f"bench-s{i}") for i in range(3)]
+    data, _ = budget_sized_zip(UPLOAD_LIMITS.decompressed_bytes - (1 << 20))
+    visits = [upload_at_limit(browser, url, f"bench-q{i}", data) for i in range(4)]
+    for _, page in visits:
+        page.wait_for_function(f"({STATUS})().startsWith('Reading big.zip')", timeout=60_000)
+    visits[0][1].wait_for_timeout(2000)
+    busy = small_upload("bench-s-busy")
+    still = sum(page.evaluate(STATUS).startswith("Reading") for _, page in visits)
+    for ctx, _ in visits:
+        ctx.close()
+    print(f"upload-queue a {len(small) / 1e6:.2f} MB upload: idle {statistics.median(idle):.2f} s; while four uploads "
+          f"at the limit are read {busy:.2f} s ({still} of the four still reading when it finished); the page said: "
+          f"{' | '.join(said)}")
+    print(f"ratio upload-queue: {busy:.2f} s during four large reads / {statistics.median(idle):.2f} s idle = "
+          f"{busy / statistics.median(idle):.2f} (target: {busy:.2f} s <= 5 s)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presses", type=int, default=15)
-    parser.add_argument("--only", choices=("play", "upload", "components", "flood"))
+    parser.add_argument("--only", choices=("play", "upload", "components", "flood", "play8", "upload-memory",
+                                           "upload-queue"))
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_load (its Server, open_document, visit)
@@ -294,6 +458,12 @@ def main() -> int:
             bench_play(browser, url, args.presses)
         if args.only in (None, "upload"):
             bench_upload(browser, url)
+        if args.only in (None, "play8"):
+            bench_play8(browser, url, args.presses)
+        if args.only in (None, "upload-memory"):
+            bench_upload_memory(browser, url, port)
+        if args.only in (None, "upload-queue"):
+            bench_upload_queue(browser, url)
         browser.close()
     return 0
 

@@ -30,7 +30,7 @@ import ctypes
 import ctypes.util
 import gc
 
-__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases"]
+__all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases", "trim"]
 
 ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc"}  #: the server's allocator (set before the interpreter starts)
 RELEASE_DELAY_S = 2.0  #: release this long after the last session destroyed (one release per room leaving)
@@ -56,6 +56,12 @@ def release() -> bool:
     from grpo_lab.memo import drop_room_values
 
     drop_room_values()
+    return trim()
+
+
+def trim() -> bool:
+    """Collect garbage and return the heap's free pages to the system (what a closed tab's upload held), without
+    dropping any value a room shares; whether a trim ran (glibc only)."""
     gc.collect()
     if _TRIM is None:
         return False

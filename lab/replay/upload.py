@@ -10,19 +10,27 @@ Limits, declared once in :data:`UPLOAD_LIMITS`:
   expand), ``rows`` (lines of JSONL, rows of parquet) and ``seconds`` of reading, checked while
   reading (:mod:`grpo_lab.sims.ingest.budget`), not after.
 
-The reading runs in :data:`UPLOAD_WORKERS` worker process(es) shared by the server's sessions
-(:func:`start_upload`), never on the event loop that serves every page: while one visitor's upload
-is read, the others' pages load and respond. The bytes go to :func:`sims.ingest.ingest_upload` (no
-unpickling, errors that name the line or row); every failure becomes a message for the page's error
-notice, so a bad file never stops the app. Nothing is written to disk.
+Each read runs in a process of its own that ends with it (:func:`start_upload`,
+:mod:`grpo_lab.replay.upload_pool`), never on the event loop that serves every page: while one
+visitor's upload is read, the others' pages load and respond, and the read's peak memory goes back
+to the system when it ends. Up to ``parallel_reads`` large files are read at once per process (at
+most half the machine's cores) and files up to ``small_file_bytes`` in a lane of their own, so a small upload is
+never queued behind large ones. The record comes back, and is kept by the tab, in the compact form of
+:mod:`grpo_lab.replay.compact`. What one visitor may use at once (reads in progress, bytes held by
+its tabs) is counted by :mod:`grpo_lab.replay.upload_quota` under the same limits.
+
+The bytes go to :func:`sims.ingest.ingest_upload` (no unpickling, errors that name the line or
+row); every failure becomes a message for the page's error notice, in words about what a web visitor
+can do (:func:`grpo_lab.replay.upload_words.for_web`), so a bad file never stops the app. Nothing is
+written to disk.
 """
 
 from __future__ import annotations
 
+import io
 import logging
-import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import os
+import zipfile
 from dataclasses import dataclass
 
 from grpo_lab.sims.errors import InputError
@@ -30,8 +38,12 @@ from grpo_lab.sims.ingest import ingest_upload
 from grpo_lab.sims.ingest.budget import Budget, use_budget
 from grpo_lab.sims.record import RunRecord
 
-__all__ = ["UploadLimits", "UPLOAD_LIMITS", "MAX_UPLOAD_BYTES", "UPLOAD_WORKERS", "load_upload", "start_upload",
-           "upload_failed", "new_budget", "describe_limits"]
+from .compact import pack, unpack
+from .upload_pool import Read, ReadLanes, ReaderDied
+from .upload_words import for_web
+
+__all__ = ["UploadLimits", "UPLOAD_LIMITS", "MAX_UPLOAD_BYTES", "load_upload", "read_packed", "start_upload",
+           "upload_failed", "new_budget", "describe_limits", "large_slots", "read_size"]
 
 _log = logging.getLogger(__name__)
 _MiB = 1 << 20
@@ -45,11 +57,26 @@ class UploadLimits:
     decompressed_bytes: int = 64 * _MiB  #: everything read from it (zip members as they expand)
     rows: int = 1_000_000  #: JSONL lines / parquet rows in all
     seconds: float = 60.0  #: wall time of the reading
+    # how reads share a server process (each read is a process of its own that ends with it)
+    parallel_reads: int = 4  #: large files read at once per server process, at most half the machine's cores
+    small_file_bytes: int = 1 * _MiB  #: files up to this size are read in a lane of their own
+    small_reads: int = 2  #: small files read at once per server process
+    # what one visitor may use at once, per server process (grpo_lab.replay.upload_quota)
+    visitor_reads: int = 2  #: uploads being read at once per visitor (browser cookie)
+    address_reads: int = 8  #: uploads being read at once per client address (a class may share one)
+    visitor_held_bytes: int = 128 * _MiB  #: runs held by one visitor's open tabs (two at the limit)
+    address_held_bytes: int = 512 * _MiB  #: runs held by the open tabs of one client address
 
 
 UPLOAD_LIMITS = UploadLimits()
 MAX_UPLOAD_BYTES = UPLOAD_LIMITS.file_bytes
-UPLOAD_WORKERS = 1  #: uploads read at once, server-wide (the rest wait their turn); each holds one core
+
+
+def large_slots(limits: UploadLimits = UPLOAD_LIMITS) -> int:
+    """Large files read at once in this process: ``parallel_reads``, at most half the cores (``grpo-lab serve``
+    runs two processes: together they read on every core, no more; more at once made each read slower, past
+    its time limit), at least 1."""
+    return max(1, min((os.cpu_count() or 1) // 2, limits.parallel_reads))
 
 
 def describe_limits(limits: UploadLimits = UPLOAD_LIMITS) -> str:
@@ -68,7 +95,21 @@ def load_upload(filename: str, data: bytes | None, fmt: str, tolerance: float,
     """``(record, "")`` for a good file, ``(None, message)`` for a bad one; never raises.
 
     Reads under ``limits``: the file's size first, then ``budget`` (a fresh one when None) while reading.
+    The record is in the compact form (:mod:`grpo_lab.replay.compact`); the message speaks to a web visitor.
     """
+    rec, error = _read(filename, data, fmt, tolerance, limits, budget)
+    return (None if rec is None else unpack(pack(rec))), error
+
+
+def read_packed(filename: str, data: bytes, fmt: str, tolerance: float,
+                limits: UploadLimits = UPLOAD_LIMITS) -> tuple[dict | None, str]:
+    """:func:`load_upload` as a reading process returns it: ``(pack(record) or None, message)``."""
+    rec, error = _read(filename, data, fmt, tolerance, limits, None)
+    return (None if rec is None else pack(rec)), error
+
+
+def _read(filename: str, data: bytes | None, fmt: str, tolerance: float, limits: UploadLimits,
+          budget: Budget | None) -> tuple[RunRecord | None, str]:
     name = filename or "the upload"
     if not data:
         return None, f"{name}: the file is empty"
@@ -80,7 +121,7 @@ def load_upload(filename: str, data: bytes | None, fmt: str, tolerance: float,
             rec = ingest_upload(filename or "upload", data, fmt, tolerance=tolerance,
                                 max_bytes=limits.decompressed_bytes)
     except InputError as exc:
-        return None, str(exc)
+        return None, for_web(str(exc), limits)
     except MemoryError:
         return None, f"{name}: too large to read on this server"
     except Exception as exc:  # a defect the ingester did not anticipate must not take the page down
@@ -94,38 +135,44 @@ def load_upload(filename: str, data: bytes | None, fmt: str, tolerance: float,
     return rec, ""
 
 
-_POOL: ProcessPoolExecutor | None = None
+_LANES: ReadLanes | None = None
 
 
 def start_upload(filename: str, data: bytes, fmt: str, tolerance: float,
-                 limits: UploadLimits = UPLOAD_LIMITS) -> "Future[tuple[RunRecord | None, str]]":
-    """:func:`load_upload` in the server's upload worker process; the future's result is its return value.
+                 limits: UploadLimits = UPLOAD_LIMITS) -> Read:
+    """:func:`read_packed` in a reading process of its own (:mod:`grpo_lab.replay.upload_pool`); the returned
+    :class:`Read`'s ``future`` gets its ``(packed record or None, message)``.
 
     A process, not a thread: parsing JSON is Python code holding the interpreter lock, so a reading
-    thread halves the time the event loop gets; the process also frees the read's peak memory with
-    it. The worker starts on the first upload (``spawn``: it imports the readers, not the app) and
-    stays for the next. Its budget's clock starts when the read starts, so waiting for another
-    upload is not charged. If the worker dies (killed for memory), the next upload gets a new one.
+    thread halves the time the event loop gets; the process also frees the read's peak memory when it
+    ends. The lanes start on the first upload. The budget's clock starts when the read starts, so
+    waiting for a lane is not charged.
     """
-    global _POOL
-    if _POOL is None:
-        _POOL = ProcessPoolExecutor(max_workers=UPLOAD_WORKERS, mp_context=multiprocessing.get_context("spawn"))
+    global _LANES
+    if _LANES is None:
+        _LANES = ReadLanes(large_slots(limits), limits.small_reads, limits.small_file_bytes, preload=__name__)
+    return _LANES.submit(read_size(data), read_packed, filename, data, fmt, tolerance, limits)
+
+
+def read_size(data: bytes) -> int:
+    """How much a read of ``data`` will go through, for choosing its lane: a zip's members as their headers
+    declare them (a forged small size still stops at ``decompressed_bytes``), else the file's own size."""
+    if data[:4] != b"PK\x03\x04":
+        return len(data)
     try:
-        return _POOL.submit(load_upload, filename, data, fmt, tolerance, limits)
-    except BrokenProcessPool:
-        _POOL = None
-        return start_upload(filename, data, fmt, tolerance, limits)
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return max(len(data), sum(info.file_size for info in zf.infolist()))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return len(data)
 
 
-def upload_failed(future: Future, name: str) -> str | None:
-    """The message for a future that ended without a result (worker died or cancelled), else None."""
-    global _POOL
+def upload_failed(future, name: str) -> str | None:
+    """The message for a read that ended without a result (worker died or cancelled), else None."""
     if future.cancelled():
         return f"{name}: not read (cancelled)"
     exc = future.exception()
     if exc is None:
         return None
-    if isinstance(exc, BrokenProcessPool):
-        _POOL = None  # the next upload starts a fresh worker
+    if isinstance(exc, ReaderDied):
         return f"{name}: the server's reader stopped while reading it (too large for this server?)"
     return f"{name}: not read ({type(exc).__name__})"

@@ -1,23 +1,28 @@
 """One upload being read off the event loop, for one session: progress, result delivery, cancel.
 
-``UploadJob(doc, name, data, fmt, tolerance, widget, done)`` starts the read in the server's
-upload worker (:func:`grpo_lab.replay.upload.start_upload`), shows its progress (the seconds it
+``UploadJob(doc, name, data, fmt, tolerance, widget, done, keys)`` starts the read in a reading
+process of its own (:func:`grpo_lab.replay.upload.start_upload`), shows its progress (the seconds it
 has been reading) in ``widget.status`` every :data:`PROGRESS_MS` while ``widget.busy`` is on, and
 calls ``done(record, error)`` on the session's own event-loop turn (``doc.add_next_tick_callback``,
 the one Bokeh document call that is safe from another thread) when the read ends. A newer upload
-or the session closing cancels it: a read still waiting for the worker never starts, and one
-already running ends at the latest at its time budget, its result dropped.
+or the session closing cancels it: a read still waiting for its lane never starts, and one
+already running is stopped (its process terminated). The read counts once against the visitor's
+``keys`` in :data:`grpo_lab.replay.upload_quota.QUOTA` (admitted by the caller), uncounted when it
+ends either way. The record arrives in the compact form (:func:`grpo_lab.replay.compact.unpack`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from functools import partial
 
 import panel as pn
 
+from .compact import unpack
 from .upload import start_upload, upload_failed
+from .upload_quota import QUOTA
 
 __all__ = ["UploadJob", "PROGRESS_MS"]
 
@@ -28,19 +33,27 @@ _log = logging.getLogger(__name__)
 class UploadJob:
     """See the module docstring."""
 
-    def __init__(self, doc, name: str, data: bytes, fmt: str, tolerance: float, widget, done):
+    def __init__(self, doc, name: str, data: bytes, fmt: str, tolerance: float, widget, done, keys=()):
         self.doc, self.name, self.widget, self.done = doc, name, widget, done
         self.started, self.cancelled = time.monotonic(), False
+        self._keys, self._counted = tuple(keys), threading.Lock()
         widget.param.update(busy=True, status=f"Reading {name}\u2026")
         self._progress = pn.state.add_periodic_callback(self._show_progress, PROGRESS_MS)
         pn.state.on_session_destroyed(lambda _context: self.cancel())
-        self.future = start_upload(name, data, fmt, tolerance)
+        self.read = start_upload(name, data, fmt, tolerance)
+        self.future = self.read.future
         self.future.add_done_callback(self._finished)
+
+    def _uncount(self) -> None:
+        """End this read in the visitor's quota (once, whichever of cancel and finish comes first)."""
+        if self._counted.acquire(blocking=False):
+            QUOTA.end_read(self._keys)
 
     def cancel(self) -> None:
         self.cancelled = True
-        self.future.cancel()
+        self.read.cancel()
         self._stop_progress()
+        self._uncount()
 
     def _stop_progress(self) -> None:
         if self._progress is not None:
@@ -52,10 +65,15 @@ class UploadJob:
 
     def _finished(self, future) -> None:
         """On the worker thread: hand the result to the session's event loop (unless the session is gone)."""
+        self._uncount()
         if self.cancelled:
             return
-        failed = upload_failed(future, self.name)  # load_upload never raises; its worker can die
-        result = (None, failed) if failed else future.result()
+        failed = upload_failed(future, self.name)  # read_packed never raises; its process can die
+        if failed:
+            result = (None, failed)
+        else:
+            packed, error = future.result()
+            result = (None if packed is None else unpack(packed)), error
         try:
             self.doc.add_next_tick_callback(partial(self._deliver, *result))
         except Exception:  # the session closed meanwhile: nobody to tell

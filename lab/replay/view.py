@@ -29,10 +29,12 @@ import panel as pn
 from bokeh.models import ColumnDataSource
 
 from grpo_lab.memo import Memo
+from grpo_lab.memory import trim
 from grpo_lab.notice import TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
+from grpo_lab.visitor import quota_keys, visitor_key
 
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
@@ -40,9 +42,12 @@ from .follow import POLL_S, RecordFollower
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
+from ..views.play_budget import FrameBudget
 from .plots import Slot, TimePlots
 from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
+from .compact import held_bytes
 from .upload import describe_limits, load_upload
+from .upload_quota import QUOTA
 from .upload_input import UploadInput
 from .upload_job import UploadJob
 
@@ -79,6 +84,8 @@ class ReplayView(pn.viewable.Viewer):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
+        self._quota_keys = None  # the visitor's keys (grpo_lab.visitor.quota_keys), from this tab's first upload
+        self._quota_token = object()  # this tab in the visitor's upload quota
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
@@ -106,7 +113,10 @@ class ReplayView(pn.viewable.Viewer):
         # one step control: the grid component's slider (and Play); ``value`` is the position on the axis
         self.grid = ReplayGrid(css_classes=["replay-grid"], sizing_mode="stretch_width")
         self.slider = self.grid
-        self.grid.param.watch(lambda e: self.paint(e.new), "value")
+        # the markers and histograms follow within the visitor's share of the server (lab.views.play_budget)
+        self._frames = FrameBudget(visitor=visitor_key(getattr(pn.state.curdoc, "session_context", None)))
+        self.grid.param.watch(lambda e: self._frames.request(lambda: self.paint(self.grid.value), pn.state.curdoc),
+                              "value")
 
         # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
         self.file_input = UploadInput(css_classes=["replay-upload"], width=300)
@@ -315,8 +325,24 @@ class ReplayView(pn.viewable.Viewer):
         if doc is None or doc.session_context is None:
             self._loaded(name, fmt, tolerance, *load_upload(name, data, fmt, tolerance))
             return
+        if self._quota_keys is None:  # the first upload of this tab: its keys, and letting go when it closes
+            self._quota_keys = quota_keys(doc.session_context)
+            pn.state.on_session_destroyed(lambda _context: self._let_go())
+        refused = QUOTA.begin_read(self._quota_keys, token=self._quota_token)
+        if refused:
+            self.file_input.status = ""
+            self.state.error = f"Upload not read: {refused}"
+            return
         self._job = UploadJob(doc, name, data, fmt, tolerance, self.file_input,
-                              lambda rec, error: self._loaded(name, fmt, tolerance, rec, error))
+                              lambda rec, error: self._loaded(name, fmt, tolerance, rec, error), self._quota_keys)
+
+    def _let_go(self) -> None:
+        """The tab closed: its upload no longer counts for its visitor, and its memory goes back (trimmed)."""
+        QUOTA.drop(self._quota_token)
+        self._upload_bytes = None
+        for label in [k for k in self.state.choices if k.startswith(UPLOAD_PREFIX)]:
+            del self.state.choices[label]  # in place: no redraw of a page that is gone
+        trim()
 
     def _loaded(self, name: str, fmt: str, tolerance: float, rec, error: str) -> None:
         """An upload was read (``rec``) or refused (``error``): list it and show it, or say why not."""
@@ -324,6 +350,13 @@ class ReplayView(pn.viewable.Viewer):
         if rec is None:
             self.state.error = f"Upload not loaded: {error}"
             return
+        if self._quota_keys is not None:
+            size = held_bytes(rec) + len(self._upload_bytes[1] if self._upload_bytes else b"")
+            refused = QUOTA.hold(self._quota_keys, self._quota_token, size)
+            if refused:
+                self.file_input.status = ""
+                self.state.error = f"Upload not kept: {refused}"
+                return
         label = f"{UPLOAD_PREFIX}{name} ({fmt}, tolerance {fixed(tolerance, 3)})"
         self.state.choices = {**{k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)},
                               label: rec}

@@ -13,6 +13,7 @@ import panel as pn
 
 from grpo_lab.debounce import Debounce
 from grpo_lab.notice import TextNotice
+from grpo_lab.visitor import visitor_key
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
@@ -34,7 +35,7 @@ from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
 from .outcome import OutcomePlot
 from .plot_text import described
 from .side_controls import side_controls
-from .play_budget import FrameBudget
+from .play_budget import BUSY_NOTICE, FrameBudget
 
 __all__ = ["LiveLab"]
 
@@ -68,7 +69,10 @@ class LiveLab:
         lab.param.watch(self._changed, ["progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b",
                                         "seed", "pin"])
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
-        self._frames = FrameBudget()  # the session's share of the server: Play's pushes and server-painted redraws
+        # the session's share of the server, within its visitor's and the process's (Play's pushes, server paints)
+        self.busy = TextNotice("", "warning", css_classes=["lab-busy"])
+        self._frames = FrameBudget(visitor=visitor_key(getattr(pn.state.curdoc, "session_context", None)),
+                                   on_busy=lambda busy: self.busy.show(BUSY_NOTICE if busy else ""))
         # Play runs in the browser (the grid's play loop): the button's state goes to the grid and comes back
         # when the browser stops (at the end, or the slider grabbed); meanwhile the browser sends the progress
         # every play_sync_ms, which _changed redraws within the frame budget
@@ -81,7 +85,8 @@ class LiveLab:
         if not embed:  # rho, the population, New draw and Reset: one component beside the grid
             self.side = side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
-            self.panel = pn.Column(self.notice, c.main(), grid_pane, self.caption.panel, css_classes=["lab-embed"])
+            self.panel = pn.Column(self.notice, self.busy, c.main(), grid_pane, self.caption.panel,
+                                   css_classes=["lab-embed"])
         else:
             # the plots (most of a session's Bokeh models and server time) stay out of the first render and are
             # built when the visitor first gets to them (lab.views.in_view): a visit that never scrolls to them
@@ -90,7 +95,7 @@ class LiveLab:
             self._plots = pn.Column(self._until_seen, sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT,
                                     css_classes=["lab-plots"])
             self.panel = pn.Column(
-                self.notice,
+                self.notice, self.busy,
                 first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
                              None if present else formulas_pane("The arithmetic")),
                 self._plots,

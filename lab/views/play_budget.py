@@ -1,70 +1,180 @@
-"""Play's fair share of the server: a frame budget per session for what only the server can draw.
+"""Heavy work's fair share of the server: one budget per process, shared by a visitor's tabs and by all visitors.
 
-All sessions share one event loop. Play runs in the browser (the grid view's play loop), which sends the
-progress every ``play_sync_ms`` (``grpo_lab.grid.spec.PLAY_SYNC_MS``) so the plots, tables and captions
-follow; at the heaviest settings (20,000 prompts, K = 64, rho = 0.9: the server evaluates the grid too)
-one such redraw costs most of a second, and drawing every one of them would let one visitor's Play take
-the whole loop (another visitor's round trip went from 0.1 s to 5 s when Play was a server tick).
+All sessions of a server process share one event loop. Play runs in the browser (the grid view's play loop),
+which sends the progress every ``play_sync_ms`` (``grpo_lab.grid.spec.PLAY_SYNC_MS``) so the plots, tables
+and captions follow; at the heaviest settings (20,000 prompts, K = 64, rho = 0.9: the server evaluates the
+grid too) one such redraw costs most of a second, and drawing every one of them would let one visitor's Play
+take the whole loop. A budget per tab was not enough: eight tabs of one visitor at those settings, playing,
+put another visitor's round trip at median 2.0x idle, p90 1.67 s, max 5.55 s.
 
-:class:`FrameBudget` spaces a session's redraws so that they use at most :data:`PLAY_SHARE` of the
-server's time: after a redraw that took ``w`` seconds of work, the next one may start ``w / share``
-seconds after it began; what arrives earlier waits and coalesces into one redraw of the state as it is
-then (:meth:`FrameBudget.request`): the plots follow the animation more slowly instead of the server. A
-cheap redraw (a small population, rho = 0) is not slowed: its next one is due before the next push
-anyway. The same budget bounds the other redraws only the server can paint (dragging rho at 20,000
-prompts). When the page closes, its pushes stop with it.
+:class:`FrameBudget` (one per session) spaces a session's heavy redraws; the time each one takes is charged
+to :class:`HeavyWork` (one per process, :data:`HEAVY_WORK`) under the session's visitor
+(:func:`grpo_lab.visitor.visitor_key`). A redraw of work ``w`` that began at ``t`` makes the next one due
+
+* for the session: at ``t + w / share`` (``share`` = :data:`PLAY_SHARE`);
+* for every tab of its visitor: ``w / visitor_share`` after the visitor's previous due time or ``t``, whichever
+  is later (the visitor's tabs together use at most :data:`PLAY_SHARE` of the process);
+* for heavy work of all visitors together: ``w / total_share`` after the total's previous due time or
+  ``t`` (at most :data:`HEAVY_SHARE` of the process). This total holds back only the visitors using more
+  than half an equal part of it lately (``total_share / 2n`` among the ``n`` visitors with any recent use,
+  usage decaying over :data:`USAGE_TAU_S`; half, because a heavy visitor's decaying usage dips between its
+  frames): a visitor using little is never made to wait by the heavy ones.
+
+A redraw asked for before it is due waits and coalesces into one redraw of the state as it is then
+(:meth:`FrameBudget.request`): the plots follow the animation more slowly instead of the server. When a
+redraw waits for the shared budget (another tab of the visitor, or the total) more than :data:`BUSY_AFTER_S`
+longer than for its own, the session's ``on_busy(True)`` is called (the page shows :data:`BUSY_NOTICE`), and
+``on_busy(False)`` when a redraw runs at once :data:`BUSY_CLEAR_S` after the last one held back. A cheap redraw (a small population, rho = 0) is not slowed: its next one is due
+before the next push anyway. The same budget bounds the other redraws only the server can paint (dragging
+rho at 20,000 prompts).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 
-__all__ = ["PLAY_SHARE", "FrameBudget"]
+__all__ = ["PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "BUSY_CLEAR_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
+           "FrameBudget"]
 
-PLAY_SHARE = 0.25  #: the largest share of the server's time one session's Play (and server painting) may use
+PLAY_SHARE = 0.25  #: the largest share of a server process's time one visitor's heavy redraws (all tabs) may use
+HEAVY_SHARE = 0.5  #: the largest share of a server process's time heavy redraws of all visitors together may use
+BUSY_AFTER_S = 0.1  #: a redraw held back this much longer than its own spacing shows the busy notice
+BUSY_CLEAR_S = 5.0  #: the busy notice goes once no redraw has been held back for this long (it does not flicker)
+USAGE_TAU_S = 5.0  #: how fast a visitor's recent use of heavy work is forgotten (time constant, seconds)
+BUSY_NOTICE = "The server is busy: the plots follow Play (and redraws at these settings) less often."
+
+
+def _check_share(share: float, name: str) -> None:
+    if not 0 < share <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {share}")
+
+
+class HeavyWork:
+    """When each visitor may start its next heavy redraw, from the work they and everyone did (see the module
+    docstring). ``clock``: seconds, for tests. One per process; all calls come from its event loop."""
+
+    def __init__(self, visitor_share: float = PLAY_SHARE, total_share: float = HEAVY_SHARE,
+                 tau: float = USAGE_TAU_S, clock=time.monotonic):
+        _check_share(visitor_share, "visitor_share")
+        _check_share(total_share, "total_share")
+        self.visitor_share, self.total_share, self.tau, self.clock = visitor_share, total_share, tau, clock
+        self._visitor_next: dict[str, float] = {}
+        self._total_next = -math.inf
+        self._usage: dict[str, tuple[float, float]] = {}  # visitor -> (share used lately, as of time)
+
+    def usage(self, visitor: str, now: float | None = None) -> float:
+        """The visitor's recent share of the process (work per second, decaying with ``tau``)."""
+        used, at = self._usage.get(visitor, (0.0, 0.0))
+        now = self.clock() if now is None else now
+        return used * math.exp(-max(0.0, now - at) / self.tau)
+
+    def due(self, visitor: str) -> float:
+        """When the visitor may start its next heavy redraw (a time on ``clock``; past or now: at once)."""
+        now = self.clock()
+        due = self._visitor_next.get(visitor, -math.inf)
+        if self._total_next > now:
+            usage = {v: self.usage(v, now) for v in self._usage}
+            usage = {v: u for v, u in usage.items() if u > 1e-3}
+            if usage.get(visitor, 0.0) > 0.5 * self.total_share / max(1, len(usage)):
+                due = max(due, self._total_next)
+        return due
+
+    def spent(self, visitor: str, start: float, work: float) -> None:
+        """Charge ``work`` seconds of a redraw the visitor began at ``start``."""
+        self._visitor_next[visitor] = max(self._visitor_next.get(visitor, -math.inf), start) + work / self.visitor_share
+        self._total_next = max(self._total_next, start) + work / self.total_share
+        now = max(start + work, self.clock())
+        self._usage[visitor] = (self.usage(visitor, now) + work / self.tau, now)
+        self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Drop visitors whose budget is earned back and whose usage has faded (a visitor who left)."""
+        if len(self._usage) < 64:
+            return
+        for v in [v for v in self._usage if self._visitor_next.get(v, -math.inf) < now and self.usage(v, now) < 1e-3]:
+            self._usage.pop(v, None)
+            self._visitor_next.pop(v, None)
+
+
+HEAVY_WORK = HeavyWork()  #: the process's budget for heavy work
 
 
 class FrameBudget:
-    """When the next frame may start, from the cost of the last one (``clock``: seconds, for tests).
+    """When the session's next heavy frame may start: its own spacing, its visitor's and the process's shared
+    budget (:class:`HeavyWork`). ``clock``: seconds, for tests; ``visitor``: the session's visitor key;
+    ``work``: the shared budget (a fresh one of its own when None and ``clock`` is given, else :data:`HEAVY_WORK`).
 
-    One per session, shared by Play's progress pushes and by redraws only the server can paint (rho > 0, a new
-    population): :meth:`request` runs such a redraw now if the budget allows, else once, when it does
-    (requests meanwhile coalesce into that one, which paints the state as it is then).
+    Shared by Play's progress pushes and by redraws only the server can paint (rho > 0, a new population):
+    :meth:`request` runs such a redraw now if the budget allows, else once, when it does (requests meanwhile
+    coalesce into that one, which paints the state as it is then).
     """
 
-    def __init__(self, share: float = PLAY_SHARE, clock=time.monotonic):
-        if not 0 < share <= 1:
-            raise ValueError(f"share must be in (0, 1], got {share}")
-        self.share, self.clock = share, clock
+    def __init__(self, share: float = PLAY_SHARE, clock=None, visitor: str = "", work: HeavyWork | None = None,
+                 on_busy=None):
+        _check_share(share, "share")
+        if work is None:
+            work = HEAVY_WORK if clock is None else HeavyWork(clock=clock)
+        self.share, self.clock, self.work = share, clock or time.monotonic, work
+        self.visitor, self.on_busy = visitor or f"session:{id(self)}", on_busy
         self._next = -float("inf")
         self._pending = None
+        self.busy = False  #: a frame waited for the shared budget lately, not only for its own
+        self._held_at = -math.inf  # when a frame was last held back by the shared budget
+
+    def due(self) -> float:
+        """When the next frame may start: the later of the session's own due time and its visitor's."""
+        return max(self._next, self.work.due(self.visitor))
 
     def ready(self) -> bool:
-        """Whether the last frame's share has been earned back (always true before the first)."""
-        return self.clock() >= self._next
+        """Whether the frame may start now (always true before the first of the visitor's)."""
+        return self.clock() >= self.due()
 
     @contextlib.contextmanager
     def frame(self):
-        """Time the work of one frame: the next is due ``work / share`` after this one started."""
+        """Time the work of one frame and charge it: to this session and to its visitor's shared budget."""
         start = self.clock()
         try:
             yield
         finally:
-            self._next = start + (self.clock() - start) / self.share
+            work = self.clock() - start
+            self._next = start + work / self.share
+            self.work.spent(self.visitor, start, work)
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self.busy:
+            self.busy = busy
+            if self.on_busy is not None:
+                self.on_busy(busy)
 
     def request(self, fn, doc) -> None:
         """Run ``fn()`` as a frame: now if the budget allows (or there is no server ``doc``), else once
         when it does, with every request until then coalesced into that call."""
         if doc is None or (self._pending is None and self.ready()):
+            if self.clock() - self._held_at >= BUSY_CLEAR_S:
+                self._set_busy(False)
             with self.frame():
                 fn()
             return
         if self._pending is None:
-            def due():
-                self._pending = None
-                with self.frame():
-                    fn()
+            self._schedule(fn, doc)
 
-            wait_ms = max(1, int(1000 * (self._next - self.clock())))
-            self._pending = doc.add_timeout_callback(due, wait_ms)
+    def _schedule(self, fn, doc) -> None:
+        """Run ``fn`` when due; a frame found not yet due then (the visitor's other tabs went first) waits again."""
+        due = self.due()
+        # held back by the visitor's other tabs or by the total, noticeably longer than by its own spacing
+        if due > max(self._next, self.clock()) + BUSY_AFTER_S:
+            self._held_at = self.clock()
+            self._set_busy(True)
+
+        def run():
+            self._pending = None
+            if not self.ready():
+                self._schedule(fn, doc)
+                return
+            with self.frame():
+                fn()
+
+        wait_ms = max(1, int(1000 * (due - self.clock())))
+        self._pending = doc.add_timeout_callback(run, wait_ms)
