@@ -3,8 +3,9 @@
 from . import core
 from . import export
 from . import ingest
+from . import runs
 from . import serve
 from . import study
 from . import train
 
-COMMAND_MODULES = [core, export, ingest, serve, study, train]
+COMMAND_MODULES = [core, export, ingest, runs, serve, study, train]

@@ -6,6 +6,7 @@ readable after every step (``grpo-lab inspect``, the Replay tab).
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import sys
 
@@ -43,7 +44,36 @@ def register(sub) -> None:
     p.set_defaults(func=_run)
 
 
+#: the top-level modules of the ``trl`` extra (and torch, which it brings) that train-lm imports
+EXTRA_MODULES = ("torch", "trl", "transformers", "peft", "accelerate", "datasets")
+MISSING_EXTRA = "grpo-lab: train-lm needs the trl extra: pip install 'grpo-lab[trl]'"
+
+
+def missing_extra() -> str | None:
+    """The first module of :data:`EXTRA_MODULES` that cannot be found (without importing it), else None."""
+    for name in EXTRA_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
 def _run(args) -> int:
+    if missing_extra() is not None:
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 2
+    try:
+        return _train(args)
+    except ModuleNotFoundError as exc:  # a module of the extra that is found but cannot be imported
+        if (exc.name or "").split(".")[0] not in EXTRA_MODULES:
+            raise
+        print(MISSING_EXTRA, file=sys.stderr)
+        return 2
+
+
+def _train(args) -> int:
     from grpo_lab.sims.trl.lm_run import preset, run_lm
 
     overrides = {name: getattr(args, name) for name in _OPTIONS if name != "steps"}
