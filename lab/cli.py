@@ -3,7 +3,7 @@
 Every subcommand module in :mod:`grpo_lab.commands` exposes ``register(subparsers)``
 and sets ``func`` on its parser. Bad input never produces a traceback: argparse
 errors and the core's :class:`sims.errors.InputError` become one line on stderr
-and exit status 2.
+and exit status 2; so does a bare ``grpo-lab``, after printing its usage and commands.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # bare `grpo-lab`: what it can do, not a one-line complaint
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

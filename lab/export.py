@@ -248,14 +248,15 @@ def check_target(path: str | os.PathLike) -> Path:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` with the core's atomic writer (temporary file + :func:`os.replace`), mode 0o644.
+    """Write ``text`` to ``path`` with the core's atomic writer (temporary file + :func:`os.replace`), with the
+    user's umask (0o644 under the usual 022), as any file the user writes.
 
     Raises InputError (one line) when the directory is missing or not writable; on any failure,
     KeyboardInterrupt included, the target is either the old file (or absent) or the complete new one.
     """
     target = check_target(path)
     try:
-        atomic_write_bytes(target, text.encode("utf-8"), mode=0o644)
+        atomic_write_bytes(target, text.encode("utf-8"))
     except OSError as exc:
         raise InputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return target

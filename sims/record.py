@@ -73,6 +73,7 @@ __all__ = [
     "group_outcomes",
     "summarise",
     "atomic_write_bytes",
+    "current_umask",
     "array_hashes",
 ]
 
@@ -103,22 +104,39 @@ class RunRecord:
         return int(self.meta["n_prompts"])
 
 
+def current_umask() -> int:
+    """The process's file-mode creation mask: read from ``/proc/self/status`` where the kernel gives it (Linux
+    4.7+), else by setting and restoring it (``os.umask`` has no read-only form)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``.
 
-    ``mode``: the file's permission bits (e.g. 0o644 for a page to publish); None keeps the temporary
-    file's (0o600). On any failure, KeyboardInterrupt included, the temporary file is removed and
-    ``path`` is untouched.
+    ``mode``: the file's permission bits; None gives what ``open(path, "wb")`` would, 0o666 less the
+    user's umask (0o644 under the usual 022), not the temporary file's private 0o600, so a report, a list
+    or a record the user asked for can be served or shared like any file they write. On any failure,
+    KeyboardInterrupt included, the temporary file is removed and ``path`` is untouched.
     """
     path = Path(path)
+    if mode is None:
+        mode = 0o666 & ~current_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
+            os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -98,6 +98,8 @@ def test_browser_diagnose_then_open_the_population_in_the_lab(page, tmp_path):
     with serve(env={"GRPO_LAB_RUNS": str(tmp_path / "runs")}) as url:
         page.goto(url)
         page.get_by_text("Replay", exact=True).click()
+        # GRPO_LAB_RUNS adds to the shipped runs (the tab opens on the featured one): choose ours
+        page.locator(".replay-run select").select_option("mine")
         page.locator(".replay-diagnose-button button").click()
         link = page.locator(".doctor-lab-link")
         link.wait_for(timeout=60_000)

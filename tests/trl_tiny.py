@@ -82,7 +82,9 @@ def make_trainer(out: Path, truth: list, trainer_cls=None, n_prompts: int = 8, t
     tok = build_tokenizer()
     kw = dict(output_dir=str(out / "trl"), num_generations=4, per_device_train_batch_size=8, max_steps=3,
               max_completion_length=4, learning_rate=1e-2, logging_steps=1, report_to="none", save_strategy="no",
-              use_cpu=True, seed=0, temperature=1.0, beta=0.0, disable_tqdm=True)
+              use_cpu=True, seed=0, temperature=1.0, beta=0.0, disable_tqdm=True,
+              # TRL's default (on) under transformers 5's name: its old name, TRL's default, warns at every config
+              activation_checkpointing=True)
     kw.update(overrides)
     args = GRPOConfig(**kw)
     cls = trainer_cls or GRPOTrainer

@@ -3,9 +3,10 @@
 from . import core
 from . import export
 from . import ingest
+from . import runs
 from . import samplers
 from . import serve
 from . import study
 from . import train
 
-COMMAND_MODULES = [core, export, ingest, samplers, serve, study, train]
+COMMAND_MODULES = [core, export, ingest, runs, samplers, serve, study, train]

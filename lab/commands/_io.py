@@ -15,8 +15,9 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def print_table(rows: Iterable[dict], columns: list[str], formats: dict[str, str] | None = None) -> None:
-    """Print rows as an aligned text table."""
+def print_table(rows: Iterable[dict], columns: list[str], formats: dict[str, str] | None = None,
+                left: Iterable[str] = ()) -> None:
+    """Print rows as an aligned text table (columns right-aligned, those in ``left`` left-aligned)."""
     formats = formats or {}
     rows = list(rows)
 
@@ -28,6 +29,11 @@ def print_table(rows: Iterable[dict], columns: list[str], formats: dict[str, str
 
     body = [[cell(r, c) for c in columns] for r in rows]
     widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(columns)]
-    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    left = set(left)
+
+    def line(cells):
+        return "  ".join(v.ljust(w) if c in left else v.rjust(w) for c, v, w in zip(columns, cells, widths)).rstrip()
+
+    print(line(columns))
     for b in body:
-        print("  ".join(v.rjust(w) for v, w in zip(b, widths)))
+        print(line(b))

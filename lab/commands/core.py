@@ -25,7 +25,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_table)
 
     p = sub.add_parser("population", help="one lab view of a Beta difficulty population",
-                       description="Evaluate the lab's view: pass rates, realised and expected groups, filter, Jensen gap.")
+                       description="Evaluate the lab's view: pass rates, realised and expected groups, filter, Jensen gap. "
+                                   "With --filter the shares and mean_pass_rate are over the kept prompts; "
+                                   "mean_pass_rate_all_prompts is over all of them (the lab's readout row).")
     add_view_arguments(p)
     p.add_argument("--rho", type=float, default=0.0, help="intra-group correlation in [0, 1) (default 0)")
     p.add_argument("--filter", type=float, nargs=2, metavar=("LO", "HI"), help="keep prompts with LO <= p_t <= HI")
@@ -69,12 +71,24 @@ def cmd_table(args: argparse.Namespace) -> int:
 def cmd_population(args: argparse.Namespace) -> int:
     scenario = Scenario(n_prompts=args.n_prompts, a=args.a, b=args.b, seed=args.seed, progress=args.progress,
                         K=args.K, rho=args.rho, band=tuple(args.filter) if args.filter else None)
-    summary = evaluate(scenario).summary
+    view = evaluate(scenario)
+    summary = dict(view.summary)
+    # the summary's shares are over the kept prompts when a filter is set; the lab's readout row states its mean
+    # pass rate over all prompts: say which, and give both
+    summary["over"] = "kept prompts" if args.filter else "all prompts"
+    summary["mean_pass_rate_all_prompts"] = float(view.pass_rate.mean())
     if args.json:
         print_json(summary)
     else:
         params = summary.pop("parameters")
         print("  ".join(f"{k}={v}" for k, v in params.items() if k != "gain"))
+        over = summary.pop("over")
+        if args.filter:
+            lo, hi = args.filter
+            print(f"shares and mean_pass_rate over the {summary['n_kept']} kept prompts ({lo:g} <= p_t <= {hi:g}); "
+                  f"mean_pass_rate_all_prompts over all {summary['n_prompts']}")
+        else:
+            print(f"over {over}")
         for k, v in summary.items():
             print(f"{k:>30}  {v:.6g}" if isinstance(v, float) else f"{k:>30}  {v}")
     return 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
 
+from ._args import add_runs_argument, run_path
 from ._io import print_json
 
 
@@ -20,7 +21,8 @@ def register(sub) -> None:
                                    "the fit, forecast when the effective group rate crosses a threshold (with a "
                                    "backtest), what-ifs for K, DAPO and a difficulty band, what skipping would have "
                                    "saved, and prompt lists (retire / hard / live).")
-    p.add_argument("run", help="a run record directory (or a run's label under the runs folder)")
+    p.add_argument("run", help="a run record directory, or a run's label (grpo-lab runs lists them)")
+    add_runs_argument(p)
     p.add_argument("--json", action="store_true", help="print the whole diagnosis as JSON")
     p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (atomically)")
     p.add_argument("--lists", metavar="DIR", help="write retire.jsonl, hard.jsonl and live.jsonl into DIR")
@@ -50,18 +52,6 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_diagnose)
 
 
-def _resolve(run: str) -> Path:
-    path = Path(run)
-    if path.exists():
-        return path
-    from grpo_lab.replay.catalog import list_runs
-
-    found = list_runs().get(run)
-    if found is None:
-        raise InputError(f"{run!r} is neither a run record directory nor a run under the runs folder")
-    return found
-
-
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims._checks import band as check_band
     from grpo_lab.sims.doctor import diagnose
@@ -73,7 +63,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     band = check_band(*args.band)
     settings = read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
                                    train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
-    record = read_record(_resolve(args.run))
+    record = read_record(run_path(args.run, args))
     if args.audit:
         from grpo_lab.sims.doctor.audit import audit, audit_text
 

@@ -46,7 +46,9 @@ def register(sub) -> None:
                                    "write a grpo-lab run record that `inspect` and the lab's replay tab read.")
     p.add_argument("path", help="TRL output_dir, verl rollout_data_dir, a JSONL file, or a .zip of a folder")
     p.add_argument("--format", required=True, choices=("trl", "verl", "jsonl"), dest="fmt", help="source format")
-    p.add_argument("--out", required=True, help="record directory to write, e.g. runs/NAME")
+    p.add_argument("--out", help="record directory to write, e.g. runs/NAME (default: NAME in your runs folder, "
+                                 "$XDG_DATA_HOME/grpo-lab/runs or ~/.local/share/grpo-lab/runs, NAME being --name "
+                                 "or the source's name), where grpo-lab runs, inspect, diagnose and the lab find it")
     p.add_argument("--tolerance", type=float, default=0.0,
                    help="a group is degenerate when max-min of its rewards <= this (default 0: binary rewards)")
     p.add_argument("--max-mb", type=float, default=200.0, help="refuse to read more than this many MB (default 200)")
@@ -70,6 +72,17 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_ingest)
 
 
+def default_out(source: str, name: str | None) -> Path:
+    """``--out``'s default: ``NAME`` in the user's runs folder (:func:`grpo_lab.replay.catalog.user_runs_dir`),
+    ``NAME`` being ``--name`` or the source's name without its suffix (``groups.jsonl`` -> ``groups``)."""
+    from grpo_lab.replay.catalog import user_runs_dir
+
+    label = name or Path(source.rstrip("/\\")).stem
+    if not label or label in (".", "..") or "/" in label or "\\" in label:
+        raise InputError(f"cannot name a run after {label!r}; pass --out DIR or --name NAME")
+    return user_runs_dir() / label
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from grpo_lab.sims.ingest import ingest
     from grpo_lab.sims.record import summarise, write_record
@@ -78,7 +91,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise InputError(f"--workers must be a positive integer, got {args.workers}")
     if not math.isfinite(args.max_mb) or args.max_mb <= 0:
         raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")
-    out = Path(args.out)
+    out = Path(args.out) if args.out else default_out(args.path, args.name)
     if (out / "run.json").exists() and not args.force:
         raise InputError(f"{out} already holds a run record; pass --force to replace it")
     if out.exists() and not out.is_dir():

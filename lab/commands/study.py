@@ -8,7 +8,8 @@ unfinished ones from their last save. The tables (Markdown) are rewritten atomic
 every finished run's figures (:func:`~grpo_lab.sims.trainer.study.run_figures`), its config and the
 SHA-256 of its array files, the tables' whole input in a few hundred KB. ``--tables-only`` on a folder
 holding ``figures.json`` and no records (the repository's ``runs/study-full``) rewrites the same tables
-from it alone; a record in ``OUT/runs`` takes precedence over its line in the file.
+from it alone; a record in ``OUT/runs`` takes precedence over its line in the file. ``--tables-only`` on a
+folder with neither says so in one line (exit 2) and creates nothing.
 """
 
 from __future__ import annotations
@@ -275,6 +276,16 @@ def _run(study: Study, args, bar) -> list[str]:
     return failures + [f"{name}: its learning-rate sweep did not finish" for name in waiting[:1]]
 
 
+def nothing_to_tabulate(root: Path, preset_name: str) -> str:
+    """The one line of a ``--tables-only`` on a folder with neither finished records nor a ``figures.json``,
+    pointing at the shipped tables of the preset when the package has them."""
+    from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR
+
+    line = f"nothing to tabulate in {str(root)!r}: no finished runs in its runs/ and no {FIGURES}"
+    shipped = DEFAULT_RUNS_DIR / f"study-{preset_name}" / "tables.md"
+    return line + (f"; the shipped tables are {shipped}" if shipped.is_file() else "")
+
+
 def cmd_study(args: argparse.Namespace) -> int:
     preset = _preset(args.preset)
     _positive("jobs", args.jobs)
@@ -282,6 +293,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     root = Path(args.out or DEFAULT_OUT.format(preset=preset.name))
     if args.tables_only:
         study = Study(preset, root, stored=read_figures(root / FIGURES, preset.name))
+        if not study.stored and not any((root / "runs").glob("*/run.json")):
+            raise InputError(nothing_to_tabulate(root, preset.name))
         print(study.write_tables(), end="")
         return 0
     study = Study(preset, root)

@@ -9,6 +9,7 @@ import sys
 
 from grpo_lab.sims.errors import InputError
 
+from ._args import add_runs_argument, run_path
 from ._io import print_json, print_table
 
 # option name -> (type, help); defaults come from GRPOConfig so a resumed run can tell what was given
@@ -67,7 +68,8 @@ def register(sub) -> None:
 
     p = sub.add_parser("inspect", help="summarise a run record (any source)",
                        description="Figures recomputed from a run record's raw arrays.")
-    p.add_argument("run", help="run directory (or its run.json)")
+    p.add_argument("run", help="run directory (or its run.json), or a run's label (grpo-lab runs lists them)")
+    add_runs_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_inspect)
 
@@ -75,7 +77,8 @@ def register(sub) -> None:
                        description="One row per run: degeneracy and both tails of the groups trained on (a dynamic-sampling "
                                    "run trains on mixed groups only; its drawn groups: grpo-lab inspect), D_real vs D_iid, "
                                    "final pass rate.")
-    p.add_argument("runs", nargs="+", help="run directories")
+    p.add_argument("run", nargs="+", help="run directories or runs' labels (grpo-lab runs lists them)")
+    add_runs_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_compare)
 
@@ -155,7 +158,7 @@ def _trained_shares(rec) -> dict:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    s = _summary(args.run)
+    s = _summary(run_path(args.run, args))
     if args.json:
         print_json(s)
         return 0
@@ -176,8 +179,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     rows = []
-    for path in args.runs:
-        s = _summary(path)
+    for path in args.run:
+        s = _summary(run_path(path, args))
         last = s["evals"][-1] if s["evals"] else {}
         rows.append({
             "run": s["name"] or path, "estimator": s["estimator"] or "-", "DS": "yes" if s["dynamic_sampling"] else "-",

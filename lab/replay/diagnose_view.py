@@ -46,7 +46,7 @@ class DiagnoseView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._record = None
-        self.button = pn.widgets.Button(name=_IDLE, button_type="primary", disabled=True,
+        self.button = pn.widgets.Button(label=_IDLE, color="primary", disabled=True,
                                         css_classes=["replay-diagnose-button"])
         self.notice = pn.pane.HTML("", visible=False, css_classes=["replay-diagnose-notice"],
                                    styles={"color": "#8a4b00", "background": "#fff6e0", "padding": "4px 8px"})
@@ -84,10 +84,10 @@ class DiagnoseView(pn.viewable.Viewer):
         record = self._record
         if record is None:
             return
-        self.button.param.update(disabled=True, name=_BUSY)
+        self.button.param.update(disabled=True, label=_BUSY)
         try:
             report, error = await asyncio.get_running_loop().run_in_executor(None, diagnose_html, record)
         finally:
-            self.button.param.update(disabled=False, name=_IDLE)
+            self.button.param.update(disabled=False, label=_IDLE)
         if record is self._record:  # the run may have changed meanwhile
             self._show(report, error)

@@ -284,7 +284,8 @@ class ReplayView(pn.viewable.Viewer):
         text = ("Not in this record, so not shown: " + "; ".join(missing)) if missing else ""
         if views[0] is None:  # the server's runs folder is not named: visitors need not know its path
             text = ("No run to replay yet: this server has no run records. Upload a file below, or convert a run "
-                    "with grpo-lab ingest PATH --format {trl,verl,jsonl} --out runs/NAME and reload.")
+                    "with grpo-lab ingest PATH --format {trl,verl,jsonl} (without --out it goes to the user's runs "
+                    "folder, which the lab lists) and reload.")
         self.missing_pane.show(text)
 
     def _on_view(self, event) -> None:

@@ -536,9 +536,9 @@ def _sft_key(cfg: GRPOConfig, device) -> str:
 
 
 def default_cache() -> Path | None:
-    root = os.environ.get("GRPO_LAB_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
-                                                            os.path.expanduser("~/.cache"), "grpo-lab")
-    return Path(root) / "sft"
+    from ..cache import cache_root
+
+    return cache_root() / "sft"
 
 
 def _check_out(out: Path, resume: bool) -> None:

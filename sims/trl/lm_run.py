@@ -156,7 +156,7 @@ def _stop_callback(stop: dict):
     return StopOnSignal()
 
 
-def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = None) -> Path:
+def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = None, model_cache: bool = True) -> Path:
     """Train one arm and write its record to ``out`` (live, after every step). Returns ``out``.
 
     SIGTERM or SIGINT (Ctrl-C) ends the run after the optimizer step in progress: the final evaluation
@@ -179,7 +179,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
     out = Path(out)
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
-    model, tok = load_smollm2(cfg.device)
+    model, tok = load_smollm2(cfg.device, cache=model_cache)
     load_s = time.perf_counter() - t0
     rows = make_prompts(cfg.per_tier, cfg.seed, cfg.tiers)
     dataset = Dataset.from_list(rows)
@@ -190,7 +190,9 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
         beta=0.0, loss_type="dr_grpo", scale_rewards="none" if cfg.estimator == "dr_grpo" else "group",
         temperature=cfg.temperature, top_k=0, top_p=1.0, logging_steps=1, report_to="none", save_strategy="no",
         use_cpu=cfg.device == "cpu", seed=cfg.seed, disable_tqdm=True, bf16=False, fp16=False,
-        gradient_checkpointing=False,
+        # transformers 5 renamed gradient_checkpointing (a deprecated alias now, which TRL's configs set to True by
+        # default, so every GRPOConfig warned): the new name, set, is the same switch without the warning
+        activation_checkpointing=False,
     )
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
                       target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
