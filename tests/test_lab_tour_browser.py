@@ -202,3 +202,35 @@ def test_a_tour_step_with_its_highlight_passes_axe(page, lab_url):
     wait_readout(page)
     wait_subject_in_view(page, 2)
     assert axe_violations(page) == []
+
+
+def test_the_hover_of_a_unanimous_cell_says_why_its_advantage_is_zero_or_not(page, lab_url):
+    """The key says "zero advantage" while sign gives an all-pass group +1: the tip says why, for both unanimous kinds,
+    in the words of grpo_lab.grid.hover.unanimous_notes, and says nothing of it on a mixed cell."""
+    from lab_server import grid_tip
+    from grid_twins import advantage_text
+    from grpo_lab.grid.cells import cell_positions
+    from grpo_lab.grid.hover import unanimous_notes
+    from grpo_lab.grid.markup import geometry
+    from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
+
+    notes = unanimous_notes()
+    assert "grpo and dr_grpo" in notes["pass"] and "sign and tasa" in notes["pass"] and "0.5" in notes["pass"]
+    s = Scenario(progress=0.0)
+    pop = s.population()
+    view = evaluate(s, pop)
+    x, y = cell_positions(pop.pass_rates)
+    geo = geometry(pop.n)
+    page.goto(f"{lab_url}?progress=0.0")
+    wait_readout(page)
+    page.locator("#gx-grid").evaluate("c => c.scrollIntoView({block: 'center'})")  # the whole grid in the window
+    for outcome, note in ((ALL_PASS, notes["pass"]), (ALL_FAIL, notes["fail"]), (MIXED, None)):
+        i = int(next(j for j in range(pop.n) if view.outcome[j] == outcome))
+        text = grid_tip(page, x[i], y[i], geo["cols"], geo["rows"])
+        assert text.startswith(f"prompt {i} \u00b7 "), text
+        assert f"A sign: {advantage_text(8, int(view.successes[i]), 'sign')}" in text
+        if note is None:
+            assert "why:" not in text, text
+        else:
+            assert note in text, text
+    assert page.console_errors == []
