@@ -119,6 +119,7 @@ def build_app(query: dict[str, str] | None = None):
         "Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>", sizing_mode="stretch_width",
         css_classes=["lab-header"])
     tabs = _lazy_tabs(session)
+    tour_panel.on_step = lambda: setattr(tabs, "active", 0)  # a tour step talks about the Live lab tab
     access = PageAccess(css=PAGE_CSS + PHONE_CSS + (PRESENT_CSS if session.present else ""))
     return pn.Column(header, tour_panel.panel, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
 

@@ -396,3 +396,27 @@ def test_failed_render_writes_nothing(tmp_path, monkeypatch):
         ex.export(ex.make_spec(draws=1), tmp_path / "decay.html")
     assert list(tmp_path.iterdir()) == []
     assert os.listdir(tmp_path) == []
+
+
+def rgb(css: str) -> tuple[int, int, int]:
+    """'rgb(r, g, b)' or 'rgba(r, g, b, a)' as a tuple of three ints."""
+    return tuple(int(float(v)) for v in css[css.index("(") + 1:css.index(")")].split(",")[:3])
+
+
+def test_pressed_play_reads_at_4_5_to_1_and_shows_its_focus(page, default_page_file):
+    from test_lab_access_browser import contrast
+
+    open_offline(page, default_page_file)
+    play = page.get_by_role("button", name="Play / pause")
+    play.focus()
+    page.keyboard.press("Space")  # pressed by keyboard: focused, and aria-pressed
+    page.wait_for_function("() => document.getElementById('gx-play').getAttribute('aria-pressed') === 'true'")
+    style = page.evaluate("""() => { const s = getComputedStyle(document.getElementById('gx-play'));
+      return {bg: s.backgroundColor, fg: s.color, outline: s.outlineStyle, width: parseFloat(s.outlineWidth),
+              ring: s.outlineColor, page: getComputedStyle(document.body).backgroundColor}; }""")
+    assert contrast(rgb(style["fg"]), rgb(style["bg"])) >= 4.5, style
+    assert style["outline"] != "none" and style["width"] >= 2, style  # a visible focus ring
+    assert contrast(rgb(style["ring"]), rgb(style["page"])) >= 3, style
+    page.keyboard.press("Space")
+    page.wait_for_function("() => !window.grpoExport.playing()", timeout=60_000)
+    assert page.console_errors == []

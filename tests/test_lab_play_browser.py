@@ -65,3 +65,27 @@ def test_play_animates_the_grid_in_the_browser_and_the_plots_follow(page, lab_ur
     ts = {m.group(1) for c in page.evaluate("() => window.__captions") for m in [re.search(r"At t = ([0-9.]+)", c)] if m}
     assert len(ts - {"0.00", "1.00"}) >= 3, (ts, PLAY_SYNC_MS)
     assert page.console_errors == []
+
+
+#: JavaScript: the element holding the focus (through shadow roots): its tag and text
+FOCUSED = """() => { let a = document.activeElement;
+  while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+  return a ? {tag: a.tagName, text: a.textContent.trim()} : null; }"""
+
+
+def test_play_keeps_the_focus_and_toggles_with_enter_and_space(page, lab_url):
+    """Bokeh re-renders a Toggle whose label changes (Play <-> Pause), which dropped the focus on the page's body;
+    Space then scrolled the page instead of pausing."""
+    page.goto(lab_url)
+    wait_readout(page)
+    page.get_by_role("button", name="\u25b6 Play").focus()
+    for key, label in (("Enter", "\u275a\u275a Pause"), ("Space", "\u25b6 Play"), ("Space", "\u275a\u275a Pause"),
+                       ("Enter", "\u25b6 Play")):
+        page.keyboard.press(key)
+        page.wait_for_function(f"() => {{ const f = ({FOCUSED})(); return f && f.tag === 'BUTTON' && f.text === {label!r}; }}",
+                               timeout=15_000)
+        assert page.evaluate("() => window.scrollY") == 0  # Space pressed the button, it did not scroll the page
+    shown = page.locator("#gx-progress-out").text_content()
+    page.wait_for_timeout(400)
+    assert page.locator("#gx-progress-out").text_content() == shown  # paused: the progress rests
+    assert page.console_errors == []

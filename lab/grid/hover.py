@@ -11,12 +11,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from grpo_lab.sims.advantages import ESTIMATORS, advantages
+from grpo_lab.sims.advantages import ESTIMATORS, THRESHOLD, advantages
 
 from ..kernel import b64
 from .spec import K_MAX
 
-__all__ = ["advantage_table", "hover_advantages", "HOVER_MARKERS"]
+__all__ = ["advantage_table", "hover_advantages", "unanimous_notes", "HOVER_MARKERS"]
 
 #: the Bokeh model names of the hover's marks on the plots (``grpo_lab.views.outcome``): a vertical line at the
 #: hovered prompt's pass rate on the P(useful) curve and on the histogram, and a dot on the curve. The browser
@@ -54,12 +54,37 @@ def advantage_table() -> dict[str, np.ndarray]:
 
 
 
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+@lru_cache(maxsize=1)
+def unanimous_notes() -> dict[str, str]:
+    """Why a unanimous group's advantages are what they are, for the hover of an all-pass ("pass") and an
+    all-fail ("fail") cell: the key says "zero advantage", which holds under group centring, while an
+    estimator with a fixed reference still gives every rollout a sign. Which estimator is which is read
+    from :func:`advantage_table` (a unanimous group of 2), not typed."""
+    t = advantage_table()
+    notes = {}
+    for side, k, push in (("pass", 2, "up (+)"), ("fail", 0, "down (\u2212)")):
+        row = int(t["offset"][2]) + k
+        centred = [n for n in ESTIMATORS if t[f"{n}_{side}"][row] == 0]
+        fixed = [n for n in ESTIMATORS if t[f"{n}_{side}"][row] != 0]
+        note = (f"why: every reward equals the group's mean, so {_names(centred)} (centred on the group) give 0: "
+                "no gradient, as the key says")
+        if fixed:
+            note += f"; {_names(fixed)} measure from a fixed reference ({THRESHOLD:g}) and still push each rollout {push}"
+        notes[side] = note
+    return notes
+
+
 @lru_cache(maxsize=1)
 def hover_advantages() -> dict:
     """:func:`advantage_table` as the view's hover reads it (``grpoGridView``'s ``advantages``): the estimator
-    names, and each column as little-endian base64 (``offset`` int32, the rest float32 with NaN where no
+    names, why a unanimous group's advantages are what they are (:func:`unanimous_notes`), and each column as
+    little-endian base64 (``offset`` int32, the rest float32 with NaN where no
     rollout passes / fails), which a session serialises as a few strings instead of 25,000 numbers. The
     same for every population and session, so it is computed once per process."""
     t = advantage_table()
-    return {"names": list(ESTIMATORS), **{key: b64(values, "<i4" if key == "offset" else "<f4")
-                                          for key, values in t.items()}}
+    return {"names": list(ESTIMATORS), "why": unanimous_notes(),
+            **{key: b64(values, "<i4" if key == "offset" else "<f4") for key, values in t.items()}}

@@ -52,7 +52,7 @@ class DiagnoseView(pn.viewable.Viewer):
                                    styles={"color": "#8a4b00", "background": "#fff6e0", "padding": "4px 8px"})
         self.report = pn.pane.HTML("", css_classes=["replay-diagnose"], sizing_mode="stretch_width")
         self.button.on_click(self._on_click)
-        self._layout = pn.Column(pn.pane.Markdown(_HELP, width=560), self.button, self.notice, self.report,
+        self._layout = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width", max_width=560), self.button, self.notice, self.report,
                                  sizing_mode="stretch_width")
 
     def __panel__(self):

@@ -23,6 +23,7 @@ __all__ = ["Slot", "TimePlots", "readout_template", "rate_codes", "RATE_COLOURS"
            "HIST_COLUMNS", "NOT_SAMPLED_LABEL", "READOUTS"]
 
 NOT_SAMPLED_LABEL = "not sampled at this step"
+MIN_WIDTH = 300  #: the figures' narrowest (a 360 px phone's column); they stretch to their column up to their width
 #: the pass-rate view's colours: Cividis by pass rate in 256 bins of [0, 1], then grey for "no evaluation yet"
 RATE_COLOURS = list(Cividis256) + [FILTERED_COLOR]
 NAN_RATE_CODE = len(RATE_COLOURS) - 1
@@ -86,14 +87,14 @@ class Slot:
         # the stacked histogram is one bar glyph (grpo_lab.views.glyphs.stacked_bars): its rows are each stack's bins
         self.hist = ColumnDataSource(data=_hist_rows(np.zeros((0, len(HIST_COLUMNS))), np.zeros(0)),
                                      name=f"replay_hist_{name}")
-        self.hist_fig = lean_figure(axes, width=width, height=220, x_range=(0, 1), title="",
-                                    name=f"replay_hist_fig_{name}")
+        self.hist_fig = lean_figure(axes, sizing_mode="stretch_width", max_width=width, min_width=MIN_WIDTH, height=220,
+                                    x_range=(0, 1), title="", name=f"replay_hist_fig_{name}")
         self.hist_fig.add_glyph(self.hist, VBar(x="mid", bottom="bottom", top="top", width=0.095, fill_color="color",
                                                 line_color="color"))
         self.hist_fig.title.text_font_size = "12px"
         self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation"  # the colour: in the title
         self.hist_fig.yaxis.axis_label = "prompts"
-        self.layout = column(self.hist_fig)
+        self.layout = column(self.hist_fig, sizing_mode="stretch_width", max_width=width)
         self.view: RunView | None = None
         self._mids = np.zeros(0)
 
@@ -141,8 +142,8 @@ class TimePlots:
         self.b_renderers = []
 
         def fig(title, y_label, y_range=None):
-            f = lean_figure(axes, width=width, height=210, title=title, x_range=self.x_range,
-                            y_range=y_range or Range1d(-0.02, 1.02))
+            f = lean_figure(axes, sizing_mode="stretch_width", max_width=width, min_width=MIN_WIDTH, height=210,
+                            title=title, x_range=self.x_range, y_range=y_range or Range1d(-0.02, 1.02))
             f.yaxis.axis_label = y_label
             f.xaxis.axis_label = "step"
             span = Span(location=0, dimension="height", line_color="#444", line_dash="dotted", line_width=1.5)
@@ -182,7 +183,7 @@ class TimePlots:
         for col, color in (("gen_cum", "#999999"), ("useful_cum", green)):
             b_line(g, col, color, 1.5)
         self.figures = [self.effective, self.tails, self.reward, self.rollouts]
-        self.layout = column(*self.figures)
+        self.layout = column(*self.figures, sizing_mode="stretch_width", max_width=width)
 
     def fit(self, steps: np.ndarray, slots) -> None:
         """Fit the shared time axis to ``steps`` and the rollout axis to the runs shown; show B's lines iff loaded."""

@@ -16,7 +16,11 @@ its ``.gx-caption`` and ``.gx-canvas``);
 (what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-grid`` (the
 component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``,
 ``replay-pair`` (a named side-by-side view, :data:`~grpo_lab.replay.catalog.PAIRS`; ``?replay=NAME``
-opens it) and ``replay-pair-link`` (the link that reopens it).
+opens it) and ``replay-pair-link`` (the link that reopens it); ``replay-controls`` the column of controls and grid.
+
+The layout wraps: the controls and the grid (up to 600 px) beside the plots where both fit, else one under the
+other; pickers, upload inputs and the histograms wrap within it, and the figures stretch to their column, so no
+part is clipped at any width and a 390 px phone does not scroll sideways.
 """
 
 from __future__ import annotations
@@ -65,6 +69,26 @@ alone); their gap is the Jensen gap. Pick a second run under *Compare with* to d
 #: reads and prepares its runs once); keyed by the folder and its run.json's time and size, so a record still being
 #: written is read again once it changes. Shared values: never modified (RunView is built once and only read).
 #: Dropped when the room has left (``room=True``: grpo_lab.memory.release), so their memory goes back.
+#: the run pickers: two share a row where it is wide enough, else one a row; never wider than 320 px
+_PICK = {"sizing_mode": "stretch_width", "min_width": 200, "max_width": 320, "styles": {"flex": "1 1 220px"}}
+
+
+def _item(basis: str, max_width: int | None) -> dict:
+    """The styles of a flex item of this basis that may shrink below its content (and grow up to ``max_width``)."""
+    styles = {"flex": f"1 1 {basis}", "min-width": "0"}
+    if max_width:
+        styles["max-width"] = f"{max_width}px"
+    return styles
+
+
+def _wrap(*objs, basis: str | None = None) -> pn.FlexBox:
+    """``objs`` side by side where they fit, else wrapped onto further rows (each of ``basis`` when given)."""
+    if basis:
+        for obj in objs:
+            obj.styles = {**obj.styles, **_item(basis, None)}
+    return pn.FlexBox(*objs, flex_wrap="wrap", sizing_mode="stretch_width", styles={"min-width": "0"})
+
+
 _RUN_VIEWS = Memo(8, room=True)
 
 
@@ -101,15 +125,16 @@ class ReplayView(pn.viewable.Viewer):
         self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
                                            "row_b": np.zeros(0, np.int32)}, name="replay_axis")
 
-        self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"], width=320)
+        self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"], **_PICK)
         self.compare_select = pn.widgets.Select(label="Compare with (same time axis)", css_classes=["replay-compare"],
-                                                width=320)
-        self.pair_select = pn.widgets.Select(label="Side by side, one start", css_classes=["replay-pair"], width=320,
+                                                **_PICK)
+        self.pair_select = pn.widgets.Select(label="Side by side, one start", css_classes=["replay-pair"], **_PICK,
                                              options={NONE: NONE, **{t: name for name, (t, _, _) in self.pairs.items()}},
                                              value=self.state.pair if self.state.pair in self.pairs else NONE)
         self.pair_link = pn.pane.HTML("", css_classes=["replay-pair-link"])
         self.view_toggle = pn.widgets.RadioButtonGroup(options=list(VIEWS), value=self.state.view,
-                                                       css_classes=["replay-view"])
+                                                       css_classes=["replay-view"], sizing_mode="stretch_width",
+                                                       max_width=440, stylesheets=[".bk-btn { white-space: normal; }"])
         # one step control: the grid component's slider (and Play); ``value`` is the position on the axis
         self.grid = ReplayGrid(css_classes=["replay-grid"], sizing_mode="stretch_width")
         self.slider = self.grid
@@ -158,20 +183,23 @@ class ReplayView(pn.viewable.Viewer):
                                 f"({', '.join(self.pairs) or 'none'}).")
         self._layout = self._build_layout()
 
-    # --- layout -------------------------------------------------------------------------
+    # --- layout (it wraps: from a 360 px phone, one column, to a wide screen, controls beside the plots) ---------
     def _build_layout(self):
         upload = pn.Column(
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
                              "folder. It stays in this browser session. " + describe_limits()),
-            pn.Row(self.file_input, self.format_select, self.tolerance_input), width=560)
-        controls = pn.Column(pn.pane.Markdown(_HELP, width=560), pn.Row(self.run_select, self.compare_select),
-                             pn.Row(self.pair_select, self.pair_link), self.view_toggle, self.tolerance_pane, upload)
+            _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")
         a, b = self.slots
-        plots = pn.Column(pn.pane.Bokeh(self.plots.layout), pn.Row(pn.pane.Bokeh(a.layout), pn.pane.Bokeh(b.layout)))
-        return pn.Column(self.error_pane, self.missing_pane,
-                         pn.Row(pn.Column(controls, self.grid, width=600), plots), self.diagnose,
-                         css_classes=["replay-tab"])
+        wide = {"sizing_mode": "stretch_width"}
+        plots = pn.Column(pn.pane.Bokeh(self.plots.layout, **wide),
+                          _wrap(pn.pane.Bokeh(a.layout, **wide), pn.pane.Bokeh(b.layout, **wide), basis="300px"),
+                          sizing_mode="stretch_width", styles=_item("480px", None))
+        left = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width"), _wrap(self.run_select, self.compare_select),
+                         _wrap(self.pair_select, self.pair_link), self.view_toggle, self.tolerance_pane, upload, self.grid,
+                         sizing_mode="stretch_width", styles=_item("360px", 600), css_classes=["replay-controls"])
+        return pn.Column(self.error_pane, self.missing_pane, _wrap(left, plots, basis=None), self.diagnose,
+                         css_classes=["replay-tab"], sizing_mode="stretch_width")
 
     def __panel__(self):
         return self._layout

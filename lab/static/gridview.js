@@ -14,7 +14,7 @@
  *                               (base64), stride, gain, x, y (base64 int32), geometry, tiles (base64), template,
  *                               filtered_code, words, filtered_label
  *   view.advantages             the hover's advantage table (grpo_lab.grid.hover.hover_advantages: base64
- *                               columns), or null
+ *                               columns, and `why`: the line a unanimous cell's tip adds), or null
  *   view.values                 the controls' values {progress, K, filter, band_lo, band_hi}: the
  *                               values painted, exactly (an input shows the nearest step)
  *   view.set(values)            change some values (the inputs follow; no input event)
@@ -332,8 +332,8 @@
       var t = view.advantages;
       if (!t) return null;
       if (!t.__decoded) {
-        var out = {names: t.names};
-        for (var key in t) if (key !== "names" && key !== "__decoded")
+        var out = {names: t.names, why: t.why || {}};
+        for (var key in t) if (key !== "names" && key !== "why" && key !== "__decoded")
           out[key] = key === "offset" ? new Int32Array(bytes(t[key])) : new Float32Array(bytes(t[key]));
         t.__decoded = out;
       }
@@ -374,6 +374,8 @@
           });
           lines.push("A " + name + ": " + parts.join(", "));
         });
+        var why = k === K ? adv.why.pass : (k === 0 ? adv.why.fail : null);  /* a unanimous group: why zero, or not */
+        if (why) lines.push(why);
       }
       placeTip(el.tip, el.grid, at, lines, rolloutDots(marks, pass, K, i + "/" + rate + "/" + K));
       outlineCell(marks, data.geometry, d.x[i], d.y[i]);

@@ -12,6 +12,9 @@
  *   - names the spin buttons of number inputs and takes them out of the Tab order (the input's own
  *     ArrowUp / ArrowDown do the same), names a file input, and takes the plots' event layers (no
  *     keyboard function) out of the Tab order.
+ *   - keeps the focus on a Bokeh button that re-renders after a press (the Play toggle, whose label changes to
+ *     Pause and back, gets a new <button>): the focus fell to the page's body, and Space then scrolled the page;
+ *     it now goes to the button that took the old one's place, so Enter and Space toggle it again.
  * It never runs on a slider's or a readout's text change (they add no elements), so moving a control
  * costs nothing extra.
  */
@@ -146,6 +149,34 @@ export function render({ model, el }) {
       b.setAttribute("tabindex", "-1");
     });
   }
+
+  /* the button pressed last (by Enter, Space or a click), its shadow root, and until when its focus is kept */
+  var pressed = null;
+  function deepActive() {
+    var a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    return a;
+  }
+  function keepFocus() {
+    if (!pressed) return;
+    var a = deepActive();
+    if (performance.now() > pressed.until || (a && a !== document.body && a !== pressed.button)) { pressed = null; return; }
+    if (!pressed.button.isConnected && (!a || a === document.body)) {
+      var b = pressed.root.querySelector("button.bk-btn");
+      if (b) { b.focus(); pressed.button = b; }
+    }
+    requestAnimationFrame(keepFocus);
+  }
+  function remember(e) {
+    if (e.type === "keydown" && e.key !== "Enter" && e.key !== " ") return;
+    var t = e.composedPath()[0];
+    if (!t || t.nodeName !== "BUTTON" || !t.classList.contains("bk-btn") || t.getRootNode() === document) return;
+    var watching = pressed !== null;
+    pressed = {button: t, root: t.getRootNode(), until: performance.now() + 5000};  /* the server's answer re-renders it */
+    if (!watching) requestAnimationFrame(keepFocus);
+  }
+  document.addEventListener("keydown", remember, true);
+  document.addEventListener("click", remember, true);
 
   visit(document);
   /* elements Panel adds later (a tab opened for the first time) are seen by the observers; these

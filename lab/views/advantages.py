@@ -7,7 +7,7 @@ import html
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource
+from bokeh.models import ColumnDataSource, Range1d
 from bokeh.palettes import Colorblind8
 from bokeh.plotting import figure
 
@@ -21,8 +21,12 @@ from grpo_lab.sims.formatting import fixed
 __all__ = ["AdvantageExplorer"]
 
 _P = np.linspace(0.005, 0.995, 199)
-_COLORS = dict(zip(adv.ESTIMATORS, (Colorblind8[0], Colorblind8[2], Colorblind8[4], Colorblind8[6])))
+#: one colour and dash per estimator, each at 3:1 or more against the white plot (WCAG's non-text contrast): Okabe-Ito
+#: blue, black and reddish purple and a dark ochre (the palette's yellow and sky blue were 1.3:1 and 2.3:1), none of
+#: them the lab's outcome colours
+_COLORS = dict(zip(adv.ESTIMATORS, (Colorblind8[0], Colorblind8[7], "#A6761D", Colorblind8[6])))
 _DASH = dict(zip(adv.ESTIMATORS, ("solid", "dashed", "dotted", "dashdot")))
+HEADROOM = 1.12  #: the plots' top sits this far above their highest curve (a curve at the top is off the border)
 _DOC = {
     "grpo": "(r \u2212 mean) / (std + 10\u207b\u2074), as TRL",
     "dr_grpo": "r \u2212 mean (Dr. GRPO)",
@@ -30,11 +34,15 @@ _DOC = {
     "tasa": "+1/n\u208a above 0.5, \u22121/n\u208b below",
 }
 
-#: the table's cells are padded apart, so neighbouring numbers ("-0.353", "-0.353") never run together
+#: the table's cells are padded apart, so neighbouring numbers ("-0.353", "-0.353") never run together; on a phone
+#: the table is tighter and scrolls within its own box (Chromium's scrollers take the keyboard focus themselves), so
+#: the page never scrolls sideways
 _TABLE_STYLE = ("<style>.adv-numbers{border-collapse:collapse;font-size:14px;text-align:right;"
                 "font-variant-numeric:tabular-nums}.adv-numbers th,.adv-numbers td{padding:3px 10px;"
                 "border-bottom:1px solid #ddd}.adv-source,.adv-doc{font-size:14px;margin:0 0 6px}"
-                ".adv-doc{margin-top:6px;color:#333}</style>")
+                ".adv-doc{margin-top:6px;color:#333}.adv-scroll{max-width:100%;overflow-x:auto}"
+                "@media (max-width:520px){.adv-numbers{font-size:12px}.adv-numbers th,.adv-numbers td{padding:2px 4px}}"
+                "</style>")
 
 
 
@@ -55,10 +63,11 @@ class AdvantageExplorer:
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["adv-table"])
         self.curves = ColumnDataSource({"p": _P, **{f"c_{n}": _P * 0 for n in adv.ESTIMATORS},
                                         **{f"v_{n}": _P * 0 for n in adv.ESTIMATORS}})
-        coef = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
-                      title="Expected gradient coefficient (units of |\u2207p|) at group size K")
-        cover = figure(height=240, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
-                       y_range=(0, 1.02), title="Coverage: P(group has any non-zero advantage)")
+        coef = figure(height=260, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
+                      y_range=Range1d(0, 1), title="Expected gradient coefficient (units of |\u2207p|) at group size K")
+        cover = figure(height=260, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
+                       y_range=Range1d(0, HEADROOM), title="Coverage: P(group has any non-zero advantage)")
+        self.coef, self.cover = coef, cover
         for n in adv.ESTIMATORS:
             coef.line("p", f"c_{n}", source=self.curves, color=_COLORS[n], line_dash=_DASH[n], line_width=2.5,
                       legend_label=n)
@@ -67,8 +76,9 @@ class AdvantageExplorer:
         for f in (coef, cover):
             f.xaxis.axis_label = "pass rate p"
             f.legend.label_text_font_size = "11px"
-        coef.legend.location = "top_center"
-        cover.legend.location = "bottom_center"
+            f.legend.orientation = "horizontal"  # under the plot, where it covers no curve
+            f.legend.spacing, f.legend.padding, f.legend.margin = 6, 2, 0
+            f.add_layout(f.legend[0], "below")
         self.error = TextNotice("", "warning", css_classes=["adv-error"])  # quotes the typed text: shown verbatim
         state.param.watch(self._clamp, ["G"])
         state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text", "source"])
@@ -114,8 +124,9 @@ class AdvantageExplorer:
         K = r.size
         self.table.object = (
             f"{_TABLE_STYLE}<p class='adv-source'>The table uses {html.escape(used)}: a group of K = {K} "
-            f"rewards.</p><table class='adv-numbers'><tr><th scope='col' style='text-align:left'>reward</th>"
-            f"{head}{more}<th scope='col'>max |A|</th></tr>" + "".join(rows) + "</table><p class='adv-doc'>"
+            f"rewards.</p><div class='adv-scroll'>"
+            f"<table class='adv-numbers'><tr><th scope='col' style='text-align:left'>reward</th>"
+            f"{head}{more}<th scope='col'>max |A|</th></tr>" + "".join(rows) + "</table></div><p class='adv-doc'>"
             + "; ".join(f"<b>{n}</b>: {d}" for n, d in _DOC.items()) + ".</p>")
 
     def refresh_curves(self) -> None:
@@ -125,3 +136,6 @@ class AdvantageExplorer:
             data[f"c_{n}"] = np.asarray(adv.expected_gradient_coef(_P, G, n), float)
             data[f"v_{n}"] = np.asarray(adv.coverage(_P, G, n), float)
         self.curves.data = data
+        top = max(float(np.nanmax(data[f"c_{n}"])) for n in adv.ESTIMATORS)
+        bottom = min(float(np.nanmin(data[f"c_{n}"])) for n in adv.ESTIMATORS)
+        self.coef.y_range.update(start=min(0.0, bottom * HEADROOM), end=top * HEADROOM if top > 0 else 1.0)

@@ -130,6 +130,7 @@ class LiveLab:
     def _plot_pairs(self, o, d, k, j) -> tuple:
         """The plots in rows of two; in presentation mode only the K-cost table and the decay curve."""
         kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
+        o.panel.css_classes, d.panel.css_classes = ["lab-outcome"], ["lab-decay"]  # the tour's hooks (lab.views.tour)
         if self._present:
             return ((kcost, d.panel),)
         return ((o.panel, d.panel), (kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))

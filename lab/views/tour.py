@@ -1,48 +1,157 @@
-"""The guided tour: a few steps through seed 002's story, each setting the lab's controls and saying what to notice.
+"""The guided tour: nine steps that teach GRPO's zero-variance groups from nothing, on the lab itself.
 
-A step lives in the URL (``?tour=N``, 1-based; the header links to ``?tour=1``), so a teacher can link
-one. :data:`TOUR` is the story; :class:`TourState` the session's step (0: no tour); :class:`TourPanel`
-the box above the tabs with Back / Next / End tour, which applies a step's settings to the
-:class:`grpo_lab.state.LabState` (the grid, the plots and the URL follow as they do for any change).
+Each :class:`Step` sets the lab's controls, says what to notice (for a reader who has never heard of GRPO)
+and names the part of the page it talks about by stable CSS selectors (``targets``: the first that is on
+the page wins), so the tour finds it wherever the layout puts it. A step lives in the URL (``?tour=N``,
+1-based; the header links to ``?tour=1``), so a teacher can link one.
+
+:data:`TOUR` is the story; :class:`TourState` the session's step (0: no tour); :class:`TourPanel` the box
+above the tabs (sticky at the top of the window while a tour runs) with Back / Next / End tour, which
+applies a step's settings to the :class:`grpo_lab.state.LabState` (the grid, the plots and the URL follow
+as they do for any change). Its :class:`TourDriver` (``lab/static/tour.js``) does the browser's part: it
+finds the step's element through shadow roots, scrolls it into the window below the box, outlines it
+(the ``tour-highlight`` class), and on the drain step moves the grid's own progress slider from its
+minimum to its maximum over :data:`DRAIN_SECONDS` (one input event per animation frame, as a reader's
+drag would send), so the grid, the readouts and the plots animate instead of jumping to t = 1.
+
+The figures quoted in the text (``{useful_t0}`` and the like) are computed from the core for the default
+population the first time a tour is shown (:func:`tour_figures`), never typed.
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 import panel as pn
 import param
+from panel.custom import JSComponent
 
-__all__ = ["TOUR", "TourState", "TourPanel", "tour_step"]
+from grpo_lab.sims.formatting import fixed, percent
 
-#: (title, LabState settings, what to notice): the default population (600 prompts from Beta(2, 3))
+__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "DRAIN_SECONDS",
+           "HIGHLIGHT_CLASS"]
+
+DRAIN_SECONDS = 2.5  #: the drain step moves training progress from 0 to 1 over this long
+HIGHLIGHT_CLASS = "tour-highlight"  #: the class the tour puts on the element a step talks about
+_JS = Path(__file__).resolve().parents[1] / "static" / "tour.js"
+
+#: stable hooks of the parts of the page the tour points at, newest layout first
+GRID = (".gx-grid",)
+KEY = (".grpo-legend",)
+READOUTS = (".gx-readouts",)
+PROGRESS = (".gx-field:has(#gx-progress)", "#gx-progress")
+K_CONTROL = (".gx-field:has(#gx-K)", "#gx-K")
+FILTER = (".gx-check:has(#gx-filter)", "#gx-filter")
+DECAY = (".gx-plot-decay", ".lab-decay")
+HISTOGRAM = (".gx-plot-outcome", ".lab-outcome")
+KCOST = (".kcost",)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: its title, the lab settings it applies, its text (with ``{figure}`` fields from
+    :func:`tour_figures`), the selectors of what it talks about, and whether it animates the drain."""
+
+    title: str
+    settings: dict
+    text: str
+    targets: tuple[str, ...]
+    drain: bool = False
+    reveal: tuple[str, ...] = field(default=(".lab-plots",))  #: scrolled to first when no target is on the page yet
+
+
+_BASE = {"K": 8, "filter": False, "band_lo": 0.2, "band_hi": 0.8, "rho": 0.0}
+
 TOUR = (
-    ("Drag to the end: the green drains",
-     {"progress": 1.0, "K": 8, "filter": False, "rho": 0.0},
-     "Training progress is now at its end (t = 1). Every prompt's pass rate has risen, and many green cells "
-     "(mixed groups, which carry a gradient) have turned orange with a + (all K rollouts pass: no gradient). "
-     "Drag training progress back and forth and watch the share of groups with a gradient in the readouts."),
-    ("The tails",
-     {"progress": 0.0, "K": 8, "filter": False, "rho": 0.0},
-     "At the start (t = 0) the waste sits in the hard tail: the vermillion cells with a \u2212 are prompts whose "
-     "K rollouts all failed. Too hard and too easy waste alike: a group is unanimous with probability "
-     "p^K + (1 \u2212 p)^K, the same for p and 1 \u2212 p."),
-    ("Bigger K and its bill",
-     {"progress": 1.0, "K": 32, "filter": False, "rho": 0.0},
-     "With K = 32 rollouts per prompt most groups disagree again, so the share with a gradient looks healthy. "
-     "Now read the K-cost table below the grid: useful groups per 1,000 rollouts fall as K grows, and each "
-     "useful group costs several times what it costs at K = 4."),
-    ("The filter and its shrinking pool",
-     {"progress": 1.0, "K": 8, "filter": True, "band_lo": 0.2, "band_hi": 0.8, "rho": 0.0},
-     "The difficulty filter keeps only prompts whose pass rate lies between 0.2 and 0.8 (grey cells are "
-     "removed). The kept groups mostly teach, but see how few prompts are left: the readouts and the K-cost "
-     "table say how many, in prompts and in rollouts. Drag training progress and watch the pool shrink."),
-    ("The Jensen gap",
-     {"progress": 0.5, "K": 8, "filter": False, "rho": 0.0},
-     "The mean pass rate alone predicts few unanimous groups (D_iid). The real share (D_real) is larger, because "
-     "prompts differ: the easy and the hard ones are unanimous far more often than the average prompt. The "
-     "Jensen plot at the bottom shows the gap at every K."),
+    Step("Prompts, rollouts and groups",
+         {**_BASE, "progress": 0.0},
+         "A model learning to solve problems is shown a prompt (one problem with a checkable answer) and writes K "
+         "attempts at it, called rollouts; each passes or fails, and the chance that an attempt passes is the "
+         "prompt's pass rate. GRPO treats the K rollouts of one prompt as a group and gives each rollout an "
+         "advantage, its reward minus the group's average: rollouts that beat their siblings are made more likely, "
+         "the others less likely. Each cell of this grid is one prompt's group of K = 8 rollouts, at the very "
+         "start of training.",
+         GRID),
+    Step("What the colours mean",
+         {**_BASE, "progress": 0.0},
+         "Green: the group's rollouts disagree (some pass, some fail), so their advantages differ from zero and the "
+         "model learns from them. Orange with a +: all K passed. Vermillion with a \u2212: all K failed. In a "
+         "unanimous group every reward equals the group's average, so under group centring (grpo, dr_grpo) every "
+         "advantage is exactly zero: K rollouts were paid for and nothing is learnt. An estimator with a fixed "
+         "reference instead compares each reward with a set threshold (0.5): sign gives an all-pass group +1 per "
+         "rollout and tasa +1/K, so it still pushes. Point at a cell to see each estimator's advantage and why.",
+         KEY),
+    Step("Watch the drain",
+         {**_BASE, "progress": 0.0},
+         "Training progress t now runs from 0 (start of training) to 1 (end). As the model improves every pass "
+         "rate rises, and green cells turn orange: the prompts become too easy for their group to disagree. "
+         "The readouts follow: groups with a gradient fall from {useful_t0} to {useful_t1}. Drag training "
+         "progress yourself, or press Play, to see it again.",
+         READOUTS, drain=True),
+    Step("Where the gradient lives",
+         {**_BASE, "progress": 0.5},
+         "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K. "
+         "It is high in the middle and falls to zero at both ends, for hard prompts (p near 0) and easy ones "
+         "(p near 1) alike. The bars below it count the prompts at each pass rate, split by what their group did: "
+         "halfway through training most of them sit on the right, where the curve drops.",
+         HISTOGRAM),
+    Step("The environment expires",
+         {**_BASE, "progress": 1.0},
+         "The decay curve is the whole run at once: the share of groups with a gradient at every training "
+         "progress, here falling from {useful_t0} to {useful_t1} at K = 8. The same prompts that taught the "
+         "model at the start are spent by the end: at t = 1 {all_pass_t1} of groups are all-pass.",
+         DECAY),
+    Step("A bigger group",
+         {**_BASE, "progress": 1.0, "K": 32},
+         "More rollouts per prompt make a disagreement likelier: with K = 32 {useful_k32} of groups carry a "
+         "gradient at t = 1, against {useful_t1} with K = 8. Move the group size and watch the grid turn green "
+         "again.",
+         K_CONTROL),
+    Step("... and its bill",
+         {**_BASE, "progress": 1.0, "K": 32},
+         "Every rollout costs compute. The table prices each K for the prompts on screen: at t = 1 a useful group "
+         "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. A bigger K rescues groups by buying more "
+         "rollouts, not cheaper ones.",
+         KCOST),
+    Step("The difficulty filter",
+         {**_BASE, "progress": 0.4, "filter": True},
+         "The filter trains only on prompts whose current pass rate lies in a band (here 0.2 to 0.8) and greys "
+         "out the rest. At t = 0.4 it keeps {kept_t04} of the prompts, and nearly all kept groups carry a "
+         "gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
+         "rollouts but runs out of prompts.",
+         FILTER),
+    Step("Your own run",
+         {**_BASE, "progress": 1.0, "filter": True},
+         "That leaves a practitioner's questions: which K, which filter, and when does my environment expire? "
+         "The decay curve, with and without the filter, is the answer for this population; the Replay tab shows "
+         "the same picture for a real run (ours, or your TRL, verl or JSONL logs), and grpo-lab doctor fits your "
+         "run and forecasts when its groups stop teaching.",
+         DECAY),
 )
+
+
+@lru_cache(maxsize=1)
+def tour_figures() -> dict[str, str]:
+    """The figures the steps quote, for the default population (600 prompts from Beta(2, 3)), from the core."""
+    from grpo_lab.sims.scenario import Scenario, evaluate
+
+    def summary(**kw) -> dict:
+        return evaluate(Scenario(**kw)).summary
+
+    t0, t1, k32 = summary(progress=0.0), summary(progress=1.0), summary(progress=1.0, K=32)
+    return {"useful_t0": percent(t0["useful_share_realised"]), "useful_t1": percent(t1["useful_share_realised"]),
+            "all_pass_t1": percent(t1["all_pass_share"]), "useful_k32": percent(k32["useful_share_realised"]),
+            "rpu_k8": fixed(t1["rollouts_per_useful_realised"], 1), "rpu_k32": fixed(k32["rollouts_per_useful_realised"], 1),
+            "kept_t04": percent(summary(progress=0.4, band=(0.2, 0.8))["kept_share"]),
+            "kept_t1": percent(summary(progress=1.0, band=(0.2, 0.8))["kept_share"])}
+
+
+def step_text(step: int) -> str:
+    """Step ``step``'s text (1-based) with its figures filled in."""
+    return TOUR[step - 1].text.format(**tour_figures())
 
 
 def tour_step(raw) -> int:
@@ -60,20 +169,45 @@ class TourState(param.Parameterized):
     step = param.Integer(0, bounds=(0, len(TOUR)), doc="The guided tour's step (0: no tour).")
 
 
-class TourPanel:
-    """The tour's box: the step's title and text, Back / Next / End tour; hidden while no tour runs."""
+class TourDriver(JSComponent):
+    """The tour's browser part (``lab/static/tour.js``): outline and scroll to ``targets``, animate the drain.
 
-    def __init__(self, tour: TourState, lab):
-        self.tour, self.lab = tour, lab
-        self.text = self.back = self.next = self.end = None  # built when a tour first shows (most visits take none)
+    ``nonce`` changes each time a step is shown (so showing the same step again runs it again)."""
+
+    targets = param.List(default=[], item_type=str, doc="CSS selectors of the step's subject; the first on the page wins.")
+    reveal = param.List(default=[], item_type=str, doc="Scrolled to while no target is on the page (lazily built parts).")
+    drain = param.Boolean(default=False, doc="Move the grid's progress slider from its minimum to its maximum.")
+    drain_seconds = param.Number(default=DRAIN_SECONDS, bounds=(0.1, None), doc="The drain's length, in seconds.")
+    highlight = param.String(default=HIGHLIGHT_CLASS, doc="The class put on the step's subject.")
+    nonce = param.Integer(default=0, doc="Bumped each time a step is shown.")
+
+    _esm = _JS.read_text(encoding="utf-8")
+
+
+#: the box stays at the top of the window while the page scrolls to a step's subject (at most 40% of a phone's height)
+_BOX_CSS = """
+:host { position: sticky; top: 0; z-index: 20; max-height: 45vh; overflow: auto;
+  box-shadow: 0 2px 6px rgba(0, 0, 0, .15); }
+"""
+
+
+class TourPanel:
+    """The tour's box: the step's title and text, Back / Next / End tour; hidden while no tour runs.
+
+    ``on_step``: called (no arguments) each time a step is shown, e.g. to bring the Live lab tab forward."""
+
+    def __init__(self, tour: TourState, lab, on_step=None):
+        self.tour, self.lab, self.on_step = tour, lab, on_step
+        self.text = self.back = self.next = self.end = self.driver = None  # built when a tour first shows
         self.panel = pn.Column(sizing_mode="stretch_width", css_classes=["tour"], visible=False,
+                               stylesheets=[_BOX_CSS],
                                styles={"background": "#eef4fb", "border": "1px solid #9db8d9", "border-radius": "6px",
                                        "padding": "4px 0"})
         tour.param.watch(lambda _e: self.show(), "step")
         self.show()
 
     def _build(self) -> None:
-        """The step's text and the Back / Next / End tour buttons, into the (so far empty) box."""
+        """The step's text, the Back / Next / End tour buttons and the driver, into the (so far empty) box."""
         self.text = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["tour-text"], margin=(0, 10))
         self.back = pn.widgets.Button(label="\u2190 Back", width=90)
         self.next = pn.widgets.Button(label="Next \u2192", color="primary", width=90)
@@ -81,23 +215,34 @@ class TourPanel:
         self.back.on_click(lambda _e: self.go(self.tour.step - 1))
         self.next.on_click(lambda _e: self.go(self.tour.step + 1))
         self.end.on_click(lambda _e: self.go(0))
-        self.panel.objects = [self.text, pn.Row(self.back, self.next, self.end)]
+        self.driver = TourDriver(width=0, height=0, margin=0)
+        self.panel.objects = [self.text, pn.Row(self.back, self.next, self.end, self.driver)]
 
     def go(self, step: int) -> None:
         """Show step ``step`` (0 ends the tour) and set the lab to it."""
-        self.tour.step = max(0, min(len(TOUR), step))
-        if self.tour.step:
-            self.lab.param.update(**TOUR[self.tour.step - 1][1])
+        step = max(0, min(len(TOUR), step))
+        if step:
+            self.lab.param.update(**TOUR[step - 1].settings)
+        if step == self.tour.step:
+            self.show()  # the same step again: run it again (scroll, outline, drain)
+        self.tour.step = step
 
     def show(self) -> None:
         step = self.tour.step
         self.panel.visible = bool(step)
         if not step:
+            if self.driver is not None:
+                self.driver.param.update(targets=[], reveal=[], drain=False, nonce=self.driver.nonce + 1)
             return
         if self.text is None:
             self._build()
-        title, _settings, notice = TOUR[step - 1]
-        self.text.object = (f"<p class='tour-step' style='margin:4px 0;font-size:15px'><b>Guided tour, step {step} of "
-                            f"{len(TOUR)}: {html.escape(title)}.</b> {html.escape(notice)}</p>")
+        s = TOUR[step - 1]
+        self.text.object = (f"<div class='tour-step' aria-live='polite' style='margin:4px 0;font-size:15px;"
+                            f"line-height:1.45'><b>Guided tour, step {step} of {len(TOUR)}: {html.escape(s.title)}.</b> "
+                            f"{html.escape(step_text(step))}</div>")
         self.back.disabled = step == 1
         self.next.disabled = step == len(TOUR)
+        if self.on_step is not None:
+            self.on_step()
+        self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), drain=s.drain,
+                                 nonce=self.driver.nonce + 1)

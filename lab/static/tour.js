@@ -1,0 +1,163 @@
+/* grpo-lab guided tour, the browser's part (lab/views/tour.py's TourDriver).
+ *
+ * Each time a step is shown (`nonce` changes) it finds the step's subject: the first of `targets` (CSS
+ * selectors) that matches an element with a size, searched in the document and every shadow root, so
+ * the subject is found wherever the layout puts it. While none is on the page it scrolls to the first
+ * of `reveal` (parts built when the visitor gets to them) and looks again. It then scrolls the window
+ * so the subject sits below the tour's sticky box (centred in the room left when it fits), and
+ * outlines it: the class `highlight` and an outline and halo set on the element itself (its stylesheet
+ * may live in a shadow root the page's CSS does not reach). The previous subject loses both.
+ *
+ * With `drain` it then moves the grid's progress slider (#gx-progress) from its minimum to its maximum
+ * over `drain_seconds`, one input event per animation frame, exactly as a reader's drag would: the grid
+ * view repaints the cells, readouts and plots on each, and Python hears the end. A reader who grabs the
+ * slider stops it; with prefers-reduced-motion the slider goes to its end in one step.
+ */
+var STYLE = {outline: "3px solid #0b5cad", outlineOffset: "3px", boxShadow: "0 0 0 7px rgba(11, 92, 173, 0.25)"};
+var WAIT_MS = 20000;  /* how long a step looks for its subject (the plots are built once scrolled to) */
+
+function roots() {
+  var out = [document];
+  for (var i = 0; i < out.length; i++) {
+    var all = out[i].querySelectorAll("*");
+    for (var j = 0; j < all.length; j++) if (all[j].shadowRoot) out.push(all[j].shadowRoot);
+  }
+  return out;
+}
+
+function shown(el) {
+  var r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0;
+}
+
+/* the first element matching one of `selectors` (in order) that has a size, through shadow roots */
+function find(selectors) {
+  var all = roots();
+  for (var s = 0; s < selectors.length; s++) {
+    for (var i = 0; i < all.length; i++) {
+      var found;
+      try { found = all[i].querySelectorAll(selectors[s]); } catch (e) { break; }  /* a selector this browser lacks */
+      for (var j = 0; j < found.length; j++) if (shown(found[j])) return found[j];
+    }
+  }
+  return null;
+}
+
+function reducedMotion() {
+  return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+}
+
+export function render({ model, el }) {
+  var current = null, saved = null, poll = 0, settle = 0, anim = 0, run = 0;
+  el.setAttribute("aria-hidden", "true");
+
+  function unmark() {
+    if (!current) return;
+    current.classList.remove(model.highlight);
+    for (var k in STYLE) current.style[k] = saved[k];
+    current.removeAttribute("data-tour-step");
+    current = null;
+  }
+
+  function mark(target) {
+    unmark();
+    current = target;
+    saved = {};
+    for (var k in STYLE) { saved[k] = target.style[k]; target.style[k] = STYLE[k]; }
+    target.classList.add(model.highlight);
+    target.setAttribute("data-tour-step", String(model.nonce));
+  }
+
+  /* the height the tour's box takes at the top of the window once the page scrolls (it is sticky) */
+  function boxHeight() {
+    var host = el, box = null;
+    while (host) {  /* the tour's box is an ancestor, across shadow roots */
+      if (host.classList && host.classList.contains("tour")) { box = host; break; }
+      host = host.parentNode || host.host;
+    }
+    if (!box || getComputedStyle(box).position !== "sticky") return 0;
+    return box.getBoundingClientRect().height;
+  }
+
+  function bringIntoView(target, smooth) {
+    var r = target.getBoundingClientRect(), top = boxHeight() + 12, room = window.innerHeight - top - 12;
+    var want = r.height <= room ? top + (room - r.height) / 2 : top;
+    var dx = r.left < 0 ? r.left - 12 : (r.right > window.innerWidth ? Math.min(r.left - 12, r.right - window.innerWidth + 12) : 0);
+    var dy = r.top - want;
+    if (Math.abs(dy) < 2 && dx === 0) return;
+    window.scrollBy({top: dy, left: dx, behavior: smooth && !reducedMotion() ? "smooth" : "auto"});
+  }
+
+  function stopDrain() { if (anim) { cancelAnimationFrame(anim); anim = 0; } }
+
+  function drain(id) {
+    var input = find(["#gx-progress"]);
+    if (!input) return false;
+    var ready = input.closest("[data-ready]");
+    if (ready && ready.getAttribute("data-ready") !== "true") return false;
+    var min = Number(input.min), max = Number(input.max), seconds = model.drain_seconds, begin = null;
+    function set(v) {
+      input.value = String(v);
+      input.dispatchEvent(new Event("input", {bubbles: true}));
+    }
+    function grab() { stopDrain(); }
+    input.addEventListener("pointerdown", grab, {once: true});
+    input.addEventListener("keydown", grab, {once: true});
+    if (reducedMotion()) { set(max); return true; }
+    set(min);
+    function frame(now) {
+      if (id !== run) return;
+      if (begin === null) begin = now;
+      var f = Math.min(1, (now - begin) / 1000 / seconds);
+      set(min + (max - min) * f);
+      anim = f < 1 ? requestAnimationFrame(frame) : 0;
+    }
+    anim = requestAnimationFrame(frame);
+    return true;
+  }
+
+  /* a part built meanwhile (the plots, the K-cost table) may have moved the subject: bring it back while the
+     step is fresh, unless it is already in view */
+  function inView(target) {
+    var r = target.getBoundingClientRect();
+    return r.top >= boxHeight() && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
+  }
+  function recheck(id, target, n) {
+    if (id !== run || current !== target) return;
+    if (!inView(target)) bringIntoView(target, false);
+    if (n < 6) settle = setTimeout(function () { recheck(id, target, n + 1); }, 500);
+  }
+
+  function start() {
+    run += 1;
+    var id = run, began = performance.now(), revealed = false, drained = !model.drain;
+    clearTimeout(poll);
+    clearTimeout(settle);
+    stopDrain();
+    unmark();
+    var targets = model.targets.slice(), reveal = model.reveal.slice();
+    if (!targets.length) return;
+    function look() {
+      if (id !== run) return;
+      var target = find(targets);
+      if (!target) {
+        if (!revealed) {
+          var r = find(reveal);
+          if (r) { r.scrollIntoView({block: "start"}); revealed = true; }
+        }
+        if (performance.now() - began < WAIT_MS) poll = setTimeout(look, 100);
+        return;
+      }
+      if (!drained) drained = drain(id);
+      if (!drained && performance.now() - began < WAIT_MS) { poll = setTimeout(look, 100); return; }
+      mark(target);
+      bringIntoView(target, true);
+      /* once the smooth scroll has ended (and any part built meanwhile has taken its place), make sure */
+      settle = setTimeout(function () { recheck(id, target, 0); }, 900);
+    }
+    requestAnimationFrame(function () { requestAnimationFrame(look); });  /* after this message's layout */
+  }
+
+  model.on("nonce", start);
+  start();
+}
