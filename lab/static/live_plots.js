@@ -15,6 +15,7 @@
  *   plots.hover(h)               the hovered prompt ({p, pu}) marked on both panels, or null
  *   plots.pin(pin)               the pinned view's P(useful) curve: {K, useful (Float64Array) or null}, or null
  *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
+ *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
  */
 (function (root) {
   "use strict";
@@ -43,7 +44,7 @@
     var svgDecay = q("#gx-decay"), svgOut = q("#gx-outcome"), pinKey = q("#gx-pin-key");
     var d = null, curveKey = null, decay = null, useful = null, usefulK = null, counts = new Int32Array(BINS * 4);
     var last = null, hovered = null, pinned = null;
-    var plots = {data: null};
+    var plots = {data: null, pinned: null};
 
     function size(svg) {
       var w = Math.max(200, Math.round(svg.getBoundingClientRect().width || svg.parentNode.clientWidth || 300));
@@ -133,9 +134,10 @@
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);
-        out += '<line class="gx-hover-line" x1="' + hx + '" x2="' + hx + '" y1="6" y2="' + bottom +
+        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="6" y2="' + bottom +
                '" stroke="#000" stroke-width="2"/>';
-        if (isFinite(hovered.pu)) out += '<circle class="gx-hover-dot" cx="' + hx + '" cy="' + top.Y(hovered.pu).toFixed(1) +
+        if (isFinite(hovered.pu)) out += '<circle class="gx-hover-dot" data-p="' + hovered.p + '" data-pu="' +
+                                         hovered.pu + '" cx="' + hx + '" cy="' + top.Y(hovered.pu).toFixed(1) +
                                          '" r="5" fill="#fff" stroke="#000" stroke-width="2"/>';
       }
       out += '<text x="' + (top.ml + 4) + '" y="' + (6 + s.fs * 1.1) + '" fill="#444">P(gradient), K = ' +
@@ -178,7 +180,7 @@
     };
 
     plots.pin = function (pin) {
-      pinned = pin;
+      pinned = plots.pinned = pin;
       if (pinKey) {
         pinKey.hidden = !pin;
         if (pin) pinKey.lastChild.textContent = "pinned view: K = " + pin.K + (pin.rho ? ", rho = " + pin.rho : "");
