@@ -30,12 +30,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_lab_latency import CHROMIUM_ARGS  # noqa: E402
 from lab_server import free_port, serve, show_plots, wait_readout  # noqa: E402
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
-                 "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
 
 #: the page's harness: window.__b = {keys: [[t0, target]], grid: [ms], plots: [ms], play: [ms]}
 HARNESS = """() => {

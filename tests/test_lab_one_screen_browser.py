@@ -30,6 +30,15 @@ BOX = "sel => { " + FIND + """ const e = find(document, sel); if (!e) return nul
 PLOT_DATA = "() => { " + FIND + """ const d = find(document, '.gx-view').__grpoPlots.data;
   return d && {t: d.t, K: d.K, hist: d.hist}; }"""
 
+#: JavaScript: the visible inputs, selects and buttons (through shadow roots) that reach past the window's right edge
+CUT_CONTROLS = """(width) => { const out = [];
+  function walk(root) { for (const el of root.querySelectorAll('input, select, button')) {
+      const r = el.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden' && r.right > width + 1)
+        out.push([el.tagName, el.id || el.className || el.textContent.slice(0, 30), Math.round(r.right)]); }
+    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) walk(n.shadowRoot); }
+  walk(document); return out; }"""
+
 #: what must lie inside the first screen: the progress slider, the whole grid, its key, the headline readouts
 #: and the two plots (each with its title and key)
 ON_SCREEN = {"progress": "#gx-progress", "grid": "#gx-grid", "key": ".grpo-legend", "useful": ".readout-useful",
@@ -102,6 +111,8 @@ def test_the_page_has_a_viewport_tag_and_a_phone_never_scrolls_sideways_in_any_t
             page.wait_for_timeout(2500)
             sizes = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             assert sizes[0] <= sizes[1], (tab, sizes)
+            cut = page.evaluate(CUT_CONTROLS, 390)
+            assert cut == [], (tab, cut)  # no control cut at the phone's right edge either
     finally:
         context.close()
     assert errors == []

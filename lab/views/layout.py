@@ -79,6 +79,13 @@ PHONE_CSS = f"""
   table.adv-numbers {{ width: 100% !important; table-layout: fixed; font-size: 12px !important; }}
   table.adv-numbers th, table.adv-numbers td {{ white-space: normal !important; overflow-wrap: anywhere;
     padding: 2px 3px !important; min-width: 0 !important; }}
+  /* the Replay tab's columns and texts of fixed width (560-600 px): no wider than the phone, rows wrap */
+  .bk-panel-models-layout-Column, .bk-panel-models-markup-HTML, .bk-panel-models-markup-HTML > div {{
+    min-width: 0 !important; max-width: 100% !important; }}
+  .bk-panel-models-markup-HTML.markdown {{ width: auto !important; }}
+  :host(.markdown) div {{ min-width: 0 !important; width: auto !important; max-width: 100% !important; }}
+  :host(.bk-Row) {{ flex-wrap: wrap !important; max-width: 100% !important; }}
+  .bk-btn-group .bk-btn {{ white-space: normal !important; }}
 }}
 """
 
