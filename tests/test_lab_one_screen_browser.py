@@ -165,3 +165,31 @@ def test_every_play_frame_paints_the_plots_for_the_progress_on_screen(browser, l
     finally:
         context.close()
     assert errors == []
+
+
+def test_with_correlated_rollouts_the_plots_draw_pythons_curves_and_view(browser, lab_url):
+    """rho > 0, which the kernel does not cover: the decay curve and P(useful) are Python's (sims with rho), and the
+    histogram counts the view Python painted."""
+    from grpo_lab.sims.outcomes import outcome_probabilities
+
+    context, page, errors = _open(browser, lab_url + "?rho=0.3&progress=0.4&K=8", 1440, 900)
+    try:
+        page.wait_for_function("() => { " + FIND + " const d = find(document, '.gx-view').__grpoPlots.data;"
+                               " return d && d.t === 0.4; }", timeout=30_000)
+        got = page.evaluate("() => { " + FIND + """ const d = find(document, '.gx-view').__grpoPlots.data;
+          const nul = (a) => Array.from(a, (v) => v === null || !Number.isFinite(v) ? null : v);
+          return {hist: d.hist, exp: nul(d.decay.exp), exp_f: nul(d.decay.exp_f), useful: nul(d.useful)}; }""")
+        scenario = Scenario(rho=0.3, progress=0.4, K=8)
+        pop = scenario.population()
+        assert got["hist"] == _hist(scenario)
+        ts = np.linspace(0, 1, 41)
+        np.testing.assert_allclose(got["exp"], useful_share_curve(pop, ts, 8, 0.3, None, scenario.gain)["expected"],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(got["exp_f"],
+                                   useful_share_curve(pop, ts, 8, 0.3, (0.2, 0.8), scenario.gain)["expected"], rtol=1e-12)
+        useful = outcome_probabilities(np.linspace(0, 1, 401), 8, 0.3)["p_useful"]
+        np.testing.assert_allclose(got["useful"], useful, rtol=1e-12, atol=1e-15)
+        assert abs(max(got["useful"]) - max(1 - p ** 8 - (1 - p) ** 8 for p in np.linspace(0, 1, 401))) > 0.01
+    finally:
+        context.close()
+    assert errors == []

@@ -5,8 +5,9 @@ controls (training progress, K, the difficulty filter and its band) as native in
 readouts and the canvas of cells. Its controls are :class:`grpo_lab.grid.spec.GridControls`,
 which this component extends (as :class:`grpo_lab.state.LabState` does; :func:`grpo_lab.grid.spec.link`
 keeps the two in step). Moving a control repaints in the browser, through the
-kernel, in the same event; the values then reach Python, which redraws the plots
-and writes the URL once the controls pause. Python's changes (URL, play, step, reset, a new
+kernel, in the same event, with its two plots (``plots``: the decay curve and P(useful) over the histogram
+by outcome, :mod:`grpo_lab.grid.plots`); the values then reach Python, which rewrites the caption, the
+secondary plots and the URL once the controls pause. Python's changes (URL, play, step, reset, a new
 population) flow the other way. With rho > 0 the kernel does not apply: Python evaluates the
 view and sends it (``view``), and the browser shows that.
 

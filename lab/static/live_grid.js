@@ -2,7 +2,7 @@
  *
  * Prepended by Python with kernel.js, cells.js and gridview.js. The view repaints in the browser
  * as a reader moves its controls (grpoGridView over the kernel) and sends the new values to
- * Python, which redraws the plots and the URL once the controls pause. Play runs here too (the view's
+ * Python, which redraws the secondary plots, the caption and the URL once the controls pause. Play runs here too (the view's
  * play loop; Python hears the progress every `play_sync_ms`). Python sets the values
  * (URL, step, reset), `playing`, the population (`data`) and, when rho > 0 (which the kernel does not
  * cover), the view it computed (`view`): the browser then shows Python's view instead (and always
@@ -63,7 +63,7 @@ export function render({ model, el }) {
   view.set(fromModel());
   view.setData(model.data);
   paint();
-  /* Python hears of a move once the control rests for SYNC_MS (it redraws the plots and the URL only
+  /* Python hears of a move once the control rests for SYNC_MS (it redraws the secondary plots and the URL only
      after a pause anyway), so a drag costs the browser no message per step; while Python paints
      (rho > 0) it hears at once. */
   var pending = {}, timer = 0;
