@@ -46,7 +46,7 @@ export function render({ model, el }) {
       plots.draw(result, {progress: v.progress, K: K, filter: v.filter, band_lo: v.band_lo, band_hi: v.band_hi,
                           rho: serverPaints() ? model.rho : 0}, model.curves);
     });
-    model.on("curves", function () { plots.redraw(model.curves); });
+    model.on("curves", function () { plots.redraw(model.curves); pinCurve(); });
     model.on("plot_text", function () {
       var t = model.plot_text || {};
       [["#gx-decay", t.decay], ["#gx-outcome", t.outcome]].forEach(function (e) {
