@@ -95,6 +95,9 @@ PRESENT_CSS = """
 .grpo-legend, .grpo-legend span { font-size: 17px !important; }
 .grpo-readouts table { font-size: 18px !important; }
 .grpo-readouts .main td { font-size: 21px !important; }
+.gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th { width: 1%; white-space: nowrap; }
+.gx-view .grpo-readouts th, .gx-view .grpo-readouts td { padding: 1px 4px !important; line-height: 1.2 !important; }
+.gx-view .gx-field { margin-bottom: .2em; }
 :host(.lab-header) h2 { font-size: 30px !important; }
 :host(.lab-header) p, .state-caption { font-size: 20px !important; line-height: 1.35 !important; }
 .gx-plot-title { font-size: 18px !important; }
@@ -103,8 +106,8 @@ PRESENT_CSS = """
 .gx-svg { font-size: 15px !important; height: 118px !important; }
 .gx-svg-outcome { height: 160px !important; }
 @container (min-width: 880px) {
-  .gx-view { --gx-above: 330px; grid-template-columns: minmax(300px, 360px)
-             minmax(260px, min(560px, calc(100vh - var(--gx-above)))) minmax(260px, 1fr) !important; }
+  .gx-view { --gx-above: 330px; grid-template-columns: minmax(270px, 330px)
+             minmax(260px, min(640px, calc(100vh - var(--gx-above)))) minmax(240px, 1fr) !important; }
 }
 """
 
