@@ -46,12 +46,16 @@
     var last = null, hovered = null, pinned = null;
     var plots = {data: null, pinned: null};
 
+    /* each plot's size in pixels and its font size, measured once and again when the plots' box resizes (a
+       measure in every frame would make the browser lay the page out in the middle of a control's event) */
+    var sizes = {};
     function size(svg) {
+      if (sizes[svg.id]) return sizes[svg.id];
       var w = Math.max(200, Math.round(svg.getBoundingClientRect().width || svg.parentNode.clientWidth || 300));
       var h = Math.round(parseFloat(getComputedStyle(svg).height) || 180);
       var fs = parseFloat(getComputedStyle(svg).fontSize) || 11;
       svg.setAttribute("viewBox", "0 0 " + w + " " + h);
-      return {w: w, h: h, fs: fs};
+      return (sizes[svg.id] = {w: w, h: h, fs: fs});
     }
 
     function frame(s, top, bottom, yTicks, yFmt, xTicks, xLabel) {
@@ -75,9 +79,16 @@
       return {svg: out, X: X, Y: Y, ml: ml, mr: mr};
     }
 
+    /* the decay plot's curves are redrawn when they or the size change; a new progress moves its marker alone */
+    var decayDrawn = {curves: null, size: null, X: null, marker: null};
     function drawDecay(values, c) {
-      var s = size(svgDecay), bottom = s.h - 2.7 * s.fs, f = frame(s, 6, bottom, [0, 0.5, 1], fmt, true,
-                                                                  "training progress t");
+      var s = size(svgDecay);
+      if (decayDrawn.curves === c && decayDrawn.size === s) {
+        var mx = decayDrawn.X(values.progress).toFixed(1), m = decayDrawn.marker;
+        m.setAttribute("x1", mx); m.setAttribute("x2", mx); m.setAttribute("data-t", values.progress);
+        return;
+      }
+      var bottom = s.h - 2.7 * s.fs, f = frame(s, 6, bottom, [0, 0.5, 1], fmt, true, "training progress t");
       var X = f.X, Y = f.Y, out = f.svg;
       out += '<path d="' + linePath(c.t, c.exp, X, Y) + '" fill="none" stroke="' + colors.mixed + '" stroke-width="2.5"/>';
       out += '<path d="' + linePath(c.t, c.exp_f, X, Y) + '" fill="none" stroke="' + colors.all_pass +
@@ -93,6 +104,7 @@
       out += '<line class="gx-marker" data-t="' + values.progress + '" x1="' + x + '" x2="' + x + '" y1="6" y2="' +
              bottom + '" stroke="#222" stroke-width="2"/>';
       svgDecay.innerHTML = out;
+      decayDrawn = {curves: c, size: s, X: X, marker: svgDecay.querySelector(".gx-marker")};
     }
 
     function drawOutcome(view, values) {
@@ -191,8 +203,8 @@
 
     if (typeof ResizeObserver !== "undefined") {
       var width = 0, ro = new ResizeObserver(function () {
-        var w = Math.round(svgDecay.getBoundingClientRect().width);
-        if (w !== width) { width = w; plots.redraw(); }
+        var w = Math.round(box.getBoundingClientRect().width), h = Math.round(box.getBoundingClientRect().height);
+        if (w + "x" + h !== width) { width = w + "x" + h; sizes = {}; plots.redraw(); }
       });
       ro.observe(box);
     }
