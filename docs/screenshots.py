@@ -2,7 +2,8 @@
 
 Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each size below, waits for the
 grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
-1400x1000 (a wide screen), 1024x768 (a projector), 390x844 (a phone) and ``?present=true`` at 1024x768.
+1440x900 (a laptop), 1024x768 (a projector), 390x844 (a phone, with mobile emulation) and ``?present=true`` at
+1024x768.
 Needs the test dependencies (Playwright) and ``/usr/bin/chromium``; writes nothing else.
 """
 
@@ -19,8 +20,9 @@ from lab_server import serve, show_plots, wait_readout  # noqa: E402
 
 OUT = ROOT / "docs" / "img"
 #: (file name, URL query, width, height)
-SHOTS = [("lab-1400x1000.png", "", 1400, 1000), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
+SHOTS = [("lab-1440x900.png", "", 1440, 900), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
          ("lab-present-1024x768.png", "?present=true", 1024, 768)]
+PHONE_PX = 500  #: narrower windows are phones: mobile emulation (touch, device pixels 2x)
 
 
 def main() -> int:
@@ -29,11 +31,13 @@ def main() -> int:
     with serve() as url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         for name, query, width, height in SHOTS:
-            context = browser.new_context(viewport={"width": width, "height": height})
+            phone = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2} if width < PHONE_PX else {}
+            context = browser.new_context(viewport={"width": width, "height": height}, **phone)
             page = context.new_page()
             page.goto(url + query)
             wait_readout(page)
-            show_plots(page)
+            if not query:  # presentation mode has no secondary plots
+                show_plots(page)
             page.wait_for_function("() => document.fonts.status === 'loaded'")
             page.wait_for_timeout(1000)  # Panel's layout settles
             page.screenshot(path=str(OUT / name))

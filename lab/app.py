@@ -31,7 +31,7 @@ from grpo_lab.embed import embed_options
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.embed import embed_page
-from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS
+from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS, page_template
 from grpo_lab.views.live import LiveLab
 from grpo_lab.views.tour import TourPanel, TourState, tour_step
 
@@ -194,4 +194,5 @@ def serve_resources_locally(doc) -> None:
 if __name__.startswith("bokeh"):
     pn.extension(design="native", notifications=False)
     serve_resources_locally(pn.state.curdoc)
+    page_template(pn.state.curdoc)  # <meta name="viewport">: a phone lays the page out at its own width
     build_app().servable(title=TITLE)

@@ -3,8 +3,9 @@
 A session's document is built here as the server builds it (the app's page in a document of its own, with that
 document current), without a browser. Issue #13 asks for at most 200 ms of server CPU per new visit; that cost
 grows with the models of the first render (about 1-2 ms each to build and send, measured with
-``benchmarks/bench_load.py``), so a change that adds to the first screen shows here first. The plots are not in
-it (built once the visitor scrolls to them), nor the other tabs, nor the tour's box.
+``benchmarks/bench_load.py``), so a change that adds to the first screen shows here first. The two main plots
+(the decay curve, P(useful) over the histogram by outcome) are in it as the grid component's own SVG, no Bokeh
+model; the secondary plots are not (built once the visitor scrolls to them), nor the other tabs, nor the tour's box.
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ def test_the_first_render_is_small_and_holds_no_plot():
     names = {type(m).__name__.rstrip("0123456789") for m in doc.models}
     assert {"LiveGrid", "SideControls", "InView"} <= names, names
     assert kinds["Spinner"] == kinds["Slider"] == 0, kinds  # no Panel widget for rho or the population
+    grid = next(m for m in doc.models if type(m).__name__.startswith("LiveGrid"))
+    # the two main plots are in the grid's markup, with their text alternatives, from the first render
+    assert 'id="gx-decay"' in grid.markup and 'id="gx-outcome"' in grid.markup
+    assert set(grid.plot_text) == {"decay", "outcome"} and all(v.startswith("Chart:") for v in grid.plot_text.values())
+
+
+def test_presentation_mode_drops_the_secondary_material():
+    doc = first_render({"present": "true"})
+    names = {type(m).__name__.rstrip("0123456789") for m in doc.models}
+    assert "LiveGrid" in names and "InView" not in names, names  # no placeholder for the K-cost table and Jensen
+    assert len(doc.models) < len(first_render().models)
 
 
 def test_a_tour_link_adds_only_its_box():

@@ -17,13 +17,11 @@ import numpy as np
 import pytest
 
 from grid_twins import cell_image
-from lab_server import block_outside, grid_tip, serve, show_plots, wait_readout
+from lab_server import block_outside, grid_tip, serve, wait_readout
 from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
-from grpo_lab.grid.hover import HOVER_MARKERS
 from grpo_lab.grid.markup import geometry
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.scenario import Scenario, evaluate
-from grpo_lab.views.outcome import PINNED_CURVE
 from test_lab_access_browser import FIND, axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -35,17 +33,16 @@ def lab_url():
         yield url
 
 
-#: JavaScript: the hover markers' state in this session's Bokeh document ({curve, hist: [visible, location],
-#: dot: [p..., u...]}), or null before the plots exist
+#: JavaScript: the hover's marks on the plots beside the grid (lab/static/live_plots.js: one line across the
+#: P(useful) curve and the histogram, a dot on the curve) as {curve, hist: [visible, location], dot: [p..., u...]},
+#: or null before the plots are drawn
 MARKERS_JS = f"""() => {{
-  const docs = (window.Bokeh && Bokeh.documents) || [];
-  for (const doc of docs) {{
-    const c = doc.get_model_by_name({HOVER_MARKERS['curve']!r}), h = doc.get_model_by_name({HOVER_MARKERS['hist']!r});
-    const d = doc.get_model_by_name({HOVER_MARKERS['dot']!r});
-    if (c && h && d) return {{curve: [c.visible, c.location], hist: [h.visible, h.location],
-                              dot: [Array.from(d.data.p), Array.from(d.data.u)]}};
-  }}
-  return null;
+  const view = ({FIND})('.gx-view');
+  if (!view || !view.__grpoPlots || !view.__grpoPlots.data) return null;
+  const svg = ({FIND})('#gx-outcome'), line = svg.querySelector('.gx-hover-line'), dot = svg.querySelector('.gx-hover-dot');
+  const at = line ? [true, Number(line.getAttribute('data-p'))] : [false, 0];
+  return {{curve: at, hist: at, dot: dot ? [[Number(dot.getAttribute('data-p'))], [Number(dot.getAttribute('data-pu'))]]
+                                         : [[], []]}};
 }}"""
 
 #: JavaScript: the hover's marks (the outline's box and the tip's dots) and the hovered cell's box on the canvas
@@ -60,7 +57,6 @@ MARKS_JS = f"""([x, y, cols, rows]) => {{
 
 
 def plots_ready(page) -> None:
-    show_plots(page)
     page.wait_for_function(f"() => ({MARKERS_JS})() !== null", timeout=30_000)
 
 
@@ -167,14 +163,16 @@ def test_pin_at_k8_compare_with_k16_and_the_url_reproduces_it(page, browser, lab
     assert f"Groups with a gradient (realised){percent(shares[0])}{percent(shares[1])}" in text
     assert ghost_pixels(page) == ghost_want.ravel().tolist()  # the ghost is still the K = 8 view
     page.wait_for_function("() => new URLSearchParams(location.search).get('K') === '16'", timeout=15_000)
-    # the P(useful) plot draws the pinned K's curve beside the live one
-    show_plots(page)
-    page.wait_for_function(f"() => Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data.p.length > 0",
+    # the P(useful) plot beside the grid draws the pinned K's curve beside the live one, and names it in its key
+    page.wait_for_function(f"() => {{ const v = ({FIND})('.gx-view').__grpoPlots; return !!(v.pinned && v.pinned.useful); }}",
                            timeout=15_000)
-    curve = page.evaluate(f"() => {{ const d = Bokeh.documents[0].get_model_by_name({PINNED_CURVE!r}).data;"
-                          " return [Array.from(d.p), Array.from(d.useful)]; }")
-    q = np.array(curve[0])
+    curve = page.evaluate(f"() => {{ const v = ({FIND})('.gx-view').__grpoPlots;"
+                          " return [v.pinned.K, Array.from(v.pinned.useful), v.data.K, Array.from(v.data.useful)]; }")
+    q = np.linspace(0.0, 1.0, 401)
+    assert curve[0] == 8 and curve[2] == 16
     np.testing.assert_allclose(curve[1], 1 - q ** 8 - (1 - q) ** 8, atol=1e-12)
+    np.testing.assert_allclose(curve[3], 1 - q ** 16 - (1 - q) ** 16, atol=1e-12)
+    assert page.evaluate(f"() => ({FIND})('#gx-pin-key').hidden") is False
     url = page.url
     assert parse_qs(urlparse(url).query)["pin"] == ["K8_t0.5"]
     # the URL alone reproduces the pinned comparison in a new visit

@@ -1,9 +1,10 @@
 """The live lab's plots in real Chromium: text alternatives a screen reader reaches, and presentation mode's type.
 
-Each plot's canvas has, before it, a ``role="img"`` element whose accessible name says what the plot shows now
-(``lab/views/plot_text.py``). The test reads them through Playwright's accessibility tree and checks their
+Each plot has a ``role="img"`` element whose accessible name says what the plot shows now
+(``lab/views/plot_text.py``): the SVG plots beside the grid carry it themselves, the Jensen plot's canvas has it
+just before it. The test reads them through Playwright's accessibility tree and checks their
 numbers against the grid's readouts (the browser kernel's), which are computed independently; after K moves,
-they describe the new K. In presentation mode the Bokeh figures' tick and axis labels are larger.
+they describe the new K. In presentation mode the plots' tick and axis labels and titles are larger.
 """
 
 from __future__ import annotations
@@ -16,16 +17,6 @@ from lab_server import READ_CLASS, serve, show_plots, wait_readout
 from test_lab_access_browser import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-#: JavaScript: the font sizes of every Bokeh axis's tick and axis labels in the page's documents
-AXIS_FONTS = """() => { const out = [];
-  for (const doc of Bokeh.documents) for (const m of doc.all_models) {
-    if (m.major_label_text_font_size === undefined || m.axis_label_text_font_size === undefined) continue;
-    const v = x => (x && typeof x === 'object' && 'value' in x) ? x.value : x;
-    out.push([parseFloat(v(m.major_label_text_font_size)), parseFloat(v(m.axis_label_text_font_size))]);
-  }
-  return out; }"""
-
 
 @pytest.fixture(scope="module")
 def lab_url():
@@ -52,9 +43,9 @@ def pct(text: str) -> float:
 def test_each_plot_has_a_text_alternative_that_matches_the_readouts_and_follows_k(page, lab_url):
     page.goto(lab_url)
     plots_ready(page)
-    tree = page.locator(".lab-plots").aria_snapshot()
+    tree = page.locator(".lab-plots").aria_snapshot() + page.locator(".gx-plots").aria_snapshot()
     names = re.findall(r'img "(Chart:[^"]+)"', tree)
-    assert len(names) == 3, tree  # the outcome curve and histogram, the decay curve, the Jensen plot
+    assert len(names) == 3, tree  # the outcome curve and histogram, the decay curve (beside the grid), the Jensen plot
     assert all(n.startswith("Chart:") for n in names)
     useful_expected = page.evaluate(READ_CLASS, "readout-useful-expected")
     useful = page.evaluate(READ_CLASS, "readout-useful")
@@ -90,17 +81,28 @@ def test_plot_text_keeps_axe_at_zero_violations(page, lab_url):
 
 
 def test_presentation_mode_enlarges_the_plots_tick_and_axis_labels(browser, lab_url):
+    """The plots beside the grid draw their ticks and axis labels as SVG text, at the page's sizes: Bokeh's
+    sizes on the page (11 px), at least 15 px on a projector; their titles and keys are HTML and grow too."""
     sizes = {}
+    font = ("sel => { " + FIND_ALL + " return find(document, sel).map(e => parseFloat(getComputedStyle(e).fontSize)); }")
     for mode in ("", "?present=true"):
         context = browser.new_context(viewport={"width": 1024, "height": 768})
         page = context.new_page()
         try:
             page.goto(lab_url + mode)
-            plots_ready(page)
-            page.wait_for_function(f"({AXIS_FONTS})().length > 0")
-            sizes[mode] = page.evaluate(AXIS_FONTS)
+            wait_readout(page)
+            page.wait_for_function("() => { " + FIND_ALL + " return find(document, '#gx-decay text').length > 0; }")
+            sizes[mode] = {sel: page.evaluate(font, sel) for sel in ("#gx-decay text", "#gx-outcome text",
+                                                                       ".gx-plot-title")}
         finally:
             context.close()
     normal, present = sizes[""], sizes["?present=true"]
-    assert max(t for t, _ in normal) <= 12 and max(a for _, a in normal) <= 13  # Bokeh's defaults on the page
-    assert present and all(t >= 16 and a >= 16 for t, a in present), present  # every axis the projector shows
+    assert max(normal["#gx-decay text"] + normal["#gx-outcome text"]) <= 12 and max(normal[".gx-plot-title"]) <= 13
+    for sel in ("#gx-decay text", "#gx-outcome text"):  # every tick and axis label the projector shows
+        assert present[sel] and min(present[sel]) >= 15, (sel, present)
+    assert min(present[".gx-plot-title"]) >= 18
+
+
+#: JavaScript (a function statement): every element matching a selector, through shadow roots
+FIND_ALL = """function find(root, sel) { const out = Array.from(root.querySelectorAll(sel));
+  for (const n of root.querySelectorAll('*')) if (n.shadowRoot) out.push(...find(n.shadowRoot, sel)); return out; }"""

@@ -5,8 +5,9 @@ controls (training progress, K, the difficulty filter and its band) as native in
 readouts and the canvas of cells. Its controls are :class:`grpo_lab.grid.spec.GridControls`,
 which this component extends (as :class:`grpo_lab.state.LabState` does; :func:`grpo_lab.grid.spec.link`
 keeps the two in step). Moving a control repaints in the browser, through the
-kernel, in the same event; the values then reach Python, which redraws the plots
-and writes the URL once the controls pause. Python's changes (URL, play, step, reset, a new
+kernel, in the same event, with its two plots (``plots``: the decay curve and P(useful) over the histogram
+by outcome, :mod:`grpo_lab.grid.plots`); the values then reach Python, which rewrites the caption, the
+secondary plots and the URL once the controls pause. Python's changes (URL, play, step, reset, a new
 population) flow the other way. With rho > 0 the kernel does not apply: Python evaluates the
 view and sends it (``view``), and the browser shows that.
 
@@ -27,9 +28,10 @@ from panel.custom import JSComponent
 from grpo_lab.sims.population import Population
 
 from ..kernel import b64, kernel_source
-from .hover import HOVER_MARKERS, hover_advantages
+from .hover import hover_advantages
 from .markup import STATIC, STYLE_PATH, controls_html, grid_data, grid_html
 from .pin import pin_html
+from .plots import plots_html
 from .spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP, GridControls, control_spec
 
 __all__ = ["LiveGrid", "server_view"]
@@ -37,7 +39,7 @@ __all__ = ["LiveGrid", "server_view"]
 def _module_source() -> str:
     """The component's ES module: the kernel, the cell painter and the grid view, then its own glue."""
     parts = [kernel_source()] + [(STATIC / name).read_text(encoding="utf-8")
-                                 for name in ("cells.js", "gridview.js", "live_grid.js")]
+                                 for name in ("cells.js", "gridview.js", "live_plots.js", "live_grid.js")]
     return "\n".join(parts)
 
 
@@ -78,8 +80,11 @@ class LiveGrid(JSComponent, GridControls):
         "The hover's advantage table (grpo_lab.grid.hover.hover_advantages); set once, whatever the population."))
     view = param.Dict(default=None, allow_None=True, doc="Python's view (server_view), shown while rho > 0.")
     markup = param.String(default="", doc="The view's HTML (grpo_lab.grid.markup), with the control spec; set once.")
-    markers = param.Dict(default=dict(HOVER_MARKERS), doc=(
-        "The names of the plots' hover markers (grpo_lab.grid.hover.HOVER_MARKERS), which the browser moves."))
+    curves = param.Dict(default=None, allow_None=True, doc=(
+        "The plots' curves while rho > 0 (the kernel covers rho = 0 only): {decay: {t, exp, real, exp_f, real_f}, "
+        "useful: P(useful) at 401 pass rates, pinned: the pinned view's P(useful) when it has rho > 0}; None at rho = 0."))
+    plot_text = param.Dict(default={}, doc=(
+        "The plots' text alternatives {decay, outcome} (grpo_lab.views.plot_text), set as their aria-label."))
     pin_clicks = param.Integer(default=0, doc="Presses of the Pin button (grpo_lab.views.compare.PinLink answers).")
     ghost = param.Dict(default=None, allow_None=True, doc=(
         "The pinned view, painted as a ghost beside the grid: {key, title, label (the canvas's), view (server_view)}; "
@@ -94,15 +99,22 @@ class LiveGrid(JSComponent, GridControls):
         "when play stops: the plots, tables and captions follow the animation at that rate."))
 
     _esm = _module_source()
-    _stylesheets = [STYLE_PATH.read_text(encoding="utf-8")]
+    _stylesheets = [STYLE_PATH.read_text(encoding="utf-8"), (STATIC / "live_layout.css").read_text(encoding="utf-8")]
 
     @classmethod
     def build(cls, population: Population, values: dict, gain: float, *, readouts: str = "full",
-              progress_step: float = PROGRESS_STEP, pin: bool = False, **layout) -> "LiveGrid":
+              progress_step: float = PROGRESS_STEP, pin: bool = False, plots: dict | None = None,
+              **layout) -> "LiveGrid":
         """A LiveGrid for a population and control values (``GridControls.linked_values()``: the band in order);
-        with ``pin``, the Pin button and the ghost's box (:func:`grpo_lab.grid.pin.pin_html`) under the grid."""
+        with ``pin``, the Pin button and the ghost's box (:func:`grpo_lab.grid.pin.pin_html`) under the grid;
+        with ``plots`` (their text alternatives {decay, outcome}), the two plots beside it
+        (:func:`grpo_lab.grid.plots.plots_html`)."""
         data = grid_data(population, gain, readouts=readouts)
         markup = controls_html(values, control_spec(progress_step)) + grid_html(population.n, data["geometry"])
+        if plots is not None:
+            markup += plots_html(plots.get("decay", ""), plots.get("outcome", ""))
+            layout["css_classes"] = [*layout.get("css_classes", []), "gx-with-plots"]
+            layout["plot_text"] = dict(plots)
         if pin:
             markup += pin_html()
         return cls(markup=markup, data=data, advantages=hover_advantages(), **values, **layout)

@@ -1,5 +1,4 @@
-"""The hover's advantage table (what a passing / failing rollout's advantage is, for every (K, k)) and the
-names of the plots' hover markers.
+"""The hover's advantage table (what a passing / failing rollout's advantage is, for every (K, k)).
 
 Computed once per process by :func:`grpo_lab.sims.advantages.advantages`; the browser's hover only looks
 entries up (it computes none), and :func:`hover_advantages` is what it is sent, once per page.
@@ -16,12 +15,7 @@ from grpo_lab.sims.advantages import ESTIMATORS, THRESHOLD, advantages
 from ..kernel import b64
 from .spec import K_MAX
 
-__all__ = ["advantage_table", "hover_advantages", "unanimous_notes", "HOVER_MARKERS"]
-
-#: the Bokeh model names of the hover's marks on the plots (``grpo_lab.views.outcome``): a vertical line at the
-#: hovered prompt's pass rate on the P(useful) curve and on the histogram, and a dot on the curve. The browser
-#: finds them by name and moves them itself (no server round trip); the exported page has no plots.
-HOVER_MARKERS = {"curve": "grpo-hover-curve", "hist": "grpo-hover-hist", "dot": "grpo-hover-dot"}
+__all__ = ["advantage_table", "hover_advantages", "unanimous_notes"]
 
 
 @lru_cache(maxsize=1)

@@ -23,6 +23,9 @@
  *                               K, base64 outcome, kept, p_now, k, and the summary; rho > 0, which
  *                               the kernel does not cover)
  *   view.onInput(fn)            fn(changed) after a reader moved a control; changed: {name: value}
+ *   view.onDraw(fn)             fn(result, K, d) after each paint or show: the evaluated view on screen (pass_rate,
+ *                               outcome, kept, summary), its K and the decoded population (the served lab's
+ *                               plots, lab/static/live_plots.js, repaint from it in the same event)
  *   view.onHover(fn)            fn(h) when the hovered cell or its view changes: h = {prompt, p (pass rate now),
  *                               pu (its expected P(useful) at K, NaN when rho > 0), K}, or null when the
  *                               pointer leaves; the served lab moves the plots' markers with it
@@ -189,7 +192,7 @@
     var out = {progress: q("#gx-progress-out"), K: q("#gx-K-out"), band: q("#gx-band-out")};
     var view = {values: {}, advantages: null, spec: spec, names: NAMES};
     var data = null, d = null, shown = null, code = null, held = {slots: null}, listeners = [], hoverFns = [];
-    var marks = hoverMarks(el.grid, el.tip), hovered = null, pass = null;
+    var marks = hoverMarks(el.grid, el.tip), hovered = null, pass = null, drawFns = [];
 
     function setText(node, text) { if (node && node.textContent !== text) node.textContent = text; }
 
@@ -243,6 +246,7 @@
       readouts(result.summary);
       labels();
       if (!el.tip.hidden) tip(el.tip.__at);
+      for (var i = 0; i < drawFns.length; i++) drawFns[i](result, K, d);
     }
 
     view.setData = function (next) {
@@ -277,6 +281,7 @@
 
     view.onInput = function (fn) { listeners.push(fn); };
     view.onHover = function (fn) { hoverFns.push(fn); };
+    view.onDraw = function (fn) { drawFns.push(fn); };
 
     var ghostCanvas = q(".gx-ghost-canvas"), ghostCode = null;
     view.ghost = function (server) {

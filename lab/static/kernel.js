@@ -20,6 +20,17 @@
  *                                    shared rate q of sims.scenario, p_t when rho = 0), for i < K
  *   usefulProbability(p, K)          expected P(useful) of one group at rho = 0 (the formula above)
  *
+ * The live lab's plots (lab/static/live_plots.js) ask three more things, by the same rules:
+ *   usefulCurve(K, points)           expected P(useful) at `points` pass rates p = i / (points - 1) (rho = 0),
+ *                                    as sims.outcomes.outcome_probabilities(p, K)["p_useful"]
+ *   shareCurve(data, params, ts)     {t, exp, real, exp_f, real_f}: the expected and realised useful share at each
+ *                                    progress in ts over all prompts, and over the band [band_lo, band_hi]
+ *                                    (whatever params.filter says), as sims.sweep.useful_share_curve (rho = 0)
+ *   histogram(view, bins, counts)    counts[b * 4 + c]: the prompts of an evaluated view (pass_rate, outcome,
+ *                                    kept) by pass-rate bin b = min(floor(bins p), bins - 1) and column c = its
+ *                                    outcome when kept, 3 when the filter removed it, as
+ *                                    sims.scenario.outcome_histogram; NaN or out-of-range pass rates left out
+ *
  * percent / fixed / fill print numbers exactly as sims.formatting and lab.grid.readout_html do.
  */
 (function (root) {
@@ -89,6 +100,41 @@
     return out;
   }
 
+  function usefulCurve(K, points, out) {
+    out = out && out.length === points ? out : new Float64Array(points);
+    for (var i = 0; i < points; i++) out[i] = usefulProbability(i / (points - 1), K);
+    return out;
+  }
+
+  function shareCurve(data, params, ts) {
+    var n = ts.length, c = {t: Float64Array.from(ts), exp: new Float64Array(n), real: new Float64Array(n),
+                            exp_f: new Float64Array(n), real_f: new Float64Array(n)};
+    var every = {progress: 0, K: params.K, filter: false, band_lo: params.band_lo, band_hi: params.band_hi};
+    var band = {progress: 0, K: params.K, filter: true, band_lo: params.band_lo, band_hi: params.band_hi};
+    var scratch = {};
+    for (var i = 0; i < n; i++) {
+      every.progress = band.progress = ts[i];
+      var s = evaluate(data, every, scratch).summary;
+      c.exp[i] = s.useful_share_expected; c.real[i] = s.useful_share_realised;
+      s = evaluate(data, band, scratch).summary;
+      c.exp_f[i] = s.useful_share_expected; c.real_f[i] = s.useful_share_realised;
+    }
+    return c;
+  }
+
+  function histogram(view, bins, counts) {
+    var p = view.pass_rate, oc = view.outcome, kept = view.kept, n = p.length;
+    counts = counts && counts.length === bins * 4 ? counts : new Int32Array(bins * 4);
+    counts.fill(0);
+    for (var x = 0; x < n; x++) {
+      var q = p[x];
+      if (!(q >= 0 && q <= 1)) continue;
+      var b = Math.min(Math.floor(q * bins), bins - 1);
+      counts[b * 4 + (kept[x] ? oc[x] : 3)]++;
+    }
+    return counts;
+  }
+
   /* (100 x).toFixed(digits) + "%", the twin of sims.formatting.percent */
   function percent(x, digits) {
     if (!isFinite(x)) return "\u2013";
@@ -115,5 +161,6 @@
   }
 
   root.grpoKernel = { evaluate: evaluate, rollouts: rollouts, usefulProbability: usefulProbability, percent: percent,
-                      fixed: fixed, fill: fill };
+                      fixed: fixed, fill: fill, usefulCurve: usefulCurve, shareCurve: shareCurve,
+                      histogram: histogram };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -2,21 +2,20 @@
  *
  * Prepended by Python with kernel.js, cells.js and gridview.js. The view repaints in the browser
  * as a reader moves its controls (grpoGridView over the kernel) and sends the new values to
- * Python, which redraws the plots and the URL once the controls pause. Play runs here too (the view's
+ * Python, which redraws the secondary plots, the caption and the URL once the controls pause. Play runs here too (the view's
  * play loop; Python hears the progress every `play_sync_ms`). Python sets the values
  * (URL, step, reset), `playing`, the population (`data`) and, when rho > 0 (which the kernel does not
  * cover), the view it computed (`view`): the browser then shows Python's view instead (and always
  * with `server_paints`, the benchmark's round-trip baseline).
  *
- * Linked views: hovering a cell moves the plots' hover markers (Bokeh models named in `markers`, found in
- * this session's document) in the browser, without telling the server (setv with sync: false), at most
- * once per animation frame. Pin and compare: the Pin button sends the values shown, then a click
+ * The plots beside the grid (lab/static/live_plots.js) repaint with it, in the same event; hovering a cell
+ * marks the prompt on them (at most once per animation frame, the server never hears of it). Pin and compare: the Pin button sends the values shown, then a click
  * (`pin_clicks`); Python answers with the pinned view (`ghost`, painted beside the grid) and the
  * comparison (`compare`, its HTML).
  */
 var SYNC_MS = 150;
 
-export function render({ model, el, view: esmView }) {
+export function render({ model, el }) {
   var box = document.createElement("div");
   box.className = "gx-view";
   box.innerHTML = model.markup;
@@ -35,10 +34,36 @@ export function render({ model, el, view: esmView }) {
     else view.paint();
   }
 
+  /* the plots beside the grid (lab/static/live_plots.js): repainted from the view just drawn, in the same
+     event as the grid (a control's input, a Play frame, Python's view while rho > 0); with rho > 0 the
+     curves are Python's (`curves`). Hovering a cell marks its pass rate and P(useful) on them. */
+  var plots = window.grpoPlots(box);
+  box.__grpoPlots = plots;  /* for tests and benchmarks: plots.data is what is drawn */
+  if (plots) {
+    view.onDraw(function (result, K, decoded) {
+      if (plots.d !== decoded) { plots.setData(decoded); plots.d = decoded; }
+      var v = view.values;
+      plots.draw(result, {progress: v.progress, K: K, filter: v.filter, band_lo: v.band_lo, band_hi: v.band_hi,
+                          rho: serverPaints() ? model.rho : 0}, model.curves);
+    });
+    model.on("curves", function () { plots.redraw(model.curves); pinCurve(); });
+    model.on("plot_text", function () {
+      var t = model.plot_text || {};
+      [["#gx-decay", t.decay], ["#gx-outcome", t.outcome]].forEach(function (e) {
+        var svg = box.querySelector(e[0]);
+        if (svg && e[1] && svg.getAttribute("aria-label") !== e[1]) svg.setAttribute("aria-label", e[1]);
+      });
+    });
+    var nextHover = null, hoverFrame = 0;
+    view.onHover(function (h) {
+      nextHover = h;
+      if (!hoverFrame) hoverFrame = requestAnimationFrame(function () { hoverFrame = 0; plots.hover(nextHover); });
+    });
+  }
   view.set(fromModel());
   view.setData(model.data);
   paint();
-  /* Python hears of a move once the control rests for SYNC_MS (it redraws the plots and the URL only
+  /* Python hears of a move once the control rests for SYNC_MS (it redraws the secondary plots and the URL only
      after a pause anyway), so a drag costs the browser no message per step; while Python paints
      (rho > 0) it hears at once. */
   var pending = {}, timer = 0;
@@ -67,31 +92,12 @@ export function render({ model, el, view: esmView }) {
   model.on("view", function () { if (serverPaints() && model.view) view.show(model.view); });
   model.on("rho", paint);
 
-  /* the plots' hover markers: found by name once the plots exist (they are built after the page loads) */
-  var marks = null, nextHover = null, hoverFrame = 0;
-  function markerModels() {
-    if (marks) return marks;
-    var doc = esmView && esmView.model && esmView.model.document, m = {};
-    if (!doc) return null;
-    for (var key in model.markers) {
-      m[key] = doc.get_model_by_name(model.markers[key]);
-      if (!m[key]) return null;
-    }
-    return (marks = m);
+  function pinCurve() {
+    if (!plots) return;
+    var g = model.ghost && model.ghost.view;
+    plots.pin(g ? {K: g.K, rho: g.rho || 0, useful: g.rho ? (model.curves && model.curves.pinned) || null : null}
+                : null);
   }
-  function moveMarkers() {
-    hoverFrame = 0;
-    var m = markerModels(), h = nextHover, on = !!h, dot = on && isFinite(h.pu);
-    if (!m) return;
-    var quiet = {sync: false};  /* the browser's own: the server never hears of a hover */
-    m.curve.setv({location: on ? h.p : 0, visible: on}, quiet);
-    m.hist.setv({location: on ? h.p : 0, visible: on}, quiet);
-    m.dot.setv({data: {p: dot ? [h.p] : [], u: dot ? [h.pu] : []}}, quiet);
-  }
-  view.onHover(function (h) {
-    nextHover = h;
-    if (!hoverFrame) hoverFrame = requestAnimationFrame(moveMarkers);
-  });
 
   /* pin and compare (present when the markup has the Pin button) */
   var pinButton = box.querySelector("#gx-pin"), compareBox = box.querySelector("#gx-compare");
@@ -111,9 +117,10 @@ export function render({ model, el, view: esmView }) {
       sync();  /* Python pins the values shown */
       model.pin_clicks = model.pin_clicks + 1;
     });
-    model.on("ghost", showPin);
+    model.on("ghost", function () { showPin(); pinCurve(); });
     model.on("compare", showPin);
     showPin();
+    pinCurve();
   }
   /* Play runs here, in the grid view's play loop (every frame painted in the browser; with rho > 0 the
      frames Python paints are shown as they come). Python hears the progress every play_sync_ms, through the

@@ -5,15 +5,16 @@ returning a Panel object that keeps itself up to date by watching that state. Nu
 come from ``sims``; these modules only lay them out.
 
 - :mod:`grpo_lab.views.controls`    the live lab's widgets (with tooltips) and buttons
-- :mod:`grpo_lab.views.outcome`     P(useful) against p for the current K, population histogram by outcome
-- :mod:`grpo_lab.views.decay`       useful share against t, with and without the filter, current t marked
+- :mod:`grpo_lab.views.decay`       the plots' curves the browser kernel cannot compute (rho > 0); the decay
+                                    curve and the P(useful) histogram themselves are drawn in the browser
+                                    (:mod:`grpo_lab.grid.plots`, ``lab/static/live_plots.js``)
 - :mod:`grpo_lab.views.kcost`       the K-cost table
 - :mod:`grpo_lab.views.compare`     pin and compare: the pinned view beside the grid, compared at the same budget
 - :mod:`grpo_lab.views.jensen`      D_real against D_iid for the current population
 - :mod:`grpo_lab.views.advantages`  the advantage explorer
 - :mod:`grpo_lab.views.formulas`    the formulas, typeset as MathML (no CDN)
-- :mod:`grpo_lab.views.live`        the "Live lab" tab: grid + controls + readouts + plots
+- :mod:`grpo_lab.views.live`        the "Live lab" tab: grid + controls + readouts + its two plots, then the rest
 - :mod:`grpo_lab.views.play_budget` the session's frame budget (Play's progress pushes, server painting)
-- :mod:`grpo_lab.views.deferred`    the plots' builds after the first render, one at a time per process
+- :mod:`grpo_lab.views.deferred`    the secondary plots' builds after the first render, one at a time per process
 - :mod:`grpo_lab.views.glyphs`      lines and dots without unseen copies (fewer models per session)
 """

@@ -1,66 +1,59 @@
-"""The decay curve: share of groups with a gradient against training progress, with and without the filter."""
+"""The decay curve's columns where the browser kernel cannot compute them (rho > 0): share of groups with a
+gradient against training progress t, over all prompts and over the filter's band.
+
+The live lab draws the curve in the browser (``lab/static/live_plots.js``, from ``grpoKernel.shareCurve`` at
+rho = 0); with rho > 0 Python sends these columns in ``LiveGrid.curves`` (:func:`plot_curves`).
+"""
 
 from __future__ import annotations
 
 import numpy as np
-import panel as pn
-from bokeh.models import ColumnDataSource, Span
 
 from grpo_lab.memo import Memo, array_key
-from grpo_lab.palette import ALL_PASS_COLOR, MIXED_COLOR
+from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.sweep import useful_share_curve
 
 from .frame import Frame
-from .glyphs import AxisParts, add_dots, add_legend, add_line, lean_figure
 
-__all__ = ["DecayPlot"]
+__all__ = ["decay_columns", "plot_curves", "USEFUL_POINTS", "DECAY_POINTS"]
 
-_CURVES = Memo(32)  #: (population, K, rho, band, gain) -> the plot's columns; the same for every session
-
-
-class DecayPlot:
-    """Expected (lines) and realised (dots) useful share over t in [0, 1]; a vertical line marks the current t.
-
-    The marker is ``self.marker`` (a Span): the app links it to the progress slider in the browser.
-    """
-
-    def __init__(self, axes: AxisParts | None = None):
-        """``axes``: the axis parts the session's figures share (:func:`grpo_lab.views.glyphs.lean_figure`)."""
-        self.source = ColumnDataSource({k: [] for k in ("t", "exp", "real", "exp_f", "real_f")})
-        fig = lean_figure(axes, height=260, sizing_mode="stretch_width", x_range=(0, 1), y_range=(0, 1.02),
-                          title="Groups with a gradient as training progresses")
-        every = add_line(fig, self.source, "t", "exp", MIXED_COLOR)
-        add_dots(fig, self.source, "t", "real", MIXED_COLOR)
-        kept = add_line(fig, self.source, "t", "exp_f", ALL_PASS_COLOR, dash="dashed")
-        add_dots(fig, self.source, "t", "real_f", ALL_PASS_COLOR, marker="square")
-        add_legend(fig, [("all prompts", every), ("with the filter (its band)", kept)], "bottom_left")
-        fig.xaxis.axis_label = "training progress t"
-        fig.yaxis.axis_label = "share of groups with a gradient"
-        self.marker = Span(location=0.0, dimension="height", line_color="#333", line_width=2)
-        fig.add_layout(self.marker)
-        self.figure = fig
-        self._key = None
-        self.panel = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"),
-                               pn.pane.HTML("<p style='margin:0'>Lines: expected share; dots: realised groups. "
-                                            "The vertical line is the current t.</p>", styles={"font-size": "12px"}),
-                               sizing_mode="stretch_width")
-
-    def update(self, frame: Frame) -> None:
-        s = frame.scenario
-        self.marker.location = float(s.progress)
-        key = (s.K, s.rho, frame.band, frame.population.n, frame.population.seed, frame.population.a, frame.population.b)
-        if key == self._key:
-            return
-        self._key = key
-        self.source.data = dict(_CURVES.get((array_key(frame.population.pass_rates), frame.population.seed, s.K,
-                                             s.rho, frame.band, s.gain), lambda: _columns(frame)))
+DECAY_POINTS = 41  #: the curve's progresses, linspace(0, 1, DECAY_POINTS) (the browser's too)
+USEFUL_POINTS = 401  #: the P(useful) curve's pass rates, linspace(0, 1, USEFUL_POINTS) (the browser's too)
+_CURVES = Memo(32)  #: (population, K, rho, band, gain) -> the columns; the same for every session
 
 
-def _columns(frame: Frame) -> dict:
-    """The plot's columns: t and the expected / realised useful share over all prompts and over the band."""
+def _nulls(a) -> list:
+    """A float array as a JSON list (NaN -> None)."""
+    return [None if not np.isfinite(v) else float(v) for v in np.asarray(a, float)]
+
+
+def decay_columns(frame: Frame) -> dict:
+    """``{t, exp, real, exp_f, real_f}``: expected and realised useful share at each t, over all prompts and over
+    the band (whether or not the filter is on), as JSON lists."""
     s, pop = frame.scenario, frame.population
-    ts = np.linspace(0.0, 1.0, 21 if s.rho > 0 else 41)
-    free = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)
-    kept = useful_share_curve(pop, ts, s.K, s.rho, frame.band, s.gain)
-    return {"t": ts, "exp": free["expected"], "real": free["realised"], "exp_f": kept["expected"],
-            "real_f": kept["realised"]}
+
+    def build() -> dict:
+        ts = np.linspace(0.0, 1.0, DECAY_POINTS)
+        free = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)
+        kept = useful_share_curve(pop, ts, s.K, s.rho, frame.band, s.gain)
+        return {"t": _nulls(ts), "exp": _nulls(free["expected"]), "real": _nulls(free["realised"]),
+                "exp_f": _nulls(kept["expected"]), "real_f": _nulls(kept["realised"])}
+
+    return _CURVES.get((array_key(pop.pass_rates), pop.seed, s.K, s.rho, frame.band, s.gain), build)
+
+
+def useful_curve(K: int, rho: float) -> list:
+    """P(useful) of one group at ``USEFUL_POINTS`` pass rates (``sims.outcomes.outcome_probabilities``)."""
+    return _nulls(outcome_probabilities(np.linspace(0.0, 1.0, USEFUL_POINTS), K, rho)["p_useful"])
+
+
+def plot_curves(frame: Frame, pin: dict | None) -> dict | None:
+    """What the browser's plots need from Python: with rho > 0 the decay columns and the P(useful) curve, and
+    with a pinned view of rho > 0 its curve (``pin``: its control values); None when the kernel covers all."""
+    s = frame.scenario
+    out = {}
+    if s.rho > 0:
+        out = {"decay": decay_columns(frame), "useful": useful_curve(s.K, s.rho)}
+    if pin and pin.get("rho", 0) > 0:
+        out["pinned"] = useful_curve(int(pin["K"]), float(pin["rho"]))
+    return out or None

@@ -1,17 +1,19 @@
-"""The live lab's responsive layout: what goes where on a 360 px phone, a 1024x768 projector and a wide screen.
+"""The live lab's responsive layout: the story on one screen, on a 1440x900 laptop, a 1024x768 projector and a phone.
 
-The first screen is a CSS grid of named areas (:func:`first_screen`): Play and Step, the other controls under
-them, the grid with its controls, readouts and colour key beside both, and the formulas as a third column on a
-wide screen (:data:`WIDE_PX`) or under the rest on a projector. On a phone (below :data:`NARROW_PX`) it is one
-column: Play, then the grid with its controls, readouts and key, then the rest, with a smaller heading and a
-tighter grid view (:data:`PHONE_CSS`), so Play, the main controls and readouts, the key and the top of the grid
-are on a 390x844 phone's first screen. The plots below wrap two per row where they fit (:func:`plot_rows`).
-Nothing is wider than the window, so the page never scrolls sideways (tested down to 360 px).
+The first screen is a CSS grid of named areas (:func:`first_screen`): Play and Step across the top, then the grid
+component at the page's width, which lays out its own three columns (``lab/static/live_layout.css``): the
+controls and readouts, the colour key over the whole grid (as large as the window's height allows), and the decay
+curve and the P(useful) histogram by outcome. The other controls (rho, the population) and the caption, and the
+formulas, come under it (side by side from :data:`WIDE_PX`); the secondary plots (K-cost table, Jensen gap)
+below those, in rows of two where they fit (:func:`plot_rows`). On a phone (below :data:`NARROW_PX`) all is one
+column: Play, the grid's controls, readouts, key and grid, its plots, then the rest, with a smaller heading and a
+tighter grid view (:data:`PHONE_CSS`). Nothing is wider than the window, so the page never scrolls sideways
+(tested down to 360 px). The page carries ``<meta name="viewport">`` (:data:`VIEWPORT_TEMPLATE`), so a phone
+lays it out at its own width.
 
-``?present=true`` (presentation mode, for a projector) scales the type up and leaves out the
-formulas, the grid's secondary readouts and all plots but the K-cost table and the decay curve;
-:data:`PRESENT_CSS` is its stylesheet (adopted by :class:`grpo_lab.access.PageAccess`), and the plots' own text,
-which Bokeh draws on a canvas, is enlarged through the figures' properties (:func:`present_plots`).
+``?present=true`` (presentation mode, for a projector) scales every text up (the heading and caption too),
+and leaves out the formulas, the grid's secondary readouts and the secondary plots; :data:`PRESENT_CSS` is its
+stylesheet (adopted by :class:`grpo_lab.access.PageAccess`).
 """
 
 from __future__ import annotations
@@ -19,36 +21,42 @@ from __future__ import annotations
 import panel as pn
 
 __all__ = ["first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
-           "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_plots"]
+           "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_plots", "VIEWPORT_TEMPLATE",
+           "page_template"]
+
+#: the page's template (Panel's, extended): a ``<meta name="viewport">``, so a phone lays the page out at its
+#: own width instead of 980 px scaled down
+VIEWPORT_TEMPLATE = ("{% block preamble %}{{ super() }}"
+                     '<meta name="viewport" content="width=device-width, initial-scale=1">{% endblock %}')
+
+
+def page_template(doc) -> None:
+    """Give a server session's document :data:`VIEWPORT_TEMPLATE` (Panel extends its base page with it)."""
+    doc.template = VIEWPORT_TEMPLATE
 
 NARROW_PX = 760  #: below this window width the first screen is one column, the grid first
-#: the grid component's size on the full page: it takes what its box gives, from a phone's width to 560 px
-GRID_SIZE = {"sizing_mode": "stretch_width", "min_width": 280, "max_width": 560}
+#: the grid component (its controls, readouts, key, grid and two plots) takes the page's width
+GRID_SIZE = {"sizing_mode": "stretch_width", "min_width": 280}
 
-WIDE_PX = 1100  #: from this window width the formulas sit beside the grid (a third column)
+WIDE_PX = 1100  #: from this window width the side controls and the formulas sit side by side under the grid
 
 _FLEX_CSS = ":host { max-width: 100%; }"
 
-#: the first screen as named areas (on the FlexBox's own box, ``#flexbox``): Play and Step above the other
-#: controls, the grid beside them (spanning both), the formulas beside or under them; on a phone one column:
-#: Play, the grid with its controls, readouts and key, then the rest
+#: the first screen as named areas (on the FlexBox's own box, ``#flexbox``): Play and Step across the top, the
+#: grid component (controls, readouts, key, grid and the two plots: lab/static/live_layout.css) under them at
+#: the page's width, then the other controls and the formulas (side by side on a wide screen)
 _FIRST_CSS = f"""
 :host {{ max-width: 100%; }}
 div[id^="flexbox"] {{ display: grid !important; align-items: start !important; column-gap: 0;
-  grid-template-columns: minmax(260px, 400px) minmax(280px, 580px) minmax(0, 1fr); grid-template-rows: auto 1fr;
-  grid-template-areas: "main grid side" "rest grid side"; }}
-:host(.lab-no-side) div[id^="flexbox"] {{ grid-template-areas: "main grid ." "rest grid ."; }}
+  grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); grid-template-rows: auto auto auto;
+  grid-template-areas: "main main" "grid grid" "rest side"; }}
+:host(.lab-no-side) div[id^="flexbox"] {{ grid-template-areas: "main main" "grid grid" "rest rest"; }}
 .lab-main-controls {{ grid-area: main; }} .lab-controls-col {{ grid-area: rest; }}
 .lab-grid {{ grid-area: grid; }} .lab-side {{ grid-area: side; }}
-.lab-main-controls, .lab-controls-col, .lab-side {{ min-width: 0 !important; }}
+.lab-main-controls, .lab-controls-col, .lab-side, .lab-grid {{ min-width: 0 !important; }}
 @media (max-width: {WIDE_PX - 1}px) {{
-  div[id^="flexbox"], :host(.lab-no-side) div[id^="flexbox"] {{
-    grid-template-columns: minmax(260px, 400px) minmax(280px, 1fr); grid-template-rows: auto 1fr auto;
-    grid-template-areas: "main grid" "rest grid" "side side"; }}
-}}
-@media (max-width: {NARROW_PX}px) {{
   div[id^="flexbox"], :host(.lab-no-side) div[id^="flexbox"] {{ grid-template-columns: minmax(0, 1fr);
-    grid-template-rows: none; grid-template-areas: "main" "grid" "rest" "side"; }}
+    grid-template-areas: "main" "grid" "rest" "side"; }}
 }}
 """
 
@@ -67,6 +75,17 @@ PHONE_CSS = f"""
   .gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; }}  /* numbers' columns: no wider than their text */
   .gx-view .grpo-readouts small {{ font-size: 11px; white-space: nowrap; }}
   .gx-view .grpo-legend {{ line-height: 1.35 !important; }}
+  /* the Advantages tab's table of numbers: its cells wrap and shrink instead of widening the page */
+  table.adv-numbers {{ width: 100% !important; table-layout: fixed; font-size: 12px !important; }}
+  table.adv-numbers th, table.adv-numbers td {{ white-space: normal !important; overflow-wrap: anywhere;
+    padding: 2px 3px !important; min-width: 0 !important; }}
+  /* the Replay tab's columns and texts of fixed width (560-600 px): no wider than the phone, rows wrap */
+  .bk-panel-models-layout-Column, .bk-panel-models-markup-HTML, .bk-panel-models-markup-HTML > div {{
+    min-width: 0 !important; max-width: 100% !important; }}
+  .bk-panel-models-markup-HTML.markdown {{ width: auto !important; }}
+  :host(.markdown) div {{ min-width: 0 !important; width: auto !important; max-width: 100% !important; }}
+  :host(.bk-Row) {{ flex-wrap: wrap !important; max-width: 100% !important; }}
+  .bk-btn-group .bk-btn {{ white-space: normal !important; }}
 }}
 """
 
@@ -76,6 +95,20 @@ PRESENT_CSS = """
 .grpo-legend, .grpo-legend span { font-size: 17px !important; }
 .grpo-readouts table { font-size: 18px !important; }
 .grpo-readouts .main td { font-size: 21px !important; }
+.gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th { width: 1%; white-space: nowrap; }
+.gx-view .grpo-readouts th, .gx-view .grpo-readouts td { padding: 1px 4px !important; line-height: 1.2 !important; }
+.gx-view .gx-field { margin-bottom: .2em; }
+:host(.lab-header) h2 { font-size: 30px !important; }
+:host(.lab-header) p, .state-caption { font-size: 20px !important; line-height: 1.35 !important; }
+.gx-plot-title { font-size: 18px !important; }
+.gx-plot-key { font-size: 15px !important; }
+.gx-plot-key .gx-note { display: none; }
+.gx-svg { font-size: 15px !important; height: 118px !important; }
+.gx-svg-outcome { height: 160px !important; }
+@container (min-width: 880px) {
+  .gx-view { --gx-above: 330px; grid-template-columns: minmax(270px, 330px)
+             minmax(260px, min(640px, calc(100vh - var(--gx-above)))) minmax(240px, 1fr) !important; }
+}
 """
 
 
@@ -106,6 +139,7 @@ def first_screen(main, controls, grid, side=None) -> pn.FlexBox:
     None in presentation mode). On a phone: ``main``, then the grid with its own controls, readouts and key,
     then the rest, so Play and the grid share the first screen."""
     grid.css_classes = list(dict.fromkeys([*grid.css_classes, "lab-grid"]))
+    grid.margin = (0, 10)
     boxes = [_box(main, "auto", 0, "lab-main-controls", reuse=True), _box(controls, "auto", 0, "lab-controls-col", reuse=True), grid]
     if side is not None:
         boxes.append(_box(side, "auto", 0, "lab-side", reuse=True))

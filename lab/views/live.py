@@ -1,10 +1,13 @@
-"""The "Live lab" tab: controls, the prompt grid with its readouts, and the plots.
+"""The "Live lab" tab: controls, the prompt grid with its readouts and its two plots, and the secondary plots.
 
-The grid, its readouts and the controls that move it (progress, K, the filter and its band)
-are one :class:`grpo_lab.grid.component.LiveGrid`, which repaints in the browser through the kernel and
-whose values are linked both ways to the session's :class:`lab.state.LabState`. Python redraws
-the plots once the controls pause, sends a new population when it changes, and evaluates the
-grid itself while rho > 0 (the kernel covers rho = 0 only).
+The grid, its readouts, the controls that move it (progress, K, the filter and its band) and the two main
+plots (the decay curve and P(useful) over the pass-rate histogram by outcome, :mod:`grpo_lab.grid.plots`) are
+one :class:`grpo_lab.grid.component.LiveGrid`, which repaints all of them in the browser through the kernel in
+the same event, and whose values are linked both ways to the session's :class:`lab.state.LabState`. Python
+sends a new population when it changes, evaluates the grid and the plots' curves itself while rho > 0 (the
+kernel covers rho = 0 only; :func:`grpo_lab.views.decay.plot_curves`), and once the controls pause rewrites
+the caption, the plots' text alternatives and the secondary material below the first screen (the K-cost
+table and the Jensen gap), which is built when the visitor scrolls to it.
 """
 
 from __future__ import annotations
@@ -23,17 +26,17 @@ from grpo_lab.sims.scenario import evaluate
 from .caption import StateCaption
 from .compare import PinLink
 from .controls import Controls
-from .decay import DecayPlot
+from .decay import plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
 from .glyphs import AxisParts
+from grpo_lab.grid.pin import pin_values
 from .in_view import InView
 from .jensen import JensenPlot
 from .kcost import KCostTable
 from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
-from .outcome import OutcomePlot
-from .plot_text import described
+from .plot_text import decay_text, described, outcome_text
 from .side_controls import side_controls
 from .play_budget import BUSY_NOTICE, FrameBudget
 
@@ -49,7 +52,7 @@ class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
 
     def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False):
-        self.lab, self.play, self._present = lab, play, present  # present: fewer panels (lab.views.layout)
+        self.lab, self.play, self._present, self._embed = lab, play, present, embed  # present: fewer panels
         self.controls = Controls(lab, play)
         if present:
             present_buttons(self.controls.play_button, self.controls.step_button)
@@ -57,10 +60,13 @@ class LiveLab:
         self.population = scenario.population()
         self._pop_key = lab.population_key()
         self._readouts = "main" if embed or present else "full"
-        # an embed follows its iframe's width (down to a phone's); the full page gives the grid a column
+        # an embed follows its iframe's width (down to a phone's); the full page gives the grid and its plots the
+        # page's width
         size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
+        first = None if embed else self.frame()
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   pin=not embed, css_classes=["lab-grid"], **size)
+                                   pin=not embed, css_classes=["lab-grid"],
+                                   plots=None if embed else self._plot_text(first), **size)
         link(lab, self.grid)
         self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
         c = self.controls
@@ -91,20 +97,22 @@ class LiveLab:
             # the plots (most of a session's Bokeh models and server time) stay out of the first render and are
             # built when the visitor first gets to them (lab.views.in_view): a visit that never scrolls to them
             # never pays for them, and the first screen is interactive sooner
-            self._until_seen = InView(text=PLOTS_PLACEHOLDER, sizing_mode="stretch_width")
-            self._plots = pn.Column(self._until_seen, sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT,
-                                    css_classes=["lab-plots"])
+            # presentation mode drops the secondary material (the formulas, the K-cost table, the Jensen gap)
             self.panel = pn.Column(
                 self.notice, self.busy,
                 first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
                              None if present else formulas_pane("The arithmetic")),
-                self._plots,
                 sizing_mode="stretch_width")
-            doc = pn.state.curdoc
-            if doc is None:  # no page (a script, a test): nothing will scroll to them, so build them now
-                self._build_plots()
-            else:
-                self._until_seen.param.watch(lambda e: e.new and self._plots_soon(doc), "seen")
+            if not present:
+                self._until_seen = InView(text=PLOTS_PLACEHOLDER, sizing_mode="stretch_width")
+                self._plots = pn.Column(self._until_seen, sizing_mode="stretch_width", min_height=PLOTS_MIN_HEIGHT,
+                                        css_classes=["lab-plots"])
+                self.panel.append(self._plots)
+                doc = pn.state.curdoc
+                if doc is None:  # no page (a script, a test): nothing will scroll to them, so build them now
+                    self._build_plots()
+                else:
+                    self._until_seen.param.watch(lambda e: e.new and self._plots_soon(doc), "seen")
 
     def _plots_soon(self, doc) -> None:
         """Build the plots (the visitor has got to them) after the builds queued before, one at a time per
@@ -117,23 +125,19 @@ class LiveLab:
         """Build, fill and show the plots (in place of the placeholder); marks them ``lab-plots-ready``."""
         if self.plots:
             return
-        axes = AxisParts()  # one ticker, formatter and label policy for all of the session's axes
-        self.plots = described(OutcomePlot(axes), DecayPlot(axes), KCostTable(), JensenPlot(axes))  # with text alternatives
+        self.plots = described(KCostTable(), JensenPlot(AxisParts()))  # with text alternatives
         frame = self.frame()
         for plot in self.plots:
             plot.update(frame)
-        o, d, k, j = self.plots
-        self._plots.objects = [
-            *plot_rows(*self._plot_pairs(o, d, k, j), present=self._present)]
+        k, j = self.plots
+        kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
+        self._plots.objects = plot_rows((kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))
         self._plots.css_classes = ["lab-plots", "lab-plots-ready"]
 
-    def _plot_pairs(self, o, d, k, j) -> tuple:
-        """The plots in rows of two; in presentation mode only the K-cost table and the decay curve."""
-        kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
-        o.panel.css_classes, d.panel.css_classes = ["lab-outcome"], ["lab-decay"]  # the tour's hooks (lab.views.tour)
-        if self._present:
-            return ((kcost, d.panel),)
-        return ((o.panel, d.panel), (kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))
+    @staticmethod
+    def _plot_text(frame: Frame) -> dict:
+        """The grid's plots' text alternatives (grpo_lab.views.plot_text), from the core."""
+        return {"decay": decay_text(frame), "outcome": outcome_text(frame)}
 
     def frame(self) -> Frame:
         scenario = self.lab.scenario()
@@ -152,6 +156,13 @@ class LiveLab:
             update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts)
         if repaint_grid or (new_population and frame.scenario.rho > 0):
             update["view"] = server_view(frame.view, frame.scenario.K)
+        if not self._embed:
+            curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
+            if curves != self.grid.curves:
+                update["curves"] = curves
+            text = self._plot_text(frame)
+            if text != self.grid.plot_text:
+                update["plot_text"] = text
         if update:
             self.grid.param.update(**update)
         self.caption.update(frame)

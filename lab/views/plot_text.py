@@ -117,8 +117,9 @@ class Described:
         return getattr(self.plot, name)
 
 
-#: the describer of each plot class, by class name (the K-cost table is HTML: none)
-_DESCRIBERS = {"OutcomePlot": outcome_text, "DecayPlot": decay_text, "JensenPlot": jensen_text}
+#: the describer of each Bokeh plot class, by class name (the K-cost table is HTML: none; the decay curve and the
+#: outcome plot are the grid's SVG, which carries outcome_text and decay_text as its aria-label: LiveGrid.plot_text)
+_DESCRIBERS = {"JensenPlot": jensen_text}
 
 
 def described(*plots) -> list:

@@ -1,0 +1,215 @@
+/* grpo-lab live plots: the decay curve and the P(useful) curve over the pass-rate histogram (split by outcome),
+ * drawn as SVG in the LiveGrid component beside the grid and repainted in the same event as the grid.
+ *
+ * Prepended by Python (lab/grid/component.py) after kernel.js; this file does no arithmetic of the model:
+ * grpoKernel.shareCurve, usefulCurve and histogram compute the plots' data (tests/test_kernel_plots_parity.py
+ * proves them equal to sims), and this file only maps numbers to pixels. With rho > 0 (which the kernel does
+ * not cover) Python sends the curves (`curves`: decay columns, P(useful) and the pinned view's curve) and the
+ * histogram is counted from the view Python painted.
+ *
+ *   plots = grpoPlots(root)      root holds grpo_lab.grid.plots.plots_html (#gx-decay, #gx-outcome and their keys)
+ *   plots.setData(d)             the decoded population (grpoGridView's: p0, u, stride, gain)
+ *   plots.draw(view, values, curves)  view: the evaluated view on screen (pass_rate, outcome, kept, summary),
+ *                                values: the controls' values {progress, K, filter, band_lo, band_hi, rho},
+ *                                curves: Python's curves while rho > 0 (else null)
+ *   plots.hover(h)               the hovered prompt ({p, pu}) marked on both panels, or null
+ *   plots.pin(pin)               the pinned view's P(useful) curve: {K, useful (Float64Array) or null}, or null
+ *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
+ *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
+ */
+(function (root) {
+  "use strict";
+  var G = root.grpoKernel, TS = [], BINS = 25, POINTS = 401;
+  for (var i = 0; i <= 40; i++) TS.push(i / 40);
+
+  function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
+  function fmt(v) { return v === 0 || v === 1 ? String(v) : String(v).replace(/^0\./, "."); }
+
+  /* a polyline path through finite points (NaN breaks the line) */
+  function linePath(xs, ys, X, Y) {
+    var d = "", pen = false;
+    for (var i = 0; i < xs.length; i++) {
+      if (!isFinite(ys[i])) { pen = false; continue; }
+      d += (pen ? "L" : "M") + X(xs[i]).toFixed(1) + " " + Y(ys[i]).toFixed(1);
+      pen = true;
+    }
+    return d;
+  }
+
+  function grpoPlots(host) {
+    var q = function (sel) { return host.querySelector(sel); };
+    var box = q(".gx-plots");
+    if (!box) return null;
+    var colors = JSON.parse(box.getAttribute("data-colors"));
+    var svgDecay = q("#gx-decay"), svgOut = q("#gx-outcome"), pinKey = q("#gx-pin-key");
+    var d = null, curveKey = null, decay = null, useful = null, usefulK = null, counts = new Int32Array(BINS * 4);
+    var last = null, hovered = null, pinned = null;
+    var plots = {data: null, pinned: null};
+
+    /* each plot's size in pixels and its font size, measured once and again when the plots' box resizes (a
+       measure in every frame would make the browser lay the page out in the middle of a control's event) */
+    var sizes = {};
+    function size(svg) {
+      if (sizes[svg.id]) return sizes[svg.id];
+      var w = Math.max(200, Math.round(svg.getBoundingClientRect().width || svg.parentNode.clientWidth || 300));
+      var h = Math.round(parseFloat(getComputedStyle(svg).height) || 180);
+      var fs = parseFloat(getComputedStyle(svg).fontSize) || 11;
+      svg.setAttribute("viewBox", "0 0 " + w + " " + h);
+      return (sizes[svg.id] = {w: w, h: h, fs: fs});
+    }
+
+    function frame(s, top, bottom, yTicks, yFmt, xTicks, xLabel) {
+      var ml = 3.1 * s.fs, mr = 8;
+      var X = function (v) { return ml + v * (s.w - ml - mr); };
+      var Y = function (v) { return bottom - v * (bottom - top); };
+      var out = '<rect x="' + ml + '" y="' + top + '" width="' + (s.w - ml - mr) + '" height="' + (bottom - top) +
+                '" fill="none" stroke="#bbb"/>';
+      yTicks.forEach(function (v) {
+        out += '<text x="' + (ml - 4) + '" y="' + (Y(v) + s.fs * 0.35) + '" text-anchor="end">' + yFmt(v) + "</text>";
+        if (v > 0 && v < 1) out += '<line x1="' + ml + '" x2="' + (s.w - mr) + '" y1="' + Y(v) + '" y2="' + Y(v) +
+                                    '" stroke="#eee"/>';
+      });
+      if (xTicks) {
+        [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
+          out += '<text x="' + X(v) + '" y="' + (bottom + s.fs * 1.15) + '" text-anchor="middle">' + fmt(v) + "</text>";
+        });
+        out += '<text x="' + (ml + (s.w - ml - mr) / 2) + '" y="' + (bottom + s.fs * 2.35) +
+               '" text-anchor="middle" fill="#444">' + esc(xLabel) + "</text>";
+      }
+      return {svg: out, X: X, Y: Y, ml: ml, mr: mr};
+    }
+
+    /* the decay plot's curves are redrawn when they or the size change; a new progress moves its marker alone */
+    var decayDrawn = {curves: null, size: null, X: null, marker: null};
+    function drawDecay(values, c) {
+      var s = size(svgDecay);
+      if (decayDrawn.curves === c && decayDrawn.size === s) {
+        var mx = decayDrawn.X(values.progress).toFixed(1), m = decayDrawn.marker;
+        m.setAttribute("x1", mx); m.setAttribute("x2", mx); m.setAttribute("data-t", values.progress);
+        return;
+      }
+      var bottom = s.h - 2.7 * s.fs, f = frame(s, 6, bottom, [0, 0.5, 1], fmt, true, "training progress t");
+      var X = f.X, Y = f.Y, out = f.svg;
+      out += '<path d="' + linePath(c.t, c.exp, X, Y) + '" fill="none" stroke="' + colors.mixed + '" stroke-width="2.5"/>';
+      out += '<path d="' + linePath(c.t, c.exp_f, X, Y) + '" fill="none" stroke="' + colors.all_pass +
+             '" stroke-width="2.5" stroke-dasharray="6 4"/>';
+      for (var i = 0; i < c.t.length; i += 2) {
+        if (isFinite(c.real[i])) out += '<circle cx="' + X(c.t[i]).toFixed(1) + '" cy="' + Y(c.real[i]).toFixed(1) +
+                                        '" r="2.6" fill="' + colors.mixed + '"/>';
+        if (isFinite(c.real_f[i])) out += '<rect x="' + (X(c.t[i]) - 2.4).toFixed(1) + '" y="' +
+                                          (Y(c.real_f[i]) - 2.4).toFixed(1) + '" width="4.8" height="4.8" fill="' +
+                                          colors.all_pass + '"/>';
+      }
+      var x = X(values.progress).toFixed(1);
+      out += '<line class="gx-marker" data-t="' + values.progress + '" x1="' + x + '" x2="' + x + '" y1="6" y2="' +
+             bottom + '" stroke="#222" stroke-width="2"/>';
+      svgDecay.innerHTML = out;
+      decayDrawn = {curves: c, size: s, X: X, marker: svgDecay.querySelector(".gx-marker")};
+    }
+
+    function drawOutcome(view, values) {
+      var s = size(svgOut), split = Math.round(s.h * 0.36), bottom = s.h - 2.7 * s.fs;
+      var top = frame(s, 6, split - 6, [0, 1], fmt, false);
+      var max = 0;
+      for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
+      var ymax = Math.max(5, Math.ceil(max / 5) * 5);
+      var low = frame(s, split + 4, bottom, [0, 1], function (v) { return String(Math.round(v * ymax)); }, true,
+                      "pass rate p now");
+      var X = top.X, out = top.svg + low.svg;
+      var P = [];
+      for (var i = 0; i < POINTS; i++) P.push(i / (POINTS - 1));
+      if (pinned && pinned.useful) {
+        out += '<path d="' + linePath(P, pinned.useful, X, top.Y) + '" fill="none" stroke="#767676" stroke-width="2"' +
+               ' stroke-dasharray="8 3 2 3"/>';
+      }
+      out += '<path d="' + linePath(P, useful, X, top.Y) + '" fill="none" stroke="' + colors.mixed + '" stroke-width="2.5"/>';
+      var names = ["mixed", "all_pass", "all_fail", "filtered"], bw = (X(1) - X(0)) / BINS;
+      for (var c = 0; c < 4; c++) {
+        var dPath = "", hatch = "";
+        for (b = 0; b < BINS; b++) {
+          var below = 0;
+          for (var j = 0; j < c; j++) below += counts[b * 4 + j];
+          var n = counts[b * 4 + c];
+          if (!n) continue;
+          var y0 = low.Y(below / ymax), y1 = low.Y((below + n) / ymax);
+          dPath += "M" + (X(b / BINS) + 1).toFixed(1) + " " + y1.toFixed(1) + "h" + (bw - 2).toFixed(1) + "V" +
+                   y0.toFixed(1) + "h" + (-(bw - 2)).toFixed(1) + "Z";
+        }
+        if (!dPath) continue;
+        out += '<path d="' + dPath + '" fill="' + colors[names[c]] + '"/>';
+        if (c === 1 || c === 2) out += '<path d="' + dPath + '" fill="url(#gx-hatch-' + c + ')"/>';
+      }
+      var mean = view.summary.mean_pass_rate;
+      if (isFinite(mean)) {
+        var mx = X(mean).toFixed(1);
+        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - 6) + '" stroke="#555" stroke-dasharray="4 3"/>';
+      }
+      if (hovered) {
+        var hx = X(hovered.p).toFixed(1);
+        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="6" y2="' + bottom +
+               '" stroke="#000" stroke-width="2"/>';
+        if (isFinite(hovered.pu)) out += '<circle class="gx-hover-dot" data-p="' + hovered.p + '" data-pu="' +
+                                         hovered.pu + '" cx="' + hx + '" cy="' + top.Y(hovered.pu).toFixed(1) +
+                                         '" r="5" fill="#fff" stroke="#000" stroke-width="2"/>';
+      }
+      out += '<text x="' + (top.ml + 4) + '" y="' + (6 + s.fs * 1.1) + '" fill="#444">P(gradient), K = ' +
+             values.K + "</text>";
+      svgOut.innerHTML = '<defs><pattern id="gx-hatch-1" width="6" height="6" patternUnits="userSpaceOnUse">' +
+        '<path d="M0 6L6 0" stroke="#000" stroke-opacity=".45"/></pattern><pattern id="gx-hatch-2" width="6" ' +
+        'height="6" patternUnits="userSpaceOnUse"><path d="M0 6L6 0M0 0L6 6" stroke="#000" stroke-opacity=".45"/>' +
+        "</pattern></defs>" + out;
+    }
+
+    plots.setData = function (decoded) { d = decoded; curveKey = null; };
+
+    plots.draw = function (view, values, curves) {
+      if (!view) return;
+      last = {view: view, values: values, curves: curves};
+      var server = values.rho > 0 && curves;
+      var key = [values.K, values.band_lo, values.band_hi, values.rho].join();
+      if (server) { decay = curves.decay; useful = curves.useful; curveKey = null; }
+      else if (d && values.rho === 0 && key !== curveKey) {
+        decay = G.shareCurve(d, {K: values.K, band_lo: values.band_lo, band_hi: values.band_hi}, TS);
+        useful = G.usefulCurve(values.K, POINTS, useful);
+        curveKey = key;
+      }
+      if (!decay || !useful) return;  /* rho > 0 and Python's curves not here yet */
+      G.histogram(view, BINS, counts);
+      drawDecay(values, decay);
+      drawOutcome(view, values);
+      plots.data = {t: values.progress, K: values.K, decay: decay, useful: useful, hist: Array.from(counts),
+                    mean: view.summary.mean_pass_rate};
+    };
+
+    /* the last view again: resized, or with Python's new curves (`curves`; undefined: the same) */
+    plots.redraw = function (curves) {
+      if (last) plots.draw(last.view, last.values, curves === undefined ? last.curves : curves);
+    };
+
+    plots.hover = function (h) {
+      hovered = h;
+      if (last) drawOutcome(last.view, last.values);
+    };
+
+    plots.pin = function (pin) {
+      pinned = plots.pinned = pin;
+      if (pinKey) {
+        pinKey.hidden = !pin;
+        if (pin) pinKey.lastChild.textContent = "pinned view: K = " + pin.K + (pin.rho ? ", rho = " + pin.rho : "");
+      }
+      if (pin && !pin.useful && !pin.rho) pin.useful = G.usefulCurve(pin.K, POINTS);
+      if (last) drawOutcome(last.view, last.values);
+    };
+
+    if (typeof ResizeObserver !== "undefined") {
+      var width = 0, ro = new ResizeObserver(function () {
+        var w = Math.round(box.getBoundingClientRect().width), h = Math.round(box.getBoundingClientRect().height);
+        if (w + "x" + h !== width) { width = w + "x" + h; sizes = {}; plots.redraw(); }
+      });
+      ro.observe(box);
+    }
+    return plots;
+  }
+
+  root.grpoPlots = grpoPlots;
+})(typeof window !== "undefined" ? window : globalThis);
