@@ -192,6 +192,8 @@ def test_a_too_long_address_gets_the_labs_page(browser, size):
 
 
 def _run_apart(coro):
+    import asyncio
+
     """``asyncio.run`` in a thread of its own: Playwright's sync API leaves a running loop in this thread when
     browser tests ran before in the same process."""
     from concurrent.futures import ThreadPoolExecutor
