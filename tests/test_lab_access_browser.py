@@ -98,11 +98,11 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
         assert line in tree, line
     # the Tab order: the header's tour link, the tabs, the controls beside the grid, the grid's own (all named)
     stops = []
-    for _ in range(14):
+    for _ in range(16):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
                                    "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
-    assert stops[:6] == ["guided tour", "Live lab", "Advantages", "Replay", "\u25b6 Play", "Step"], stops
+    assert stops[:7] == ["guided tour", "Live lab", "Advantages", "Replay", "Samplers", "\u25b6 Play", "Step"], stops
     assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
     assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
     assert all(s for s in stops), stops
@@ -121,7 +121,7 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
 def test_focus_ring_is_visible_with_3_to_1_contrast(page, lab_url):
     page.goto(lab_url)
     ready(page)
-    page.get_by_role("tab", name="Replay").focus()
+    page.get_by_role("tab", name="Samplers").focus()
     page.keyboard.press("Tab")  # to Play, by keyboard (so :focus-visible applies)
     ring = page.evaluate(f"""() => {{ const a = ({FOCUSED})(); const s = getComputedStyle(a);
       return [a.textContent.trim(), s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }}""")
