@@ -18,6 +18,8 @@ RUN useradd --create-home --uid 10001 lab
 WORKDIR /home/lab/grpo-lab
 COPY pyproject.toml setup.py README.md ./
 COPY sims ./sims
+COPY train ./train
+COPY trl_recorder ./trl_recorder
 COPY lab ./lab
 COPY runs ./runs
 RUN pip install --no-cache-dir . && chown -R 10001:10001 /home/lab

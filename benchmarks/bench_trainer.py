@@ -109,8 +109,8 @@ def main() -> None:
     if args.record:
         report(read_record(args.record))
         return
-    from grpo_lab.sims.trainer.config import GRPOConfig
-    from grpo_lab.sims.trainer.loop import train
+    from grpo_lab.train.config import GRPOConfig
+    from grpo_lab.train.loop import train
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()

@@ -57,7 +57,7 @@ def one_run(tmp: Path, steps: int, record: bool) -> dict:
     """Wall and CPU seconds of one tiny run: train(), the recorder's own calls, its writer thread."""
     from trl_tiny import make_trainer
 
-    from grpo_lab.sims.trl import GroupRecorder
+    from grpo_lab.trl_recorder import GroupRecorder
 
     trainer = make_trainer(tmp, [], max_steps=steps, steps_per_generation=2, gradient_accumulation_steps=2,
                            per_device_train_batch_size=16, n_prompts=16)

@@ -177,7 +177,7 @@ def test_replay_opens_on_a_healthy_run_whose_environment_expires():
 
 
 def test_shipped_weak_runs_start_as_the_weak_regime_says():
-    from grpo_lab.sims.trainer.config import REGIMES
+    from grpo_lab.train.config import REGIMES
 
     weak = [p for p in SHIPPED if p.name.startswith("weak-")]
     assert weak

@@ -13,8 +13,8 @@ import pytest
 
 from grpo_lab.cli import main
 from grpo_lab.sims.errors import InputError
-from grpo_lab.sims.trainer import study
-from grpo_lab.sims.trainer.study import (PRESETS, Cell, choose_lrs, main_cells, sweep_cells, sweep_rates, t_interval,
+from grpo_lab.train import study
+from grpo_lab.train.study import (PRESETS, Cell, choose_lrs, main_cells, sweep_cells, sweep_rates, t_interval,
                                          tables)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +158,7 @@ def test_a_finished_study_trains_nothing_again_and_an_interrupted_run_resumes(sm
     import shutil
 
     from grpo_lab.sims.record import read_record
-    from grpo_lab.sims.trainer.loop import train
+    from grpo_lab.train.loop import train
 
     p = PRESETS["smoke"]
     cell = next(c for c in main_cells(p, choose_lrs(p, _disk_finals(root, p))) if not c.ds)
@@ -224,7 +224,7 @@ import dataclasses, signal, sys
 # and an ignored signal stays ignored in a child
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from grpo_lab.cli import main
-from grpo_lab.sims.trainer import study
+from grpo_lab.train import study
 p = study.PRESETS["smoke"]
 study.PRESETS["endless"] = dataclasses.replace(p, name="endless", sweep_lrs=(), sweep_widen=0, regimes=("broad",),
                                                estimators=("dr_grpo",), options=p.options + (("steps", 10 ** 6),))
@@ -247,8 +247,8 @@ def test_one_sigint_stops_the_workers_and_leaves_resumable_runs(tmp_path, how):
     import psutil
 
     from grpo_lab.sims.record import read_record
-    from grpo_lab.sims.trainer.config import GRPOConfig
-    from grpo_lab.sims.trainer.loop import CHECKPOINT, train
+    from grpo_lab.train.config import GRPOConfig
+    from grpo_lab.train.loop import CHECKPOINT, train
 
     root = tmp_path / "study"
     env = {**os.environ, "GRPO_LAB_CACHE": str(tmp_path / "cache")}
@@ -312,7 +312,7 @@ def test_curriculum_cells_carry_their_option_and_pair_with_dynamic_sampling_alon
 
 
 def test_retired_share_counts_n_consecutive_all_pass_groups():
-    from grpo_lab.sims.trainer.study import _retired_share
+    from grpo_lab.train.study import _retired_share
 
     ones, mixed = [1, 1, 1, 1], [1, 0, 1, 1]
     # prompt 0: pass, pass -> retired at N = 2; prompt 1: pass, mixed, pass -> never 2 in a row; prompt 2: pass x3
@@ -334,7 +334,7 @@ def _check_figures_against_record(path: Path, run: dict) -> None:
     (as the study computes them, and the main ones again with plain numpy)."""
     from grpo_lab.sims.record import array_hashes
     from grpo_lab.sims.record import read_record
-    from grpo_lab.sims.trainer.study import run_figures
+    from grpo_lab.train.study import run_figures
 
     rec = read_record(path)
     meta = json.loads((path / "run.json").read_text())
@@ -409,7 +409,7 @@ def test_the_shipped_records_are_study_runs_whose_figures_the_tables_use():
 
 
 def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
-    from grpo_lab.sims.trainer.study import parse_cell
+    from grpo_lab.train.study import parse_cell
 
     p = PRESETS["reduced"]
     cells = main_cells(p)

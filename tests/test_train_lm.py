@@ -15,7 +15,7 @@ from grpo_lab.cli import main
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR, list_runs
 from grpo_lab.sims.doctor import MIN_GROUPS
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.trl.arithmetic import TIERS, check_answer, extract_answer, make_prompts, reward_exact
+from grpo_lab.trl_recorder.arithmetic import TIERS, check_answer, extract_answer, make_prompts, reward_exact
 
 
 def test_prompts_tiers_and_answers():
@@ -71,7 +71,7 @@ SMOLLM2_DIGEST = "ef88bcd811ec0dae537ba8f5d675d43d598d72b9ccc0bad0eb160382f28ae6
 def test_the_cached_smollm2_is_the_model_converted_from_its_gguf():
     """The model train-lm loads (from the user's cache; converted from the GGUF file and kept there when absent) is
     the converted model, tensor for tensor: the smoke test below then loads it in seconds instead of minutes."""
-    from grpo_lab.sims.trl.smollm import load_smollm2
+    from grpo_lab.trl_recorder.smollm import load_smollm2
 
     model, tok = load_smollm2("cpu")
     assert model_digest(model, tok) == SMOLLM2_DIGEST
@@ -98,7 +98,7 @@ def test_a_stop_signal_ends_training_after_the_current_step(tmp_path):
     from transformers import TrainerCallback
     from trl_tiny import make_trainer
 
-    from grpo_lab.sims.trl.lm_run import _stop_callback
+    from grpo_lab.trl_recorder.lm_run import _stop_callback
 
     stop = {}
 

@@ -13,12 +13,12 @@ import torch
 from grpo_lab.cli import main
 from grpo_lab.sims.advantages import advantages
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.trainer import task
-from grpo_lab.sims.trainer.config import GRPOConfig
-from grpo_lab.sims.trainer.loop import train
-from grpo_lab.sims.trainer.loss import grpo_loss
-from grpo_lab.sims.trainer.model import TinyGPT
-from grpo_lab.sims.trainer.rollout import sample, token_logprobs
+from grpo_lab.train import task
+from grpo_lab.train.config import GRPOConfig
+from grpo_lab.train.loop import train
+from grpo_lab.train.loss import grpo_loss
+from grpo_lab.train.model import TinyGPT
+from grpo_lab.train.rollout import sample, token_logprobs
 from test_inspect import check_inspect
 
 TINY = dict(n_prompts=24, prompts_per_step=4, steps=4, sft_steps=10, sft_batch_size=16, eval_every=2,
@@ -99,7 +99,7 @@ def test_cached_decoding_equals_full_forward_and_samples_match():
 def test_update_leaving_out_zero_advantage_rows_has_the_full_batch_gradient(loss_type):
     import copy
 
-    from grpo_lab.sims.trainer import loop
+    from grpo_lab.train import loop
 
     torch.manual_seed(1)
     cfg = tiny(loss_type=loss_type, estimator="dr_grpo")
@@ -209,7 +209,7 @@ def test_resume_after_interrupt_equals_uninterrupted_run(tmp_path):
 
 
 def test_crash_inside_a_step_keeps_the_last_periodic_save(tmp_path, monkeypatch):
-    from grpo_lab.sims.trainer import loop
+    from grpo_lab.train import loop
 
     full = run(tmp_path, "full", steps=5)
     real = loop.Run.train_step

@@ -13,11 +13,11 @@ import torch
 
 from grpo_lab.cli import main
 from grpo_lab.sims.errors import InputError
-from grpo_lab.sims.trainer import task
-from grpo_lab.sims.trainer.config import REGIMES, GRPOConfig
-from grpo_lab.sims.trainer.loop import _sft_key, train
-from grpo_lab.sims.trainer.loss import grpo_loss
-from grpo_lab.sims.trainer.model import TinyGPT
+from grpo_lab.train import task
+from grpo_lab.train.config import REGIMES, GRPOConfig
+from grpo_lab.train.loop import _sft_key, train
+from grpo_lab.train.loss import grpo_loss
+from grpo_lab.train.model import TinyGPT
 
 TINY = dict(n_prompts=24, prompts_per_step=4, steps=2, sft_steps=10, sft_batch_size=16, eval_every=2,
             eval_samples=2, n_layer=1, n_head=2, n_embd=16)

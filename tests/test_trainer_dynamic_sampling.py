@@ -11,9 +11,9 @@ import pytest
 
 from grpo_lab.cli import main
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.trainer import loop
-from grpo_lab.sims.trainer.config import GRPOConfig
-from grpo_lab.sims.trainer.loop import State, train, update_pools
+from grpo_lab.train import loop
+from grpo_lab.train.config import GRPOConfig
+from grpo_lab.train.loop import State, train, update_pools
 
 TINY = dict(n_prompts=24, prompts_per_step=4, steps=3, sft_steps=5, sft_batch_size=16, eval_every=5,
             eval_samples=2, n_layer=1, n_head=2, n_embd=16, dynamic_sampling=True)

@@ -12,7 +12,7 @@ from trl_tiny import make_trainer
 
 from grpo_lab.sims.advantages import advantages as core_advantages
 from grpo_lab.sims.errors import InputError
-from grpo_lab.sims.trl import fixed_reference_trainer, group_advantages
+from grpo_lab.trl_recorder import fixed_reference_trainer, group_advantages
 
 G = 4
 WEIGHTS = [1.0, 0.5]

@@ -11,7 +11,7 @@ from trl_tiny import TARGETS, make_trainer
 from grpo_lab.sims.advantages import sign
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.trl import BatchNotFilled, GroupRecorder, dynamic_sampling_trainer, fixed_reference_trainer
+from grpo_lab.trl_recorder import BatchNotFilled, GroupRecorder, dynamic_sampling_trainer, fixed_reference_trainer
 
 G = 4
 N_PROMPTS = 16

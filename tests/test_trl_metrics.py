@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from grpo_lab.sims.trl.metrics import RollingPassRates, batch_counts, batch_metrics, pool_counts
-from grpo_lab.sims.trl.recorder import combine_rewards
+from grpo_lab.trl_recorder.metrics import RollingPassRates, batch_counts, batch_metrics, pool_counts
+from grpo_lab.trl_recorder.recorder import combine_rewards
 
 
 def _naive(r, a, tol, tags, tag_names, spb):

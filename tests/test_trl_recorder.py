@@ -12,7 +12,7 @@ from trl_tiny import TARGETS, make_trainer
 
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.trl import GroupRecorder
+from grpo_lab.trl_recorder import GroupRecorder
 
 G = 4
 WEIGHTS = [1.0, 0.5]
@@ -214,7 +214,7 @@ def test_memory_held_is_one_generation_batch_and_one_open_segment(tmp_path, monk
     """What the recorder holds between steps does not grow with the run: the current generation batch, no
     final batch or step row once flushed, fewer than a segment of open rows in the appender (the rest sealed
     and written), at most one write waiting, and one per-step count entry at most."""
-    import grpo_lab.sims.trl.recorder as recorder_mod
+    import grpo_lab.trl_recorder.recorder as recorder_mod
     from transformers import TrainerCallback
 
     monkeypatch.setattr(recorder_mod, "SEGMENT_ROWS", 6)  # 1.5 generation batches: many seals in a short run

@@ -1,11 +1,11 @@
-"""``study``: the controlled estimator study (:mod:`grpo_lab.sims.trainer.study`) in one command.
+"""``study``: the controlled estimator study (:mod:`grpo_lab.train.study`) in one command.
 
 Each run of the study is trained in ``OUT/runs/.partial/NAME`` and moved to ``OUT/runs/NAME`` when
 it is finished (one ``os.replace``), so a finished cell is always a complete record and an
 interrupted study, run again with the same command, skips the finished cells and resumes the
 unfinished ones from their last save. The tables (Markdown) are rewritten atomically to
 ``OUT/tables.md`` after every finished run and printed at the end, together with ``OUT/figures.json``:
-every finished run's figures (:func:`~grpo_lab.sims.trainer.study.run_figures`), its config and the
+every finished run's figures (:func:`~grpo_lab.train.study.run_figures`), its config and the
 SHA-256 of its array files, the tables' whole input in a few hundred KB. ``--tables-only`` on a folder
 holding ``figures.json`` and no records (the repository's ``runs/study-full``) rewrites the same tables
 from it alone; a record in ``OUT/runs`` takes precedence over its line in the file. ``--tables-only`` on a
@@ -31,7 +31,7 @@ FIGURES_FORMAT = "grpo-lab-study-figures"
 
 
 def register(sub) -> None:
-    from grpo_lab.sims.trainer.study import PRESETS
+    from grpo_lab.train.study import PRESETS
 
     p = sub.add_parser("study", help="the controlled estimator study: many seeded runs, tables with intervals (needs torch)",
                        description="Train the study's runs (resumable: finished runs are kept and skipped), then "
@@ -50,7 +50,7 @@ def register(sub) -> None:
 
 
 def _preset(name: str):
-    from grpo_lab.sims.trainer.study import PRESETS
+    from grpo_lab.train.study import PRESETS
 
     if name not in PRESETS:
         raise InputError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
@@ -69,7 +69,7 @@ def train_cell(cell, cfg, root: str, device: str, threads: int, command: str) ->
     import contextlib
     import io
 
-    from grpo_lab.sims.trainer.loop import CHECKPOINT, train
+    from grpo_lab.train.loop import CHECKPOINT, train
 
     runs = Path(root) / "runs"
     final, partial = runs / cell.name, runs / PARTIAL / cell.name
@@ -138,7 +138,7 @@ class Study:
 
     def load(self, cells) -> None:
         from grpo_lab.sims.record import array_hashes, read_record
-        from grpo_lab.sims.trainer.study import run_figures
+        from grpo_lab.train.study import run_figures
 
         for c in cells:
             if c.name in self.figures:
@@ -155,7 +155,7 @@ class Study:
 
     def plan(self):
         """(sweep cells, main cells, rates chosen so far): a main cell whose sweep is unfinished has lr NaN."""
-        from grpo_lab.sims.trainer.study import choose_lrs, main_cells, sweep_cells
+        from grpo_lab.train.study import choose_lrs, main_cells, sweep_cells
 
         sweep = sweep_cells(self.preset)
         while True:  # a widened sweep's new rates are known once the rates before them are finished
@@ -175,7 +175,7 @@ class Study:
 
     def write_tables(self) -> str:
         from grpo_lab.sims.record import atomic_write_bytes
-        from grpo_lab.sims.trainer.study import tables
+        from grpo_lab.train.study import tables
 
         sweep, main, lrs = self.plan()
         sweep_finals = {c.name: self.figures[c.name]["final"] for c in sweep if c.name in self.figures} if sweep else None
@@ -188,8 +188,8 @@ class Study:
 
     def extras(self, cells) -> list:
         """The finished runs of the folder (records, else lines of ``stored``) that are no cell of ``cells`` and
-        whose names spell a cell (:func:`~grpo_lab.sims.trainer.study.parse_cell`), loaded, sorted by name."""
-        from grpo_lab.sims.trainer.study import parse_cell
+        whose names spell a cell (:func:`~grpo_lab.train.study.parse_cell`), loaded, sorted by name."""
+        from grpo_lab.train.study import parse_cell
 
         planned = {c.name for c in cells}
         runs = self.root / "runs"
@@ -212,9 +212,9 @@ class Study:
 
 def _ready(study: Study, failed: set, running: set) -> tuple[list, list]:
     """(cells to train now in training order, names of cells waiting for a learning rate): the
-    unfinished cells of :func:`~grpo_lab.sims.trainer.study.blocks`, planned afresh, whose rate is
+    unfinished cells of :func:`~grpo_lab.train.study.blocks`, planned afresh, whose rate is
     known (a cell's rate is known once its sweep, widened, is finished), less the failed and running."""
-    from grpo_lab.sims.trainer.study import blocks
+    from grpo_lab.train.study import blocks
 
     _, _, lrs = study.plan()
     order = [c for b in blocks(study.preset, lrs, study.finals()) for c in b
@@ -302,7 +302,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise InputError("the study needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
-    from grpo_lab.sims.trainer.loop import resolve_device
+    from grpo_lab.train.loop import resolve_device
 
     resolve_device(args.device)  # refuse an unusable device before anything starts
     try:

@@ -84,9 +84,9 @@ def register(sub) -> None:
 
 
 def _config_from_args(args):
-    from grpo_lab.sims.trainer.config import GRPOConfig
+    from grpo_lab.train.config import GRPOConfig
 
-    from grpo_lab.sims.trainer.config import DEFAULT_START
+    from grpo_lab.train.config import DEFAULT_START
 
     given = {k: getattr(args, k) for k in _TRAIN_OPTIONS if getattr(args, k) is not None}
     if args.dynamic_sampling:
@@ -107,7 +107,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise InputError("training needs PyTorch; install it with: pip install 'grpo-lab[train]'") from None
-    from grpo_lab.sims.trainer.loop import train
+    from grpo_lab.train.loop import train
 
     def on_term(signum, frame):
         raise KeyboardInterrupt

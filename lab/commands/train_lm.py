@@ -77,7 +77,7 @@ def _run(args) -> int:
 
 
 def _train(args) -> int:
-    from grpo_lab.sims.trl.lm_run import preset, run_lm
+    from grpo_lab.trl_recorder.lm_run import preset, run_lm
 
     overrides = {name: getattr(args, name) for name in _OPTIONS if name != "steps"}
     cfg = preset(args.preset, max_steps=args.steps, device=args.device,

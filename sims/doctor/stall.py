@@ -2,7 +2,7 @@ r"""When will a dynamic-sampling run stall? Generation rounds per step, forecast
 
 **The step.** DAPO dynamic sampling (verl ``recipe/dapo/dapo_ray_trainer.py``, the loop around
 ``num_gen_batches``; slime ``slime/rollout/sglang_rollout.py``; this project's
-``sims/trainer/loop.py`` ``Run.sample_batch``) draws rounds of ``gen_batch`` fresh prompts, K
+``train/loop.py`` ``Run.sample_batch``) draws rounds of ``gen_batch`` fresh prompts, K
 rollouts each, keeps the groups whose rewards are not unanimous, and stops as soon as ``train_batch``
 groups are kept. R, the number of rounds a step needs, is a stopping time: R <= r exactly when the
 first r rounds hold at least ``train_batch`` mixed groups. With a cap C (verl's

@@ -56,8 +56,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..advantages import get_estimator
-from ..errors import InputError
+from grpo_lab.sims.advantages import get_estimator
+from grpo_lab.sims.errors import InputError
 from .task import BLOCK_SIZE, MAX_ANSWER_LEN, N_PROMPTS, PROMPT_LEN, WIDTH
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo")

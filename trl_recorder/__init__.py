@@ -1,10 +1,10 @@
 """grpo-lab inside TRL's GRPOTrainer: a live run record and log figures, and the core's advantage estimators.
 
-- :mod:`grpo_lab.sims.trl.recorder`   :class:`GroupRecorder` -- ``GroupRecorder(dir).attach(trainer)``
-- :mod:`grpo_lab.sims.trl.metrics`    the figures added to TRL's logs (pure numpy)
-- :mod:`grpo_lab.sims.trl.advantages` :func:`fixed_reference_trainer` -- sign / tasa / grpo / dr_grpo in TRL
-- :mod:`grpo_lab.sims.trl.dynamic_sampling` :func:`dynamic_sampling_trainer` -- DAPO dynamic sampling (TRL has none)
-- :mod:`grpo_lab.sims.trl._compat`    the supported TRL range and its one-line check
+- :mod:`grpo_lab.trl_recorder.recorder`   :class:`GroupRecorder` -- ``GroupRecorder(dir).attach(trainer)``
+- :mod:`grpo_lab.trl_recorder.metrics`    the figures added to TRL's logs (pure numpy)
+- :mod:`grpo_lab.trl_recorder.advantages` :func:`fixed_reference_trainer` -- sign / tasa / grpo / dr_grpo in TRL
+- :mod:`grpo_lab.trl_recorder.dynamic_sampling` :func:`dynamic_sampling_trainer` -- DAPO dynamic sampling (TRL has none)
+- :mod:`grpo_lab.trl_recorder._compat`    the supported TRL range and its one-line check
 
 Importing this package does not import TRL; the classes check the installed version when used.
 """

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..advantages import THRESHOLD
+from grpo_lab.sims.advantages import THRESHOLD
 
 __all__ = ["batch_counts", "metrics_from_counts", "pool_counts", "batch_metrics", "RollingPassRates", "PREFIX",
            "COUNT_FIELDS", "TAG_SHARES"]

@@ -16,7 +16,7 @@ group's scored rollouts.
 
 Usage::
 
-    from grpo_lab.sims.trl import fixed_reference_trainer
+    from grpo_lab.trl_recorder import fixed_reference_trainer
     Trainer = fixed_reference_trainer("sign")           # a GRPOTrainer subclass
     trainer = Trainer(model=..., reward_funcs=..., args=GRPOConfig(..., loss_type="dr_grpo"), ...)
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..advantages import get_estimator
+from grpo_lab.sims.advantages import get_estimator
 from ._compat import check_trl
 from .recorder import combine_rewards
 

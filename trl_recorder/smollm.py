@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import InputError
+from grpo_lab.sims.errors import InputError
 
 __all__ = ["MODEL_NAME", "GGUF_FILE", "PACKAGE", "gguf_path", "load_smollm2"]
 
@@ -43,7 +43,7 @@ def _cache_folder(path: Path) -> Path:
     version that converted it (either changing makes a new entry)."""
     import transformers
 
-    from ..cache import cache_root
+    from grpo_lab.sims.cache import cache_root
 
     h = hashlib.sha256(transformers.__version__.encode())
     with open(path, "rb") as fh:

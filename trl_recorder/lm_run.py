@@ -2,18 +2,18 @@ r"""A real language-model GRPO run: SmolLM2-135M-Instruct + LoRA in TRL's GRPOTr
 
 One run = one arm of the comparison: group size ``num_generations`` (G) and the advantage
 estimator (``dr_grpo``: TRL's own, ``scale_rewards="none"``; ``sign`` / ``tasa`` / ``grpo``:
-the core's, through :func:`~grpo_lab.sims.trl.advantages.fixed_reference_trainer`). Every arm
+the core's, through :func:`~grpo_lab.trl_recorder.advantages.fixed_reference_trainer`). Every arm
 uses TRL's ``loss_type="dr_grpo"`` (a constant normaliser, so the estimators differ only in
 their advantages), ``beta = 0`` (no reference model), LoRA on the attention and MLP projections.
 
-The task is :mod:`grpo_lab.sims.trl.arithmetic` (binary exact-answer reward, tiers as the
+The task is :mod:`grpo_lab.trl_recorder.arithmetic` (binary exact-answer reward, tiers as the
 prompt tag). Before training and after it, every prompt is evaluated with ``eval_samples``
 sampled answers at the training temperature; the record's ``evals`` table holds those
 pass rates (so the replay can compare D_real and D_iid with the groups it saw).
 
 TRL 1.16 has no dynamic sampling (DAPO-style refilling of zero-variance groups); with
 ``dynamic_sampling`` the trainer is wrapped in
-:func:`~grpo_lab.sims.trl.dynamic_sampling.dynamic_sampling_trainer` (the project's, outermost),
+:func:`~grpo_lab.trl_recorder.dynamic_sampling.dynamic_sampling_trainer` (the project's, outermost),
 and a step it cannot fill ends the run there (the record's ``end_reason``; the final evaluation
 still runs).
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..advantages import ESTIMATORS
-from ..errors import InputError
+from grpo_lab.sims.advantages import ESTIMATORS
+from grpo_lab.sims.errors import InputError
 from .arithmetic import TIERS, check_answer, make_prompts, reward_exact
 
 __all__ = ["LMRunConfig", "PRESETS", "run_lm", "evaluate_pass_rates", "ESTIMATOR_CHOICES"]
@@ -207,7 +207,7 @@ def run_lm(cfg: LMRunConfig, out, progress: bool = True, command: str | None = N
                 + "), binary exact-answer reward",
         "lm_config": asdict(cfg),
         "estimator": cfg.estimator,
-        "dynamic_sampling": ("DAPO, grpo_lab.sims.trl.dynamic_sampling_trainer (TRL 1.16 has none)"
+        "dynamic_sampling": ("DAPO, grpo_lab.trl_recorder.dynamic_sampling_trainer (TRL 1.16 has none)"
                              if cfg.dynamic_sampling else "none (TRL 1.16 has no dynamic sampling)"),
         "source": {"kind": "grpo-lab-train-lm", "trainer": "GRPOTrainer", "command": command},
         "model_load_s": load_s,

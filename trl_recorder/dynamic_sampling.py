@@ -33,12 +33,12 @@ the project's own trainer: ``lab/ds/groups_drawn``, ``lab/ds/groups_kept``,
 ``lab/ds/rollout_amplification`` (drawn / kept), ``lab/ds/dropped_all_pass``,
 ``lab/ds/dropped_all_fail``, ``lab/ds/dropped_surplus``, ``lab/ds/gen_batches`` (rounds).
 TRL's own figures (``reward``, ``frac_reward_zero_std``, ...) are appended once per round, so a
-logging window averages them over every drawn round. :class:`~grpo_lab.sims.trl.GroupRecorder`
+logging window averages them over every drawn round. :class:`~grpo_lab.trl_recorder.GroupRecorder`
 records every drawn group with ``kept`` true only for the groups trained on.
 
 Usage (dynamic sampling outermost, around any GRPOTrainer subclass)::
 
-    from grpo_lab.sims.trl import dynamic_sampling_trainer, fixed_reference_trainer
+    from grpo_lab.trl_recorder import dynamic_sampling_trainer, fixed_reference_trainer
     Trainer = dynamic_sampling_trainer(base=fixed_reference_trainer("sign"), max_num_gen_batches=8)
 """
 
@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..advantages import THRESHOLD
-from ..errors import InputError
+from grpo_lab.sims.advantages import THRESHOLD
+from grpo_lab.sims.errors import InputError
 from ._compat import check_trl
 from .metrics import PREFIX
 from .recorder import combine_rewards, prompt_key, to_numpy

@@ -2,7 +2,7 @@ r"""Record a TRL ``GRPOTrainer`` run as a grpo-lab run record while it trains.
 
 Two lines in a user's script::
 
-    from grpo_lab.sims.trl import GroupRecorder
+    from grpo_lab.trl_recorder import GroupRecorder
     trainer = GRPOTrainer(model=..., reward_funcs=[...], args=args, train_dataset=ds)
     GroupRecorder("runs/my-run").attach(trainer)      # <- the integration
     trainer.train()
@@ -19,7 +19,7 @@ Two lines in a user's script::
   combined reward is TRL's ``nansum(rewards_per_func * reward_weights)`` (NaN where every
   function returned None), and the advantages and completion lengths come from the
   batch TRL returns. The previous batch becomes final; the log figures of
-  :mod:`grpo_lab.sims.trl.metrics` go into TRL's own metric buffer (``trainer._metrics``),
+  :mod:`grpo_lab.trl_recorder.metrics` go into TRL's own metric buffer (``trainer._metrics``),
   which TRL averages over each logging window and hands to every ``report_to``;
 * ``_prepare_inputs`` (once per micro-step): the current batch is marked as trained on by
   optimizer step ``global_step + 1``, so each group carries the first (``step``) and the
@@ -38,7 +38,7 @@ Two lines in a user's script::
 
 Per generation batch the training thread does whole-array work only (no loop over rows or
 groups, no per-step file I/O): one copy of the rewards, advantages and lengths, the counts of
-:func:`~grpo_lab.sims.trl.metrics.batch_counts`, the rolling per-prompt update, and one
+:func:`~grpo_lab.trl_recorder.metrics.batch_counts`, the rolling per-prompt update, and one
 append per log key (``benchmarks/bench_trl_recording.py`` measures it).
 
 Groups table columns beyond the core ones: ``last_step`` (int64), ``generation`` (int64,
@@ -60,9 +60,9 @@ import time
 
 import numpy as np
 
-from .. import __version__
-from ..errors import InputError
-from ..record_append import RecordAppender
+from grpo_lab.sims import __version__
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.record_append import RecordAppender
 from ._compat import check_trl
 from .metrics import COUNT_FIELDS, PREFIX, RollingPassRates, batch_counts, metrics_from_counts, pool_counts
 
@@ -289,7 +289,7 @@ class GroupRecorder:
     def _on_batch(self, out) -> None:
         """Keep one generation batch (the previous one becomes final) and put its figures into TRL's logs.
 
-        Whole-array work only: the batch's counts (:func:`~grpo_lab.sims.trl.metrics.batch_counts`),
+        Whole-array work only: the batch's counts (:func:`~grpo_lab.trl_recorder.metrics.batch_counts`),
         the rolling per-prompt update, and one append per log key."""
         G, trainer, scored = self.G, self.trainer, self._scored
         rounds = getattr(trainer, "lab_ds_rounds", None)

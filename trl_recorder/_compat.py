@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
+from grpo_lab.sims.errors import InputError
 
 __all__ = ["SUPPORTED_TRL", "check_trl", "supported"]
 

@@ -7,7 +7,7 @@ Question: when does a fixed reference (``sign``, ``tasa``) beat group-mean centr
   :data:`SFT_SEED`), so all runs of a regime share their step-0 evaluation exactly; runs are
   paired by their RL ``seed`` (same start, same first prompt draw, same evaluation draws);
 - **the same evaluation for all**: every prompt x ``eval_samples`` completions at the same steps,
-  drawn from one random stream (:data:`grpo_lab.sims.trainer.loop.EVAL_SEED`);
+  drawn from one random stream (:data:`grpo_lab.train.loop.EVAL_SEED`);
 - **gradient-norm clipping off** (``max_grad_norm = 0``) in every cell, so it cannot bind more
   often for one estimator than another; the ratio clip cannot bind either: with
   ``num_iterations = 1`` every ratio is exactly 1;
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
+from grpo_lab.sims.errors import InputError
 from .config import GRPOConfig
 
 __all__ = ["SFT_SEED", "SWEEP_SEED", "SWEEP_FACTOR", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_rates",

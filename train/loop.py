@@ -3,7 +3,7 @@
 Per step: draw prompts, sample G completions each, score them with the verifier,
 compute advantages with :func:`sims.advantages.advantages` (the core's estimators,
 in numpy, then ``torch.as_tensor``), and take ``num_iterations`` Adam steps on the
-clipped surrogate of :mod:`grpo_lab.sims.trainer.loss`. With ``dynamic_sampling`` (DAPO, as
+clipped surrogate of :mod:`grpo_lab.train.loss`. With ``dynamic_sampling`` (DAPO, as
 verl's ``filter_groups`` does it), groups whose rewards have no spread are dropped and fresh prompts
 are drawn in rounds of ``prompts_per_step`` until the batch holds ``prompts_per_step`` groups; the
 surplus of the last round is trimmed, and a step never trains on a partial batch: when the prompt set
@@ -40,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import __version__
-from ..advantages import advantages as estimate, max_abs_advantage
-from ..errors import InputError
-from ..record import RunRecord, atomic_write_bytes, group_outcomes, read_record, summarise, write_record
+from grpo_lab.sims import __version__
+from grpo_lab.sims.advantages import advantages as estimate, max_abs_advantage
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.record import RunRecord, atomic_write_bytes, group_outcomes, read_record, summarise, write_record
 from .config import GRPOConfig
 from .loss import grpo_loss
 from .model import TinyGPT
@@ -536,7 +536,7 @@ def _sft_key(cfg: GRPOConfig, device) -> str:
 
 
 def default_cache() -> Path | None:
-    from ..cache import cache_root
+    from grpo_lab.sims.cache import cache_root
 
     return cache_root() / "sft"
 
