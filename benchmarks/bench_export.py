@@ -24,6 +24,8 @@ documented in Panel issues #7061 (about 30 s for the pyodide-worker target) and 
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 import argparse
 import statistics
 import subprocess
@@ -33,10 +35,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.lab_server import block_outside  # noqa: E402
+from grpo_lab.testing.lab_server import block_outside
 
 FIRST_READOUT_INIT = """
 (() => {
@@ -90,11 +90,6 @@ REPAINT_JS = """async (n) => {
   }
   return {work, toFrame, handled};
 }"""
-
-
-def pct(values, q):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
 
 
 def open_offline(browser, path: Path, wait_ready: bool, timeout_ms: int = 20_000):
@@ -168,7 +163,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-m", "grpo_lab.cli", "export", "--out", str(out), "--n-prompts",
                         str(args.n_prompts)], check=True, cwd=ROOT)
         export_s = time.perf_counter() - t0
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         starts, ready = [], []
         for _ in range(5):
             ctx, page, attempted, errors, _ = open_offline(browser, out, wait_ready=True)
@@ -188,11 +183,11 @@ def main(argv=None) -> int:
         print(f"  navigation -> interactive {statistics.median(ready):6.0f} ms median of 5 "
               f"(min {min(ready):.0f}, max {max(ready):.0f})   (target <= 1000 ms)")
         w, f, h = res["work"], res["toFrame"], res["handled"]
-        print(f"  slider -> repaint (work)  p50 {pct(w, 50):5.1f} ms   p95 {pct(w, 95):5.1f} ms   "
+        print(f"  slider -> repaint (work)  p50 {percentile(w, 0.5):5.1f} ms   p95 {percentile(w, 0.95):5.1f} ms   "
               f"max {max(w):5.1f} ms   over {len(w)} moves   (target p95 <= 16 ms)")
-        print(f"  slider -> next frame end  p50 {pct(f, 50):5.1f} ms   p95 {pct(f, 95):5.1f} ms   "
+        print(f"  slider -> next frame end  p50 {percentile(f, 0.5):5.1f} ms   p95 {percentile(f, 0.95):5.1f} ms   "
               f"(includes idle wait for the frame)")
-        print(f"  slider -> grid painted    p50 {pct(h, 50):5.1f} ms   p95 {pct(h, 95):5.1f} ms   "
+        print(f"  slider -> grid painted    p50 {percentile(h, 0.5):5.1f} ms   p95 {percentile(h, 0.95):5.1f} ms   "
               f"(the page's share: kernel, canvas image, readout text; without the browser's rendering)")
         print(f"  requests beyond the file  {len(attempted)}")
         if not args.skip_pyodide:

@@ -15,7 +15,7 @@ served as ``grpo-lab serve`` serves it, ``python -m grpo_lab.server``):
   visitor's control round trip before and after one client asks Panel's ``/components/`` route for modules
   the lab does not use (``torch``, ``this``, ``scipy.io``, ``..``); the goal: memory unchanged (+0 MB).
 * **flood** (:func:`bench_flood`, issue #25): 200 sessions opened at once by one client (GET and websocket,
-  as BokehJS does: ``bench_load.open_document``) and a newcomer from another address (127.0.0.2) arriving 2 s
+  as BokehJS does: ``grpo_lab.testing.bokeh_visitor.open_document``) and a newcomer from another address (127.0.0.2) arriving 2 s
   later: its time to interactive against the same visit on the idle server in the same run; the goal: at most 3x.
 
 Three attacks of issue 25 (each a function of its own, printed as a line ``ratio <name>: ...``):
@@ -44,15 +44,12 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_server import READ_CLASS, TEXTS_OF_CLASS, free_port, serve, show_plots, wait_readout  # noqa: E402
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
-                 "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.lab_server import READ_CLASS, TEXTS_OF_CLASS, free_port, serve, show_plots, wait_readout
+from grpo_lab.testing.stats import p90
+from grpo_lab.testing.visitors import open_tabs, visitor
 HEAVY = "?n_prompts=20000&K=64&rho=0.9"
 LIGHT = "?rho=0.3"
 
@@ -142,10 +139,10 @@ HOSTILE_COMPONENTS = ["torch/Tensor/__css__/a.css", "this/x/__css__/a.css", "sci
 
 
 def _control_round_trips(url: str, n: int = 5) -> list[float]:
-    """A visitor's control round trip (``bench_load.visit``: a K change sent, the server's OK back), n visits."""
+    """A visitor's control round trip (``grpo_lab.testing.bokeh_visitor.visit``: a K change sent, the server's OK back), n visits."""
     import asyncio
 
-    from bench_load import visit
+    from grpo_lab.testing.bokeh_visitor import visit
 
     out = []
     for i in range(n):
@@ -160,7 +157,7 @@ def bench_components(extra: list[str]) -> None:
     """Server RSS and a visitor's control round trip before and after requests for modules the lab does not use."""
     import http.client
 
-    from bench_load import Server
+    from grpo_lab.testing.bokeh_visitor import Server
 
     server = Server(extra=extra)
     try:
@@ -200,7 +197,7 @@ def _visitor_process(url: str, at: float, n: int, out) -> None:
     the other; put the times to interactive (s) or the error on ``out``."""
     import asyncio
 
-    from bench_load import open_document
+    from grpo_lab.testing.bokeh_visitor import open_document
 
     async def visits():
         times = []
@@ -228,7 +225,7 @@ def _visitor(url: str, at: float, n: int):
     proc.start()
 
     def result() -> list[float] | str:
-        """The times, or the error that ended the visits (a step longer than bench_load.STEP_TIMEOUT_S)."""
+        """The times, or the error that ended the visits (a step longer than grpo_lab.testing.bokeh_visitor.STEP_TIMEOUT_S)."""
         got = out.get(timeout=600)
         proc.join(30)
         return got
@@ -240,7 +237,7 @@ def bench_flood(extra: list[str]) -> None:
     """A newcomer's time to interactive while one client opens 200 sessions at once, against the idle server."""
     import asyncio
 
-    from bench_load import Server, open_document
+    from grpo_lab.testing.bokeh_visitor import Server, open_document
     from tornado.httpclient import AsyncHTTPClient
 
     async def opened(url: str):
@@ -272,7 +269,7 @@ def bench_flood(extra: list[str]) -> None:
     print(f"flood  {FLOOD} sessions at once from one client: {n_open} opened, {len(errors)} refused or failed "
           f"({'; '.join(kinds[:3])})")
     if isinstance(newcomer, str):
-        from bench_load import STEP_TIMEOUT_S
+        from grpo_lab.testing.bokeh_visitor import STEP_TIMEOUT_S
 
         print(f"flood  newcomer (another address) {NEWCOMER_AFTER_S:.0f} s later: not interactive ({newcomer}; "
               f"a step's limit is {STEP_TIMEOUT_S} s); idle median {statistics.median(idle):.2f} s")
@@ -282,31 +279,6 @@ def bench_flood(extra: list[str]) -> None:
           f"idle median {statistics.median(idle):.2f} s ({len(idle)} visits)")
     print(f"ratio flood: newcomer time to interactive / idle = {newcomer[0] / statistics.median(idle):.1f} "
           "(target <= 3)")
-VISITOR_COOKIE = "grpo_lab_visitor"  #: grpo_lab.visitor's (written here so this runs on a tree without that module)
-
-
-def visitor(browser, url: str, name: str):
-    """A browser context for one visitor: its own cookie jar, holding the lab's visitor cookie ``name``."""
-    ctx = browser.new_context()
-    ctx.add_cookies([{"name": VISITOR_COOKIE, "value": name, "url": url}])
-    return ctx
-
-
-def open_tabs(ctx, url: str, n: int, timeout: float = 180_000) -> list:
-    """``n`` pages of one browser context at ``url``, each loaded (its first readout shown)."""
-    pages = []
-    for _ in range(n):
-        page = ctx.new_page()
-        page.goto(url, timeout=timeout)
-        wait_readout(page, timeout=timeout)
-        pages.append(page)
-    return pages
-
-
-def p90(xs: list[float]) -> float:
-    return statistics.quantiles(xs, n=10)[-1] if len(xs) > 1 else xs[0]
-
-
 def bench_play8(browser, url: str, presses: int) -> None:
     """Eight heavy tabs of visitor A playing with plots in view; B's round trip p90 against its idle p90."""
     b_ctx = visitor(browser, url, "bench-b")
@@ -440,7 +412,6 @@ def main() -> int:
                                            "upload-queue"))
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_load (its Server, open_document, visit)
     if args.only in (None, "components"):
         bench_components(args.server_flags)
     if args.only in (None, "flood"):
@@ -453,7 +424,7 @@ def main() -> int:
 
     port = free_port()
     with serve(cmd=[*serve_command(port=port), *args.server_flags], port=port) as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch(pw, background_tabs=True)
         if args.only in (None, "play"):
             bench_play(browser, url, args.presses)
         if args.only in (None, "upload"):

@@ -18,19 +18,14 @@ Usage: python benchmarks/bench_hover.py [--moves 60] [--json]
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_server import serve, show_plots, wait_readout  # noqa: E402
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
-                 "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
+from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
 
 #: JavaScript: the first element matching a selector, through shadow roots
 FIND = """sel => { function find(root) { const el = root.querySelector(sel); if (el) return el;
@@ -64,11 +59,6 @@ MEASURE = f"""async ([kind, n]) => {{
 }}"""
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
-
-
 def measure(browser, url: str, n_prompts: int, moves: int) -> dict:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     sent = []
@@ -84,8 +74,8 @@ def measure(browser, url: str, n_prompts: int, moves: int) -> dict:
         before = len(sent)
         r = page.evaluate(MEASURE, [kind, moves])
         page.wait_for_timeout(800)  # the slider's values reach Python once the control rests (150 ms)
-        out[kind] = {"handler_p50_ms": statistics.median(r["handler"]), "handler_p95_ms": pct(r["handler"], 0.95),
-                     "to_frame_p50_ms": statistics.median(r["toFrame"]), "to_frame_p95_ms": pct(r["toFrame"], 0.95),
+        out[kind] = {"handler_p50_ms": statistics.median(r["handler"]), "handler_p95_ms": percentile(r["handler"], 0.95),
+                     "to_frame_p50_ms": statistics.median(r["toFrame"]), "to_frame_p95_ms": percentile(r["toFrame"], 0.95),
                      "messages_sent": len(sent) - before}
     page.close()
     return out
@@ -100,7 +90,7 @@ def main() -> None:
 
     results = {}
     with serve() as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch(pw, background_tabs=True)
         for n in (600, 10_000):
             results[n] = measure(browser, url, n, args.moves)
         browser.close()

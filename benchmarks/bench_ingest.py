@@ -35,6 +35,8 @@ its load: compare the columns of one run.
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import os
@@ -216,7 +218,7 @@ def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
     print(f"Replay tab in Chromium: open = page request to the first readout; scrub = {presses} slider steps, "
           "ms p50 / p95 to the readout and to the next painted frame", flush=True)
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="bench-ingest-tab-") as tmp:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=br.CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         for i, (label, rec) in enumerate(records):
             root = Path(tmp) / str(i)
             shutil.copytree(rec, root / "run")
@@ -238,7 +240,7 @@ def browser_open(records: list[tuple[str, Path]], presses: int) -> None:
                 r = page.evaluate("() => __bench")
                 js, fr = r["js"], r["frame"]
                 print(f"  {label:>22}: open {opened:6.2f} s (server memory +{grew:.0f} MB); scrub to readout {statistics.median(js):6.2f} / "
-                      f"{br.pct(js, 95):6.2f} ms, to frame {statistics.median(fr):6.2f} / {br.pct(fr, 95):6.2f} ms "
+                      f"{percentile(js, 0.95):6.2f} ms, to frame {statistics.median(fr):6.2f} / {percentile(fr, 0.95):6.2f} ms "
                       f"(n = {len(js)})", flush=True)
             except Exception as exc:  # a loaded machine can stall the page: say so, go on
                 print(f"  {label:>22}: did not complete: {type(exc).__name__}: {str(exc).splitlines()[0]}", flush=True)

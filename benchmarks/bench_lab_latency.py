@@ -22,21 +22,16 @@ Usage: python benchmarks/bench_lab_latency.py [--presses 40] [--json]
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
 import argparse
 import json
 import statistics
 import sys
 import threading
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from lab_server import free_port, serve, wait_http, wait_readout  # noqa: E402
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-renderer-backgrounding",
-                 "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows"]
+from grpo_lab.testing.lab_server import free_port, serve, wait_http, wait_readout
 
 HARNESS = """() => {
   function find(root, cls) {
@@ -144,7 +139,7 @@ def main(argv=None) -> int:
     results = []
     try:
         with serve() as lab_url, sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            browser = launch(pw, background_tabs=True)
             for n in args.prompts:
                 for label, url in (("browser kernel (lab)", f"{lab_url}?n_prompts={n}"),
                                    ("python callback (baseline)", f"http://127.0.0.1:{port}/baseline?n_prompts={n}")):

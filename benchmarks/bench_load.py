@@ -47,22 +47,20 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import socket
 import statistics
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
 import time
-import urllib.request
 from io import BytesIO
 from pathlib import Path
 
+from grpo_lab.testing.bokeh_visitor import Server, open_document, visit
+from grpo_lab.testing.stats import percentile
+
 ROOT = Path(__file__).resolve().parents[1]
 MAX_VISITORS = 60
-STEP_TIMEOUT_S = 120  #: a visitor that waits longer than this for any step counts as an error
 QUIET_S = 1.0  #: a visit alone: its server CPU is read this long after it closed (what the server did after it)
 #: issue #13's targets: every visitor of a room interactive within (s), by room size; server CPU of one new visit
 #: in all (s); resident memory 60 s after the sessions closed, at most this much above the server's after its start
@@ -72,194 +70,22 @@ TARGET_CPU_PER_VISIT_S = 0.2
 TARGET_MEMORY_GROWTH = 0.10
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def snapshot(ref: str) -> Path:
-    """``lab/`` and ``sims/`` of commit ``ref`` laid out as the installed package (grpo_lab, grpo_lab.sims)."""
+    """The package folders of commit ``ref`` (``lab/``, ``sims/``, and ``train/``, ``trl_recorder/`` where it has them)
+    laid out as the installed package (grpo_lab, grpo_lab.sims, grpo_lab.train, grpo_lab.trl_recorder)."""
     out = Path(tempfile.mkdtemp(prefix="bench-load-base-"))
-    data = subprocess.run(["git", "archive", "--format=tar", ref, "lab", "sims"], cwd=ROOT, capture_output=True,
+    folders = {"lab": "grpo_lab", "sims": "grpo_lab/sims", "train": "grpo_lab/train",
+               "trl_recorder": "grpo_lab/trl_recorder"}
+    listed = subprocess.run(["git", "ls-tree", "--name-only", ref], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    folders = {k: v for k, v in folders.items() if k in listed}
+    data = subprocess.run(["git", "archive", "--format=tar", ref, *folders], cwd=ROOT, capture_output=True,
                           check=True).stdout
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(out / "src", filter="data")
-    (out / "src" / "lab").rename(out / "grpo_lab")
-    (out / "src" / "sims").rename(out / "grpo_lab" / "sims")
+    for folder, target in folders.items():  # lab/ first: the others go inside it
+        (out / "src" / folder).rename(out / target)
     return out
-
-
-class Server:
-    """``grpo-lab serve`` (its defaults) on a free loopback port; ``pythonpath`` first on its path."""
-
-    def __init__(self, pythonpath: Path | None = None, extra: list[str] | None = None):
-        self.port = free_port()
-        env = {**os.environ, "GRPO_LAB_RUNS": str(ROOT / "runs")}
-        if pythonpath:
-            env["PYTHONPATH"] = f"{pythonpath}{os.pathsep}{env.get('PYTHONPATH', '')}"
-        cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--port", str(self.port), *(extra or [])]
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=tempfile.gettempdir())
-        self.url = f"http://127.0.0.1:{self.port}/app"
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError("the server exited: " + self.log.read().decode(errors="replace")[-600:])
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/static/extensions/panel/panel.min.js", timeout=5)
-                return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("the server did not start within 120 s")
-
-    def processes(self):
-        import psutil
-
-        try:
-            root = psutil.Process(self.proc.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
-    def cpu_s(self) -> float:
-        total = 0.0
-        for p in self.processes():
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except Exception:
-                pass
-        return total
-
-    def rss_mb(self) -> float:
-        total = 0
-        for p in self.processes():
-            try:
-                total += p.memory_info().rss
-            except Exception:
-                pass
-        return total / 2**20
-
-    def stop(self) -> None:
-        for p in reversed(self.processes()):
-            try:
-                p.terminate()
-            except Exception:
-                pass
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def _find_grid(doc_json, component: str = "LiveGrid") -> str | None:
-    """The id of a Panel component's data model (Panel names its class <component><n>): by default the grid's."""
-    stack = [doc_json]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("type") == "object" and str(node.get("name", "")).startswith(component) and "id" in node:
-                return node["id"]
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return None
-
-
-async def _patch(conn, events: list):
-    """Send a PATCH-DOC of these (serialised) document events, as BokehJS does; returns the message."""
-    from bokeh.protocol.messages.patch_doc import patch_doc
-
-    msg = patch_doc(patch_doc.create_header(), {}, {"events": events})
-    await msg.send(conn)
-    return msg
-
-
-async def open_document(url: str, source: str | None = None):
-    """Open a page as BokehJS does: GET it, open its websocket with the page's token, wait for the server's ACK,
-    send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
-    next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY. ``source``: the local address to
-    connect from (another loopback address, 127.0.0.2, is another client to the server)."""
-    from bokeh.client.websocket import WebSocketClientConnectionWrapper
-    from bokeh.protocol import Protocol
-    from bokeh.protocol.receiver import Receiver
-    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-    from tornado.websocket import websocket_connect
-
-    resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, network_interface=source,
-                                                          request_timeout=STEP_TIMEOUT_S), STEP_TIMEOUT_S)
-    token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
-    ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
-    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, network_interface=source),
-                                                    subprotocols=["bokeh", token],
-                                                    max_message_size=200 * 2**20), STEP_TIMEOUT_S)
-    conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()
-    receiver = Receiver(protocol)
-
-    async def read(kind: str):
-        while True:
-            frag = await asyncio.wait_for(sock.read_message(), STEP_TIMEOUT_S)
-            if frag is None:
-                raise ConnectionError("the websocket closed")
-            msg = await receiver.consume(frag)
-            if msg is not None and msg.header["msgtype"] == kind:
-                return msg
-            if msg is not None and msg.header["msgtype"] == "ERROR":
-                raise RuntimeError(msg.content.get("text"))
-
-    await read("ACK")
-    await protocol.create("PULL-DOC-REQ").send(conn)
-    return sock, conn, read, await read("PULL-DOC-REPLY")
-
-
-async def visit(url: str, K: int, cpu=None, scroll: bool = True) -> dict:
-    """One visitor (see the module docstring; ``scroll``: it scrolls to the plots before moving the control);
-    returns its timings in seconds, or its error."""
-    t0 = time.perf_counter()
-    out = {}
-    try:
-        sock, conn, read, reply = await open_document(url)
-        out["interactive"] = time.perf_counter() - t0
-        out["cpu_interactive"] = cpu() if cpu else float("nan")
-        grid = _find_grid(reply.content["doc"])
-        if grid is None:
-            raise RuntimeError("no grid component in the document")
-        placeholder = _find_grid(reply.content["doc"], "InView")  # the plots' (lab.views.in_view); None before it
-        # the page has rendered: BokehJS tells the server (Panel then runs the session's onload callbacks)
-        text = json.dumps(reply.content["doc"])
-        await _patch(conn, [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
-            "type": "event", "name": "document_ready", "values": {"type": "map", "entries": []}}}])
-        plots = "lab-plots" in text and "lab-plots-ready" not in text  # coming (a placeholder: once scrolled to)
-        if placeholder is not None and scroll:
-            await _patch(conn, [{"kind": "ModelChanged", "model": {"id": placeholder}, "attr": "seen", "new": True}])
-        wait_plots = plots and (scroll or placeholder is None)
-
-        async def plots_ready():
-            while "lab-plots-ready" not in json.dumps((await read("PATCH-DOC")).content):
-                pass
-
-        if wait_plots and scroll:
-            await plots_ready()
-        out["complete"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        msg = await _patch(conn, [{"kind": "ModelChanged", "model": {"id": grid}, "attr": "K", "new": K}])
-        while (await read("OK")).header.get("reqid") != msg.header["msgid"]:
-            pass  # the OKs of the earlier patches
-        out["control"] = time.perf_counter() - t1
-        if wait_plots and not scroll:
-            await plots_ready()  # an earlier lab builds them anyway: the visit costs them too
-        sock.close()
-    except Exception as exc:  # counted and reported, never raised
-        out["error"] = f"{type(exc).__name__}: {exc}"[:200]
-    return out
-
-
-def percentile(values, q: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))] if v else float("nan")
 
 
 def run_round(server: Server, n: int, settle_s: float, scroll: bool = False) -> dict:

@@ -24,18 +24,14 @@ Usage: python benchmarks/bench_plots_frame.py [--presses 30] [--baseline /work/m
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
 import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_lab_latency import CHROMIUM_ARGS  # noqa: E402
-from lab_server import free_port, serve, show_plots, wait_readout  # noqa: E402
-
+from grpo_lab.testing.lab_server import free_port, serve, show_plots, wait_readout
 #: the page's harness: window.__b = {keys: [[t0, target]], grid: [ms], plots: [ms], play: [ms]}
 HARNESS = """() => {
   function find(root, sel) {
@@ -149,7 +145,7 @@ def main(argv=None) -> int:
                                            str(base / "lab" / "app.py")]))
     results = []
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch(pw, background_tabs=True)
         for label, cmd in trees:
             port = free_port()
             if cmd:

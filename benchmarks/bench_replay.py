@@ -15,19 +15,16 @@ Run:  python benchmarks/bench_replay.py [--presses 60]
 
 from __future__ import annotations
 
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 import argparse
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the synthetic record and the local server are test helpers
 
 SIZES = ((600, 200, 150), (10_000, 60, 2_000))  # prompts, steps, prompts per step
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 
 INSTALL = r"""() => {
   const find = (root, cls) => {
@@ -70,11 +67,6 @@ INSTALL = r"""() => {
 }"""
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))]
-
-
 def serve(root: Path):
     import panel as pn
 
@@ -86,7 +78,7 @@ def serve(root: Path):
         view.slider.param.watch(lambda e: setattr(echo, "object", f"<span>{e.new}</span>"), "value")
         return pn.Column(view, echo)
 
-    from lab_server import serve_local  # tests/
+    from grpo_lab.testing.lab_server import serve_local  # tests/
 
     return serve_local(app)
 
@@ -117,14 +109,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    from synthetic_record import synthetic_record  # tests/
+    from grpo_lab.testing.synthetic_record import synthetic_record  # tests/
     from grpo_lab.sims.record import write_record
 
     print(f"replay scrub latency, {args.presses} slider steps per size, headless Chromium (ms)")
     print(f"{'prompts':>8} {'steps':>6} | {'to readout p50':>14} {'p95':>6} | {'to next frame p50':>17} {'p95':>6} | "
           f"{'Python hears it p50':>21} {'p95':>6}")
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         for n, steps, per_step in SIZES:
             root = Path(tempfile.mkdtemp(prefix="bench-replay-"))
             write_record(root / "synthetic", synthetic_record(n_prompts=n, steps=steps, prompts_per_step=per_step,
@@ -138,9 +130,9 @@ def main(argv=None) -> int:
             finally:
                 srv.stop()
             js, fr, echo = r["js"], r["frame"], r["echo"]
-            print(f"{n:>8} {steps:>6} | {statistics.median(js):>14.2f} {pct(js, 95):>6.2f} | "
-                  f"{statistics.median(fr):>17.2f} {pct(fr, 95):>6.2f} | "
-                  f"{statistics.median(echo):>21.2f} {pct(echo, 95):>6.2f}   (n = {len(js)}, {len(echo)})")
+            print(f"{n:>8} {steps:>6} | {statistics.median(js):>14.2f} {percentile(js, 0.95):>6.2f} | "
+                  f"{statistics.median(fr):>17.2f} {percentile(fr, 0.95):>6.2f} | "
+                  f"{statistics.median(echo):>21.2f} {percentile(echo, 0.95):>6.2f}   (n = {len(js)}, {len(echo)})")
         browser.close()
     return 0
 

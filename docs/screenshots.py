@@ -13,11 +13,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from lab_server import serve, show_plots, wait_readout  # noqa: E402
-
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
 OUT = ROOT / "docs" / "img"
 #: (file name, URL query, width, height)
 SHOTS = [("lab-1440x900.png", "", 1440, 900), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
@@ -29,7 +27,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     with serve() as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(pw)
         for name, query, width, height in SHOTS:
             phone = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2} if width < PHONE_PX else {}
             context = browser.new_context(viewport={"width": width, "height": height}, **phone)

@@ -8,15 +8,12 @@ import shutil
 import pytest
 from hypothesis import settings
 
+from grpo_lab.testing.chromium import CHROMIUM, launch
+
 # property tests call scipy (quad, betabinom); wall-clock deadlines only measure how loaded the machine is
 settings.register_profile("grpo-lab", deadline=None, max_examples=100, derandomize=True)
 settings.load_profile("grpo-lab")
 
-CHROMIUM = os.environ.get("GRPO_LAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +24,7 @@ def browser():
     if not shutil.which(CHROMIUM) and not os.path.exists(CHROMIUM):
         pytest.fail(f"Chromium not found at {CHROMIUM}; install it with `apt-get install -y chromium`")
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        b = launch(pw)
         yield b
         b.close()
 

@@ -14,7 +14,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from lab_server import free_port, serve
+from grpo_lab.testing.lab_server import free_port, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"

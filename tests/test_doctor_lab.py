@@ -89,7 +89,7 @@ def test_replay_view_hands_the_chosen_run_to_the_doctor(tmp_path):
 
 def test_browser_diagnose_then_open_the_population_in_the_lab(page, tmp_path):
     """Real Chromium: Replay tab -> Diagnose this run -> the link opens the live lab on the fitted Beta and K."""
-    from lab_server import serve
+    from grpo_lab.testing.lab_server import serve
 
     from grpo_lab.sims.formatting import percent
     from grpo_lab.sims.scenario import Scenario, evaluate

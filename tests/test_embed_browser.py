@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
-from lab_server import READ_CLASS, free_port, serve
+from grpo_lab.testing.lab_server import READ_CLASS, free_port, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -296,7 +296,7 @@ def test_served_lab_embed_posts_its_height_shows_the_caption_as_text_and_fits_70
                 assert page.evaluate("() => window.__xss") is None and frame.evaluate("() => window.__xss") is None
                 texts = frame.evaluate("() => document.title")
                 assert "grpo-lab" in texts  # the document's title for screen readers; no heading on the page:
-                from lab_server import PAGE_TEXT
+                from grpo_lab.testing.lab_server import PAGE_TEXT
                 assert "watching an environment expire" not in frame.evaluate(PAGE_TEXT)
                 # messages sent into the lab's frame change nothing (it reads none)
                 before = frame.evaluate(f"() => ({READ_CLASS})('readout-useful')")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from grpo_lab import export as ex
-from lab_server import READ_HOOKS_JS, SET_CONTROLS_JS, block_outside, grid_tip
+from grpo_lab.testing.lab_server import READ_HOOKS_JS, SET_CONTROLS_JS, block_outside, grid_tip
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.population import DEFAULT_SEED, draw_population
@@ -164,7 +164,7 @@ PAINTED_JS = """() => {
 def test_grid_is_the_cores_picture_and_hover_names_the_cell(page, custom_page_file):
     """On both draws the image the page puts on its canvas is lab.grid.cell_image of the core's view,
     pixel for pixel (filtered prompts grey), and hovering a cell names that prompt as the core sees it."""
-    from grid_twins import cell_image
+    from grpo_lab.testing.grid_twins import cell_image
     from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
     from grpo_lab.grid.markup import geometry as grid_geometry
     from grpo_lab.sims.scenario import Scenario, evaluate

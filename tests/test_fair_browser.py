@@ -3,19 +3,13 @@ heavy-work budget, and the one held back is told the server is busy."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from lab_server import TEXTS_OF_CLASS, serve
-from test_upload_browser import STATUS, budget_sized_zip, open_replay
 
+from grpo_lab import visitor
 from grpo_lab.replay.upload import UPLOAD_LIMITS
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_fairness import VISITOR_COOKIE, open_tabs, visitor as visitor_context  # noqa: E402
-
-from grpo_lab import visitor  # noqa: E402
+from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, serve
+from grpo_lab.testing.upload import STATUS, budget_sized_zip, open_replay
+from grpo_lab.testing.visitors import VISITOR_COOKIE, open_tabs, visitor as visitor_context
 
 
 def test_the_benchmark_sets_the_labs_visitor_cookie():

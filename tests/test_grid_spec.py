@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_server import serve
+from grpo_lab.testing.lab_server import serve
 from grpo_lab import export as ex
 from grpo_lab.grid.component import LiveGrid
 from grpo_lab.grid.markup import controls_html

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import io
-import json
 import pickle
-import shutil
 import sys
 import zipfile
 from pathlib import Path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_server import TEXTS_OF_CLASS, block_outside, serve_local
+from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, block_outside, serve_local
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record

@@ -11,7 +11,7 @@ from pathlib import Path
 import axe_playwright_python
 import pytest
 
-from lab_server import PAGE_TEXT, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 import pytest
 
-from lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, serve, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 
@@ -214,7 +214,7 @@ def test_grid_picture_readouts_and_hover_equal_the_core(page, lab_url):
     """After each move of the controls, the canvas holds exactly lab.grid.cell_image of the core's view, the
     whole readout table is readout_html of its summary, and hovering a cell names that prompt, its successes
     and its advantages under every estimator as sims computes them."""
-    from grid_twins import advantage_text, cell_image
+    from grpo_lab.testing.grid_twins import advantage_text, cell_image
     from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
     from grpo_lab.grid.markup import geometry
     from grpo_lab.grid.readouts import TEMPLATES, readout_html

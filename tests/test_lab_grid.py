@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grid_twins import advantage_text, cell_image
+from grpo_lab.testing.grid_twins import advantage_text, cell_image
 from grpo_lab.grid.cells import FILTERED, cell_pixels, cell_tiles, grid_shape
 from grpo_lab.grid.hover import advantage_table
 from grpo_lab.grid.readouts import TEMPLATES, readout_html

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import k_cost
 from grpo_lab.sims.scenario import Scenario, evaluate

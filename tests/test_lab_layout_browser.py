@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import PAGE_TEXT, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, serve, show_plots, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -8,7 +8,6 @@ core (``sims``) or from the definitions, never read back from the page.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from urllib.parse import parse_qs, urlparse
@@ -16,8 +15,8 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from grid_twins import cell_image
-from lab_server import block_outside, grid_tip, serve, wait_readout
+from grpo_lab.testing.grid_twins import cell_image
+from grpo_lab.testing.lab_server import block_outside, grid_tip, serve, wait_readout
 from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
 from grpo_lab.grid.markup import geometry
 from grpo_lab.sims.formatting import fixed, percent

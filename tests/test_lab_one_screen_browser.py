@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab_server import serve, wait_readout
+from grpo_lab.testing.lab_server import serve, wait_readout
 from grpo_lab.sims.scenario import Scenario, evaluate, outcome_histogram
 from grpo_lab.sims.sweep import useful_share_curve
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
 from test_lab_access_browser import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

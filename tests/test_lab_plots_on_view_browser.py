@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.views.tour import HIGHLIGHT_CLASS, TOUR, tour_figures
@@ -207,8 +207,8 @@ def test_a_tour_step_with_its_highlight_passes_axe(page, lab_url):
 def test_the_hover_of_a_unanimous_cell_says_why_its_advantage_is_zero_or_not(page, lab_url):
     """The key says "zero advantage" while sign gives an all-pass group +1: the tip says why, for both unanimous kinds,
     in the words of grpo_lab.grid.hover.unanimous_notes, and says nothing of it on a mixed cell."""
-    from lab_server import grid_tip
-    from grid_twins import advantage_text
+    from grpo_lab.testing.lab_server import grid_tip
+    from grpo_lab.testing.grid_twins import advantage_text
     from grpo_lab.grid.cells import cell_positions
     from grpo_lab.grid.hover import unanimous_notes
     from grpo_lab.grid.markup import geometry

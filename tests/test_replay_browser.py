@@ -16,12 +16,12 @@ import pytest
 
 from bokeh.palettes import Cividis256
 
-from grid_twins import cell_image
+from grpo_lab.testing.grid_twins import cell_image
 from grpo_lab.grid.cells import cell_pixels, cell_positions, cell_tiles, grid_shape
 from grpo_lab.grid.markup import GRID_WIDTH
-from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import open_local, serve_local
-from synthetic_record import synthetic_record
+from grpo_lab.testing.lab_server import TEXTS_OF_CLASS as READ_CLASS
+from grpo_lab.testing.lab_server import open_local, serve_local
+from grpo_lab.testing.synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.ingest import ingest

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from lab_server import serve_local
+from grpo_lab.testing.lab_server import serve_local
 from grpo_lab.replay.follow import RecordFollower
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed

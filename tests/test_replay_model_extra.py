@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grpo_lab.replay.model import NOT_SAMPLED_CODE, RunView, rows_for, union_steps
-from synthetic_record import synthetic_record
+from grpo_lab.testing.synthetic_record import synthetic_record
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import RunRecord

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import open_local, serve_local
+from grpo_lab.testing.lab_server import TEXTS_OF_CLASS as READ_CLASS
+from grpo_lab.testing.lab_server import open_local, serve_local
 from grpo_lab.replay.catalog import PAIRS, list_runs
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.record import read_record

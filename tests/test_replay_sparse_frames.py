@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grid_twins import cell_image
-from lab_server import serve_local
-from replay_frames import array, decode_dense
-from synthetic_record import synthetic_record
+from grpo_lab.testing.grid_twins import cell_image
+from grpo_lab.testing.lab_server import serve_local
+from grpo_lab.testing.replay_frames import array, decode_dense
+from grpo_lab.testing.synthetic_record import synthetic_record
 from test_replay_browser import READ_CLASS, hover_cell, wait_step
 from grpo_lab.grid.cells import cell_pixels, cell_tiles
 from grpo_lab.grid.markup import GRID_WIDTH

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from grpo_lab.replay.catalog import list_runs
-from replay_frames import decode_dense
-from synthetic_record import synthetic_record
+from grpo_lab.testing.replay_frames import decode_dense
+from grpo_lab.testing.synthetic_record import synthetic_record
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.ingest import ingest

@@ -13,7 +13,7 @@ from grpo_lab.cli import main
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR, FEATURED, catalogue, list_runs, resolve_run, user_runs_dir
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import write_record
-from synthetic_record import synthetic_record
+from grpo_lab.testing.synthetic_record import synthetic_record
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ingest"
 EVIL = "<b>bold</b>&amp"  # a folder name a page would render as markup if it were not escaped

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import PAGE_TEXT, READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, serve, wait_readout
 from grpo_lab.state import NOTICE_VALUE_CHARS, URL_PARAMS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from lab_server import free_port
+from grpo_lab.testing.lab_server import free_port
 
 #: the lab's session flags (grpo_lab.server.ADMISSION_FLAGS), named here so that the help test reads without them
 FLAGS = ["--max-sessions-per-address", "--max-sessions-per-visitor", "--new-sessions-per-second",

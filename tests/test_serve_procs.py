@@ -17,7 +17,7 @@ import time
 import psutil
 import pytest
 
-from lab_server import READ_CLASS, free_port, serve, show_plots, wait_http, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, free_port, serve, show_plots, wait_http, wait_readout
 from grpo_lab.commands.serve import DEFAULT_PROCS
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate

@@ -18,8 +18,8 @@ import urllib.request
 
 import pytest
 
-from lab_server import PAGE_TEXT, wait_readout
-from logged_server import logged_server
+from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
+from grpo_lab.testing.logged_server import logged_server
 from grpo_lab.admission import (CLOSED_NOTICE, DEFAULT_LIMITS, RETRY_S, TOO_MANY_MINE, TOO_MANY_NEW,
                                 TOO_MANY_OPEN, VISITOR_COOKIE, Admission, FairGate, Limits, TokenBucket)
 

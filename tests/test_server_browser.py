@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lab_server import PAGE_TEXT, block_outside, free_port, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, block_outside, free_port, serve, wait_readout
 from grpo_lab.commands.serve import serve_command
 from grpo_lab.server import content_security_policy
 

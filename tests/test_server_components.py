@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lab_server import PAGE_TEXT, wait_readout
-from logged_server import logged_server
+from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
+from grpo_lab.testing.logged_server import logged_server
 
 #: (module named in the URL, what importing it leaves behind: a line in the log or a library mapped)
 HOSTILE = ["/components/this/x/__css__/a.css", "/components/torch/Tensor/__css__/a.css",

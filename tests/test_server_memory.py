@@ -13,19 +13,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from lab_server import free_port, serve
+from grpo_lab.testing.lab_server import free_port, serve
 
 from grpo_lab.commands.serve import serve_command
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_load import visit  # noqa: E402  (the load benchmark's BokehJS-protocol visitor)
+from grpo_lab.testing.bokeh_visitor import visit  # the load benchmark's BokehJS-protocol visitor
 
 LIFETIME_MS = 1000  #: sessions unused this long are destroyed (the server's default is Bokeh's 15 s)
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.state import LabState, PlayState

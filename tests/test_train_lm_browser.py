@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grid_twins import cell_image
-from lab_server import TEXTS_OF_CLASS as READ_CLASS
-from lab_server import block_outside, serve_local
+from grpo_lab.testing.grid_twins import cell_image
+from grpo_lab.testing.lab_server import TEXTS_OF_CLASS as READ_CLASS
+from grpo_lab.testing.lab_server import block_outside, serve_local
 from test_replay_browser import expected_codes, expected_readouts, layout, picture, scrub_to, texts, wait_step
 from grpo_lab.grid.cells import cell_tiles
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR

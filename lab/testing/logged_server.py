@@ -12,7 +12,7 @@ import time
 
 import psutil
 
-from lab_server import free_port, wait_http
+from grpo_lab.testing.lab_server import free_port, wait_http
 from grpo_lab.commands.serve import serve_command
 
 

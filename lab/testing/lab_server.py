@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-APP = Path(__file__).resolve().parents[1] / "lab" / "app.py"
+APP = Path(__file__).resolve().parents[1] / "app.py"  #: the lab's app (grpo_lab/app.py)
 
 
 def block_outside(page, allowed) -> list[str]:

@@ -1,0 +1,15 @@
+"""What the tests and the benchmarks share, imported as a package (``grpo_lab.testing``), never through ``sys.path``.
+
+- :mod:`grpo_lab.testing.chromium`         Debian's Chromium and the flags every browser run uses (written once)
+- :mod:`grpo_lab.testing.stats`            the one percentile convention of every test and benchmark
+- :mod:`grpo_lab.testing.lab_server`       a lab server for a test (``serve``), free ports, reading the page
+- :mod:`grpo_lab.testing.logged_server`    ``grpo-lab serve`` with its log kept, for the admission tests
+- :mod:`grpo_lab.testing.bokeh_visitor`    a visitor speaking BokehJS's websocket protocol (load and memory checks)
+- :mod:`grpo_lab.testing.memory_probe`     a route that reports a server process's memory and sessions
+- :mod:`grpo_lab.testing.synthetic_record` a small run record written by the core's own writer
+- :mod:`grpo_lab.testing.grid_twins`       what the grid's cells should show, computed from the core
+- :mod:`grpo_lab.testing.replay_frames`    decoding the Replay tab's frames
+- :mod:`grpo_lab.testing.cli`              ``run_cli``: the command line in-process, its output and exit status
+
+Nothing here is imported by the lab or the core; Playwright, psutil and the like are imported where used.
+"""
