@@ -102,7 +102,7 @@ def bench_play(browser, url: str, presses: int) -> None:
 
 
 def bench_upload(browser, url: str) -> None:
-    from test_upload_browser import STATUS, budget_sized_zip, open_replay
+    from grpo_lab.testing.upload import STATUS, budget_sized_zip, open_replay
 
     from grpo_lab.replay.upload import UPLOAD_LIMITS
 
@@ -323,7 +323,7 @@ def server_rss(port: int) -> tuple[float, int]:
 
 def upload_at_limit(browser, url: str, name: str, data: bytes):
     """Visitor ``name`` opens the replay tab and uploads ``data`` as big.zip; (context, page)."""
-    from test_upload_browser import open_replay
+    from grpo_lab.testing.upload import open_replay
 
     ctx = visitor(browser, url, name)
     page = ctx.new_page()
@@ -333,7 +333,7 @@ def upload_at_limit(browser, url: str, name: str, data: bytes):
 
 
 def wait_read(page, name: str, timeout: float = 900_000) -> None:
-    from test_upload_browser import STATUS
+    from grpo_lab.testing.upload import STATUS
 
     page.wait_for_function(f"({STATUS})().startsWith('Read {name} in') || "
                            f"({TEXTS_OF_CLASS})('replay-error').some(t => t.length > 0)", timeout=timeout)
@@ -341,7 +341,7 @@ def wait_read(page, name: str, timeout: float = 900_000) -> None:
 
 def bench_upload_memory(browser, url: str, port: int) -> None:
     """Server RSS at start, after four uploads at the limit, and 60 s after their sessions closed."""
-    from test_upload_browser import budget_sized_zip
+    from grpo_lab.testing.upload import budget_sized_zip
 
     from grpo_lab.replay.upload import UPLOAD_LIMITS
 
@@ -367,7 +367,7 @@ def bench_upload_memory(browser, url: str, port: int) -> None:
 
 def bench_upload_queue(browser, url: str) -> None:
     """A 0.3 MB upload's time while four uploads at the limit are read, against the same upload on an idle server."""
-    from test_upload_browser import STATUS, budget_sized_zip, open_replay
+    from grpo_lab.testing.upload import STATUS, budget_sized_zip, open_replay
 
     from grpo_lab.replay.upload import UPLOAD_LIMITS
 

@@ -404,7 +404,7 @@ def rgb(css: str) -> tuple[int, int, int]:
 
 
 def test_pressed_play_reads_at_4_5_to_1_and_shows_its_focus(page, default_page_file):
-    from test_lab_access_browser import contrast
+    from grpo_lab.testing.page import contrast
 
     open_offline(page, default_page_file)
     play = page.get_by_role("button", name="Play / pause")

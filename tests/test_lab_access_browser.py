@@ -6,27 +6,19 @@ axe-core is the copy the ``axe-playwright-python`` package ships (test extra), l
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import axe_playwright_python
 import pytest
 
 from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
+from grpo_lab.testing.page import FIND, axe_violations, contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-AXE = Path(axe_playwright_python.__file__).with_name("axe.min.js")
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 #: JavaScript: the element that has the focus, through shadow roots
 FOCUSED = """() => { let a = document.activeElement;
   while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
   return a; }"""
 
-#: JavaScript: the first element matching a selector, through shadow roots
-FIND = """sel => { function find(root) { const el = root.querySelector(sel); if (el) return el;
-  for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
-  return null; } return find(document); }"""
 
 
 #: JavaScript: how many help icons (Panel's description "?" and TooltipIcon) the page holds, through shadow roots
@@ -44,27 +36,6 @@ def lab_url():
 def ready(page) -> None:
     wait_readout(page)
     page.get_by_role("tab", name="Live lab").wait_for(timeout=15_000)  # the page's access fixes are in
-
-
-def axe_violations(page) -> list[dict]:
-    page.add_script_tag(path=str(AXE))
-    return page.evaluate("""async tags => {
-      const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
-      return r.violations.map(v => ({id: v.id, help: v.help, nodes: v.nodes.map(n => n.target.join(' > '))}));
-    }""", WCAG_AA)
-
-
-def luminance(rgb) -> float:
-    def channel(c):
-        c = c / 255
-        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
-    r, g, b = (channel(c) for c in rgb)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def contrast(a, b) -> float:
-    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def test_axe_finds_no_wcag_aa_violation_in_any_tab(page, lab_url):

@@ -9,22 +9,12 @@ from __future__ import annotations
 import pytest
 
 from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.page import FIND
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import k_cost
 from grpo_lab.sims.scenario import Scenario, evaluate
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-#: JavaScript: the first element matching a CSS selector, searched through every shadow root
-FIND = """sel => {
-  function find(root) {
-    const el = root.querySelector(sel);
-    if (el) return el;
-    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot); if (f) return f; }
-    return null;
-  }
-  return find(document);
-}"""
 
 TABLE_ROWS = f"""() => {{
   const t = ({FIND})('.kcost-table');

@@ -21,7 +21,7 @@ from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
 from grpo_lab.grid.markup import geometry
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.scenario import Scenario, evaluate
-from test_lab_access_browser import FIND, axe_violations
+from grpo_lab.testing.page import FIND, axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
-from test_lab_kcost_browser import FIND  # the first element matching a selector, through shadow roots
+from grpo_lab.testing.page import FIND  # the first element matching a selector, through shadow roots
 from grpo_lab.grid.spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

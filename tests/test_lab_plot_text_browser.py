@@ -14,7 +14,7 @@ import re
 import pytest
 
 from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
-from test_lab_access_browser import axe_violations
+from grpo_lab.testing.page import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

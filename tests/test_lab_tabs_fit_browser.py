@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
-from test_lab_access_browser import contrast
+from grpo_lab.testing.page import contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -196,7 +196,7 @@ def test_a_bad_tour_step_is_no_tour(page, lab_url):
 
 
 def test_a_tour_step_with_its_highlight_passes_axe(page, lab_url):
-    from test_lab_access_browser import axe_violations
+    from grpo_lab.testing.page import axe_violations
 
     page.goto(f"{lab_url}?tour=2")
     wait_readout(page)

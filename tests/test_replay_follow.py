@@ -6,42 +6,20 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 import pytest
 
+from grpo_lab.testing.growing_record import append_step, growing_record
 from grpo_lab.testing.lab_server import serve_local
 from grpo_lab.replay.follow import RecordFollower
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import read_record
-from grpo_lab.sims.record_append import RecordAppender
-
-G, N_PROMPTS = 4, 12
-
-
-def _step(app, s, rng):
-    ids = rng.choice(N_PROMPTS, 4, replace=False).astype(np.int64)
-    rewards = rng.integers(0, 2, (4, G)).astype(float)
-    app.append("groups", {"step": np.full(4, s, np.int64), "prompt_id": ids, "rewards": rewards,
-                          "advantages": rewards - rewards.mean(axis=1, keepdims=True),
-                          "lengths": np.full((4, G), 3, np.int64), "kept": np.ones(4, bool)})
-    app.append("steps", {"step": np.array([s], np.int64), "reward_mean": np.array([rewards.mean()])})
-
-
-def _writer(path, steps):
-    app = RecordAppender(path, {"n_prompts": N_PROMPTS, "num_generations": G, "complete": False})
-    rng = np.random.default_rng(0)
-    for s in range(1, steps + 1):
-        _step(app, s, rng)
-        app.flush(steps_completed=s)
-    return app, rng
-
 
 def test_follower_reads_changes_and_stops_when_complete(tmp_path):
-    app, rng = _writer(tmp_path / "live", 2)
+    app, rng = growing_record(tmp_path / "live", 2)
     f = RecordFollower(str(tmp_path / "live"), read_record(tmp_path / "live"))
     assert f.active and f.poll() is None  # nothing new yet
-    _step(app, 3, rng)
+    append_step(app, 3, rng)
     app.flush(steps_completed=3)
     assert list(f.poll().steps["step"]) == [1, 2, 3] and f.poll() is None
     app.flush(complete=True)
@@ -50,15 +28,15 @@ def test_follower_reads_changes_and_stops_when_complete(tmp_path):
 
 
 def test_view_follows_and_pins_to_the_latest_step(tmp_path):
-    app, rng = _writer(tmp_path / "live", 3)
+    app, rng = growing_record(tmp_path / "live", 3)
     view = ReplayView(runs_root=tmp_path)
     assert list(view.axis.data["step"]) == [1, 2, 3] and view.slider.value == 2  # opens at the latest step
-    _step(app, 4, rng)
+    append_step(app, 4, rng)
     app.flush(steps_completed=4)
     view.poll()
     assert list(view.axis.data["step"]) == [1, 2, 3, 4] and view.slider.value == 3  # pinned
     view.slider.value = 1  # scrubbing back unpins
-    _step(app, 5, rng)
+    append_step(app, 5, rng)
     app.flush(steps_completed=5)
     view.poll()
     assert len(view.axis.data["step"]) == 5 and view.slider.value == 1
@@ -70,7 +48,7 @@ def test_view_follows_and_pins_to_the_latest_step(tmp_path):
 @pytest.mark.browser
 def test_browser_shows_new_steps_without_reloading(tmp_path, page):
     steps = 12
-    app, rng = _writer(tmp_path / "live", 2)
+    app, rng = growing_record(tmp_path / "live", 2)
     made = []
     srv, url = serve_local(lambda: made.append(ReplayView(runs_root=tmp_path)) or made[-1])
     try:
@@ -83,7 +61,7 @@ def test_browser_shows_new_steps_without_reloading(tmp_path, page):
         def write_more():
             for s in range(3, steps + 1):
                 time.sleep(0.3)
-                _step(app, s, rng)
+                append_step(app, s, rng)
                 app.flush(steps_completed=s)
             app.flush(complete=True)
 

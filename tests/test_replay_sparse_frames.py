@@ -17,7 +17,7 @@ from grpo_lab.testing.grid_twins import cell_image
 from grpo_lab.testing.lab_server import serve_local
 from grpo_lab.testing.replay_frames import array, decode_dense
 from grpo_lab.testing.synthetic_record import synthetic_record
-from test_replay_browser import READ_CLASS, hover_cell, wait_step
+from grpo_lab.testing.replay_page import READ_CLASS, hover_cell, wait_step
 from grpo_lab.grid.cells import cell_pixels, cell_tiles
 from grpo_lab.grid.markup import GRID_WIDTH
 from grpo_lab.replay.grid import WORDS, frames_data, sparse_cells
@@ -154,7 +154,7 @@ def test_chromium_paints_and_hovers_the_dense_tables_at_first_middle_and_last_st
 @pytest.mark.browser
 def test_chromium_following_a_growing_record_paints_and_hovers_its_new_last_step(tmp_path, page):
     """Live follow re-sends the frames as the record grows: the page shows the newest step's cells exactly."""
-    from test_replay_follow import _step, _writer
+    from grpo_lab.testing.growing_record import append_step as _step, growing_record as _writer
 
     app, rng = _writer(tmp_path / "live", 2)
     srv, url = serve_local(lambda: ReplayView(runs_root=tmp_path))

@@ -10,7 +10,7 @@ import pytest
 from grpo_lab.testing.grid_twins import cell_image
 from grpo_lab.testing.lab_server import TEXTS_OF_CLASS as READ_CLASS
 from grpo_lab.testing.lab_server import block_outside, serve_local
-from test_replay_browser import expected_codes, expected_readouts, layout, picture, scrub_to, texts, wait_step
+from grpo_lab.testing.replay_page import expected_codes, expected_readouts, layout, picture, scrub_to, texts, wait_step
 from grpo_lab.grid.cells import cell_tiles
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR
 from grpo_lab.replay.view import ReplayView

@@ -18,7 +18,7 @@ from grpo_lab.train.loop import train
 from grpo_lab.train.loss import grpo_loss
 from grpo_lab.train.model import TinyGPT
 from grpo_lab.train.rollout import sample, token_logprobs
-from test_inspect import check_inspect
+from grpo_lab.testing.inspect_figures import check_inspect
 
 TINY = dict(n_prompts=24, prompts_per_step=4, steps=4, sft_steps=10, sft_batch_size=16, eval_every=2,
             eval_samples=2, n_layer=1, n_head=2, n_embd=16)
