@@ -48,6 +48,7 @@ import io
 import json
 import math
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -163,6 +164,25 @@ def _weights(reward_weights, columns: list[str]) -> np.ndarray:
 
 def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num_generations: int | None = None,
                reward_columns: list[str] | None = None, reward_weights=None) -> RunRecord:
+    """A run record from a TRL output folder, in four stages: :func:`_find_files` and :func:`_read_batches`
+    (read each completions file once, a re-logged batch skipped, each batch cut into groups by
+    :func:`_group_batch`), :func:`_check` (what the files cannot tell, and where they disagree with
+    trainer_state.json), :func:`_build` (the arrays, the reward definitions, the provenance)."""
+    parquets, state_file = _find_files(bundle)
+    scalars, info = read_trainer_state(bundle.read(state_file), bundle.label(state_file)) if state_file else ({}, {})
+    logged_funcs = {m.group(1) for row in scalars.values() for k in row if (m := _REWARD_KEY.match(k))}
+    batches = _Batches()
+    if parquets:
+        _read_batches(bundle, parquets, batches, logged_funcs=logged_funcs, num_generations=num_generations,
+                      reward_columns=reward_columns, reward_weights=reward_weights)
+    scale_rewards = _check(batches, parquets, state_file, scalars, info)
+    return _build(bundle, batches, parquets, state_file, scalars, info, scale_rewards, tolerance=tolerance,
+                  name=name, num_generations=num_generations)
+
+
+def _find_files(bundle: Bundle) -> tuple[list[str], str | None]:
+    """The completions parquets in step order and the trainer_state.json to read (the output folder's, else the
+    newest checkpoint's); one clear error when the folder holds neither."""
     names = bundle.names()
     if bundle.single:  # one file: a completions parquet or a trainer_state.json, decided by content
         kind = describe(bundle.read(names[0]))
@@ -182,140 +202,159 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
             hint = "; for JSONL groups use --format jsonl"
         raise InputError(f"{bundle.origin}: not a TRL output folder (no completions/completions_*.parquet "
                          f"or trainer_state.json; found {found}){hint}")
-    # prefer output_dir/trainer_state.json, else the newest checkpoint's
     state_file = None
     if states:
         top = [f for f in states if "/" not in f]
         state_file = top[0] if top else max(states, key=lambda f: int(_STATE.search(f).group(1) or -1))
-    scalars, info = ({}, {})
-    if state_file:
-        scalars, info = read_trainer_state(bundle.read(state_file), bundle.label(state_file))
-    logged_funcs = {m.group(1) for row in scalars.values() for k in row if (m := _REWARD_KEY.match(k))}
-    logging_steps = info.get("logging_steps")
-    notes: list[str] = []
-    warns: list[str] = []
-    inferred: dict = {}
-    skipped: list[dict] = []
+    return parquets, state_file
 
-    parts: list[tuple] = []  # per new batch: group steps, prompt codes, rewards, advantages, per-function rewards
-    prompt_index: dict = {}
-    prompt_texts: list[str] = []
-    G_used = None
-    columns_used: list[str] = []
-    how_columns = None
-    weights = None
-    scale_sets: list[set] = []
-    logged_at: dict[int, int] = {}  # parquet step -> step whose batch it holds (itself if new)
-    new_steps: list[int] = []
-    recomputed: dict[int, tuple[float, float]] = {}  # step -> (reward mean, share of zero-std groups)
-    if parquets:
-        pa, pq = _pyarrow()
-        previous = None  # (step, table without 'step', its ParquetFile) of the last new batch
-        for f in parquets:
-            label = bundle.label(f)
-            data = bundle.read(f, cache=False)  # one file (and the previous batch) in memory at a time
-            pf, cols = _read_parquet(data, label, pa, pq)
-            for need in ("step", "prompt"):
-                if need not in cols:
-                    raise InputError(f"{label}: missing column {need!r} (TRL completion logs have step, prompt, "
-                                     f"completion, one column per reward function, advantage)")
-            rcols, how = _reward_columns(cols, schema_types(pf), logged_funcs, reward_columns, pa)
-            lacking = [c for c in rcols if c not in cols]
-            if lacking:
-                raise InputError(f"{label}: missing reward column {lacking[0]!r} (columns: {', '.join(cols)})")
-            if not rcols:
-                raise InputError(f"{label}: no reward columns (numeric columns besides step and advantage)")
-            if columns_used and rcols != columns_used:
-                raise InputError(f"{label}: reward columns {rcols} differ from the other files' {columns_used}")
-            if weights is None:
-                weights = _weights(reward_weights, rcols)
-            columns_used, how_columns = rcols, how
-            wanted = ["step", "prompt", *rcols] + (["advantage"] if "advantage" in cols else [])
-            tab = _read_columns(pf, wanted, label)
-            steps = _numeric(tab, "step", label, pa, integer=True)
-            if len(steps) and np.any(steps != steps[0]):
-                raise InputError(f"{label}: 'step' differs between rows (TRL writes one step per file)")
-            step = int(steps[0]) if len(steps) else int(_COMPLETIONS.search(f).group(1)) if _COMPLETIONS.search(f) else 0
-            body = tab.drop_columns(["step"])
-            # TRL writes the last generation batch at every logging step; with steps_per_generation >
-            # gradient_accumulation_steps or num_iterations > 1 one batch serves several steps and is
-            # written again, unchanged: count it once, at the first step that logged it
-            if previous is not None and previous[1].num_rows == body.num_rows and previous[1].equals(body) \
-                    and _same_completions(previous[2], pf, label):
-                logged_at[step] = previous[0]
-                skipped.append({"file": label, "why": f"repeats the generation batch logged at step {previous[0]}"})
-                continue
-            previous = (step, body, pf)
-            logged_at[step] = step
-            new_steps.append(step)
-            n = len(steps)
-            per_func = np.column_stack([_numeric(tab, c, label, pa) for c in rcols]) if n else \
-                np.zeros((0, len(rcols)))
-            unscorable = np.isnan(per_func).all(axis=1)
-            total = np.nansum(per_func * weights, axis=1)
-            total[unscorable] = np.nan
-            adv = _numeric(tab, "advantage", label, pa) if "advantage" in tab.column_names else None
-            codes = _prompt_codes(tab.column("prompt"), prompt_index, prompt_texts, pa)
-            runs = np.diff(np.flatnonzero(np.diff(codes, prepend=-1, append=-1) != 0)) if n else np.zeros(0, int)
-            g_seen = int(np.gcd.reduce(runs)) if len(runs) else 0
-            G = num_generations
-            if G is None:
-                G = g_seen
-                if G < 2:
-                    raise InputError(f"{label}: cannot infer num_generations from runs of equal prompts "
-                                     f"(lengths {sorted(set(runs.tolist()))[:6]}); pass --num-generations")
-            elif G_used is None and g_seen != G and g_seen % G == 0:
-                warns.append(f"num_generations {G} was given, but the prompts of {label} repeat in runs of "
-                             f"{g_seen}: groups of {G} split TRL's groups")
-            if G_used is not None and G != G_used:
-                warns.append(f"{label}: prompts repeat in runs of {G}, the earlier files in runs of {G_used} "
-                             f"(files from different runs?); num_generations {G_used} kept")
-                G = G_used
-            G_used = G
-            if n % G:
-                raise InputError(f"{label}: {n} rows is not a multiple of num_generations = {G}")
-            blocks = codes.reshape(-1, G)
-            bad = np.flatnonzero((blocks != blocks[:, :1]).any(axis=1))
-            if bad.size:
-                start = int(bad[0]) * G
-                raise InputError(f"{label} rows {start + 1}-{start + G}: prompts differ inside a group of "
-                                 f"{G} (wrong --num-generations?)")
-            grouped = total.reshape(-1, G)
-            parts.append((np.full(len(blocks), step, np.int64), blocks[:, 0], grouped,
-                          None if adv is None else adv.reshape(-1, G), per_func.reshape(-1, G, len(rcols))))
-            if adv is not None and n:
-                scale_sets.append(scale_modes_matching(total, adv, G))
-            zero = np.isclose(nanstd(grouped, axis=1), 0.0, atol=1e-8)
-            with np.errstate(invalid="ignore"):
-                recomputed[step] = (float(np.nanmean(total)) if n and not np.isnan(total).all() else math.nan,
-                                    float(np.mean(zero)) if n else math.nan)
-    # --- what the files could not tell, and where they disagree with trainer_state.json
+
+@dataclass
+class _Batches:
+    """What reading the completions files gathered: one entry of ``parts`` per new generation batch (group steps,
+    prompt codes, total rewards, advantages or None, per-function rewards), and what was learnt on the way."""
+
+    parts: list[tuple] = field(default_factory=list)
+    prompt_index: dict = field(default_factory=dict)
+    prompt_texts: list[str] = field(default_factory=list)
+    G: int | None = None
+    columns: list[str] = field(default_factory=list)
+    how_columns: str | None = None
+    weights: np.ndarray | None = None
+    scale_sets: list[set] = field(default_factory=list)
+    logged_at: dict[int, int] = field(default_factory=dict)  #: parquet step -> step whose batch it holds
+    new_steps: list[int] = field(default_factory=list)
+    recomputed: dict[int, tuple[float, float]] = field(default_factory=dict)  #: step -> (reward mean, zero-std share)
+    skipped: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warns: list[str] = field(default_factory=list)
+    inferred: dict = field(default_factory=dict)
+
+
+def _read_batches(bundle: Bundle, parquets: list[str], out: _Batches, *, logged_funcs: set[str],
+                  num_generations: int | None, reward_columns, reward_weights) -> None:
+    """Read each completions file (one file and the previous batch in memory at a time) into ``out``: its reward
+    columns and weights, its step, and its groups unless it re-logs the previous batch."""
+    pa, pq = _pyarrow()
+    previous = None  # (step, table without 'step', its ParquetFile) of the last new batch
+    for f in parquets:
+        label = bundle.label(f)
+        data = bundle.read(f, cache=False)
+        pf, cols = _read_parquet(data, label, pa, pq)
+        for need in ("step", "prompt"):
+            if need not in cols:
+                raise InputError(f"{label}: missing column {need!r} (TRL completion logs have step, prompt, "
+                                 f"completion, one column per reward function, advantage)")
+        rcols, how = _reward_columns(cols, schema_types(pf), logged_funcs, reward_columns, pa)
+        lacking = [c for c in rcols if c not in cols]
+        if lacking:
+            raise InputError(f"{label}: missing reward column {lacking[0]!r} (columns: {', '.join(cols)})")
+        if not rcols:
+            raise InputError(f"{label}: no reward columns (numeric columns besides step and advantage)")
+        if out.columns and rcols != out.columns:
+            raise InputError(f"{label}: reward columns {rcols} differ from the other files' {out.columns}")
+        if out.weights is None:
+            out.weights = _weights(reward_weights, rcols)
+        out.columns, out.how_columns = rcols, how
+        wanted = ["step", "prompt", *rcols] + (["advantage"] if "advantage" in cols else [])
+        tab = _read_columns(pf, wanted, label)
+        steps = _numeric(tab, "step", label, pa, integer=True)
+        if len(steps) and np.any(steps != steps[0]):
+            raise InputError(f"{label}: 'step' differs between rows (TRL writes one step per file)")
+        step = int(steps[0]) if len(steps) else int(_COMPLETIONS.search(f).group(1)) if _COMPLETIONS.search(f) else 0
+        body = tab.drop_columns(["step"])
+        # TRL writes the last generation batch at every logging step; with steps_per_generation >
+        # gradient_accumulation_steps or num_iterations > 1 one batch serves several steps and is
+        # written again, unchanged: count it once, at the first step that logged it
+        if previous is not None and previous[1].num_rows == body.num_rows and previous[1].equals(body) \
+                and _same_completions(previous[2], pf, label):
+            out.logged_at[step] = previous[0]
+            out.skipped.append({"file": label, "why": f"repeats the generation batch logged at step {previous[0]}"})
+            continue
+        previous = (step, body, pf)
+        out.logged_at[step] = step
+        out.new_steps.append(step)
+        _group_batch(tab, step, label, out, pa, num_generations)
+
+
+def _group_batch(tab, step: int, label: str, out: _Batches, pa, num_generations: int | None) -> None:
+    """Cut one new batch into groups of G consecutive rows of one prompt (G given, else the greatest common divisor
+    of the runs of equal prompts), combine the reward functions as GRPOTrainer does, and recompute the step's
+    reward mean and zero-std share."""
+    n = tab.num_rows
+    per_func = np.column_stack([_numeric(tab, c, label, pa) for c in out.columns]) if n else \
+        np.zeros((0, len(out.columns)))
+    unscorable = np.isnan(per_func).all(axis=1)
+    total = np.nansum(per_func * out.weights, axis=1)
+    total[unscorable] = np.nan
+    adv = _numeric(tab, "advantage", label, pa) if "advantage" in tab.column_names else None
+    codes = _prompt_codes(tab.column("prompt"), out.prompt_index, out.prompt_texts, pa)
+    runs = np.diff(np.flatnonzero(np.diff(codes, prepend=-1, append=-1) != 0)) if n else np.zeros(0, int)
+    g_seen = int(np.gcd.reduce(runs)) if len(runs) else 0
+    G = num_generations
+    if G is None:
+        G = g_seen
+        if G < 2:
+            raise InputError(f"{label}: cannot infer num_generations from runs of equal prompts "
+                             f"(lengths {sorted(set(runs.tolist()))[:6]}); pass --num-generations")
+    elif out.G is None and g_seen != G and g_seen % G == 0:
+        out.warns.append(f"num_generations {G} was given, but the prompts of {label} repeat in runs of "
+                         f"{g_seen}: groups of {G} split TRL's groups")
+    if out.G is not None and G != out.G:
+        out.warns.append(f"{label}: prompts repeat in runs of {G}, the earlier files in runs of {out.G} "
+                         f"(files from different runs?); num_generations {out.G} kept")
+        G = out.G
+    out.G = G
+    if n % G:
+        raise InputError(f"{label}: {n} rows is not a multiple of num_generations = {G}")
+    blocks = codes.reshape(-1, G)
+    bad = np.flatnonzero((blocks != blocks[:, :1]).any(axis=1))
+    if bad.size:
+        start = int(bad[0]) * G
+        raise InputError(f"{label} rows {start + 1}-{start + G}: prompts differ inside a group of "
+                         f"{G} (wrong --num-generations?)")
+    grouped = total.reshape(-1, G)
+    out.parts.append((np.full(len(blocks), step, np.int64), blocks[:, 0], grouped,
+                      None if adv is None else adv.reshape(-1, G), per_func.reshape(-1, G, len(out.columns))))
+    if adv is not None and n:
+        out.scale_sets.append(scale_modes_matching(total, adv, G))
+    zero = np.isclose(nanstd(grouped, axis=1), 0.0, atol=1e-8)
+    with np.errstate(invalid="ignore"):
+        out.recomputed[step] = (float(np.nanmean(total)) if n and not np.isnan(total).all() else math.nan,
+                                float(np.mean(zero)) if n else math.nan)
+
+
+def _check(b: _Batches, parquets: list[str], state_file: str | None, scalars: dict, info: dict) -> str | None:
+    """What the files could not tell, and where they disagree with trainer_state.json: notes and warnings added to
+    ``b``; returns ``scale_rewards`` when the logged advantages single it out."""
+    logging_steps = info.get("logging_steps")
+    notes, warns = b.notes, b.warns
     scale_rewards = None
-    if scale_sets:
-        common = set.intersection(*scale_sets)
+    if b.scale_sets:
+        common = set.intersection(*b.scale_sets)
         if not common:
             warns.append(f"the advantages TRL logged are not reproduced by the rewards "
-                         f"{' + '.join(f'{w:g}*{c}' for w, c in zip(weights, columns_used))} under any scale_rewards: "
+                         f"{' + '.join(f'{w:g}*{c}' for w, c in zip(b.weights, b.columns))} under any scale_rewards: "
                          "the reward weights (--reward-weights, in reward_funcs order or as name=weight) or the "
                          "reward columns are not the trainer's, or multi_objective_aggregation is not "
                          "sum_then_normalize")
         elif len(common) < len(SCALE_MODES):
             scale_rewards = sorted(common)[0] if len(common) == 1 else None
-            inferred["scale_rewards"] = {"value": sorted(common), "how": "reproduces the logged advantages"}
+            b.inferred["scale_rewards"] = {"value": sorted(common), "how": "reproduces the logged advantages"}
     gen_steps = sorted(s for s, row in scalars.items() if "reward" in row)  # steps whose log saw a generation
     if parquets:
-        repeats = sorted(s for s, first in logged_at.items() if first != s)
+        repeats = sorted(s for s, first in b.logged_at.items() if first != s)
         if repeats:
             notes.append(f"{_steps_phrase(repeats)} re-logged the generation batch of an earlier step "
                          "(one batch serves several optimizer steps: steps_per_generation > "
                          "gradient_accumulation_steps or num_iterations > 1); each group is counted once, at the "
                          "first step that logged it")
         if state_file:
-            no_file = [s for s in gen_steps if s not in logged_at]
+            no_file = [s for s in gen_steps if s not in b.logged_at]
             if no_file:
                 warns.append(f"trainer_state.json logs rewards at {_steps_phrase(no_file)} but there is no "
                              "completions_*.parquet for them (files missing, or log_completions was off then)")
-            unknown = [s for s in logged_at if s not in scalars]
+            unknown = [s for s in b.logged_at if s not in scalars]
             if unknown:
                 warns.append(f"completions at {_steps_phrase(unknown)} have no entry in trainer_state.json's "
                              "log_history (files of another run, or an older trainer_state.json)")
@@ -324,22 +363,8 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
                              "(the last generation batch), so the groups generated at the steps in between are not "
                              "in the folder; each log's scalars average every generation batch since the previous "
                              "log, the record's recomputed figures only the logged batch")
-            if not (isinstance(logging_steps, (int, float)) and logging_steps > 1):
-                off = []
-                for s in new_steps:
-                    row = scalars.get(s, {})
-                    mine = recomputed.get(s, (math.nan, math.nan))
-                    if "reward" in row and np.isfinite(mine[0]) and not math.isclose(row["reward"], mine[0],
-                                                                                    rel_tol=1e-4, abs_tol=1e-5):
-                        off.append((s, row["reward"], mine[0]))
-                if off:
-                    s0, a, b = off[0]
-                    warns.append(f"at {_steps_phrase([o[0] for o in off])} the reward trainer_state.json logs "
-                                 f"differs from the mean of the logged completions (step {s0}: {a:.4g} logged, "
-                                 f"{b:.4g} from the completions): the completion files hold only part of what "
-                                 "those logs cover (several generation batches per optimizer step, whose earlier "
-                                 "batches TRL does not write), or they come from another run, or the reward "
-                                 "weights are not the trainer's")
+            else:
+                _check_logged_reward(b, scalars)
     else:
         notes.append("no completion logs (log_completions was off): the record has TRL's logged scalars only, "
                      "no groups")
@@ -347,6 +372,34 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         notes.append("scale_rewards = batch: TRL's frac_reward_zero_std is the share of generation batches whose "
                      "whole-batch reward std is 0, not a share of groups; the record's frac_reward_zero_std "
                      "(recomputed per group) is not comparable with it")
+    return scale_rewards
+
+
+def _check_logged_reward(b: _Batches, scalars: dict) -> None:
+    """A warning where the reward trainer_state.json logs at a step is not the mean of that step's completions."""
+    off = []
+    for s in b.new_steps:
+        row = scalars.get(s, {})
+        mine = b.recomputed.get(s, (math.nan, math.nan))
+        if "reward" in row and np.isfinite(mine[0]) and not math.isclose(row["reward"], mine[0],
+                                                                        rel_tol=1e-4, abs_tol=1e-5):
+            off.append((s, row["reward"], mine[0]))
+    if off:
+        s0, a, c = off[0]
+        b.warns.append(f"at {_steps_phrase([o[0] for o in off])} the reward trainer_state.json logs "
+                       f"differs from the mean of the logged completions (step {s0}: {a:.4g} logged, "
+                       f"{c:.4g} from the completions): the completion files hold only part of what "
+                       "those logs cover (several generation batches per optimizer step, whose earlier "
+                       "batches TRL does not write), or they come from another run, or the reward "
+                       "weights are not the trainer's")
+
+
+def _build(bundle: Bundle, b: _Batches, parquets: list[str], state_file: str | None, scalars: dict, info: dict,
+           scale_rewards: str | None, *, tolerance: float, name: str | None, num_generations: int | None) -> RunRecord:
+    """The record: the groups' arrays, what is missing, the reward's definition and its alternatives (each reward
+    function alone, and a correctness function kept per rollout for the doctor's audit), the provenance."""
+    logging_steps = info.get("logging_steps")
+    parts, columns, weights = b.parts, b.columns, b.weights
     missing = ["lengths"]
     if not parquets:
         missing += ["completions", "advantages"]
@@ -354,26 +407,26 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
         missing.append("scalars")
     if parquets and isinstance(logging_steps, (int, float)) and logging_steps > 1:
         missing.append("completions between logging steps")
-    if G_used:
-        inferred["num_generations"] = {"value": G_used, "how": "given" if num_generations else
-                                       "greatest common divisor of the runs of equal consecutive prompts"}
-    if columns_used:
-        inferred["reward_columns"] = {"value": columns_used, "how": how_columns}
+    if b.G:
+        b.inferred["num_generations"] = {"value": b.G, "how": "given" if num_generations else
+                                         "greatest common divisor of the runs of equal consecutive prompts"}
+    if columns:
+        b.inferred["reward_columns"] = {"value": columns, "how": b.how_columns}
     reward_info = {
         "classified": "training reward" if parquets else None,
-        "definition": (" + ".join(f"{w:g} * {c}" for w, c in zip(weights, columns_used)) + " (nansum; NaN when every "
+        "definition": (" + ".join(f"{w:g} * {c}" for w, c in zip(weights, columns)) + " (nansum; NaN when every "
                        "function returned None), as GRPOTrainer combines them") if parquets else None,
         "alternatives": {f"reward function {c!r} alone": outcome_summary(
-            np.concatenate([p[4][:, :, j] for p in parts]), tolerance) for j, c in enumerate(columns_used)}
+            np.concatenate([p[4][:, :, j] for p in parts]), tolerance) for j, c in enumerate(columns)}
         if parts else {},
     }
     source = {"kind": "trl", "path": bundle.origin, "completion_files": parquets, "trainer_state": state_file,
-              "reward_columns": columns_used,
+              "reward_columns": columns,
               "reward_weights": None if weights is None else [float(w) for w in weights],
               "scale_rewards": scale_rewards,
               "completions_cover": "the last generation batch before each logging step, each batch counted once",
               **info}
-    G = G_used or 0
+    G = b.G or 0
     n_groups = sum(len(p[0]) for p in parts)
     has_adv = bool(parts) and all(p[3] is not None for p in parts)
     groups = {
@@ -387,18 +440,18 @@ def ingest_trl(bundle: Bundle, *, tolerance: float, name: str | None = None, num
     }
     if parts and not has_adv:
         missing.append("advantages")
-    correct = [j for j, c in enumerate(columns_used) if re.search(r"correct|acc", c, re.I)] if len(columns_used) > 1 else []
+    correct = [j for j, c in enumerate(columns) if re.search(r"correct|acc", c, re.I)] if len(columns) > 1 else []
     if parts and correct:  # a correctness function beside others: kept per rollout for the doctor's audit
         groups["correctness"] = np.concatenate([p[4][:, :, correct[0]] for p in parts])
-        reward_info["correctness"] = f"reward function {columns_used[correct[0]]!r} alone"
-    rec = record_from_arrays(groups, [prompt_label(t) for t in prompt_texts], source=source, tolerance=tolerance,
-                             scalars=scalars, missing=missing, name=name, config={"num_generations": G_used})
+        reward_info["correctness"] = f"reward function {columns[correct[0]]!r} alone"
+    rec = record_from_arrays(groups, [prompt_label(t) for t in b.prompt_texts], source=source, tolerance=tolerance,
+                             scalars=scalars, missing=missing, name=name, config={"num_generations": b.G})
     rec.meta["reward"] = reward_info
-    rec.meta["notes"] = notes
-    rec.meta["warnings"] = warns
+    rec.meta["notes"] = b.notes
+    rec.meta["warnings"] = b.warns
     rec.meta["ingest"] = {"read": [bundle.label(f) for f in ([state_file] if state_file else []) + parquets
-                                   if bundle.label(f) not in {s["file"] for s in skipped}],
-                          "skipped": skipped, "inferred": inferred}
+                                   if bundle.label(f) not in {s["file"] for s in b.skipped}],
+                          "skipped": b.skipped, "inferred": b.inferred}
     return rec
 
 
