@@ -15,7 +15,7 @@ import html
 
 import panel as pn
 
-from grpo_lab.sims.doctor.samplers import HEAD, samplers_text, table_rows
+from grpo_lab.doctor_report.samplers import HEAD, samplers_text, table_rows
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare

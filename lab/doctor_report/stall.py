@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 
-from ..formatting import percent
+from grpo_lab.sims.formatting import percent
 
 __all__ = ["stall_lines", "transitions_lines", "stall_html"]
 

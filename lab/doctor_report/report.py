@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from ..formatting import percent
+from grpo_lab.sims.formatting import percent
 from .audit import audit_text
 from .honesty import intervals_text
-from .stall_report import stall_html, stall_lines, transitions_lines
+from .stall import stall_html, stall_lines, transitions_lines
 from .samplers import samplers_html, samplers_text
 
 __all__ = ["text_report", "html_fragment", "html_report"]
