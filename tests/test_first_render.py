@@ -22,8 +22,9 @@ from grpo_lab.app import build_app
 #: raise it only with a reason (and the load benchmark's figure beside it). 36 -> 38: the Samplers tab's TabPanel and
 #: its empty placeholder Column (every tab costs these two; its content is built only when the tab is opened);
 #: the load benchmark was not rerun for these two empty models. 38 -> 39: the heavy-work budget's busy notice
-#: (one empty HTML pane, lab.views.play_budget.BUSY_NOTICE); to be folded into an existing pane (open in #24)
-FIRST_RENDER_MODELS = 39
+#: (one empty HTML pane, lab.views.play_budget.BUSY_NOTICE). 39 -> 38: the busy line shares the URL notice's pane
+#: (grpo_lab.notice.NoticeLines). Each unopened tab still costs its TabPanel and its placeholder (grpo_lab.app._lazy_tabs)
+FIRST_RENDER_MODELS = 38
 
 
 def first_render(query: dict | None = None) -> Document:

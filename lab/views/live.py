@@ -15,7 +15,7 @@ from __future__ import annotations
 import panel as pn
 
 from grpo_lab.debounce import Debounce
-from grpo_lab.notice import TextNotice
+from grpo_lab.notice import NoticeLines
 from grpo_lab.visitor import visitor_key
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
@@ -76,22 +76,23 @@ class LiveLab:
                                         "seed", "pin"])
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
         # the session's share of the server, within its visitor's and the process's (Play's pushes, server paints)
-        self.busy = TextNotice("", "warning", css_classes=["lab-busy"])
+        # one pane for the URL's notice and the busy line (one Bokeh model: the first render pays for each)
+        self.notices = NoticeLines(["lab-notice", "lab-busy"], css_classes=["lab-notices"])
         self._frames = FrameBudget(visitor=visitor_key(getattr(pn.state.curdoc, "session_context", None)),
-                                   on_busy=lambda busy: self.busy.show(BUSY_NOTICE if busy else ""))
+                                   on_busy=lambda busy: self.notices.show("lab-busy", BUSY_NOTICE if busy else ""))
         # Play runs in the browser (the grid's play loop): the button's state goes to the grid and comes back
         # when the browser stops (at the end, or the slider grabbed); meanwhile the browser sends the progress
         # every play_sync_ms, which _changed redraws within the frame budget
         play.param.watch(lambda e: setattr(self.grid, "playing", e.new), "playing")
         self.grid.param.watch(lambda e: setattr(self.play, "playing", e.new), "playing")
-        self.notice = TextNotice(lab.notice, "warning", css_classes=["lab-notice"])  # URL text: shown verbatim
-        lab.param.watch(lambda e: self.notice.show(e.new), "notice")
+        self.notices.show("lab-notice", lab.notice)  # URL text: shown verbatim
+        lab.param.watch(lambda e: self.notices.show("lab-notice", e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
         if not embed:  # rho, the population, New draw and Reset: one component beside the grid
             self.side = side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
-            self.panel = pn.Column(self.notice, self.busy, c.main(), grid_pane, self.caption.panel,
+            self.panel = pn.Column(self.notices, c.main(), grid_pane, self.caption.panel,
                                    css_classes=["lab-embed"])
         else:
             # the plots (most of a session's Bokeh models and server time) stay out of the first render and are
@@ -99,7 +100,7 @@ class LiveLab:
             # never pays for them, and the first screen is interactive sooner
             # presentation mode drops the secondary material (the formulas, the K-cost table, the Jensen gap)
             self.panel = pn.Column(
-                self.notice, self.busy,
+                self.notices,
                 first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
                              None if present else formulas_pane("The arithmetic")),
                 sizing_mode="stretch_width")
