@@ -6,7 +6,7 @@ import math
 
 from grpo_lab.sims.doctor.audit import LIST_MAX
 
-__all__ = ["audit_text"]
+__all__ = ["audit_text", "audit_html"]
 
 
 def _pct(x) -> str:
@@ -45,3 +45,35 @@ def audit_text(a: dict) -> list[str]:
         elif sp.get("note"):
             lines.append(f"  ({sp['note']})")
     return lines
+
+
+def audit_html(a: dict | None, table) -> str:
+    """The audit as HTML tables, with the report's ``table(rows, head)``: one row per logged metric, the disagreements,
+    the correctness split beside the training reward's, the phantom-gradient groups (every text escaped by ``table``)."""
+    parts = ["<h2>Audit of the logged metrics</h2>"]
+    if not a or (not a["checks"] and not (a["split"].get("available") and a["split"]["differ"])):
+        return parts[0] + "<p>The record carries no trainer scalar and no correctness score to audit.</p>"
+    if a["checks"]:
+        parts.append(table([[c["trainer"], c["metric"], f"{c['agree']} of {c['compared_steps']}", len(c["disagreements"]),
+                             c["definition"]] for c in a["checks"]],
+                           ["trainer", "logged metric", "steps reproduced", "disagree", "recomputed as"]))
+        bad = [(c, x) for c in a["checks"] for x in c["disagreements"]][:LIST_MAX]
+        if bad:
+            parts.append(table([[c["metric"], x["step"], f"{x['logged']:.4g}", f"{x['recomputed']:.4g}", x["cause"]]
+                                for c, x in bad], ["metric", "step", "logged", "recomputed", "likely cause"]))
+    sp = a["split"]
+    if sp.get("available") and sp["differ"]:
+        t, c = sp["training"], sp["correctness"]
+        parts.append(table([[f"training reward ({t['name']})", _pct(t["zero_advantage"]), _pct(t["all_pass"]),
+                             _pct(t["all_fail"])],
+                            [f"correctness ({c['name']})", _pct(c["zero_advantage"]), _pct(c["all_pass"]),
+                             _pct(c["all_fail"])]],
+                           ["classified by", "zero advantage (unanimous)", "all-pass", "all-fail"]))
+        ph = sp.get("phantom")
+        if ph and ph["count"]:
+            parts.append(f"<p>Phantom-gradient groups: {ph['count']:,} ({_pct(ph['share'])}): unanimous in correctness, "
+                         "not in the training reward; their gradient comes from the shaping alone.</p>")
+            parts.append(table([[g["step"], g["prompt_id"], g.get("text") or "", g["correctness"],
+                                 ", ".join(f"{x:g}" for x in g["training_rewards"])] for g in ph["groups"][:LIST_MAX]],
+                               ["step", "prompt id", "text", "correctness", "training rewards"]))
+    return "\n".join(parts)

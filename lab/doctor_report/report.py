@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from grpo_lab.sims.formatting import percent
-from .audit import audit_text
+from .audit import audit_html, audit_text
 from .honesty import intervals_text
 from .stall import stall_html, stall_lines, transitions_lines
 from .samplers import samplers_html, samplers_text
@@ -303,5 +303,6 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         "<h2>Skipping, measured on the run</h2>",
         _table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),
+        audit_html(d.get("audit"), _table),
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "</div>"])

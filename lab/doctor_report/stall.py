@@ -140,12 +140,35 @@ def _rounds_svg(sf: dict) -> str:
                 hline=cap or None)
 
 
+def _stall_table(sf: dict) -> str:
+    """The forecast at the last step and ahead, and the first step past each P(stall) level, as tables."""
+    from .report import _table
+
+    s, now, ser = sf["settings"], sf["now"], sf["series"]
+    cap = s["cap_effective"]
+    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
+    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+    rows = [[f"{now['step']:.0f} (last)", f"{now['expected']:.2f}", _rounds(now["p95"], cap), percent(now["p_stall"])]]
+    rows += [[f"{ser['step'][i]:.0f}", f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-",
+              _rounds(ser["p95"][i], cap) if "p95" in ser else "-", percent(ser["p_stall"][i])] for i in ahead]
+    out = [_table(rows, ["step", "rounds expected", "95th percentile", "P(stall)"])]
+    if cap:
+        out.append(_table([[f"> {float(level):g}", _step(st["step"]), f"[{_step(st['interval'][0])}, "
+                            f"{_step(st['interval'][1])}]", "yes" if st["already"] else "no"]
+                           for level, st in sf["stall"].items()],
+                          ["P(stall)", "first at step", "95% interval", "already at the last step"]))
+    out.append(f"<p>Cause: {html.escape(str(sf['cause']))} ({percent(sf['cause_share_all_fail'])} of dropped groups "
+               f"all-fail at step {sf['cause_at_step']}).</p>")
+    return "\n".join(out)
+
+
 def stall_html(d: dict) -> str:
     """Both sections as HTML: the rounds plot and the transition matrix (their text is in the report's text)."""
     parts = ["<h2>Stall forecast</h2>"]
     sf = d.get("stall_forecast")
     if sf and sf["available"]:
         parts.append(_rounds_svg(sf))
+        parts.append(_stall_table(sf))
     else:
         parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")
     t = d.get("transitions")
