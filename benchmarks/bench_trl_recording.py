@@ -53,7 +53,7 @@ def _timed(obj, name, acc, cpu):
 
 def one_run(tmp: Path, steps: int, record: bool) -> dict:
     """Wall and CPU seconds of one tiny run: train(), the recorder's own calls, its writer thread."""
-    from trl_tiny import make_trainer
+    from grpo_lab.testing.trl_tiny import make_trainer
 
     from grpo_lab.trl_recorder import GroupRecorder
 

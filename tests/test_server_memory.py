@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from grpo_lab.commands.serve import serve_command
+from grpo_lab.testing.bokeh_visitor import visit  # the load benchmark's BokehJS-protocol visitor
 from grpo_lab.testing.lab_server import free_port, serve
 
-from grpo_lab.commands.serve import serve_command
-
 ROOT = Path(__file__).resolve().parents[1]
-from grpo_lab.testing.bokeh_visitor import visit  # the load benchmark's BokehJS-protocol visitor
 
 LIFETIME_MS = 1000  #: sessions unused this long are destroyed (the server's default is Bokeh's 15 s)
 
@@ -37,10 +35,9 @@ def test_a_room_that_left_leaves_no_session_behind_and_is_released():
     port = free_port()
     # one process, reusing sessions as grpo-lab serve's default two do: the probe always reaches the process
     # that served the visits, and its first visitor connects to the kept session
-    cmd = serve_command(port=port, num_procs=1) + ["--reuse-sessions", "--plugins", "memory_probe",
+    cmd = serve_command(port=port, num_procs=1) + ["--reuse-sessions", "--plugins", "grpo_lab.testing.memory_probe",
                                                    "--unused-session-lifetime", str(LIFETIME_MS)]
-    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
-           "GRPO_LAB_RUNS": str(ROOT / "runs")}
+    env = {"GRPO_LAB_RUNS": str(ROOT / "runs")}
     with serve(cmd, port=port, env=env, path="/health") as health:  # waited for without opening a page
         base = health.rsplit("/", 1)[0]
         url = base + "/app"

@@ -96,7 +96,7 @@ def test_smoke_two_steps_of_smollm2(tmp_path):
 def test_a_stop_signal_ends_training_after_the_current_step(tmp_path):
     """run_lm's SIGTERM / Ctrl-C handler sets a flag; its callback then ends train() at that step's end."""
     from transformers import TrainerCallback
-    from trl_tiny import make_trainer
+    from grpo_lab.testing.trl_tiny import make_trainer
 
     from grpo_lab.trl_recorder.lm_run import _stop_callback
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from trl_tiny import make_trainer
+from grpo_lab.testing.trl_tiny import make_trainer
 
 from grpo_lab.sims.advantages import advantages as core_advantages
 from grpo_lab.sims.errors import InputError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trl_tiny import TARGETS, make_trainer
+from grpo_lab.testing.trl_tiny import TARGETS, make_trainer
 
 from grpo_lab.sims.advantages import sign
 from grpo_lab.sims.errors import InputError

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from trl_tiny import TARGETS, make_trainer
+from grpo_lab.testing.trl_tiny import TARGETS, make_trainer
 
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import read_record

@@ -9,7 +9,13 @@
 - :mod:`grpo_lab.testing.synthetic_record` a small run record written by the core's own writer
 - :mod:`grpo_lab.testing.grid_twins`       what the grid's cells should show, computed from the core
 - :mod:`grpo_lab.testing.replay_frames`    decoding the Replay tab's frames
-- :mod:`grpo_lab.testing.cli`              ``run_cli``: the command line in-process, its output and exit status
+- :mod:`grpo_lab.testing.upload`           the Replay tab's upload input, a file of a given size
+- :mod:`grpo_lab.testing.visitors`         a browser context per visitor (its cookie), tabs opened in it
+- :mod:`grpo_lab.testing.page`             elements through shadow roots, axe-core's WCAG checks, contrast
+- :mod:`grpo_lab.testing.replay_page`      the Replay tab's picture, readouts, slider and hover
+- :mod:`grpo_lab.testing.growing_record`   a run record still being written
+- :mod:`grpo_lab.testing.inspect_figures`  ``grpo-lab inspect``'s figures recomputed with plain numpy
+- :mod:`grpo_lab.testing.trl_tiny`         a tiny TRL GRPOTrainer on CPU (the fixtures' generator)
 
 Nothing here is imported by the lab or the core; Playwright, psutil and the like are imported where used.
 """

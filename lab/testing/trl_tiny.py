@@ -14,7 +14,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
-_FIXTURE = Path(__file__).parent / "fixtures" / "ingest" / "make_trl_fixture.py"
+_FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "ingest" / "make_trl_fixture.py"  #: in the checkout
 CHARS = "abcdefgh0123456789+="
 TARGETS = "abcdefgh0123"
 
