@@ -46,11 +46,11 @@ class LabState(GridControls):
     """The live lab's controls: the grid's (:class:`grpo_lab.grid.spec.GridControls`: progress, K, the
     filter and its band, rho) and the population's. ``scenario()`` is the view they describe."""
 
-    n_prompts = param.Integer(_DEFAULT.n_prompts, bounds=(1, LAB_MAX_PROMPTS), doc=(
+    n_prompts = param.Integer(_DEFAULT.n_prompts, bounds=(1, LAB_MAX_PROMPTS), label="Prompts", doc=(
         "Number of prompts in the population (one cell each)."))
-    a = param.Number(_DEFAULT.a, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: a.")
-    b = param.Number(_DEFAULT.b, bounds=BETA_BOUNDS, doc="Beta(a, b) difficulty distribution: b.")
-    seed = param.Integer(_DEFAULT.seed, bounds=(0, SEED_MAX), doc=(
+    a = param.Number(_DEFAULT.a, bounds=BETA_BOUNDS, label="Beta a", doc="Beta(a, b) difficulty distribution: a.")
+    b = param.Number(_DEFAULT.b, bounds=BETA_BOUNDS, label="Beta b", doc="Beta(a, b) difficulty distribution: b.")
+    seed = param.Integer(_DEFAULT.seed, bounds=(0, SEED_MAX), label="Seed", doc=(
         "Seed of the population draw: the same seed gives the same prompts and the same groups."))
     pin = param.String("", doc=(
         "The pinned view's controls (grpo_lab.grid.pin: e.g. K8_t0.68), shown as a ghost beside the grid and "
@@ -108,7 +108,7 @@ class AdvantageState(param.Parameterized):
     rewards never replace the sliders unannounced. (The group size is the parameter ``G``, shown as K.)
     """
 
-    G = param.Integer(8, bounds=(1, K_MAX), doc="Group size K: rollouts in the group.")
+    G = param.Integer(8, bounds=(1, K_MAX), label="Group size K", doc="Group size K: rollouts in the group.")
     correct = param.Integer(1, bounds=(0, K_MAX), doc="Number of correct rollouts in the group (binary rewards).")
     rewards_text = param.String("", doc=(
         "A reward vector, e.g. 1, 0, 0, 0.5 (used instead of the sliders while 'Rewards from' says so)."))

@@ -60,23 +60,24 @@ def controls_html(values: dict, spec: dict | None = None) -> str:
     spec = spec or control_spec()
     c = spec["controls"]
     tip = {name: html.escape(c[name]["doc"], quote=True) for name in c}
+    label = {name: html.escape(c[name]["label"], quote=True) for name in c}  # each declared once, on its parameter
     band_tip = html.escape("The pass rates the filter keeps, low to high", quote=True)
     pd, bd = c["progress"]["digits"], c["band_lo"]["digits"]
     lo, hi = values["band_lo"], values["band_hi"]
     on = bool(values["filter"])
     checked = " checked" if on else ""
     return f"""<div class="gx-controls" data-spec="{spec_json(spec)}">
-  <label class="gx-field" title="{tip['progress']}"><span>Training progress t
+  <label class="gx-field" title="{tip['progress']}"><span>{label['progress']}
     <output id="gx-progress-out">{values['progress']:.{pd}f}</output></span>
-    {_range("progress", c["progress"], values["progress"], ' aria-label="Training progress t"')}</label>
-  <label class="gx-field" title="{tip['K']}"><span>Group size K <output id="gx-K-out">{values['K']}</output></span>
-    {_range("K", c["K"], values["K"], ' aria-label="Group size K"')}</label>
+    {_range("progress", c["progress"], values["progress"], f' aria-label="{label["progress"]}"')}</label>
+  <label class="gx-field" title="{tip['K']}"><span>{label['K']} <output id="gx-K-out">{values['K']}</output></span>
+    {_range("K", c["K"], values["K"], f' aria-label="{label["K"]}"')}</label>
   <label class="gx-check" title="{tip['filter']}"><input type="checkbox" id="gx-filter" name="filter"{checked}>
-    Difficulty filter: keep prompts whose pass rate lies in the band</label>
+    {label['filter']}</label>
   <fieldset class="gx-field gx-band{'' if on else ' gx-off'}" title="{band_tip}"><legend>Filter band
     <output id="gx-band-out">{lo:.{bd}f} \u2013 {hi:.{bd}f}</output></legend>
-    {_range("band_lo", c["band_lo"], lo, ' aria-label="Filter band, low end"')}
-    {_range("band_hi", c["band_hi"], hi, ' aria-label="Filter band, high end"')}</fieldset>
+    {_range("band_lo", c["band_lo"], lo, f' aria-label="{label["band_lo"]}"')}
+    {_range("band_hi", c["band_hi"], hi, f' aria-label="{label["band_hi"]}"')}</fieldset>
 </div>"""
 
 

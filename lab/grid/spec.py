@@ -19,7 +19,8 @@ Every host of the grid view (the served lab's :class:`grpo_lab.grid.component.Li
     The readout rows of the grid: (label, expected summary key or None, realised key or None, format,
     CSS class stem).
 
-Changing a bound or a default is one edit here (plus the kernel, for K beyond its block).
+Changing a label, a bound or a default is one edit here (plus the kernel, for K beyond its block): each
+parameter's ``label`` is the control's name on the page (its accessible name too) wherever it is shown.
 """
 
 from __future__ import annotations
@@ -61,17 +62,19 @@ def ordered_band(lo: float, hi: float) -> tuple[float, float]:
 class GridControls(param.Parameterized):
     """The grid's controls (see the module docstring). ``band()`` is the band in order."""
 
-    progress = param.Number(_DEFAULT.progress, bounds=(0.0, 1.0), step=PROGRESS_STEP, doc=(
+    progress = param.Number(_DEFAULT.progress, bounds=(0.0, 1.0), step=PROGRESS_STEP, label="Training progress t", doc=(
         "Training progress t: 0 is the start of the run, 1 the end. Every prompt's pass rate rises "
         "as p_t = p_0^(1/(1 + g t))."))
-    K = param.Integer(_DEFAULT.K, bounds=(1, K_MAX), step=1, doc=(
+    K = param.Integer(_DEFAULT.K, bounds=(1, K_MAX), step=1, label="Group size K", doc=(
         "Group size K: rollouts sampled per prompt. A group with no disagreement carries no gradient."))
-    filter = param.Boolean(False, doc=(
+    filter = param.Boolean(False, label="Difficulty filter: keep prompts whose pass rate lies in the band", doc=(
         "Difficulty filter: keep only prompts whose current pass rate lies in the band; shares are then "
         "over the kept prompts."))
-    band_lo = param.Number(DEFAULT_BAND[0], bounds=(0.0, 1.0), step=BAND_STEP, doc="Lowest pass rate the filter keeps.")
-    band_hi = param.Number(DEFAULT_BAND[1], bounds=(0.0, 1.0), step=BAND_STEP, doc="Highest pass rate the filter keeps.")
-    rho = param.Number(_DEFAULT.rho, bounds=(0.0, RHO_MAX), step=RHO_STEP, doc=(
+    band_lo = param.Number(DEFAULT_BAND[0], bounds=(0.0, 1.0), step=BAND_STEP, label="Filter band, low end",
+                           doc="Lowest pass rate the filter keeps.")
+    band_hi = param.Number(DEFAULT_BAND[1], bounds=(0.0, 1.0), step=BAND_STEP, label="Filter band, high end",
+                           doc="Highest pass rate the filter keeps.")
+    rho = param.Number(_DEFAULT.rho, bounds=(0.0, RHO_MAX), step=RHO_STEP, label="Rollout correlation rho", doc=(
         "Rollout correlation rho within a group (0 = independent). Rollouts that share a prompt tend to "
         "agree, which makes unanimous groups more likely. With rho > 0 the server repaints the grid."))
 
@@ -95,13 +98,13 @@ def control_spec(progress_step: float = PROGRESS_STEP, controls: type[GridContro
     """The view's controls for the browser and the markup (JSON-ready).
 
     ``{"names": VIEW_CONTROLS, "controls": {name: {"kind", "min", "max", "step", "digits", "default",
-    "doc"}}}``; kind is "number", "integer" or "boolean" (a boolean has no bounds or step).
+    "label", "doc"}}}``; kind is "number", "integer" or "boolean" (a boolean has no bounds or step).
     ``progress_step`` is the host's progress step (the served lab's or the exported page's).
     """
     out = {}
     for name in VIEW_CONTROLS:
         p = controls.param[name]
-        entry = {"default": p.default, "doc": p.doc}
+        entry = {"default": p.default, "label": p.label, "doc": p.doc}
         if isinstance(p, param.Boolean):
             entry["kind"] = "boolean"
         else:

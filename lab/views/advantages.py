@@ -52,7 +52,7 @@ class AdvantageExplorer:
     def __init__(self, state: AdvantageState):
         self.state = state
         p = state.param
-        self.G = pn.widgets.IntSlider.from_param(p.G, name="Group size K")
+        self.G = pn.widgets.IntSlider.from_param(p.G)
         self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)
         self.rewards = pn.widgets.TextInput.from_param(p.rewards_text, name="Or type rewards",
                                                        placeholder="e.g. 1, 0, 0, 0", description=None)

@@ -26,8 +26,9 @@ __all__ = ["SideControls", "side_controls", "FIELDS", "LABELS", "TIPS", "side_sp
 #: the state's parameters the component shows, in order: rho, then the population's
 FIELDS = ("rho", "n_prompts", "a", "b", "seed")
 POPULATION = FIELDS[1:]
-#: each field's label (its accessible name) and the step its input moves by (rho's is the state's own step)
-LABELS = {"rho": "Rollout correlation rho", "n_prompts": "Prompts", "a": "Beta a", "b": "Beta b", "seed": "Seed"}
+#: each field's label (its accessible name) is its parameter's own ``label`` (LabState); the step its input moves by
+#: (rho's is the state's own step)
+LABELS = {name: LabState.param[name].label for name in FIELDS}
 _INPUT_STEP = {"n_prompts": 1, "a": 0.1, "b": 0.1, "seed": 1}
 
 #: the buttons' and the hints' texts
@@ -53,7 +54,7 @@ def side_spec(state: type[LabState] = LabState) -> dict:
     for name in FIELDS:
         p = state.param[name]
         step = p.step if name == "rho" else _INPUT_STEP[name]
-        controls[name] = {"label": LABELS[name], "kind": "integer" if isinstance(p, param.Integer) else "number",
+        controls[name] = {"label": p.label, "kind": "integer" if isinstance(p, param.Integer) else "number",
                           "min": p.bounds[0], "max": p.bounds[1], "step": step,
                           "digits": step_digits(step) if name == "rho" else None, "doc": p.doc}
     return {"controls": controls, "population": list(POPULATION), "play_hint": TIPS["play"],

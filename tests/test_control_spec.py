@@ -1,0 +1,72 @@
+"""Each control's label, bounds, step and default are declared once, on its parameter (GridControls, LabState,
+AdvantageState), and every place that shows the control reads them from there: the grid's markup (served lab and
+exported page), the side controls' spec, the Samplers and Advantages tabs' sliders."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import param
+import pytest
+
+from grpo_lab.grid.markup import controls_html
+from grpo_lab.grid.spec import VIEW_CONTROLS, GridControls, control_spec
+from grpo_lab.state import AdvantageState, LabState
+from grpo_lab.views.side_controls import FIELDS, side_spec
+
+LAB = Path(__file__).resolve().parents[1] / "lab"
+VALUES = {"progress": 0.3, "K": 8, "filter": True, "band_lo": 0.2, "band_hi": 0.8}
+#: where the labels are declared: the parameters' classes
+DECLARED = {LAB / "grid" / "spec.py", LAB / "state.py"}
+
+
+def labels() -> dict[str, str]:
+    out = {name: GridControls.param[name].label for name in (*VIEW_CONTROLS, "rho")}
+    out.update({name: LabState.param[name].label for name in FIELDS})
+    return out
+
+
+def test_every_control_has_a_label_of_its_own():
+    names = labels()
+    assert all(names.values()) and len(set(names.values())) == len(names), names
+    assert AdvantageState.param.G.label == GridControls.param.K.label  # the same quantity, the same name
+
+
+def test_the_grid_markup_shows_each_controls_label_and_bounds_from_the_spec():
+    spec = control_spec()
+    markup = controls_html(VALUES, spec)
+    for name in VIEW_CONTROLS:
+        p, c = GridControls.param[name], spec["controls"][name]
+        assert c["label"] == p.label and c["default"] == p.default
+        if isinstance(p, param.Boolean):
+            assert html.escape(p.label) in markup
+            continue
+        assert (c["min"], c["max"]) == p.bounds
+        tag = re.search(rf'<input[^>]*id="gx-{name.replace("_", "-")}"[^>]*>', markup).group(0)
+        assert f'aria-label="{html.escape(p.label, quote=True)}"' in tag
+        assert f'min="{p.bounds[0]}"' in tag and f'max="{p.bounds[1]}"' in tag
+
+
+def test_the_side_controls_read_their_labels_and_bounds_from_the_state():
+    spec = side_spec()["controls"]
+    for name in FIELDS:
+        p = LabState.param[name]
+        assert spec[name]["label"] == p.label and (spec[name]["min"], spec[name]["max"]) == p.bounds
+
+
+def test_a_label_changed_on_its_parameter_shows_everywhere(monkeypatch):
+    monkeypatch.setattr(GridControls.param.K, "label", "Rollouts per prompt K")
+    monkeypatch.setattr(LabState.param.a, "label", "Beta alpha")
+    assert 'aria-label="Rollouts per prompt K"' in controls_html(VALUES, control_spec())
+    assert side_spec()["controls"]["a"]["label"] == "Beta alpha"
+
+
+@pytest.mark.parametrize("label", sorted(set(labels().values())))
+def test_no_other_file_types_a_controls_label(label):
+    """A label typed as a string literal (or as markup text) anywhere but its declaration would drift from it."""
+    quoted = re.compile("[\"'>]" + re.escape(label) + "[\"'<]")
+    offenders = [str(f.relative_to(LAB)) for f in sorted(LAB.rglob("*")) if f.suffix in (".py", ".js", ".css", ".html")
+                 and f not in DECLARED and "testing" not in f.parts and quoted.search(f.read_text())]
+    assert offenders == [], offenders
