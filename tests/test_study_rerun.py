@@ -1,0 +1,80 @@
+"""A shipped cell reruns from its shipped warm start and reproduces its record: the step-0 evaluation and
+the first steps' outcomes exactly, the update's float figures to rtol 1e-4 (grpo_lab.train.reproduce);
+a changed seed, a changed warm start or an altered warm-start file does not."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.record import read_record
+from grpo_lab.train import warmstart
+from grpo_lab.train.reproduce import RTOL, compare, reproduce
+
+ROOT = Path(__file__).resolve().parents[1]
+CELL = ROOT / "runs" / "weak-g4-dr_grpo-lr0.0004-s1"  #: a shipped cell of the study (full-v1's weak dr_grpo, seed 1)
+STEPS = 2
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rerun") / "run"
+    cmp = reproduce(CELL, STEPS, out=out)
+    return cmp, read_record(out)
+
+
+def test_the_shipped_cell_starts_from_the_shipped_warm_start():
+    meta = json.loads((CELL / "run.json").read_text())
+    entry = warmstart.read_manifest()[warmstart.file_name("weak", 0)]
+    assert meta["start"]["warmstart"] == "shipped" and meta["start"]["warmstart_sha256"] == entry["sha256"]
+    assert warmstart.sha256(warmstart.folder() / "weak-sft0.npz") == entry["sha256"]
+
+
+def test_a_rerun_reproduces_its_record(rerun):
+    cmp, rec = rerun
+    assert cmp.ok, cmp.mismatches
+    shipped = read_record(CELL)
+    # independently of the comparison: the step-0 evaluation, the groups of the first steps, the loss
+    assert np.array_equal(rec.evals["pass_rate"][0], shipped.evals["pass_rate"][0])
+    n = int(np.sum(shipped.groups["step"] < STEPS))
+    assert n == STEPS * json.loads((CELL / "run.json").read_text())["config"]["prompts_per_step"]
+    assert np.array_equal(rec.groups["rewards"][:n], shipped.groups["rewards"][:n])
+    assert np.array_equal(rec.groups["prompt_id"][:n], shipped.groups["prompt_id"][:n])
+    assert rec.steps["loss"][:STEPS] == pytest.approx(shipped.steps["loss"][:STEPS], rel=RTOL)
+    assert cmp.checked["step-0 evaluation (pass rate per prompt)"] == 600
+
+
+def test_the_comparison_fails_when_a_figure_moves(rerun):
+    _, rec = rerun
+    shipped = read_record(CELL)
+    rec.steps["grad_norm"] = np.array(rec.steps["grad_norm"], float) * (1 + 3 * RTOL)
+    rec.groups["rewards"] = np.array(rec.groups["rewards"])
+    rec.groups["rewards"][0, 0] = 1 - rec.groups["rewards"][0, 0]
+    lines = compare(shipped, rec, STEPS).mismatches
+    assert any(line.startswith("step figure grad_norm") for line in lines)
+    assert any(line.startswith("groups: rewards: 1 of") for line in lines)
+
+
+@pytest.mark.parametrize("change, first", [({"seed": 2}, "groups: prompt_id"),
+                                           ({"sft_seed": 1}, "step-0 evaluation")])
+def test_a_rerun_with_another_seed_or_warm_start_does_not_reproduce(change, first):
+    cmp = reproduce(CELL, 1, overrides=change)
+    assert not cmp.ok and cmp.mismatches[0].startswith(first), cmp.mismatches
+    if "seed" in change:  # the evaluation's draws do not depend on the seed: the same start evaluates the same
+        assert not any(m.startswith("step-0") for m in cmp.mismatches)
+
+
+def test_an_altered_warm_start_is_one_clear_error(tmp_path, monkeypatch):
+    where = tmp_path / "warmstarts"
+    shutil.copytree(warmstart.folder(), where)
+    data = bytearray((where / "weak-sft0.npz").read_bytes())
+    data[-100] ^= 1
+    (where / "weak-sft0.npz").write_bytes(bytes(data))
+    monkeypatch.setattr(warmstart, "folder", lambda: where)
+    with pytest.raises(InputError, match="does not match its manifest: SHA-256"):
+        reproduce(CELL, 1)
