@@ -78,3 +78,33 @@ def test_an_altered_warm_start_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(warmstart, "folder", lambda: where)
     with pytest.raises(InputError, match="does not match its manifest: SHA-256"):
         reproduce(CELL, 1)
+
+
+def test_only_a_start_with_every_setting_equal_comes_from_the_shipped_files():
+    from grpo_lab.train.config import GRPOConfig
+
+    cfg = GRPOConfig.for_start("weak", sft_seed=0, seed=5).validate()
+    assert warmstart.shipped(cfg).name == "weak-sft0.npz"  # the RL seed does not matter
+    for change in ({"sft_seed": 9}, {"sft_steps": 499}, {"n_embd": 32, "n_head": 4}, {"sft_learning_rate": 1e-3}):
+        assert warmstart.shipped(GRPOConfig.for_start("weak", **{"sft_seed": 0, **change}).validate()) is None, change
+    assert warmstart.shipped(GRPOConfig.for_start("broad", sft_seed=0).validate()).name == "broad-sft0.npz"
+
+
+def test_a_warm_start_file_is_the_same_bytes_for_the_same_weights_and_loads_back_tied():
+    import torch
+
+    from grpo_lab.train.model import TinyGPT
+    from grpo_lab.train.task import BLOCK_SIZE, VOCAB
+
+    torch.manual_seed(3)
+    model = TinyGPT(len(VOCAB), BLOCK_SIZE, 1, 2, 16)
+    state = warmstart.state_arrays(model)
+    assert warmstart.TIED not in state and warmstart.npz_bytes(state) == warmstart.npz_bytes(dict(state))
+    with np.load(warmstart.folder() / "weak-sft1.npz") as z:
+        assert all(z[k].dtype == np.float32 for k in z.files)
+    big = TinyGPT(len(VOCAB), BLOCK_SIZE)
+    digest = warmstart.load(big, warmstart.folder() / "weak-sft1.npz")
+    assert digest == warmstart.read_manifest()["weak-sft1.npz"]["sha256"]
+    assert big.head.weight is big.tok.weight  # still tied after loading
+    with np.load(warmstart.folder() / "weak-sft1.npz") as z:
+        assert np.array_equal(big.tok.weight.detach().numpy(), z["tok.weight"])
