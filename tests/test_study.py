@@ -387,7 +387,7 @@ def test_a_bad_figures_file_is_one_line_exit_2(tmp_path, capsys, content, needle
     assert code == 2 and len(err) == 1 and needle in err[0], err
 
 
-@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1"])
+@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1", "reduced"])
 def test_the_shipped_tables_are_what_the_command_writes_from_the_shipped_figures(tmp_path, capsys, preset):
     shipped_dir = ROOT / "runs" / f"study-{preset}"
     copy = tmp_path / shipped_dir.name
@@ -441,7 +441,7 @@ def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
     assert f"{len(figs) - len(extra)} of {len(cells)} runs finished" in text
 
 
-@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1"])
+@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1", "reduced"])
 def test_the_trainer_docs_show_the_shipped_tables_line_for_line(preset):
     doc = (ROOT / "docs" / "trainer.md").read_text().splitlines()
     lines = [line for line in (ROOT / "runs" / f"study-{preset}" / "tables.md").read_text().splitlines() if line.strip()]
