@@ -108,3 +108,15 @@ def test_a_warm_start_file_is_the_same_bytes_for_the_same_weights_and_loads_back
     assert big.head.weight is big.tok.weight  # still tied after loading
     with np.load(warmstart.folder() / "weak-sft1.npz") as z:
         assert np.array_equal(big.tok.weight.detach().numpy(), z["tok.weight"])
+
+
+@pytest.mark.parametrize("argv, needle", [(["no-such-run"], "is not a run record"),
+                                          (["lm/cpu-g4-sign"], "only runs of grpo-lab train can be rerun"),
+                                          ([CELL.name, "--steps", "0"], "steps must be an integer >= 1"),
+                                          ([CELL.name, "--steps", "999"], "recorded 200 steps; cannot compare 999")])
+def test_bad_input_to_the_rerun_command_is_one_line_exit_2(capsys, argv, needle):
+    from grpo_lab.train.reproduce import main
+
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and needle in err, err

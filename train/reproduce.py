@@ -115,7 +115,7 @@ def reproduce(path, steps: int = DEFAULT_STEPS, overrides: dict | None = None, o
         raise InputError(f"steps must be an integer >= 1, got {steps!r}")
     record = read_record(Path(path))
     saved = record.meta.get("config")
-    if not isinstance(saved, dict):
+    if not isinstance(saved, dict) or (record.meta.get("source") or {}).get("kind") != "grpo-lab-train":
         raise InputError(f"{str(path)!r} holds no trainer config: only runs of grpo-lab train can be rerun")
     done = int(record.meta.get("steps_completed", 0))
     if steps > done:
