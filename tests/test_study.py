@@ -18,7 +18,9 @@ from grpo_lab.train.study import (PRESETS, Cell, choose_lrs, main_cells, sweep_c
                                          tables)
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_STUDY = ROOT / "runs" / "study-full"  #: the full study's tables and figures.json, shipped
+SHIPPED_STUDY = ROOT / "runs" / "study-full-v1"  #: the first full study's tables and figures.json, shipped
+#: the first reduced design (one warm start, 2 RL seeds, plain vs DAPO)
+REDUCED_V1 = PRESETS["reduced-v1"]
 
 
 def test_t_interval_matches_the_textbook_formula():
@@ -31,7 +33,7 @@ def test_t_interval_matches_the_textbook_formula():
 
 
 def test_cells_are_paired_and_share_one_start():
-    p = PRESETS["full"]
+    p = PRESETS["full-v1"]
     cells = main_cells(p, {(reg, est): 1e-4 for reg in p.regimes for est in p.estimators})
     assert all(c.lr != c.lr for c in main_cells(p))  # the full preset's rates come from its sweep
     assert len(cells) == len(p.seeds) * (len(p.group_sizes) * len(p.estimators) * len(p.regimes) + len(p.regimes)) + (
@@ -43,11 +45,11 @@ def test_cells_are_paired_and_share_one_start():
     assert [c.G for c in cells][0] == 4  # G = 4 first: the most informative cells are trained first
     ds = [c for c in cells if c.ds and not c.tag]
     assert {(c.estimator, c.G) for c in ds} == {(study.DS_ESTIMATOR, study.DS_G)} and len(ds) == 2 * len(p.seeds)
-    assert PRESETS["reduced"].sweep_lrs == () and len(main_cells(PRESETS["reduced"])) == 12
+    assert REDUCED_V1.sweep_lrs == () and len(main_cells(REDUCED_V1)) == 12
 
 
 def test_learning_rate_choice_is_the_best_on_the_held_out_seed():
-    p = PRESETS["full"]
+    p = PRESETS["full-v1"]
     r = sorted(p.sweep_lrs)
     best = {"sign": {r[1]}, "dr_grpo": {r[1], r[2]}}  # interior winners; dr_grpo's tie goes to the lower rate
     finals = {c.name: (0.5 if c.lr in best.get(c.estimator, {r[2]}) else 0.4) for c in sweep_cells(p)}
@@ -59,7 +61,7 @@ def test_learning_rate_choice_is_the_best_on_the_held_out_seed():
 
 
 def test_a_sweep_is_widened_past_an_end_rate_that_wins_up_to_its_cap():
-    p = PRESETS["full"]
+    p = PRESETS["full-v1"]
     name = lambda lr: Cell("sweep", "weak", 4, "sign", study.SWEEP_SEED, lr).name  # noqa: E731
     rising = {name(lr): lr for lr in p.sweep_lrs}  # the highest rate wins every time
     assert sweep_rates(p, "weak", "sign") == tuple(sorted(p.sweep_lrs))
@@ -99,7 +101,7 @@ def _figs(final, pass0=0.3):
 
 
 def test_tables_pair_by_seed_and_mark_missing_cells():
-    p = PRESETS["reduced"]
+    p = REDUCED_V1
     cells = main_cells(p)
     figs = {}
     for c in cells:
@@ -199,7 +201,7 @@ def test_bad_study_options_one_line_exit_2(tmp_path, capsys, argv, needle):
 
 
 def test_blocks_train_every_cell_once_the_first_pair_first():
-    p = PRESETS["full"]
+    p = PRESETS["full-v1"]
     lrs = {(reg, est): 2e-4 for reg in p.regimes for est in p.estimators}
     bl = study.blocks(p, lrs)
     flat = [c for b in bl for c in b]
@@ -289,7 +291,7 @@ def test_one_sigint_stops_the_workers_and_leaves_resumable_runs(tmp_path, how):
 
 
 def test_curriculum_cells_carry_their_option_and_pair_with_dynamic_sampling_alone():
-    p = PRESETS["full"]
+    p = PRESETS["full-v1"]
     lrs = {(reg, est): 2e-4 for reg in p.regimes for est in p.estimators}
     cur = [c for c in main_cells(p, lrs) if c.tag]
     assert len(cur) == len(p.curriculum) * len(p.curriculum_seeds) and all(c.ds for c in cur)
@@ -376,16 +378,16 @@ def test_tables_from_the_figures_file_alone_are_the_tables_of_the_records(smoke,
 @pytest.mark.parametrize("content, needle", [
     ("{", "cannot read"),
     ('{"format": "grpo-lab-run", "runs": {}}', "is not a study's figures.json"),
-    ('{"format": "grpo-lab-study-figures", "preset": "smoke", "runs": {}}', "holds preset 'smoke', not 'full'"),
+    ('{"format": "grpo-lab-study-figures", "preset": "smoke", "runs": {}}', "holds preset 'smoke', not 'full-v1'"),
 ])
 def test_a_bad_figures_file_is_one_line_exit_2(tmp_path, capsys, content, needle):
     (tmp_path / "figures.json").write_text(content)
-    code = main(["study", "--preset", "full", "--out", str(tmp_path), "--tables-only"])
+    code = main(["study", "--preset", "full-v1", "--out", str(tmp_path), "--tables-only"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and needle in err[0], err
 
 
-@pytest.mark.parametrize("preset", ["full", "reduced"])
+@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1", "reduced"])
 def test_the_shipped_tables_are_what_the_command_writes_from_the_shipped_figures(tmp_path, capsys, preset):
     shipped_dir = ROOT / "runs" / f"study-{preset}"
     copy = tmp_path / shipped_dir.name
@@ -401,17 +403,28 @@ def test_the_shipped_records_are_study_runs_whose_figures_the_tables_use():
     from grpo_lab.commands.study import read_figures
     from grpo_lab.replay.catalog import FEATURED, PAIRS, list_runs
 
-    stored = read_figures(SHIPPED_STUDY / "figures.json", "full")
+    stored = read_figures(SHIPPED_STUDY / "figures.json", "full-v1")
     shipped = {label: path for label, path in list_runs(ROOT / "runs").items() if label in stored}
     assert {FEATURED} | {run for _, a, b in PAIRS.values() for run in (a, b)} <= set(shipped)
     for label, path in shipped.items():
-        _check_figures_against_record(path, stored[label])
+        meta = json.loads((path / "run.json").read_text())
+        if (meta.get("start") or {}).get("warmstart") == "shipped":
+            # remade from the shipped warm start (docs/trainer.md, "Reproducing a cell"): the same cell, the same
+            # config; its figures are its own (the full-v1 tables keep the figures of the run they were made from)
+            from grpo_lab.sims.record import array_hashes, read_record
+            from grpo_lab.train.study import run_figures
+
+            assert meta["config"] == stored[label]["config"]
+            own = {"config": meta["config"], "sha256": array_hashes(path), "figures": run_figures(read_record(path))}
+            _check_figures_against_record(path, own)
+        else:
+            _check_figures_against_record(path, stored[label])
 
 
 def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
     from grpo_lab.train.study import parse_cell
 
-    p = PRESETS["reduced"]
+    p = REDUCED_V1
     cells = main_cells(p)
     lr = cells[0].lr
     figs = {c.name: _figs(0.6 + 0.01 * c.seed + (0.02 if c.estimator == "sign" else 0.0)) for c in cells
@@ -428,7 +441,7 @@ def test_runs_outside_the_cells_are_tabled_apart_and_paired_by_seed():
     assert f"{len(figs) - len(extra)} of {len(cells)} runs finished" in text
 
 
-@pytest.mark.parametrize("preset", ["full", "reduced"])
+@pytest.mark.parametrize("preset", ["full-v1", "reduced-v1", "reduced"])
 def test_the_trainer_docs_show_the_shipped_tables_line_for_line(preset):
     doc = (ROOT / "docs" / "trainer.md").read_text().splitlines()
     lines = [line for line in (ROOT / "runs" / f"study-{preset}" / "tables.md").read_text().splitlines() if line.strip()]

@@ -11,4 +11,6 @@ Only :mod:`grpo_lab.train.task`, :mod:`grpo_lab.train.config` and
 - :mod:`grpo_lab.train.loss`    clipped surrogate, k3 KL, the loss aggregations grpo / dr_grpo / dapo
 - :mod:`grpo_lab.train.loop`    the training loop: sampling, dynamic sampling, recording, resume
 - :mod:`grpo_lab.train.study`   the controlled estimator study: presets, cells, intervals, tables
+- :mod:`grpo_lab.train.warmstart` the shipped warm starts (runs/warmstarts): save, find, load with a hash check
+- :mod:`grpo_lab.train.reproduce` rerun a recorded cell's first steps and compare them with its record
 """

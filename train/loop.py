@@ -48,6 +48,7 @@ from .config import GRPOConfig
 from .loss import grpo_loss
 from .model import TinyGPT
 from .rollout import sample, token_logprobs
+from . import warmstart
 from .sft import warm_start
 from .task import BLOCK_SIZE, VOCAB, encode, prompt_set, rewards as verify
 
@@ -264,6 +265,7 @@ class Run:
         self.cpu_before = 0.0  # CPU seconds of the run's earlier sessions (NaN: a checkpoint made before they were kept)
         self.cpu_t0 = time.process_time()  # process CPU time at which this session's span starts (set by train)
         self.sft_seconds = 0.0
+        self.warmstart_sha256: str | None = None  # SHA-256 of the shipped warm start loaded (None: computed here)
         self.end_reason: str | None = None  # why a run ended before cfg.steps (BatchNotFilled's message)
 
     # -- model
@@ -271,6 +273,11 @@ class Run:
         cfg = self.cfg
         torch.manual_seed(cfg.warm_start_seed)  # the start depends on sft_seed alone, not on the run's seed
         self.model = TinyGPT(len(VOCAB), BLOCK_SIZE, cfg.n_layer, cfg.n_head, cfg.n_embd).to(self.device)
+        ship = warmstart.shipped(cfg)
+        if ship is not None:  # the shipped start of this (regime, sft_seed): the same weights on every machine
+            self.warmstart_sha256 = warmstart.load(self.model, ship)
+            self._finish_build()
+            return
         key = _sft_key(cfg, self.device)
         cached = sft_cache / f"sft-{key}.pt" if sft_cache else None
         if cached and cached.is_file():
@@ -289,10 +296,13 @@ class Run:
                     _save(cached, self.model.state_dict())
                 except OSError:
                     pass
+        self._finish_build()
+
+    def _finish_build(self) -> None:
         self.ref = copy.deepcopy(self.model).eval()
         for p in self.ref.parameters():
             p.requires_grad_(False)
-        self.opt = _adam(self.model, cfg)
+        self.opt = _adam(self.model, self.cfg)
 
     def restore(self) -> None:
         """Load checkpoint.pt and the record, and cut the record back to the checkpoint's step."""
@@ -303,6 +313,7 @@ class Run:
         except Exception as exc:
             raise InputError(f"cannot resume: {CHECKPOINT} is unreadable ({type(exc).__name__})") from None
         rec = read_record(self.out)
+        self.warmstart_sha256 = (rec.meta.get("start") or {}).get("warmstart_sha256")
         self.model = TinyGPT(len(VOCAB), BLOCK_SIZE, self.cfg.n_layer, self.cfg.n_head, self.cfg.n_embd).to(self.device)
         self.model.load_state_dict(ck["model"])
         self.ref = copy.deepcopy(self.model).eval()
@@ -466,7 +477,7 @@ class Run:
             "steps_completed": self.step,
             "complete": complete,
             "end_reason": self.end_reason,
-            "start": {"regime": cfg.start, "sft_seed": cfg.warm_start_seed},
+            "start": {"regime": cfg.start, "sft_seed": cfg.warm_start_seed, **self._start_source()},
             "checkpoint": CHECKPOINT,
         }
         rec = RunRecord(meta=meta, groups=groups, steps=steps, evals=evals)
@@ -474,6 +485,12 @@ class Run:
         s.pop("evals")
         rec.meta["summary"] = s
         return rec
+
+    def _start_source(self) -> dict:
+        """The record's word on where the warm start came from: the shipped file's hash, or computed here."""
+        if self.warmstart_sha256:
+            return {"warmstart": "shipped", "warmstart_sha256": self.warmstart_sha256}
+        return {"warmstart": "computed"}
 
     def save(self, wall: float, complete: bool) -> None:
         write_record(self.out, self.record(wall, complete))

@@ -3,28 +3,39 @@ r"""The controlled estimator study: which cells to train, and what their records
 Question: when does a fixed reference (``sign``, ``tasa``) beat group-mean centring (``dr_grpo``,
 ``grpo``) on this task? Controls, declared once here:
 
-- **paired starts**: every run of a regime warms up from the same policy (``sft_seed`` =
-  :data:`SFT_SEED`), so all runs of a regime share their step-0 evaluation exactly; runs are
-  paired by their RL ``seed`` (same start, same first prompt draw, same evaluation draws);
+- **replicates = (warm start, RL seed)**: a preset's ``warm_starts`` (``sft_seed``) crossed with its
+  ``seeds``, at least 3 warm starts per regime in the reduced preset and 5 in the full, so the intervals
+  cover the warm start's variation as well as the RL seed's. Every arm of a regime runs every replicate;
+  runs are paired by replicate (same start, same first prompt draw, same evaluation draws). The starts
+  the presets use are shipped as weights with their SHA-256 (:mod:`grpo_lab.train.warmstart`), so a
+  cell reruns from the same start on any machine;
 - **the same evaluation for all**: every prompt x ``eval_samples`` completions at the same steps,
   drawn from one random stream (:data:`grpo_lab.train.loop.EVAL_SEED`);
 - **gradient-norm clipping off** (``max_grad_norm = 0``) in every cell, so it cannot bind more
   often for one estimator than another; the ratio clip cannot bind either: with
   ``num_iterations = 1`` every ratio is exactly 1;
-- **a learning rate per estimator** (full preset): each (regime, estimator) runs every rate of
-  :attr:`Preset.sweep_lrs` on the held-out seed :data:`SWEEP_SEED` at G = 4 and keeps the one with
-  the highest final pass rate; the same rate is used at every G. While the best rate is at an end
-  of its sweep, the sweep is widened past that end by a factor :data:`SWEEP_FACTOR`, at most
-  :attr:`Preset.sweep_widen` times (:func:`sweep_rates`), so the chosen rate is interior unless the
-  cap is reached (the tables say so). The reduced preset has no sweep: every estimator uses the
-  default rate (said wherever its tables are shown).
+- **a learning rate per arm** (full preset): each arm (regime, estimator, G: G = 8 gets its own rate,
+  no rate is reused from another arm) runs every rate of :attr:`Preset.sweep_lrs` on two held-out
+  (warm start, RL seed) pairs (:attr:`Preset.sweep_reps`, never replicates) and keeps the rate with the
+  highest mean final pass rate over the two. While the best rate is at an end of its sweep, the sweep
+  is widened past that end by a factor :data:`SWEEP_FACTOR`, at most :attr:`Preset.sweep_widen` times
+  (:func:`sweep_rates`), so the chosen rate is interior unless the cap is reached (the tables say so).
+  Dynamic sampling and its curriculum use the rate of their arm (regime, ``dr_grpo``, G = 4). The
+  reduced preset has no sweep: every estimator uses the default rate (said wherever its tables are shown);
+- **curriculum at an equal number of trained groups**: a curriculum run of dynamic sampling (retirement
+  after N all-pass groups) can end early when the prompt set runs out (17-20 of 200 steps); it is
+  compared with dynamic sampling alone stopped at the same step, ``-ds-at{K}`` (every step trains
+  ``prompts_per_step`` groups, so K steps are the same number of trained groups), paired by replicate.
 
-Cells: ``{regime}-g{G}-{estimator}[-ds][-TAG]`` over seeds; ``-ds`` is DAPO dynamic sampling (plain vs
-dynamic sampling is compared with ``dr_grpo`` at G = 4 in both regimes); ``-TAG`` a curriculum option
-of dynamic sampling (:attr:`Preset.curriculum`: retirement after N all-pass groups, the hard buffer)
-against dynamic sampling alone, same rate, paired by seed. A cell's run is one record
-directory; a study is finished cell by cell and resumes from the cells on disk (see
+Cells: ``{regime}-g{G}-{estimator}[-ds][-at{K}][-TAG]-lr{lr}-w{warm start}-s{seed}``; ``-ds`` is DAPO dynamic
+sampling, ``-TAG`` a curriculum option of dynamic sampling (:attr:`Preset.curriculum`). A cell's run is one
+record directory; a study is finished cell by cell and resumes from the cells on disk (see
 :mod:`grpo_lab.commands.study`).
+
+The first design, preset ``full-v1`` (its tables and figures shipped in ``runs/study-full-v1``), had one
+warm start per regime (:data:`SFT_SEED`, names without ``-w``), a rate per (regime, estimator) chosen on
+one seed (:data:`SWEEP_SEED`) at G = 4 and reused at G = 8, and compared the curriculum with the 200-step
+dynamic-sampling run; its fields are the defaults of :class:`Preset`.
 
 Statistics (per cell, over its seeds): mean with a 95% Student-t interval,
 mean +- t_{0.975, n-1} s / sqrt(n); the paired difference to ``dr_grpo`` of the same regime and G
@@ -43,10 +54,11 @@ from grpo_lab.sims.errors import InputError
 from .config import GRPOConfig
 
 __all__ = ["SFT_SEED", "SWEEP_SEED", "SWEEP_FACTOR", "REFERENCE", "PRESETS", "Preset", "Cell", "sweep_rates",
-           "sweep_cells", "main_cells", "choose_lrs", "parse_cell", "run_figures", "t_interval", "tables"]
+           "sweep_cells", "main_cells", "choose_lrs", "parse_cell", "replicates", "arm", "run_figures", "t_interval",
+           "tables"]
 
-SFT_SEED = 0  #: the warm start every run of the study shares (per regime)
-SWEEP_SEED = 0  #: the held-out RL seed of the learning-rate sweep (never among a preset's seeds)
+SFT_SEED = 0  #: v1: the warm start every run of the study shares (per regime)
+SWEEP_SEED = 0  #: v1: the held-out RL seed of the learning-rate sweep (never among a preset's seeds)
 SWEEP_FACTOR = 2.0  #: a widened sweep's next rate is its end rate times (or divided by) this
 REFERENCE = "dr_grpo"  #: the estimator paired differences are taken against
 DS_ESTIMATOR, DS_G = "dr_grpo", 4  #: the plain-vs-dynamic-sampling comparison
@@ -69,13 +81,41 @@ class Preset:
     curriculum: tuple = ()
     curriculum_seeds: tuple = ()
     curriculum_regimes: tuple = ()
+    #: the warm starts (``sft_seed``) crossed with ``seeds`` into replicates (warm start, RL seed); empty: the
+    #: v1 design, one shared start :data:`SFT_SEED` and run names without ``-w``
+    warm_starts: tuple = ()
+    #: (warm start, RL seed) pairs of the learning-rate sweep, held out (never replicates); empty: v1's
+    #: (:data:`SFT_SEED`, :data:`SWEEP_SEED`)
+    sweep_reps: tuple = ()
+    lr_per_G: bool = False  #: a rate per (regime, estimator, G); False: v1, the G = 4 rate at every G
+    ds_compare: bool = True  #: plain vs dynamic sampling (DS_ESTIMATOR, DS_G) over the whole run
+    #: compare each curriculum run with dynamic sampling alone stopped at the step the curriculum run
+    #: stopped at (cells ``-ds-at{K}``: the same number of trained groups); False: v1, with the 200-step run
+    equal_groups: bool = False
 
 
 PRESETS = {
-    "reduced": Preset("reduced", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"),
-                      estimators=("dr_grpo", "sign"),
-                      about="2 seeds, G = 4, dr_grpo vs sign, default learning rate (no sweep), plain vs DAPO"),
-    "full": Preset("full", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("weak", "broad"),
+    "reduced": Preset("reduced", seeds=(1,), warm_starts=(0, 1, 2), group_sizes=(4,), regimes=("broad", "weak"),
+                      estimators=("dr_grpo", "sign"), ds_compare=False, equal_groups=True,
+                      curriculum=(("retire2", (("retire_after", 2),)),), curriculum_seeds=(1,),
+                      curriculum_regimes=("weak",),
+                      about="3 warm starts x RL seed 1, G = 4, dr_grpo vs sign, default learning rate (no sweep); "
+                            "retirement after 2 all-pass groups vs dynamic sampling alone at an equal number of "
+                            "trained groups (weak start)"),
+    "full": Preset("full", seeds=(1, 2), warm_starts=(0, 1, 2, 3, 4), group_sizes=(4, 8), regimes=("weak", "broad"),
+                   estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4, 8e-4), sweep_widen=2,
+                   sweep_reps=((5, 0), (6, 0)), lr_per_G=True, equal_groups=True,
+                   curriculum=(("retire2", (("retire_after", 2),)), ("hard0.25", (("hard_buffer_frac", 0.25),))),
+                   curriculum_seeds=(1, 2), curriculum_regimes=("weak",),
+                   about="5 warm starts x 2 RL seeds, G in {4, 8}, four estimators, a learning rate per (regime, "
+                         "estimator, G) from a sweep on two held-out (warm start, seed) pairs, plain vs DAPO, DAPO's "
+                         "curriculum options against DAPO alone at an equal number of trained groups (weak start)"),
+    # the first designs (shipped tables runs/study-reduced-v1, runs/study-full-v1): one warm start, a rate per
+    # estimator on one seed
+    "reduced-v1": Preset("reduced-v1", seeds=(1, 2), group_sizes=(4,), regimes=("broad", "weak"),
+                         estimators=("dr_grpo", "sign"),
+                         about="2 seeds, G = 4, dr_grpo vs sign, default learning rate (no sweep), plain vs DAPO"),
+    "full-v1": Preset("full-v1", seeds=(1, 2, 3, 4, 5), group_sizes=(4, 8), regimes=("weak", "broad"),
                    estimators=("dr_grpo", "sign", "tasa", "grpo"), sweep_lrs=(1e-4, 2e-4, 4e-4, 8e-4), sweep_widen=2,
                    about="5 seeds, G in {4, 8}, four estimators, learning rate per estimator from a sweep "
                          "on a held-out seed, plain vs DAPO, DAPO's curriculum options (3 seeds, weak start)",
@@ -103,54 +143,101 @@ class Cell:
     ds: bool = False
     tag: str = ""  #: a curriculum variant's tag (its options in ``extra``), "" for none
     extra: tuple = ()  #: (option, value) pairs of GRPOConfig set after the preset's
+    sft_seed: int | None = None  #: the warm start; None: :data:`SFT_SEED`, unnamed (the v1 design)
+    at: int = 0  #: dynamic sampling alone stopped after ``at`` steps (an equal-groups control); -1: not known yet
 
     @property
     def group(self) -> str:
-        return f"{self.regime}-g{self.G}-{self.estimator}{'-ds' if self.ds else ''}{'-' + self.tag if self.tag else ''}"
+        return (f"{self.regime}-g{self.G}-{self.estimator}{'-ds' if self.ds else ''}{'-' + self.tag if self.tag else ''}"
+                f"{'-at' if self.at else ''}")
 
     @property
     def name(self) -> str:
-        return f"{self.group}-lr{self.lr:g}-s{self.seed}"
+        at = ("?" if self.at < 0 else str(self.at)) if self.at else ""
+        w = "" if self.sft_seed is None else f"-w{self.sft_seed}"
+        return f"{self.group}{at}-lr{self.lr:g}{w}-s{self.seed}"
+
+    @property
+    def rep(self) -> tuple:
+        """The replicate: (warm start, RL seed); runs are paired by it."""
+        return (SFT_SEED if self.sft_seed is None else self.sft_seed, self.seed)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the cell can be trained: its rate chosen and (an equal-groups control) its step count known."""
+        return self.lr == self.lr and self.at >= 0
 
     def config(self, preset: Preset) -> GRPOConfig:
         return GRPOConfig.for_start(self.regime, estimator=self.estimator, num_generations=self.G, seed=self.seed,
-                                    sft_seed=SFT_SEED, learning_rate=self.lr, dynamic_sampling=self.ds,
+                                    sft_seed=self.rep[0], learning_rate=self.lr, dynamic_sampling=self.ds,
                                     **{**COMMON, **dict(preset.options), **dict(self.extra)}).validate()
 
 
-_NAME = re.compile(r"^(?P<regime>[a-z]+)-g(?P<G>[0-9]+)-(?P<est>[a-z_]+?)(?P<ds>-ds)?(?:-(?P<tag>[a-z0-9.]+))?"
-                   r"-lr(?P<lr>[0-9.e+-]+)-s(?P<seed>[0-9]+)$")
+_NAME = re.compile(r"^(?P<regime>[a-z]+)-g(?P<G>[0-9]+)-(?P<est>[a-z_]+?)(?P<ds>-ds)?(?:-at(?P<at>[0-9]+))?"
+                   r"(?:-(?P<tag>[a-z0-9.]+))?-lr(?P<lr>[0-9.e+-]+)(?:-w(?P<w>[0-9]+))?-s(?P<seed>[0-9]+)$")
 
 
 def parse_cell(name: str, kind: str = "extra") -> Cell | None:
-    """The :class:`Cell` a run's name spells (``{regime}-g{G}-{estimator}[-ds][-TAG]-lr{lr}-s{seed}``), its
-    curriculum options unknown (``extra`` empty); None for a name that is not one, or does not spell itself back."""
+    """The :class:`Cell` a run's name spells (``{regime}-g{G}-{estimator}[-ds][-at{K}][-TAG]-lr{lr}[-w{W}]-s{seed}``),
+    its curriculum options unknown (``extra`` empty but an ``-at`` cell's steps); None for a name that is not one,
+    or does not spell itself back."""
     m = _NAME.match(name)
     if m is None:
         return None
     try:
+        at = int(m["at"]) if m["at"] else 0
         cell = Cell(kind, m["regime"], int(m["G"]), m["est"], int(m["seed"]), float(m["lr"]), ds=bool(m["ds"]),
-                    tag=m["tag"] or "")
+                    tag=m["tag"] or "", sft_seed=int(m["w"]) if m["w"] else None, at=at,
+                    extra=(("steps", at),) if at else ())
     except ValueError:
         return None
-    return cell if cell.name == name else None
+    return cell if cell.name == name and not (cell.at and not cell.ds) else None
 
 
-def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None = None) -> tuple:
-    """The rates of one (regime, estimator) sweep, ascending: :attr:`Preset.sweep_lrs`, widened.
+def replicates(preset: Preset, seeds: tuple | None = None) -> list[tuple]:
+    """(warm start or None, RL seed) of every replicate: ``warm_starts`` x ``seeds`` (default the preset's)."""
+    seeds = preset.seeds if seeds is None else seeds
+    return [(w, s) for w in preset.warm_starts for s in seeds] if preset.warm_starts else [(None, s) for s in seeds]
 
-    Widening: once every rate so far has a final pass rate in ``finals[cell.name]``, if the best
-    (ties: the lower rate) is the highest rate, ``highest * SWEEP_FACTOR`` is added; if it is the
-    lowest, ``lowest / SWEEP_FACTOR``; at most ``preset.sweep_widen`` rates are added. Multiplying
+
+def _sweep_reps(preset: Preset) -> tuple:
+    return preset.sweep_reps or ((None, SWEEP_SEED),)
+
+
+def _sweep_Gs(preset: Preset) -> tuple:
+    return preset.group_sizes if preset.lr_per_G else (DS_G,)
+
+
+def arm(preset: Preset, regime: str, estimator: str, G: int) -> tuple:
+    """The key of a cell's learning rate in ``lrs``: (regime, estimator[, G with ``lr_per_G``])."""
+    return (regime, estimator, G) if preset.lr_per_G else (regime, estimator)
+
+
+def _sweep_cell(regime: str, estimator: str, G: int, lr: float, rep: tuple) -> Cell:
+    return Cell("sweep", regime, G, estimator, rep[1], lr, sft_seed=rep[0])
+
+
+def _score(preset: Preset, regime: str, estimator: str, G: int, lr: float, finals: dict) -> float | None:
+    """Mean final pass rate of one rate over the sweep's held-out pairs; None until every one is finished."""
+    names = [_sweep_cell(regime, estimator, G, lr, rep).name for rep in _sweep_reps(preset)]
+    return float(np.mean([finals[n] for n in names])) if all(n in finals for n in names) else None
+
+
+def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None = None, G: int = DS_G) -> tuple:
+    """The rates of one arm's sweep (``G`` matters with ``lr_per_G``), ascending: :attr:`Preset.sweep_lrs`, widened.
+
+    Widening: once every rate so far has a final pass rate in ``finals[cell.name]`` on every held-out pair, if
+    the best mean (ties: the lower rate) is the highest rate, ``highest * SWEEP_FACTOR`` is added; if it is
+    the lowest, ``lowest / SWEEP_FACTOR``; at most ``preset.sweep_widen`` rates are added. Multiplying
     by a power of 2 is exact in floating point, so a rate reached by widening has the same name as
     the same rate written out. Without ``finals``: the preset's rates.
     """
     rates = sorted(preset.sweep_lrs)
     for _ in range(preset.sweep_widen if finals and rates else 0):
-        cells = [Cell("sweep", regime, 4, estimator, SWEEP_SEED, lr) for lr in rates]
-        if any(c.name not in finals for c in cells):
+        scores = [_score(preset, regime, estimator, G, lr, finals) for lr in rates]
+        if any(x is None for x in scores):
             break
-        best = max(cells, key=lambda c: (finals[c.name], -c.lr)).lr
+        best = max(zip(rates, scores), key=lambda rs: (rs[1], -rs[0]))[0]
         if best == rates[-1]:
             rates.append(rates[-1] * SWEEP_FACTOR)
         elif best == rates[0]:
@@ -161,71 +248,89 @@ def sweep_rates(preset: Preset, regime: str, estimator: str, finals: dict | None
 
 
 def sweep_cells(preset: Preset, finals: dict | None = None) -> list[Cell]:
-    """The learning-rate sweep: every (regime, estimator, rate of :func:`sweep_rates`) at G = 4 on
-    :data:`SWEEP_SEED`."""
-    return [Cell("sweep", reg, 4, est, SWEEP_SEED, lr) for est in preset.estimators for reg in preset.regimes
-            for lr in sweep_rates(preset, reg, est, finals)]
+    """The learning-rate sweep: every arm (regime, estimator, and with ``lr_per_G`` G; else G = 4) x rate of
+    :func:`sweep_rates` x held-out pair (:attr:`Preset.sweep_reps`; v1: :data:`SWEEP_SEED`)."""
+    return [_sweep_cell(reg, est, G, lr, rep) for G in _sweep_Gs(preset) for est in preset.estimators
+            for reg in preset.regimes for lr in sweep_rates(preset, reg, est, finals, G) for rep in _sweep_reps(preset)]
 
 
-def main_cells(preset: Preset, lrs: dict | None = None) -> list[Cell]:
+def main_cells(preset: Preset, lrs: dict | None = None, ends: dict | None = None) -> list[Cell]:
     """The study's cells (G = 4 before G = 8; estimators and regimes in preset order).
 
-    ``lrs[(regime, estimator)]`` is the chosen rate; without a sweep, GRPOConfig's learning rate;
-    with a sweep not yet finished for a pair, NaN (the cell cannot start yet).
+    ``lrs[arm(...)]`` is the chosen rate; without a sweep, GRPOConfig's learning rate;
+    with a sweep not yet finished for an arm, NaN (the cell cannot start yet). With ``equal_groups``,
+    ``ends[name]`` is the number of steps a finished curriculum run trained; its control (dynamic
+    sampling alone stopped there, ``-ds-at{K}``) has ``at = -1`` until it is known.
     """
     default = GRPOConfig().learning_rate if not preset.sweep_lrs else float("nan")
-    lr = (lambda reg, est: (lrs or {}).get((reg, est), default))
+    lr = (lambda reg, est, G: (lrs or {}).get(arm(preset, reg, est, G), default))
+    reps = replicates(preset)
     cells = []
     for G in preset.group_sizes:
         for est in preset.estimators:
             for reg in preset.regimes:
-                cells += [Cell("main", reg, G, est, s, lr(reg, est)) for s in preset.seeds]
-        if G == DS_G:
+                cells += [Cell("main", reg, G, est, s, lr(reg, est, G), sft_seed=w) for w, s in reps]
+        if G == DS_G and preset.ds_compare:
             for reg in preset.regimes:
-                cells += [Cell("main", reg, G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR), ds=True) for s in preset.seeds]
-    for tag, extra in preset.curriculum:
-        cells += [Cell("main", reg, DS_G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR), ds=True, tag=tag, extra=extra)
-                  for reg in preset.curriculum_regimes for s in preset.curriculum_seeds]
+                cells += [Cell("main", reg, G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR, G), ds=True, sft_seed=w)
+                          for w, s in reps]
+    cur = [Cell("main", reg, DS_G, DS_ESTIMATOR, s, lr(reg, DS_ESTIMATOR, DS_G), ds=True, tag=tag, extra=extra,
+                sft_seed=w)
+           for tag, extra in preset.curriculum for reg in preset.curriculum_regimes
+           for w, s in replicates(preset, preset.curriculum_seeds)]
+    cells += cur
+    if preset.equal_groups:
+        for c in cur:
+            k = (ends or {}).get(c.name, -1)
+            ctl = Cell("main", c.regime, DS_G, DS_ESTIMATOR, c.seed, c.lr, ds=True, sft_seed=c.sft_seed, at=k,
+                       extra=(("steps", k),) if k > 0 else ())
+            if ctl not in cells:
+                cells.append(ctl)
     return cells
 
 
 def choose_lrs(preset: Preset, finals: dict, partial: bool = False) -> dict:
-    """``{(regime, estimator): rate}`` with the highest final pass rate in ``finals[cell.name]``
-    among the sweep's rates, widened (:func:`sweep_rates`; ties: the lower rate). A pair whose
-    sweep is unfinished raises InputError, or with ``partial`` is left out."""
+    """``{arm: rate}`` (:func:`arm`) with the highest mean final pass rate over the held-out pairs in
+    ``finals[cell.name]`` among the sweep's rates, widened (:func:`sweep_rates`; ties: the lower rate). An arm
+    whose sweep is unfinished raises InputError, or with ``partial`` is left out."""
     out = {}
-    for reg in preset.regimes:
-        for est in preset.estimators:
-            runs = [c for c in sweep_cells(preset, finals) if c.regime == reg and c.estimator == est]
-            missing = [c.name for c in runs if c.name not in finals]
-            if missing and not partial:
-                raise InputError(f"the learning-rate sweep lacks {missing[0]}")
-            if not missing:
-                out[(reg, est)] = max(runs, key=lambda c: (finals[c.name], -c.lr)).lr
+    for G in _sweep_Gs(preset):
+        for reg in preset.regimes:
+            for est in preset.estimators:
+                rates = sweep_rates(preset, reg, est, finals, G)
+                missing = [c.name for lr in rates for c in (_sweep_cell(reg, est, G, lr, r) for r in _sweep_reps(preset))
+                           if c.name not in finals]
+                if missing and not partial:
+                    raise InputError(f"the learning-rate sweep lacks {missing[0]}")
+                if not missing:
+                    out[arm(preset, reg, est, G)] = max(rates, key=lambda lr: (
+                        _score(preset, reg, est, G, lr, finals), -lr))
     return out
 
 
-def blocks(preset: Preset, lrs: dict, finals: dict | None = None) -> list[list[Cell]]:
+def blocks(preset: Preset, lrs: dict, finals: dict | None = None, ends: dict | None = None) -> list[list[Cell]]:
     """The cells in the order they are trained, as blocks (a block starts when the one before has
     finished): per pair of estimators (the first two of the preset first), per G, per regime, the
-    pair's sweep (first G only) then its runs; plain vs dynamic sampling after the first pair at
-    :data:`DS_G`, the curriculum variants after the first pair's last G. So the first finished blocks
-    already answer the question for the first pair.
+    pair's sweep (at that G with ``lr_per_G``, else at the first G only) then its runs; plain vs dynamic
+    sampling after the first pair at :data:`DS_G`, the curriculum variants and their equal-groups controls
+    after the first pair's last G. So the first finished blocks already answer the question for the first pair.
     Cells of a pair whose rate is not chosen yet carry NaN (resolved when their block comes).
-    ``finals`` (final pass rates by cell name) widens the sweeps (:func:`sweep_rates`)."""
-    sweep, main = sweep_cells(preset, finals), main_cells(preset, lrs)
+    ``finals`` (final pass rates by cell name) widens the sweeps (:func:`sweep_rates`); ``ends`` (steps of the
+    finished curriculum runs) sets the controls' step counts."""
+    sweep, main = sweep_cells(preset, finals), main_cells(preset, lrs, ends)
     out = []
     pairs = [preset.estimators[i:i + 2] for i in range(0, len(preset.estimators), 2)]
     for k, pair in enumerate(pairs):
         for G in preset.group_sizes:
             for reg in preset.regimes:
-                if G == preset.group_sizes[0]:
-                    out.append([c for c in sweep if c.regime == reg and c.estimator in pair])
+                if preset.lr_per_G or G == preset.group_sizes[0]:
+                    out.append([c for c in sweep if c.regime == reg and c.estimator in pair
+                                and (c.G == G or not preset.lr_per_G)])
                 out.append([c for c in main if not c.ds and c.G == G and c.regime == reg and c.estimator in pair])
             if k == 0 and G == DS_G:
-                out.append([c for c in main if c.ds and not c.tag])
+                out.append([c for c in main if c.ds and not c.tag and not c.at])
         if k == 0:
-            out.append([c for c in main if c.tag])
+            out.append([c for c in main if c.tag or c.at])
     return [b for b in out if b]
 
 
@@ -301,7 +406,7 @@ def t_interval(values) -> tuple[float, float]:
 # ---------------------------------------------------------------- tables
 
 def _paired(a: dict, b: dict) -> str:
-    """Final pass rate of runs ``a`` minus runs ``b`` (seed -> figures), paired over their common seeds, with
+    """Final pass rate of runs ``a`` minus runs ``b`` (replicate -> figures), paired over their common replicates, with
     its 95% interval and n; ``missing`` when they share no seed."""
     common = sorted(set(a) & set(b))
     return (_ci([a[s]["final"] - b[s]["final"] for s in common]) + f" (n={len(common)})") if common else "missing"
@@ -326,7 +431,7 @@ def _mean(values, fmt: str = ".3f") -> str:
 @dataclass
 class _Group:
     cells: list
-    figs: dict = field(default_factory=dict)  # seed -> figures of the finished runs
+    figs: dict = field(default_factory=dict)  # replicate (warm start, RL seed) -> figures of the finished runs
 
 
 def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, sweep: dict | None = None,
@@ -340,7 +445,7 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
         grp = groups.setdefault(c.group, _Group([]))
         grp.cells.append(c)
         if c.name in figures:
-            grp.figs[c.seed] = figures[c.name]
+            grp.figs[c.rep] = figures[c.name]
     lines = []
     done = sum(len(g.figs) for g in groups.values())
     lines.append(f"Preset `{preset.name}` ({preset.about}): {done} of {len(cells)} runs finished"
@@ -369,6 +474,20 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
             f"{_mean([x['all_pass'] for x in f.values()])} / {_mean([x['all_fail'] for x in f.values()])} | "
             f"{_mean([x['per_useful'] for x in f.values()], '.2f')} |")
     # plain vs dynamic sampling
+    if preset.ds_compare:
+        lines += _ds_table(preset, groups)
+    cur = [grp for grp in groups.values() if grp.cells[0].tag]
+    if cur:
+        lines += _curriculum_table(preset, groups, cur)
+    if extras:
+        lines += _extras_table(groups, extras, figures)
+    if sweep is not None:
+        lines += _sweep_table(preset, lrs, sweep)
+    return "\n".join(lines) + "\n"
+
+
+def _ds_table(preset: Preset, groups: dict) -> list[str]:
+    lines = []
     lines.append("")
     lines.append("Plain vs DAPO dynamic sampling (`dr_grpo`, G = 4). Figures of the groups *drawn* by dynamic "
                  "sampling, kept apart from the trained-group shares above:")
@@ -397,58 +516,82 @@ def tables(preset: Preset, cells: list[Cell], figures: dict, lrs: dict | None, s
             seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
             lines.append(f"| {reg} | {label} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
                          f"{extra} | {_mean([x['per_useful'] for x in f.values()], '.2f')} | {ended} |")
-    cur = [grp for grp in groups.values() if grp.cells[0].tag]
-    if cur:
-        lines.append("")
-        lines.append(f"Curriculum options of dynamic sampling (`{DS_ESTIMATOR}`, G = {DS_G}, the same rate as "
-                     "dynamic sampling alone; paired by seed with it):")
-        lines.append("")
-        lines.append("| regime | run | options | seeds done | final pass rate (95% CI) | minus dynamic sampling alone, "
-                     "paired (95% CI) | never solved, start -> end | prompts retired | groups drawn per step | "
-                     "rollout amplification | dropped: all-pass / all-fail | runs ended early |")
-        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for grp in cur:
-            c0, f = grp.cells[0], grp.figs
-            alone = groups.get(f"{c0.regime}-g{DS_G}-{DS_ESTIMATOR}-ds")
+    return lines
+
+
+def _curriculum_table(preset: Preset, groups: dict, cur: list) -> list[str]:
+    """The curriculum runs against dynamic sampling alone: the 200-step run (v1), or with ``equal_groups``
+    the run stopped at the step the curriculum run stopped at (``-ds-at{K}``), paired by replicate."""
+    if preset.equal_groups:
+        against = "dynamic sampling alone stopped at the same step (an equal number of trained groups)"
+        rows = cur + [g for g in groups.values() if g.cells[0].at]
+    else:
+        against = "dynamic sampling alone"
+        rows = cur
+    lines = ["", f"Curriculum options of dynamic sampling (`{DS_ESTIMATOR}`, G = {DS_G}, the same rate as "
+                 f"dynamic sampling alone; paired by {'replicate' if preset.warm_starts else 'seed'} with {against}):",
+             "",
+             f"| regime | run | options | seeds done | final pass rate (95% CI) | minus {against}, "
+             "paired (95% CI) | never solved, start -> end | prompts retired | groups drawn per step | "
+             "rollout amplification | dropped: all-pass / all-fail | runs ended early |"
+             + (" steps trained |" if preset.equal_groups else ""),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if preset.equal_groups else "")]
+    for grp in rows:
+        c0, f = grp.cells[0], grp.figs
+        if c0.at:
+            diff, label, opts = "—", "alone, stopped", "steps = the curriculum run's"
+        else:
+            alone = groups.get(f"{c0.regime}-g{DS_G}-{DS_ESTIMATOR}-ds" + ("-at" if preset.equal_groups else ""))
             diff = _paired(f, alone.figs if alone else {})
-            seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
-            opts = ", ".join(f"{k} {v:g}" for k, v in c0.extra)
-            lines.append(
-                f"| {c0.regime} | {c0.tag} | {opts} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
-                f"{_mean([x['never0'] for x in f.values()])} -> {_mean([x['never'] for x in f.values()])} | "
-                f"{_mean([x.get('retired', float('nan')) for x in f.values()])} | "
-                f"{_mean([x['drawn_per_step'] for x in f.values()], '.1f')} | "
-                f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
-                f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
-                f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')} | "
-                f"{sum(1 for x in f.values() if x['ended']) if f else '-'} |")
-    if extras:
-        lines += _extras_table(groups, extras, figures)
-    if sweep is not None:
-        rates = {(reg, est): sweep_rates(preset, reg, est, sweep) for reg in preset.regimes for est in preset.estimators}
-        columns = sorted(set().union(*rates.values()))
-        lines.append("")
-        lines.append(f"Learning-rate sweep (held-out seed {SWEEP_SEED}, G = 4, final pass rate; **bold**: chosen; "
-                     f"a sweep is widened by a factor {SWEEP_FACTOR:g} past an end rate that wins, at most "
-                     f"{preset.sweep_widen} times; '—': not part of that sweep):")
-        lines.append("")
-        lines.append("| regime | estimator | " + " | ".join(f"lr {lr:g}" for lr in columns) + " | chosen |")
-        lines.append("|---|---|" + "---|" * (len(columns) + 1))
+            label, opts = c0.tag, ", ".join(f"{k} {v:g}" for k, v in c0.extra)
+        seeds_done = f"{len(f)}/{len(grp.cells)}" + ("" if len(f) == len(grp.cells) else " **incomplete**")
+        lines.append(
+            f"| {c0.regime} | {label} | {opts} | {seeds_done} | {_ci([x['final'] for x in f.values()])} | {diff} | "
+            f"{_mean([x['never0'] for x in f.values()])} -> {_mean([x['never'] for x in f.values()])} | "
+            f"{_mean([x.get('retired', float('nan')) for x in f.values()])} | "
+            f"{_mean([x['drawn_per_step'] for x in f.values()], '.1f')} | "
+            f"{_mean([x['amplification'] for x in f.values()], '.2f')} | "
+            f"{_mean([x['dropped_all_pass'] for x in f.values()], '.2f')} / "
+            f"{_mean([x['dropped_all_fail'] for x in f.values()], '.2f')} | "
+            f"{sum(1 for x in f.values() if x['ended']) if f else '-'} |"
+            + (f" {', '.join(str(f[r]['steps']) for r in sorted(f)) or '-'} |" if preset.equal_groups else ""))
+    return lines
+
+
+def _sweep_table(preset: Preset, lrs: dict | None, sweep: dict) -> list[str]:
+    """The learning-rate sweep: per arm, each rate's final pass rate (v1: on the held-out seed; else the
+    mean over the held-out pairs), the chosen one in bold."""
+    Gs = _sweep_Gs(preset)
+    rates = {(reg, est, G): sweep_rates(preset, reg, est, sweep, G) for G in Gs for reg in preset.regimes
+             for est in preset.estimators}
+    columns = sorted(set().union(*rates.values()))
+    on = (f"held-out seed {SWEEP_SEED}, G = 4" if not preset.sweep_reps else
+          "mean over the held-out (warm start, seed) pairs " + ", ".join(f"({w}, {s})" for w, s in preset.sweep_reps)
+          + ", a rate per G")
+    lines = ["", f"Learning-rate sweep ({on}, final pass rate; **bold**: chosen; "
+                 f"a sweep is widened by a factor {SWEEP_FACTOR:g} past an end rate that wins, at most "
+                 f"{preset.sweep_widen} times; '—': not part of that sweep):", "",
+             "| regime | " + ("G | " if preset.lr_per_G else "") + "estimator | "
+             + " | ".join(f"lr {lr:g}" for lr in columns) + " | chosen |",
+             "|---|---|" + ("---|" if preset.lr_per_G else "") + "---|" * (len(columns) + 1)]
+    for G in Gs:
         for reg in preset.regimes:
             for est in preset.estimators:
-                row, chosen = [], (lrs or {}).get((reg, est))
+                own = rates[(reg, est, G)]
+                row, chosen = [], (lrs or {}).get(arm(preset, reg, est, G))
                 for lr in columns:
-                    v = sweep.get(Cell("sweep", reg, 4, est, SWEEP_SEED, lr).name)
-                    txt = "—" if lr not in rates[(reg, est)] else "missing" if v is None else f"{v:.3f}"
+                    v = _score(preset, reg, est, G, lr, sweep)
+                    txt = "—" if lr not in own else "missing" if v is None else f"{v:.3f}"
                     row.append(f"**{txt}**" if chosen == lr and v is not None else txt)
                 if chosen is None:
                     where = "not yet"
-                elif chosen in (rates[(reg, est)][0], rates[(reg, est)][-1]):
+                elif chosen in (own[0], own[-1]):
                     where = f"{chosen:g} (an end of the sweep: widening cap reached)"
                 else:
                     where = f"{chosen:g} (interior)"
-                lines.append(f"| {reg} | {est} | " + " | ".join(row) + f" | {where} |")
-    return "\n".join(lines) + "\n"
+                lines.append(f"| {reg} | " + (f"{G} | " if preset.lr_per_G else "") + f"{est} | " + " | ".join(row)
+                             + f" | {where} |")
+    return lines
 
 
 def _extras_table(groups: dict, extras: list[Cell], figures: dict) -> list[str]:
@@ -457,7 +600,7 @@ def _extras_table(groups: dict, extras: list[Cell], figures: dict) -> list[str]:
     regime, G, dynamic sampling and rate (another estimator) minus this; all paired by seed."""
     rows: dict[tuple, dict] = {}
     for c in extras:
-        rows.setdefault((c.group, c.lr), {})[c.seed] = figures[c.name]
+        rows.setdefault((c.group, c.lr), {})[c.rep] = figures[c.name]
     lines = ["", "Runs in the folder outside the preset's cells (their options are the preset's but for the rate or "
                  "the seeds: cells trained before their sweep was widened past their rate, or controls), paired by "
                  "seed with the preset's runs:", "",

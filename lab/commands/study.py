@@ -7,7 +7,7 @@ unfinished ones from their last save. The tables (Markdown) are rewritten atomic
 ``OUT/tables.md`` after every finished run and printed at the end, together with ``OUT/figures.json``:
 every finished run's figures (:func:`~grpo_lab.train.study.run_figures`), its config and the
 SHA-256 of its array files, the tables' whole input in a few hundred KB. ``--tables-only`` on a folder
-holding ``figures.json`` and no records (the repository's ``runs/study-full``) rewrites the same tables
+holding ``figures.json`` and no records (the repository's ``runs/study-full-v1``) rewrites the same tables
 from it alone; a record in ``OUT/runs`` takes precedence over its line in the file. ``--tables-only`` on a
 folder with neither says so in one line (exit 2) and creates nothing.
 """
@@ -45,6 +45,9 @@ def register(sub) -> None:
     p.add_argument("--tables-only", action="store_true",
                    help=f"train nothing; write the tables of the finished runs (records in OUT/runs, "
                         f"else OUT/{FIGURES})")
+    p.add_argument("--cells", nargs="+", default=None, metavar="NAME",
+                   help=f"train only these cells of the preset (run names), their rates taken from OUT/{FIGURES} "
+                        "where the sweep's records are not in OUT/runs (how the shipped records are remade)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_study)
 
@@ -124,9 +127,10 @@ class Study:
     ``stored``: runs read from a ``figures.json`` (:func:`read_figures`), counted as finished where
     ``OUT/runs`` has no record of them (``--tables-only``); training passes none, so only records count."""
 
-    def __init__(self, preset, root: Path, stored: dict | None = None):
+    def __init__(self, preset, root: Path, stored: dict | None = None, only: set | None = None):
         self.preset, self.root = preset, root
         self.stored = stored or {}
+        self.only = only  #: names of the only cells to train (``--cells``): then only records count as finished
         self.figures: dict[str, dict] = {}
         self.provenance: dict[str, dict] = {}  # name -> {"config", "sha256"} of the record the figures came from
 
@@ -134,7 +138,7 @@ class Study:
         return (self.root / "runs" / cell.name / "run.json").is_file()
 
     def finished(self, cell) -> bool:
-        return self.has_record(cell) or cell.name in self.stored
+        return self.has_record(cell) or (self.only is None and cell.name in self.stored)
 
     def load(self, cells) -> None:
         from grpo_lab.sims.record import array_hashes, read_record
@@ -167,7 +171,14 @@ class Study:
         lrs = choose_lrs(self.preset, self.finals(), partial=True) if sweep else {}
         main = main_cells(self.preset, lrs)
         self.load(main)
+        if self.preset.equal_groups:  # the equal-groups controls stop where their curriculum run stopped
+            main = main_cells(self.preset, lrs, self.ends(main))
+            self.load(main)
         return sweep, main, lrs
+
+    def ends(self, cells) -> dict:
+        """Steps trained by each finished curriculum run among ``cells``, by name."""
+        return {c.name: int(self.figures[c.name]["steps"]) for c in cells if c.tag and c.name in self.figures}
 
     def finals(self) -> dict:
         """Final pass rate of every finished run loaded so far, by name."""
@@ -211,15 +222,17 @@ class Study:
 
 
 def _ready(study: Study, failed: set, running: set) -> tuple[list, list]:
-    """(cells to train now in training order, names of cells waiting for a learning rate): the
-    unfinished cells of :func:`~grpo_lab.train.study.blocks`, planned afresh, whose rate is
-    known (a cell's rate is known once its sweep, widened, is finished), less the failed and running."""
+    """(cells to train now in training order, names of cells waiting): the unfinished cells of
+    :func:`~grpo_lab.train.study.blocks`, planned afresh, that are ready (a cell's rate is known once its
+    sweep, widened, is finished; an equal-groups control's step count once its curriculum run is), less the
+    failed and running."""
     from grpo_lab.train.study import blocks
 
-    _, _, lrs = study.plan()
-    order = [c for b in blocks(study.preset, lrs, study.finals()) for c in b
-             if not study.finished(c) and c.name not in failed and c.name not in running]
-    return [c for c in order if c.lr == c.lr], [c.name for c in order if c.lr != c.lr]
+    _, main, lrs = study.plan()
+    order = [c for b in blocks(study.preset, lrs, study.finals(), study.ends(main)) for c in b
+             if not study.finished(c) and c.name not in failed and c.name not in running
+             and (study.only is None or c.name in study.only)]
+    return [c for c in order if c.ready], [c.name for c in order if not c.ready]
 
 
 def _run(study: Study, args, bar) -> list[str]:
@@ -237,7 +250,7 @@ def _run(study: Study, args, bar) -> list[str]:
     failures, failed, running = [], set(), {}
     ready, waiting = _ready(study, failed, set())
     if not ready:
-        return [f"{name}: its learning-rate sweep did not finish" for name in waiting[:1]]
+        return [f"{name}: {_waits(name)}" for name in waiting[:1]]
     ctx = multiprocessing.get_context("spawn")  # torch is not fork-safe once its threads have started
     pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx, initializer=_worker_init)
     try:
@@ -260,7 +273,7 @@ def _run(study: Study, args, bar) -> list[str]:
                     bar.set_postfix_str(c.name)
                     bar.update(1)
             ready, waiting = _ready(study, failed, {c.name for c in running.values()})
-            if bar is not None:
+            if bar is not None and study.only is None:
                 sweep, main, _ = study.plan()
                 bar.total = len(sweep) + len(main)
                 bar.refresh()
@@ -273,17 +286,27 @@ def _run(study: Study, args, bar) -> list[str]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    return failures + [f"{name}: its learning-rate sweep did not finish" for name in waiting[:1]]
+    return failures + [f"{name}: {_waits(name)}" for name in waiting[:1]]
+
+
+def _waits(name: str) -> str:
+    """Why a cell left waiting could not start."""
+    return ("its curriculum run did not finish (the step it stops at is unknown)" if "-at?" in name
+            else "its learning-rate sweep did not finish")
 
 
 def nothing_to_tabulate(root: Path, preset_name: str) -> str:
     """The one line of a ``--tables-only`` on a folder with neither finished records nor a ``figures.json``,
-    pointing at the shipped tables of the preset when the package has them."""
+    pointing at the shipped tables of the preset (or of its first design, ``PRESET-v1``) when the package has them."""
     from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR
 
     line = f"nothing to tabulate in {str(root)!r}: no finished runs in its runs/ and no {FIGURES}"
     shipped = DEFAULT_RUNS_DIR / f"study-{preset_name}" / "tables.md"
-    return line + (f"; the shipped tables are {shipped}" if shipped.is_file() else "")
+    if shipped.is_file():
+        return line + f"; the shipped tables are {shipped}"
+    first = DEFAULT_RUNS_DIR / f"study-{preset_name}-v1" / "tables.md"  # a preset not run, its first design shipped
+    return line + (f"; the shipped tables of its first design (preset {preset_name}-v1) are {first}"
+                   if first.is_file() else "")
 
 
 def cmd_study(args: argparse.Namespace) -> int:
@@ -298,6 +321,13 @@ def cmd_study(args: argparse.Namespace) -> int:
         print(study.write_tables(), end="")
         return 0
     study = Study(preset, root)
+    if args.cells:
+        study = Study(preset, root, stored=read_figures(root / FIGURES, preset.name), only=set(args.cells))
+        sweep, main, _ = study.plan()
+        known = {c.name for c in sweep + main}
+        unknown = [n for n in args.cells if n not in known]
+        if unknown:
+            raise InputError(f"{unknown[0]!r} is no cell of preset {preset.name!r} whose rate is known in {str(root)!r}")
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -314,8 +344,9 @@ def cmd_study(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         sweep, main, _ = study.plan()
-        done = sum(study.finished(c) for c in sweep + main)
-        bar = tqdm(total=len(sweep) + len(main), initial=done, desc=f"study {preset.name}", unit="run", file=sys.stderr,
+        mine = [c for c in sweep + main if study.only is None or c.name in study.only]
+        done = sum(study.finished(c) for c in mine)
+        bar = tqdm(total=len(mine), initial=done, desc=f"study {preset.name}", unit="run", file=sys.stderr,
                    dynamic_ncols=True)
     def _term(signum, frame):
         raise KeyboardInterrupt
