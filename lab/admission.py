@@ -57,13 +57,14 @@ from tornado import web
 
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
-           "BUILD_SLOTS", "PASSES"]
+           "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG"]
 
 VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
 MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
 BUILD_SLOTS = 1  #: sessions built (or pages rendered) at once in one process (2 cores, 2 processes); the others wait their turn
 PASSES = 4  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
+LISTEN_BACKLOG = 1024  #: connections the kernel queues for the server before it accepts them (Tornado's 128 overflowed in a flood)
 IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
 IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
 CLOSED_NOTICE = ("This page has lost its connection to the lab's server (it was left idle for a while, or the "
@@ -419,7 +420,28 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
     urls.per_app_patterns[:] = patterns
     state.on_session_created(lambda context: notice_on_disconnect(context._document))
     _gate_session_builds(admission.gate)
+    _deepen_listen_queue()
     return admission
+
+
+def _deepen_listen_queue(backlog: int = LISTEN_BACKLOG) -> None:
+    """Have Bokeh's server listen with a queue of ``backlog`` connections (the kernel caps it at
+    ``net.core.somaxconn``). With Tornado's 128, 200 connections at once from one client overflowed it: the kernel
+    dropped the connections beyond it (the newcomer's among them), and each dropped one came back only after TCP's
+    retries (1, 3, 7, 15 s...), so a newcomer 2 s into a flood waited 26 s. ``listen`` again on a listening socket
+    changes its queue (Linux)."""
+    from bokeh.server import server
+
+    bind = getattr(server.bind_sockets, "__wrapped__", server.bind_sockets)
+
+    @functools.wraps(bind)
+    def bind_sockets(address, port):
+        sockets, port = bind(address, port)
+        for sock in sockets:
+            sock.listen(backlog)
+        return sockets, port
+
+    server.bind_sockets = bind_sockets
 
 
 def _gate_session_builds(gate: FairGate) -> None:

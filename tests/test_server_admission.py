@@ -239,3 +239,28 @@ def _run_apart(coro):
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def test_the_server_s_listen_queue_holds_a_flood_of_connections():
+    """Bokeh's listening socket, as the lab's server binds it, queues LISTEN_BACKLOG connections (the kernel's own
+    figure, read with ``ss``), not Tornado's 128: 200 connections at once from one client overflowed that queue, the
+    kernel dropped the rest (a newcomer's among them), and each came back only after TCP's retries (1, 3, 7, 15 s)."""
+    import subprocess
+
+    from bokeh.server import server
+
+    from grpo_lab.admission import LISTEN_BACKLOG, _deepen_listen_queue
+
+    from pathlib import Path
+
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    _deepen_listen_queue()
+    sockets, port = server.bind_sockets("127.0.0.1", 0)
+    try:
+        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    finally:
+        for sock in sockets:
+            sock.close()
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert rows and all(row[0] == "LISTEN" for row in rows), out
+    assert {int(row[2]) for row in rows} == {min(LISTEN_BACKLOG, somaxconn)} and min(LISTEN_BACKLOG, somaxconn) > 200
