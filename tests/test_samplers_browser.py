@@ -2,7 +2,7 @@
 a control change (its K slider, moved with the keyboard); it is not built before it is opened.
 
 Expected rows come from ``grpo_lab.sims.samplers.compare`` on the drawn population, formatted by
-``grpo_lab.sims.doctor.samplers.table_rows`` (the report's formatting), never from the view's code.
+``grpo_lab.doctor_report.samplers.table_rows`` (the report's formatting), never from the view's code.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from lab_server import READ_CLASS, serve, wait_readout
 from test_lab_kcost_browser import FIND  # the first element matching a selector, through shadow roots
-from grpo_lab.sims.doctor.samplers import HEAD, table_rows
+from grpo_lab.doctor_report.samplers import HEAD, table_rows
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
 

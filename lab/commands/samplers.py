@@ -44,7 +44,7 @@ def register(sub) -> None:
 
 
 def cmd_samplers(args: argparse.Namespace) -> int:
-    from grpo_lab.sims.doctor.samplers import samplers_text
+    from grpo_lab.doctor_report.samplers import samplers_text
     from grpo_lab.sims.errors import InputError
     from grpo_lab.sims.population import draw_population
     from grpo_lab.sims.samplers import compare

@@ -2,7 +2,7 @@
 
 Reads the session's :class:`~grpo_lab.state.LabState` (the population: n_prompts, a, b, seed; progress; K;
 the filter's band, used as the band sampler's) and shows :func:`grpo_lab.sims.samplers.compare`'s table,
-formatted as the doctor's report formats it (:mod:`grpo_lab.sims.doctor.samplers`). Its two sliders are
+formatted as the doctor's report formats it (:mod:`grpo_lab.doctor_report.samplers`). Its two sliders are
 the lab's own progress and K (moving them here moves them in the Live lab too). The population is drawn
 once per population key and the expiries once per (population, K, band): moving the progress recomputes the
 table alone; each control change recomputes the table (benchmarks/bench_samplers.py: well
@@ -15,7 +15,7 @@ import html
 
 import panel as pn
 
-from grpo_lab.sims.doctor.samplers import HEAD, samplers_text, table_rows
+from grpo_lab.doctor_report.samplers import HEAD, settings_text, table_rows
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
@@ -88,7 +88,7 @@ class SamplersView:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD[:LAB_COLUMNS])
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[:LAB_COLUMNS]) + "</tr>"
                        for row in table_rows(out))
-        settings = html.escape(samplers_text(out)[0])
+        settings = html.escape(settings_text(out))
         self.table.object = (f"{_STYLE}<p class='samplers-settings'>{settings} (at t = {self.lab.progress:g})</p>"
                              f"<div style='overflow-x:auto'><table class='samplers-table'><thead><tr>{head}</tr>"
                              f"</thead><tbody>{body}</tbody></table></div>")

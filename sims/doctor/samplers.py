@@ -5,15 +5,12 @@ mid-quantile pass rates, one per prompt the run drew (at most :data:`MAX_PROMPTS
 DAPO batch and generation batch are the run's groups per step; the expiry threshold is the forecast's.
 The decay model's t = 1 is taken as the run's last step, so ``expiry_shift_steps`` = shift x steps
 (a convention of the comparison, not a fit of the run's own drift: the forecast section has that).
+Numbers only: :mod:`grpo_lab.doctor_report.samplers` formats the section.
 """
 
 from __future__ import annotations
 
-import html
-
-from ..formatting import percent
-
-__all__ = ["samplers_section", "samplers_text", "samplers_html", "MAX_PROMPTS"]
+__all__ = ["samplers_section", "MAX_PROMPTS"]
 
 MAX_PROMPTS = 20_000  #: the most prompts the comparison stands for a run's fitted population with
 
@@ -29,47 +26,3 @@ def samplers_section(population, K: int, prompts: int, steps: int, batch: int, t
                                                               isinstance(population[0], (int, float))) \
         else [[1.0, float(population[0]), float(population[1])]]
     return out
-
-
-def _cell(x, spec) -> str:
-    return "-" if x is None or x != x else format(x, spec)
-
-
-def table_rows(section: dict) -> list[list[str]]:
-    """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expiry t, shift, shift in
-    steps] as text, one row per sampler (an expiry past the search's horizon reads "> HORIZON")."""
-    from ..samplers.compare import HORIZON
-
-    def when(t):
-        return "already below" if t == 0 else f"> {HORIZON:g}" if t is None else f"{t:.3f}"
-
-    return [[r["label"], _cell(r["useful_per_1000"], ".1f"), _cell(r["rollouts_per_useful"], ".1f"),
-             percent(r["never_trained"]), when(r["expiry_t"]), _cell(r["expiry_shift"], "+.3f"),
-             _cell(r["expiry_shift_steps"], "+.0f")] for r in section["rows"]]
-
-
-HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never trained", "expires at t",
-        "shift (t)", "shift (steps)"]
-
-
-def _settings_line(section: dict) -> str:
-    s = section["settings"]
-    return (f"{s['prompts']:,} prompts, K = {s['K']}, budget {s['epochs']:g} epochs ({s['budget_rollouts']:,.0f} "
-            f"rollouts); DAPO batch {s['batch']} (gen {s['gen_batch']}, max_num_gen_batches "
-            f"{s['max_num_gen_batches']}); band [{s['band'][0]:g}, {s['band'][1]:g}]; retire after "
-            f"{s['n_retire']} all-pass; GRESO p_e {s['p_easy']:g}/{s['p_hard']:g}; PODS n = "
-            f"{s['pods_factor']}K; expiry: rate below {s['threshold']:g}")
-
-
-def samplers_text(section: dict) -> list[str]:
-    """The section as text lines (the command line's report)."""
-    rows = table_rows(section)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
-    fmt = lambda cells: "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return ["samplers at an equal rollout budget: " + _settings_line(section), fmt(HEAD), *map(fmt, rows)]
-
-
-def samplers_html(section: dict, table) -> str:
-    """The section as HTML, with the report's ``table(rows, head)`` function."""
-    return ("<h2>Samplers side by side</h2><p>" + html.escape(_settings_line(section)) + ".</p>"
-            + table(table_rows(section), HEAD))

@@ -1,6 +1,7 @@
-r"""The stall forecast (:mod:`.stall`) and the transitions (:mod:`.transitions`) as report text and HTML.
+r"""The stall forecast (:mod:`grpo_lab.sims.doctor.stall`) and the transitions (:mod:`grpo_lab.sims.doctor.transitions`)
+as report text and HTML.
 
-Kept apart from :mod:`.report` so that the report gains them with one call each; a section that is not
+Kept apart from :mod:`.page` so that the report gains them with one call each; a section that is not
 available prints its one "not available: needs ..." line.
 """
 
@@ -10,7 +11,9 @@ import html
 
 import numpy as np
 
-from ..formatting import percent
+from grpo_lab.sims.formatting import percent
+
+from .svg import COLORS, svg
 
 __all__ = ["stall_lines", "transitions_lines", "stall_html"]
 
@@ -113,29 +116,27 @@ def transitions_lines(d: dict) -> list[str]:
     return out
 
 
-def _rounds_svg(sf: dict) -> str:
+def _roundssvg(sf: dict) -> str:
     """Rounds per step: logged, fitted in-sample, the backtest's and the forecast's (inline SVG)."""
-    from .report import _COLORS, _svg  # the report's plotting, imported here: report imports this module
-
     v = sf["validation"]
     keep = np.asarray(sf["series"]["step"], float) <= sf["now"]["step"] + max(sf["now"]["step"] // 2, 10)
     ser = {k: np.asarray(sf["series"][k], float)[keep] for k in ("step", "expected")}  # half a run length ahead
     lines, xs, ys = [], [ser["step"]], [ser["expected"]]
     if v["available"]:
         lines += [{"name": "logged", "x": v["steps"], "y": v["observed"], "kind": "points", "color": "#999"},
-                  {"name": "fitted", "x": v["steps"], "y": v["predicted"], "color": _COLORS["fit"]}]
+                  {"name": "fitted", "x": v["steps"], "y": v["predicted"], "color": COLORS["fit"]}]
         xs.append(np.asarray(v["steps"], float))
         ys += [np.asarray(v["observed"], float), np.asarray(v["predicted"], float)]
         if v["backtest"]["available"]:
             b = v["backtest"]
             lines.append({"name": "backtest", "x": b["steps"], "y": b["model"]["predicted"],
-                          "color": _COLORS["back"], "dashed": True})
-    lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": _COLORS["proj"], "dashed": True})
+                          "color": COLORS["back"], "dashed": True})
+    lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": COLORS["proj"], "dashed": True})
     x = np.concatenate(xs)
     y = np.concatenate(ys)
     top = float(np.nanmax(y[np.isfinite(y)])) if np.isfinite(y).any() else 1.0
     cap = sf["settings"]["cap_effective"]
-    return _svg(f"Generation rounds per step (E[R | filled]; cap {cap or 'none'})", lines,
+    return svg(f"Generation rounds per step (E[R | filled]; cap {cap or 'none'})", lines,
                 (float(np.min(x)), float(np.max(x))), ylim=(0.0, max(top, cap or 0) + 0.5), ylabel="rounds",
                 hline=cap or None)
 
@@ -145,7 +146,7 @@ def stall_html(d: dict) -> str:
     parts = ["<h2>Stall forecast</h2>"]
     sf = d.get("stall_forecast")
     if sf and sf["available"]:
-        parts.append(_rounds_svg(sf))
+        parts.append(_roundssvg(sf))
     else:
         parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")
     t = d.get("transitions")
