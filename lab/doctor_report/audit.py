@@ -6,7 +6,9 @@ import math
 
 from grpo_lab.sims.doctor.audit import LIST_MAX
 
-__all__ = ["audit_text"]
+from .markup import table
+
+__all__ = ["audit_text", "audit_html"]
 
 
 def _pct(x) -> str:
@@ -45,3 +47,34 @@ def audit_text(a: dict) -> list[str]:
         elif sp.get("note"):
             lines.append(f"  ({sp['note']})")
     return lines
+
+
+def audit_html(a: dict) -> str:
+    """The audit as HTML tables: ``doctor-audit-checks`` (one row per trainer scalar), ``doctor-audit-disagreements``,
+    ``doctor-audit-split`` (training reward vs correctness) and ``doctor-audit-phantom`` (the groups listed)."""
+    parts = ["<h2>Audit of the logged metrics</h2>"]
+    if not a["checks"] and not a["split"].get("available"):
+        return parts[0] + "<p>The record carries no trainer scalar and no correctness score.</p>"
+    if a["checks"]:
+        parts.append(table([[c["trainer"], c["metric"], c["definition"], c["compared_steps"], c["agree"],
+                              len(c["disagreements"])] for c in a["checks"]],
+                           ["trainer", "metric", "definition", "compared steps", "reproduced", "disagree"],
+                           "doctor-audit-checks"))
+        bad = [(c, x) for c in a["checks"] for x in c["disagreements"][:LIST_MAX]]
+        if bad:
+            parts.append(table([[c["metric"], x["step"], f"{x['logged']:.6g}", f"{x['recomputed']:.6g}", x["cause"]]
+                                for c, x in bad], ["metric", "step", "logged", "recomputed", "likely cause"],
+                               "doctor-audit-disagreements"))
+    sp = a["split"]
+    if sp.get("available"):
+        parts.append(table([[x["name"], _pct(x["zero_advantage"]), _pct(x["all_pass"]), _pct(x["all_fail"])]
+                            for x in (sp["training"], sp["correctness"])],
+                           ["score", "zero-advantage", "all-pass", "all-fail"], "doctor-audit-split"))
+        ph = sp.get("phantom")
+        if ph and ph["count"]:
+            parts.append(f"<p>{ph['count']:,} phantom-gradient groups ({_pct(ph['share'])}): unanimous in "
+                         "correctness, not in the training reward.</p>")
+            parts.append(table([[g["step"], g["prompt_id"], g.get("text") or "", g["correctness"],
+                                 ", ".join(f"{x:g}" for x in g["training_rewards"])] for g in ph["groups"]],
+                               ["step", "prompt id", "text", "correctness", "training rewards"], "doctor-audit-phantom"))
+    return "\n".join(parts)

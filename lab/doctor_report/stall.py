@@ -13,9 +13,10 @@ import numpy as np
 
 from grpo_lab.sims.formatting import percent
 
+from .markup import table
 from .svg import COLORS, svg
 
-__all__ = ["stall_lines", "transitions_lines", "stall_html"]
+__all__ = ["stall_lines", "transitions_lines", "stall_html", "ahead_rows"]
 
 AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
 _SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
@@ -48,8 +49,7 @@ def stall_lines(d: dict) -> list[str]:
     if s.get("note"):
         out.append(f"  caution: {s['note']}")
     ser = sf["series"]
-    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
-    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+    ahead = ahead_rows(sf)
     out.append("  ahead: " + ", ".join(f"step {ser['step'][i]:.0f} " + (
         f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-")
         + f" rounds (P(stall) {percent(ser['p_stall'][i])})" for i in ahead))
@@ -116,7 +116,7 @@ def transitions_lines(d: dict) -> list[str]:
     return out
 
 
-def _roundssvg(sf: dict) -> str:
+def _rounds_svg(sf: dict) -> str:
     """Rounds per step: logged, fitted in-sample, the backtest's and the forecast's (inline SVG)."""
     v = sf["validation"]
     keep = np.asarray(sf["series"]["step"], float) <= sf["now"]["step"] + max(sf["now"]["step"] // 2, 10)
@@ -141,23 +141,46 @@ def _roundssvg(sf: dict) -> str:
                 hline=cap or None)
 
 
+def ahead_rows(sf: dict) -> list[int]:
+    """Indices into ``sf['series']`` the report shows: the last step and :data:`AHEAD` run lengths past it."""
+    ser, now = sf["series"], sf["now"]
+    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
+    return sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+
+
+def _stall_tables(sf: dict) -> str:
+    """``doctor-stall-ahead`` (step, expected rounds, 95th percentile, P(stall)) and ``doctor-stall-levels``."""
+    ser, cap = sf["series"], sf["settings"]["cap_effective"]
+    now = sf["now"]
+    rows = [[f"{now['step']:.0f}", f"{now['expected']:.2f}", _rounds(now["p95"], cap), percent(now["p_stall"])]]
+    rows += [[f"{ser['step'][i]:.0f}", f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-",
+              _rounds(ser["p95"][i], cap), percent(ser["p_stall"][i])] for i in ahead_rows(sf)]
+    out = [table(rows, ["step", "expected rounds", "95th percentile", "P(stall)"], "doctor-stall-ahead")]
+    if cap:
+        out.append(table([[f"{float(level):g}", _step(st["step"]), _step(st["interval"][0]), _step(st["interval"][1])]
+                          for level, st in sf["stall"].items()],
+                         ["P(stall) above", "first at step", "95% interval from", "to"], "doctor-stall-levels"))
+    out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
+               f"all-fail).</p>")
+    return "\n".join(out)
+
+
 def stall_html(d: dict) -> str:
     """Both sections as HTML: the rounds plot and the transition matrix (their text is in the report's text)."""
     parts = ["<h2>Stall forecast</h2>"]
     sf = d.get("stall_forecast")
     if sf and sf["available"]:
-        parts.append(_roundssvg(sf))
+        parts.append(_rounds_svg(sf))
+        parts.append(_stall_tables(sf))
     else:
         parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")
     t = d.get("transitions")
     parts.append("<h2>Transitions between visits</h2>")
     if t and t["available"]:
-        rows = "".join("<tr><td>" + html.escape(_SHORT[s]) + "</td>" + "".join(
-            f"<td>{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
-            f"{percent(t['interval_hi'][i][j])}] ({int(t['counts'][i][j]):,})</td>" for j in range(3)) + "</tr>"
-            for i, s in enumerate(t["states"]))
-        head = "".join(f"<th>to {html.escape(_SHORT[s])}</th>" for s in t["states"])
-        parts.append(f"<table><thead><tr><th>from</th>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        parts.append(table([[_SHORT[s], *(f"{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
+                                           f"{percent(t['interval_hi'][i][j])}] ({int(t['counts'][i][j]):,})"
+                                           for j in range(3))] for i, s in enumerate(t["states"])],
+                           ["from", *(f"to {_SHORT[s]}" for s in t["states"])], "doctor-transitions"))
     else:
         parts.append(f"<p>{html.escape(t['reason'] if t else 'not computed')}.</p>")
     return "\n".join(parts)
