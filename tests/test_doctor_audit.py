@@ -18,8 +18,8 @@ import pytest
 
 from grpo_lab.cli import main
 from grpo_lab.sims.doctor import diagnose
-from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.doctor_report.audit import audit_text
+from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import write_record
 

@@ -175,7 +175,7 @@ def test_a_chi_square_with_no_degree_of_freedom_is_reported_as_not_testable():
     """Few groups pool into few cells: df = cells - 1 - 2 < 1 has no test, and the report says so
     instead of printing a negative df (SmolLM2's 32-group runs in runs/lm pool into 2 or 3 cells)."""
     from grpo_lab.sims.doctor.fit import gof
-    from grpo_lab.doctor_report.report import _gof_text
+    from grpo_lab.doctor_report.text import _gof_text
 
     g = gof([14, 1, 0, 0, 1], stats.betabinom.pmf(np.arange(5), 4, 0.3, 0.6), n_params=2)
     assert g["cells"] == 2 and g["df"] == -1 and np.isnan(g["p_value"]) and not g["poor"]

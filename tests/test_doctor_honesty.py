@@ -14,7 +14,7 @@ from grpo_lab.sims.doctor.fit import fit_beta
 from grpo_lab.sims.doctor.groups import RunGroups
 from grpo_lab.sims.doctor.honesty import (MAX_REL_SE, MIN_PROMPTS, check_population, cluster_bootstrap,
                                           fit_beta_batch)
-from grpo_lab.doctor_report.report import text_report
+from grpo_lab.doctor_report import text_report
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import RunRecord, write_record
 

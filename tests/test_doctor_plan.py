@@ -258,7 +258,7 @@ def test_degenerate_runs_diagnose_quietly(case):
     import warnings
 
     from grpo_lab.sims.doctor import diagnose
-    from grpo_lab.doctor_report.report import html_report, text_report
+    from grpo_lab.doctor_report import html_report, text_report
     from grpo_lab.sims.jsonable import jsonable
 
     rng = np.random.default_rng(0)

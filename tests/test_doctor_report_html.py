@@ -1,143 +1,172 @@
-"""The doctor's HTML report shows the stall forecast and the audit as tables whose cells are the JSON's values.
+r"""The doctor's HTML tables (lab/doctor_report) parsed with :mod:`html.parser` and checked against the JSON.
 
-The page is parsed with the standard library's ``html.parser`` (tables read as text, as a browser shows them), and
-each cell is compared with the diagnosis dict the JSON output prints, formatted as the text report formats it.
+Each section's table (samplers, stall forecast, transitions, audit) is read back cell by cell and every number
+is compared with the diagnosis dict it was printed from, to the precision it is printed at.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from grpo_lab.doctor_report import html_report
 from grpo_lab.doctor_report.audit import audit_html
-from grpo_lab.doctor_report.report import _table, html_report
+from grpo_lab.doctor_report.samplers import HEAD
+from grpo_lab.doctor_report.stall import ahead_rows
 from grpo_lab.sims.doctor import diagnose
-from grpo_lab.sims.doctor.audit import LIST_MAX, audit
-from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.sims.ingest import ingest
-from grpo_lab.sims.jsonable import jsonable
 from grpo_lab.sims.record import read_record
 
-ROOT = Path(__file__).resolve().parents[1]
-STALLED = ROOT / "runs" / "broad-g4-dr_grpo-ds-lr0.0008-s1"  #: the shipped DAPO run that stalled at step 165
-TRL_PLAIN = ROOT / "tests" / "fixtures" / "ingest" / "trl_matrix" / "plain" / "run"  #: written by TRL's GRPOTrainer
+FIX = Path(__file__).parent / "fixtures"
+EVIL = "<script>alert(1)</script>&"
 
 
 class Tables(HTMLParser):
-    """``sections[h2 text]`` = the tables under that heading, each a list of rows of cell texts (header row first)."""
+    """Every ``<table class=...>``: class -> {"head": [...], "rows": [[cell text, ...], ...]}."""
 
     def __init__(self):
-        super().__init__()
-        self.sections: dict[str, list] = {}
-        self._heading = None
-        self._in_h2 = False
-        self._cell = None
-        self._row = None
+        super().__init__(convert_charrefs=True)
+        self.tables, self._cur, self._cell, self._row, self.scripts = {}, None, None, None, 0
 
     def handle_starttag(self, tag, attrs):
-        if tag == "h2":
-            self._in_h2, self._heading = True, ""
-        elif tag == "table":
-            self.sections.setdefault(self._heading, []).append([])
-        elif tag == "tr":
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts += 1
+        if tag == "table" and a.get("class"):
+            self._cur = self.tables.setdefault(a["class"], {"head": [], "rows": []})
+        elif self._cur is not None and tag == "tr":
             self._row = []
-        elif tag in ("td", "th"):
-            self._cell = ""
+        elif self._cur is not None and tag in ("td", "th"):
+            self._cell = []
 
     def handle_endtag(self, tag):
-        if tag == "h2":
-            self._in_h2 = False
-        elif tag in ("td", "th"):
-            self._row.append(self._cell)
+        if self._cur is None:
+            return
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append("".join(self._cell))
             self._cell = None
         elif tag == "tr":
-            self.sections[self._heading][-1].append(self._row)
+            if self._cur["head"]:
+                self._cur["rows"].append(self._row)
+            else:
+                self._cur["head"] = self._row
+        elif tag == "table":
+            self._cur = None
 
     def handle_data(self, data):
-        if self._in_h2:
-            self._heading += data
-        elif self._cell is not None:
-            self._cell += data
+        if self._cell is not None:
+            self._cell.append(data)
 
 
-def tables(page: str) -> dict[str, list]:
-    p = Tables()
-    p.feed(page)
-    return p.sections
+def tables(page: str) -> Tables:
+    t = Tables()
+    t.feed(page)
+    return t
+
+
+def pct(s: str) -> float:
+    return float(s.rstrip("%")) / 100
+
+
+def close(cell: str, x, half_unit: float) -> bool:
+    """A printed number equals ``x`` to its printed precision (half a unit of the last digit, plus float slack)."""
+    return abs(float(cell.rstrip("%")) / (100 if cell.endswith("%") else 1) - x) <= half_unit + 1e-9
 
 
 @pytest.fixture(scope="module")
-def stalled():
-    d = diagnose(read_record(STALLED))
-    return json.loads(json.dumps(jsonable(d))), tables(html_report(d))  # the values --json prints
+def capped():
+    """A run of the project's trainer that hit max_num_gen_batches (tests/fixtures/doctor/README.md)."""
+    d = diagnose(read_record(FIX / "doctor" / "trainer-cap3"))
+    return d, tables(html_report(d))
 
 
-def test_stall_forecast_table_is_the_jsons(stalled):
-    d, t = stalled
+def test_samplers_table_equals_the_json(capped):
+    d, t = capped
+    tab = t.tables["doctor-samplers"]
+    assert tab["head"] == HEAD and len(tab["rows"]) == len(d["samplers"]["rows"]) >= 7
+    for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
+        assert cells[0] == r["label"]
+        assert close(cells[1], r["useful_per_1000"], 0.05) and close(cells[2], r["rollouts_per_useful"], 0.05)
+        assert close(cells[3], r["never_trained"], 0.0005)
+        if r["expiry_shift"] is not None:
+            assert close(cells[5], r["expiry_shift"], 0.0005)
+
+
+def test_stall_tables_equal_the_json(capped):
+    d, t = capped
     sf = d["stall_forecast"]
-    now_table, levels = t["Stall forecast"]
-    assert now_table[0] == ["step", "rounds expected", "95th percentile", "P(stall)"]
+    assert sf["available"] and sf["settings"]["cap_effective"] == 3
+    rows = t.tables["doctor-stall-ahead"]["rows"]
+    idx = ahead_rows(sf)
+    assert len(rows) == 1 + len(idx)
     now = sf["now"]
-    cap = sf["settings"]["cap_effective"]
-    p95 = f">{cap}" if now["p95"] is None else str(now["p95"])  # past the cap: the step raises before it
-    assert now_table[1] == [f"{now['step']:.0f} (last)", f"{now['expected']:.2f}", p95, percent(now["p_stall"])]
-    steps = [float(s) for s in sf["series"]["step"]]
-    for row in now_table[2:]:  # the forecast ahead: each row is one step of the JSON's series
-        i = steps.index(float(row[0]))
-        assert row[1] == f"{sf['series']['expected'][i]:.2f}"
-        assert row[3] == percent(sf["series"]["p_stall"][i])
-    assert len(now_table) >= 3
-    assert [r[0] for r in levels[1:]] == [f"> {float(k):g}" for k in sf["stall"]]
-    for row, st in zip(levels[1:], sf["stall"].values()):
-        assert row[1] == ("-" if st["step"] is None else f"{st['step']:.0f}")
+    assert int(rows[0][0]) == now["step"] and close(rows[0][1], now["expected"], 0.005)
+    assert close(rows[0][3], now["p_stall"], 0.0005)
+    assert rows[0][2] == (f">{3}" if now["p95"] is None else str(now["p95"]))
+    ser = sf["series"]
+    for cells, i in zip(rows[1:], idx):
+        assert int(cells[0]) == round(ser["step"][i]) and close(cells[3], ser["p_stall"][i], 0.0005)
+        assert cells[1] == "-" if not np.isfinite(ser["expected"][i]) else close(cells[1], ser["expected"][i], 0.005)
+    levels = t.tables["doctor-stall-levels"]["rows"]
+    assert [float(c[0]) for c in levels] == [float(k) for k in sf["stall"]]
+    for cells, st in zip(levels, sf["stall"].values()):
+        assert cells[1:] == ["-" if v is None else f"{v:.0f}" for v in (st["step"], *st["interval"])]
 
 
-def test_transitions_and_samplers_tables_are_the_jsons(stalled):
-    d, t = stalled
+def test_transitions_table_equals_the_json(capped):
+    d, t = capped
     tr = d["transitions"]
-    if tr["available"]:
-        (matrix,) = t["Transitions between visits"]
-        assert [r[0] for r in matrix[1:]] == ["fail", "mixed", "pass"]
-        for i, row in enumerate(matrix[1:]):
-            for j, cell in enumerate(row[1:]):
-                assert cell.startswith(percent(tr["matrix"][i][j])) and cell.endswith(f"({int(tr['counts'][i][j]):,})")
-    (samplers,) = t["Samplers side by side"]
-    assert [r[0] for r in samplers[1:]] == [r["label"] for r in d["samplers"]["rows"]]
-    assert [r[1] for r in samplers[1:]] == [format(r["useful_per_1000"], ".1f") for r in d["samplers"]["rows"]]
+    assert tr["available"]
+    tab = t.tables["doctor-transitions"]
+    assert tab["head"] == ["from", "to fail", "to mixed", "to pass"] and len(tab["rows"]) == 3
+    for i, cells in enumerate(tab["rows"]):
+        for j, cell in enumerate(cells[1:]):
+            m = re.fullmatch(r"([\d.]+%) \[([\d.]+%), ([\d.]+%)\] \(([\d,]+)\)", cell)
+            assert m, cell
+            assert close(m[1], tr["matrix"][i][j], 0.0005) and close(m[2], tr["interval_lo"][i][j], 0.0005)
+            assert close(m[3], tr["interval_hi"][i][j], 0.0005) and int(m[4].replace(",", "")) == tr["counts"][i][j]
 
 
-def test_audit_tables_on_a_trl_record_are_the_jsons():
-    rec = ingest(TRL_PLAIN, "trl")
+def test_audit_tables_equal_the_json_and_escape_the_prompt():
+    """verl DAPO with the overlong penalty (tests/fixtures/ingest/verl_matrix/dapo): the phantom-gradient groups
+    listed in HTML are the audit's, and a prompt's markup is shown as text, never run."""
+    rec = ingest(FIX / "ingest" / "verl_matrix" / "dapo" / "run", "verl")
     a = audit(rec)
-    (checks, *rest) = tables(audit_html(a, _table))["Audit of the logged metrics"]
-    assert [r[:3] for r in checks[1:]] == [[c["trainer"], c["metric"], f"{c['agree']} of {c['compared_steps']}"]
-                                          for c in a["checks"]]
-    sp = a["split"]
-    assert sp["differ"] and sp["phantom"]["count"] > 0
-    split = next(x for x in rest if x[0][0] == "classified by")
-    tr, co = sp["training"], sp["correctness"]
-    pct = lambda x: f"{100 * x:.1f}%"  # noqa: E731  (the audit's text lines print shares so)
-    assert split[1][1:] == [pct(tr["zero_advantage"]), pct(tr["all_pass"]), pct(tr["all_fail"])]
-    assert split[2][1:] == [pct(co["zero_advantage"]), pct(co["all_pass"]), pct(co["all_fail"])]
-    phantom = next(x for x in rest if x[0][0] == "step" and "training rewards" in x[0])
-    assert len(phantom) - 1 == min(sp["phantom"]["count"], LIST_MAX)
-    assert [r[4] for r in phantom[1:]] == [", ".join(f"{x:g}" for x in g["training_rewards"])
-                                           for g in sp["phantom"]["groups"][:LIST_MAX]]
+    g0 = a["split"]["phantom"]["groups"][0]
+    g0["text"] = EVIL + g0["text"]
+    page = audit_html(a)
+    assert "<script>" not in page
+    t = tables(page)
+    assert t.scripts == 0
+    checks = t.tables["doctor-audit-checks"]["rows"]
+    assert [[c[0], c[1], int(c[3]), int(c[4]), int(c[5])] for c in checks] == [
+        [c["trainer"], c["metric"], c["compared_steps"], c["agree"], len(c["disagreements"])] for c in a["checks"]]
+    split = t.tables["doctor-audit-split"]["rows"]
+    for cells, key in zip(split, ("training", "correctness")):
+        x = a["split"][key]
+        assert cells[0] == x["name"]
+        assert all(close(c, x[k], 0.0005) for c, k in zip(cells[1:], ("zero_advantage", "all_pass", "all_fail")))
+    ph = t.tables["doctor-audit-phantom"]["rows"]
+    groups = a["split"]["phantom"]["groups"]
+    assert len(ph) == len(groups) >= 1 and ph[0][2].startswith(EVIL)
+    for cells, g in zip(ph, groups):
+        assert int(cells[0]) == g["step"] and cells[1] == str(g["prompt_id"]) and cells[3] == g["correctness"]
+        assert [float(x) for x in cells[4].split(", ")] == pytest.approx(g["training_rewards"], rel=1e-5)
 
 
-def test_prompt_text_in_the_audit_is_shown_as_text():
-    rec = ingest(TRL_PLAIN, "trl")
-    evil = "<img src=x onerror=alert(1)>"
-    rec.meta["prompt_labels"] = [evil] * len(rec.meta.get("prompt_labels") or [evil] * 1000)
-    page = audit_html(audit(rec), _table)
-    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
-    phantom = next(x for x in tables(page)["Audit of the logged metrics"] if "text" in x[0])
-    assert all(row[2] == evil for row in phantom[1:])  # the parser reads back exactly the characters
-
-
-def test_the_full_report_has_the_audit_section(stalled):
-    _, t = stalled
-    assert "Audit of the logged metrics" in t
+def test_a_record_with_disagreements_lists_them():
+    """TRL with logging_steps > 1: the logged frac_reward_zero_std disagrees on some steps; each is a row."""
+    a = audit(ingest(FIX / "ingest" / "trl_matrix" / "logging_steps" / "run", "trl"))
+    bad = [(c["metric"], x) for c in a["checks"] for x in c["disagreements"]]
+    assert bad
+    rows = tables(audit_html(a)).tables["doctor-audit-disagreements"]["rows"]
+    assert len(rows) == len(bad)
+    for cells, (metric, x) in zip(rows, bad):
+        assert cells[0] == metric and int(cells[1]) == x["step"] and cells[4] == x["cause"]
+        assert float(cells[2]) == pytest.approx(x["logged"], rel=1e-5) and float(cells[3]) == pytest.approx(
+            x["recomputed"], rel=1e-5, abs=1e-9)

@@ -12,7 +12,7 @@ import pytest
 
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.groups import run_groups
-from grpo_lab.doctor_report.report import text_report
+from grpo_lab.doctor_report import text_report
 from grpo_lab.sims.doctor.skip import temporal_consistency
 from grpo_lab.sims.doctor.transitions import simulate_chain, transitions, visit_states
 from grpo_lab.sims.record import RunRecord, read_record

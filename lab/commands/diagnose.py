@@ -56,7 +56,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims._checks import band as check_band
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.prompts import write_prompt_lists
-    from grpo_lab.doctor_report.report import html_report, text_report
+    from grpo_lab.doctor_report import html_report, text_report
     from grpo_lab.sims.doctor.trainer_config import read_trainer_config
     from grpo_lab.sims.record import atomic_write_bytes, read_record
 
@@ -65,8 +65,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                                    train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
     record = read_record(run_path(args.run, args))
     if args.audit:
-        from grpo_lab.sims.doctor.audit import audit
         from grpo_lab.doctor_report.audit import audit_text
+        from grpo_lab.sims.doctor.audit import audit
 
         result = audit(record)
         if args.json:

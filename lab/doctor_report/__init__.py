@@ -1,11 +1,14 @@
-"""The run doctor's renderers: the diagnosis (:mod:`grpo_lab.sims.doctor`, numbers and JSON-able dicts only) as text
-for the command line and as one self-contained HTML page or fragment for ``--html`` and the lab.
+r"""The doctor's report: :func:`grpo_lab.sims.doctor.diagnose`'s dict as text, HTML and SVG.
 
-- :mod:`grpo_lab.doctor_report.report`    ``text_report``, ``html_report``, ``html_fragment``; the inline SVG plots
-- :mod:`grpo_lab.doctor_report.stall`     the stall forecast and the per-prompt transitions
-- :mod:`grpo_lab.doctor_report.audit`     the audit of the logged metrics
-- :mod:`grpo_lab.doctor_report.samplers`  the samplers side by side (also the lab's Samplers tab)
-- :mod:`grpo_lab.doctor_report.honesty`   the fit's 95% intervals
+The core (``grpo_lab.sims.doctor``) computes numbers and JSON-able dicts only; this package renders them:
 
-Every text taken from a record is escaped with :func:`html.escape` in the HTML.
+- :mod:`.text`     the command line's plain-text report
+- :mod:`.page`     the self-contained HTML page and the fragment the lab's Replay tab embeds
+- :mod:`.svg`      inline SVG plots;  :mod:`.markup` escaped HTML tables
+- :mod:`.audit`, :mod:`.honesty`, :mod:`.samplers`, :mod:`.stall`  one section each
 """
+
+from .page import html_fragment, html_report
+from .text import text_report
+
+__all__ = ["text_report", "html_report", "html_fragment"]

@@ -1,10 +1,12 @@
-"""The doctor's audit of the logged metrics (:func:`grpo_lab.sims.doctor.audit.audit`) as report lines."""
+r"""The audit of the logged metrics (:func:`grpo_lab.sims.doctor.audit.audit`) as report lines and HTML."""
 
 from __future__ import annotations
 
 import math
 
 from grpo_lab.sims.doctor.audit import LIST_MAX
+
+from .markup import table
 
 __all__ = ["audit_text", "audit_html"]
 
@@ -47,33 +49,32 @@ def audit_text(a: dict) -> list[str]:
     return lines
 
 
-def audit_html(a: dict | None, table) -> str:
-    """The audit as HTML tables, with the report's ``table(rows, head)``: one row per logged metric, the disagreements,
-    the correctness split beside the training reward's, the phantom-gradient groups (every text escaped by ``table``)."""
+def audit_html(a: dict) -> str:
+    """The audit as HTML tables: ``doctor-audit-checks`` (one row per trainer scalar), ``doctor-audit-disagreements``,
+    ``doctor-audit-split`` (training reward vs correctness) and ``doctor-audit-phantom`` (the groups listed)."""
     parts = ["<h2>Audit of the logged metrics</h2>"]
-    if not a or (not a["checks"] and not (a["split"].get("available") and a["split"]["differ"])):
-        return parts[0] + "<p>The record carries no trainer scalar and no correctness score to audit.</p>"
+    if not a["checks"] and not a["split"].get("available"):
+        return parts[0] + "<p>The record carries no trainer scalar and no correctness score.</p>"
     if a["checks"]:
-        parts.append(table([[c["trainer"], c["metric"], f"{c['agree']} of {c['compared_steps']}", len(c["disagreements"]),
-                             c["definition"]] for c in a["checks"]],
-                           ["trainer", "logged metric", "steps reproduced", "disagree", "recomputed as"]))
-        bad = [(c, x) for c in a["checks"] for x in c["disagreements"]][:LIST_MAX]
+        parts.append(table([[c["trainer"], c["metric"], c["definition"], c["compared_steps"], c["agree"],
+                              len(c["disagreements"])] for c in a["checks"]],
+                           ["trainer", "metric", "definition", "compared steps", "reproduced", "disagree"],
+                           "doctor-audit-checks"))
+        bad = [(c, x) for c in a["checks"] for x in c["disagreements"][:LIST_MAX]]
         if bad:
-            parts.append(table([[c["metric"], x["step"], f"{x['logged']:.4g}", f"{x['recomputed']:.4g}", x["cause"]]
-                                for c, x in bad], ["metric", "step", "logged", "recomputed", "likely cause"]))
+            parts.append(table([[c["metric"], x["step"], f"{x['logged']:.6g}", f"{x['recomputed']:.6g}", x["cause"]]
+                                for c, x in bad], ["metric", "step", "logged", "recomputed", "likely cause"],
+                               "doctor-audit-disagreements"))
     sp = a["split"]
-    if sp.get("available") and sp["differ"]:
-        t, c = sp["training"], sp["correctness"]
-        parts.append(table([[f"training reward ({t['name']})", _pct(t["zero_advantage"]), _pct(t["all_pass"]),
-                             _pct(t["all_fail"])],
-                            [f"correctness ({c['name']})", _pct(c["zero_advantage"]), _pct(c["all_pass"]),
-                             _pct(c["all_fail"])]],
-                           ["classified by", "zero advantage (unanimous)", "all-pass", "all-fail"]))
+    if sp.get("available"):
+        parts.append(table([[x["name"], _pct(x["zero_advantage"]), _pct(x["all_pass"]), _pct(x["all_fail"])]
+                            for x in (sp["training"], sp["correctness"])],
+                           ["score", "zero-advantage", "all-pass", "all-fail"], "doctor-audit-split"))
         ph = sp.get("phantom")
         if ph and ph["count"]:
-            parts.append(f"<p>Phantom-gradient groups: {ph['count']:,} ({_pct(ph['share'])}): unanimous in correctness, "
-                         "not in the training reward; their gradient comes from the shaping alone.</p>")
+            parts.append(f"<p>{ph['count']:,} phantom-gradient groups ({_pct(ph['share'])}): unanimous in "
+                         "correctness, not in the training reward.</p>")
             parts.append(table([[g["step"], g["prompt_id"], g.get("text") or "", g["correctness"],
-                                 ", ".join(f"{x:g}" for x in g["training_rewards"])] for g in ph["groups"][:LIST_MAX]],
-                               ["step", "prompt id", "text", "correctness", "training rewards"]))
+                                 ", ".join(f"{x:g}" for x in g["training_rewards"])] for g in ph["groups"]],
+                               ["step", "prompt id", "text", "correctness", "training rewards"], "doctor-audit-phantom"))
     return "\n".join(parts)

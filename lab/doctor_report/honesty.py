@@ -1,5 +1,4 @@
-"""The fit's 95% intervals (:mod:`grpo_lab.sims.doctor.honesty`, the cluster bootstrap where prompts repeat) as
-one report line."""
+r"""The fit's intervals (:mod:`grpo_lab.sims.doctor.honesty`) as one report line."""
 
 from __future__ import annotations
 

@@ -1,13 +1,18 @@
-"""The doctor's "Samplers" section (:func:`grpo_lab.sims.doctor.samplers.samplers_section`) as a table: its rows as
-text (shared by the report, the command line and the lab's Samplers tab), as text lines and as HTML."""
+r"""The doctor's "Samplers" section (:func:`grpo_lab.sims.doctor.samplers.samplers_section`) as text rows and HTML.
+
+The command line's report, the doctor's page and the lab's Samplers tab all format the table here.
+"""
 
 from __future__ import annotations
 
 import html
 
 from grpo_lab.sims.formatting import percent
+from grpo_lab.sims.samplers.compare import HORIZON
 
-__all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html"]
+from .markup import table
+
+__all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html", "settings_line", "settings_text"]
 
 
 def _cell(x, spec) -> str:
@@ -17,8 +22,6 @@ def _cell(x, spec) -> str:
 def table_rows(section: dict) -> list[list[str]]:
     """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expiry t, shift, shift in
     steps] as text, one row per sampler (an expiry past the search's horizon reads "> HORIZON")."""
-    from grpo_lab.sims.samplers.compare import HORIZON
-
     def when(t):
         return "already below" if t == 0 else f"> {HORIZON:g}" if t is None else f"{t:.3f}"
 
@@ -31,7 +34,7 @@ HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never 
         "shift (t)", "shift (steps)"]
 
 
-def _settings_line(section: dict) -> str:
+def settings_line(section: dict) -> str:
     s = section["settings"]
     return (f"{s['prompts']:,} prompts, K = {s['K']}, budget {s['epochs']:g} epochs ({s['budget_rollouts']:,.0f} "
             f"rollouts); DAPO batch {s['batch']} (gen {s['gen_batch']}, max_num_gen_batches "
@@ -40,15 +43,20 @@ def _settings_line(section: dict) -> str:
             f"{s['pods_factor']}K; expiry: rate below {s['threshold']:g}")
 
 
+def settings_text(section: dict) -> str:
+    """The section's first line: what was compared, at which budget and settings."""
+    return "samplers at an equal rollout budget: " + settings_line(section)
+
+
 def samplers_text(section: dict) -> list[str]:
     """The section as text lines (the command line's report)."""
     rows = table_rows(section)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
     fmt = lambda cells: "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return ["samplers at an equal rollout budget: " + _settings_line(section), fmt(HEAD), *map(fmt, rows)]
+    return [settings_text(section), fmt(HEAD), *map(fmt, rows)]
 
 
-def samplers_html(section: dict, table) -> str:
-    """The section as HTML, with the report's ``table(rows, head)`` function."""
-    return ("<h2>Samplers side by side</h2><p>" + html.escape(_settings_line(section)) + ".</p>"
-            + table(table_rows(section), HEAD))
+def samplers_html(section: dict) -> str:
+    """The section as HTML: its settings and its table (class ``doctor-samplers``)."""
+    return ("<h2>Samplers side by side</h2><p>" + html.escape(settings_line(section)) + ".</p>"
+            + table(table_rows(section), HEAD, "doctor-samplers"))

@@ -1,6 +1,7 @@
-r"""The stall forecast (:mod:`.stall`) and the transitions (:mod:`.transitions`) as report text and HTML.
+r"""The stall forecast (:mod:`grpo_lab.sims.doctor.stall`) and the transitions (:mod:`grpo_lab.sims.doctor.transitions`)
+as report text and HTML.
 
-Kept apart from :mod:`.report` so that the report gains them with one call each; a section that is not
+Kept apart from :mod:`.page` so that the report gains them with one call each; a section that is not
 available prints its one "not available: needs ..." line.
 """
 
@@ -12,7 +13,10 @@ import numpy as np
 
 from grpo_lab.sims.formatting import percent
 
-__all__ = ["stall_lines", "transitions_lines", "stall_html"]
+from .markup import table
+from .svg import COLORS, svg
+
+__all__ = ["stall_lines", "transitions_lines", "stall_html", "ahead_rows"]
 
 AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
 _SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
@@ -45,8 +49,7 @@ def stall_lines(d: dict) -> list[str]:
     if s.get("note"):
         out.append(f"  caution: {s['note']}")
     ser = sf["series"]
-    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
-    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+    ahead = ahead_rows(sf)
     out.append("  ahead: " + ", ".join(f"step {ser['step'][i]:.0f} " + (
         f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-")
         + f" rounds (P(stall) {percent(ser['p_stall'][i])})" for i in ahead))
@@ -115,50 +118,50 @@ def transitions_lines(d: dict) -> list[str]:
 
 def _rounds_svg(sf: dict) -> str:
     """Rounds per step: logged, fitted in-sample, the backtest's and the forecast's (inline SVG)."""
-    from .report import _COLORS, _svg  # the report's plotting, imported here: report imports this module
-
     v = sf["validation"]
     keep = np.asarray(sf["series"]["step"], float) <= sf["now"]["step"] + max(sf["now"]["step"] // 2, 10)
     ser = {k: np.asarray(sf["series"][k], float)[keep] for k in ("step", "expected")}  # half a run length ahead
     lines, xs, ys = [], [ser["step"]], [ser["expected"]]
     if v["available"]:
         lines += [{"name": "logged", "x": v["steps"], "y": v["observed"], "kind": "points", "color": "#999"},
-                  {"name": "fitted", "x": v["steps"], "y": v["predicted"], "color": _COLORS["fit"]}]
+                  {"name": "fitted", "x": v["steps"], "y": v["predicted"], "color": COLORS["fit"]}]
         xs.append(np.asarray(v["steps"], float))
         ys += [np.asarray(v["observed"], float), np.asarray(v["predicted"], float)]
         if v["backtest"]["available"]:
             b = v["backtest"]
             lines.append({"name": "backtest", "x": b["steps"], "y": b["model"]["predicted"],
-                          "color": _COLORS["back"], "dashed": True})
-    lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": _COLORS["proj"], "dashed": True})
+                          "color": COLORS["back"], "dashed": True})
+    lines.append({"name": "forecast", "x": ser["step"], "y": ser["expected"], "color": COLORS["proj"], "dashed": True})
     x = np.concatenate(xs)
     y = np.concatenate(ys)
     top = float(np.nanmax(y[np.isfinite(y)])) if np.isfinite(y).any() else 1.0
     cap = sf["settings"]["cap_effective"]
-    return _svg(f"Generation rounds per step (E[R | filled]; cap {cap or 'none'})", lines,
+    return svg(f"Generation rounds per step (E[R | filled]; cap {cap or 'none'})", lines,
                 (float(np.min(x)), float(np.max(x))), ylim=(0.0, max(top, cap or 0) + 0.5), ylabel="rounds",
                 hline=cap or None)
 
 
-def _stall_table(sf: dict) -> str:
-    """The forecast at the last step and ahead, and the first step past each P(stall) level, as tables."""
-    from .report import _table
-
-    s, now, ser = sf["settings"], sf["now"], sf["series"]
-    cap = s["cap_effective"]
+def ahead_rows(sf: dict) -> list[int]:
+    """Indices into ``sf['series']`` the report shows: the last step and :data:`AHEAD` run lengths past it."""
+    ser, now = sf["series"], sf["now"]
     span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
-    ahead = sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
-    rows = [[f"{now['step']:.0f} (last)", f"{now['expected']:.2f}", _rounds(now["p95"], cap), percent(now["p_stall"])]]
+    return sorted({int(np.argmin(np.abs(np.asarray(ser["step"]) - (now["step"] + f * span)))) for f in AHEAD})
+
+
+def _stall_tables(sf: dict) -> str:
+    """``doctor-stall-ahead`` (step, expected rounds, 95th percentile, P(stall)) and ``doctor-stall-levels``."""
+    ser, cap = sf["series"], sf["settings"]["cap_effective"]
+    now = sf["now"]
+    rows = [[f"{now['step']:.0f}", f"{now['expected']:.2f}", _rounds(now["p95"], cap), percent(now["p_stall"])]]
     rows += [[f"{ser['step'][i]:.0f}", f"{ser['expected'][i]:.2f}" if np.isfinite(ser["expected"][i]) else "-",
-              _rounds(ser["p95"][i], cap) if "p95" in ser else "-", percent(ser["p_stall"][i])] for i in ahead]
-    out = [_table(rows, ["step", "rounds expected", "95th percentile", "P(stall)"])]
+              _rounds(ser["p95"][i], cap), percent(ser["p_stall"][i])] for i in ahead_rows(sf)]
+    out = [table(rows, ["step", "expected rounds", "95th percentile", "P(stall)"], "doctor-stall-ahead")]
     if cap:
-        out.append(_table([[f"> {float(level):g}", _step(st["step"]), f"[{_step(st['interval'][0])}, "
-                            f"{_step(st['interval'][1])}]", "yes" if st["already"] else "no"]
-                           for level, st in sf["stall"].items()],
-                          ["P(stall)", "first at step", "95% interval", "already at the last step"]))
-    out.append(f"<p>Cause: {html.escape(str(sf['cause']))} ({percent(sf['cause_share_all_fail'])} of dropped groups "
-               f"all-fail at step {sf['cause_at_step']}).</p>")
+        out.append(table([[f"{float(level):g}", _step(st["step"]), _step(st["interval"][0]), _step(st["interval"][1])]
+                          for level, st in sf["stall"].items()],
+                         ["P(stall) above", "first at step", "95% interval from", "to"], "doctor-stall-levels"))
+    out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
+               f"all-fail).</p>")
     return "\n".join(out)
 
 
@@ -168,18 +171,16 @@ def stall_html(d: dict) -> str:
     sf = d.get("stall_forecast")
     if sf and sf["available"]:
         parts.append(_rounds_svg(sf))
-        parts.append(_stall_table(sf))
+        parts.append(_stall_tables(sf))
     else:
         parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")
     t = d.get("transitions")
     parts.append("<h2>Transitions between visits</h2>")
     if t and t["available"]:
-        rows = "".join("<tr><td>" + html.escape(_SHORT[s]) + "</td>" + "".join(
-            f"<td>{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
-            f"{percent(t['interval_hi'][i][j])}] ({int(t['counts'][i][j]):,})</td>" for j in range(3)) + "</tr>"
-            for i, s in enumerate(t["states"]))
-        head = "".join(f"<th>to {html.escape(_SHORT[s])}</th>" for s in t["states"])
-        parts.append(f"<table><thead><tr><th>from</th>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        parts.append(table([[_SHORT[s], *(f"{percent(t['matrix'][i][j])} [{percent(t['interval_lo'][i][j])}, "
+                                           f"{percent(t['interval_hi'][i][j])}] ({int(t['counts'][i][j]):,})"
+                                           for j in range(3))] for i, s in enumerate(t["states"])],
+                           ["from", *(f"to {_SHORT[s]}" for s in t["states"])], "doctor-transitions"))
     else:
         parts.append(f"<p>{html.escape(t['reason'] if t else 'not computed')}.</p>")
     return "\n".join(parts)

@@ -2,7 +2,7 @@
 
 ``DiagnoseView()`` is a ``pn.viewable.Viewer``; the replay view hands it the chosen run with
 ``set_record(label, record)``. *Diagnose this run* runs :func:`grpo_lab.sims.doctor.diagnose` in a worker
-thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.doctor_report.report.html_fragment`:
+thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.doctor_report.html_fragment`:
 the fit and its check, the forecast and its backtest, what-ifs, skipping, prompt lists; every text from the
 record escaped) with an *Open this population in the lab* link: the page's own address with the query
 ``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
@@ -20,7 +20,7 @@ import html
 import panel as pn
 
 from grpo_lab.sims.doctor import diagnose
-from grpo_lab.doctor_report.report import html_fragment
+from grpo_lab.doctor_report import html_fragment
 from grpo_lab.sims.errors import InputError
 
 __all__ = ["DiagnoseView", "diagnose_html"]

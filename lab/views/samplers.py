@@ -2,11 +2,13 @@
 
 Reads the session's :class:`~grpo_lab.state.LabState` (the population: n_prompts, a, b, seed; progress; K;
 the filter's band, used as the band sampler's) and shows :func:`grpo_lab.sims.samplers.compare`'s table,
-formatted as the doctor's report formats it (:mod:`grpo_lab.sims.doctor.samplers`). Its two sliders are
+formatted as the doctor's report formats it (:mod:`grpo_lab.doctor_report.samplers`). Its two sliders are
 the lab's own progress and K (moving them here moves them in the Live lab too). The population is drawn
 once per population key and the expiries once per (population, K, band): moving the progress recomputes the
-table alone; each control change recomputes the table (benchmarks/bench_samplers.py: well
-under 100 ms at the lab's default population and at 20,000 prompts). Built only when the tab is opened.
+table alone. When K or the band moves in a served session, the table is sent at once with its two expiry
+cells pending and the expiry search (the slow part) runs on the next tick, then the table again
+(benchmarks/bench_samplers.py for the computation; benchmarks/bench_samplers_browser.py for control change ->
+table painted in Chromium). Built only when the tab is opened.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import html
 
 import panel as pn
 
-from grpo_lab.doctor_report.samplers import HEAD, samplers_text, table_rows
+from grpo_lab.doctor_report.samplers import HEAD, settings_text, table_rows
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
@@ -25,6 +27,10 @@ __all__ = ["SamplersView", "WATCHED", "LAB_COLUMNS", "samplers_for"]
 
 #: the report's columns the tab shows: all but the shift in steps (the lab's progress has no run length)
 LAB_COLUMNS = 6
+
+#: the table's expiry columns (expires at t, shift): searched after the rest is shown when K or the band moves
+EXPIRY_COLUMNS = (4, 5)
+PENDING = "\u2026"  #: what those cells show meanwhile
 
 #: the LabState parameters the table depends on
 WATCHED = ("progress", "K", "n_prompts", "a", "b", "seed", "band_lo", "band_hi")
@@ -52,8 +58,8 @@ class SamplersView:
         self._pop_key, self._pop = None, None
         self._expiry_key, self._expiry = None, None
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["samplers"])
-        controls = pn.Row(pn.widgets.FloatSlider.from_param(lab.param.progress),
-                          pn.widgets.IntSlider.from_param(lab.param.K),
+        controls = pn.Row(pn.widgets.FloatSlider.from_param(lab.param.progress, name="Training progress"),
+                          pn.widgets.IntSlider.from_param(lab.param.K, name="Group size K"),
                           css_classes=["samplers-controls"])
         intro = pn.pane.HTML(
             "<p style='font-size:14px;margin:0 0 6px'>Seven samplers on this population at the same rollout budget: "
@@ -78,17 +84,35 @@ class SamplersView:
             self._expiry_key = key
         return self._expiry
 
+    def _fill_expiries(self) -> None:
+        """The deferred part of a K or band change: the expiry search, then the table again."""
+        try:
+            self._expiries(self._population())
+        except InputError:
+            pass  # update() shows the notice
+        self.update()
+
     def update(self) -> None:
+        pending = False
         try:
             pop = self._population()
-            out = samplers_for(self.lab, pop, self._expiries(pop))
+            doc = pn.state.curdoc
+            if (self._pop_key, self.lab.K, self.lab.band()) != self._expiry_key and doc is not None and doc.session_context:
+                # send the table at once; the expiry search (the slow part) follows on the next tick
+                pending = True
+                out = samplers_for(self.lab, pop, {})
+                doc.add_next_tick_callback(self._fill_expiries)
+            else:
+                out = samplers_for(self.lab, pop, self._expiries(pop))
         except InputError as exc:
             self.table.object = f"<p class='samplers-notice'>{html.escape(str(exc))}</p>"
             return
+        rows = [r[:EXPIRY_COLUMNS[0]] + [PENDING] * len(EXPIRY_COLUMNS) + r[EXPIRY_COLUMNS[-1] + 1:] if pending else r
+                for r in table_rows(out)]
         head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD[:LAB_COLUMNS])
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[:LAB_COLUMNS]) + "</tr>"
-                       for row in table_rows(out))
-        settings = html.escape(samplers_text(out)[0])
+                       for row in rows)
+        settings = html.escape(settings_text(out))
         self.table.object = (f"{_STYLE}<p class='samplers-settings'>{settings} (at t = {self.lab.progress:g})</p>"
                              f"<div style='overflow-x:auto'><table class='samplers-table'><thead><tr>{head}</tr>"
                              f"</thead><tbody>{body}</tbody></table></div>")

@@ -11,7 +11,7 @@ One module per stage (see docs/doctor.md):
 - :mod:`.forecast`    per-prompt trend, the step the effective rate crosses a threshold, backtest
 - :mod:`.skip`        temporal consistency, skip-rule backtest, budgeted allocation
 - :mod:`.prompts`     retire / hard / live prompt lists as JSONL
-- :mod:`.diagnose`    all of it in one dict; :mod:`.report` prints it as text or HTML
+- :mod:`.diagnose`    all of it in one dict (numbers only); :mod:`grpo_lab.doctor_report` prints it as text or HTML
 """
 
 from .diagnose import diagnose

@@ -5,6 +5,7 @@ mid-quantile pass rates, one per prompt the run drew (at most :data:`MAX_PROMPTS
 DAPO batch and generation batch are the run's groups per step; the expiry threshold is the forecast's.
 The decay model's t = 1 is taken as the run's last step, so ``expiry_shift_steps`` = shift x steps
 (a convention of the comparison, not a fit of the run's own drift: the forecast section has that).
+Numbers only: :mod:`grpo_lab.doctor_report.samplers` formats the section.
 """
 
 from __future__ import annotations

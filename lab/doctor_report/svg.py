@@ -1,0 +1,63 @@
+r"""Inline SVG plots for the doctor's page: no script, every label escaped."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+__all__ = ["svg", "COLORS"]
+
+_W, _H, _PAD = 640, 260, 44  #: plot size and margin in px
+COLORS = {"obs": "#444", "pass": "#2a7ab0", "fail": "#c0392b", "fit": "#e67e22", "proj": "#8e44ad",
+          "back": "#16a085", "thr": "#999"}
+
+
+def _scale(v, lo, hi, a, b):
+    return a + (np.asarray(v, float) - lo) / ((hi - lo) or 1.0) * (b - a)
+
+
+def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", ylabel="share",
+         hline=None, xlog2=False) -> str:
+    """An inline SVG plot: ``series`` items have name, x, y, color, kind ('line' or 'points'), and
+    optionally lo/hi (vertical interval bars)."""
+    x0, x1 = xlim
+    tx = (lambda v: np.log2(v)) if xlog2 else (lambda v: np.asarray(v, float))
+    X = lambda v: _scale(tx(v), tx(x0), tx(x1), _PAD, _W - 10)  # noqa: E731
+    Y = lambda v: _scale(v, ylim[0], ylim[1], _H - 30, 10)  # noqa: E731
+    out = [f'<figure><figcaption>{html.escape(title)}</figcaption>'
+           f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" '
+           f'role="img" aria-label="{html.escape(title)}">',
+           f'<rect x="{_PAD}" y="10" width="{_W - 10 - _PAD}" height="{_H - 40}" fill="#fff" stroke="#ccc"/>']
+    for yv in np.linspace(ylim[0], ylim[1], 5):
+        out.append(f'<text x="{_PAD - 4}" y="{Y(yv) + 4:.1f}" text-anchor="end" font-size="10">{yv:.2g}</text>')
+    ticks = [k for k in (4, 8, 16, 32, 64) if x0 <= k <= x1] if xlog2 else np.linspace(x0, x1, 5)
+    for xv in ticks:
+        out.append(f'<text x="{X(xv):.1f}" y="{_H - 16}" text-anchor="middle" font-size="10">{xv:.4g}</text>')
+    out.append(f'<text x="{(_W + _PAD) / 2}" y="{_H - 2}" text-anchor="middle" font-size="11">'
+               f'{html.escape(xlabel)}</text>')
+    out.append(f'<text x="10" y="{_H / 2}" transform="rotate(-90 10 {_H / 2})" text-anchor="middle" '
+               f'font-size="11">{html.escape(ylabel)}</text>')
+    if hline is not None:
+        out.append(f'<line x1="{_PAD}" x2="{_W - 10}" y1="{Y(hline):.1f}" y2="{Y(hline):.1f}" '
+                   f'stroke="{COLORS["thr"]}" stroke-dasharray="4 3"/>')
+    legend_x = _PAD + 8
+    for s in series:
+        x, y = np.asarray(s["x"], float), np.asarray(s["y"], float)
+        ok = np.isfinite(x) & np.isfinite(y)
+        color = s["color"]
+        if "lo" in s:
+            for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
+                out.append(f'<line x1="{X(xi):.1f}" x2="{X(xi):.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" '
+                           f'stroke="{color}" stroke-width="1"/>')
+        if s.get("kind") == "points":
+            out.extend(f'<circle cx="{X(a):.1f}" cy="{Y(b):.1f}" r="2.2" fill="{color}"/>' for a, b in zip(x[ok], y[ok]))
+        else:
+            pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(x[ok], y[ok]))
+            dash = ' stroke-dasharray="5 3"' if s.get("dashed") else ""
+            out.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.6"{dash}/>')
+        if s["name"]:
+            out.append(f'<text x="{legend_x}" y="24" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
+            legend_x += 7 * len(s["name"]) + 18
+    out.append("</svg></figure>")
+    return "".join(out)
