@@ -38,7 +38,7 @@ from grpo_lab.sims.scenario import Scenario, evaluate
 from .embed import MAX_CAPTION_CHARS, caption_text, page_settings
 from .export_page import page_html, script_json
 from .grid.markup import grid_data
-from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, PLAY_SECONDS, step_digits
+from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, PLAY_SECONDS, cli_flag, step_digits
 from .state import sanitize
 
 SIZE_BUDGET = 2_500_000  #: bytes; "auto" draws embed as many populations as fit under this
@@ -97,8 +97,8 @@ def make_spec(*, filter_band=None, band=None, draws=None, title=None, no_title=F
 
 
 #: the command line's name for each option the URL sanitiser checks
-_FLAGS = {"n_prompts": "--n-prompts", "a": "--a", "b": "--b", "seed": "--seed", "progress": "--progress", "K": "--K",
-          "rho": "--rho", "band_lo": "--filter / --band (low end)", "band_hi": "--filter / --band (high end)"}
+_FLAGS = {**{name: cli_flag(name) for name in ("n_prompts", "a", "b", "seed", "progress", "K", "rho")},
+          "band_lo": "--filter / --band (low end)", "band_hi": "--filter / --band (high end)"}
 
 
 def _sanitised(sc: Scenario, band) -> dict:
@@ -162,8 +162,9 @@ _WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 def command_line(spec: ExportSpec, out: str | os.PathLike = DEFAULT_OUT) -> str:
     """The ``grpo-lab export`` command line that reproduces ``spec`` exactly."""
-    args = ["grpo-lab", "export", "--out", str(out), "--n-prompts", str(spec.n_prompts), "--a", f"{spec.a:g}",
-            "--b", f"{spec.b:g}", "--seed", str(spec.seed), "--K", str(spec.K), "--progress", repr(spec.progress)]
+    f = cli_flag
+    args = ["grpo-lab", "export", "--out", str(out), f("n_prompts"), str(spec.n_prompts), f("a"), f"{spec.a:g}",
+            f("b"), f"{spec.b:g}", f("seed"), str(spec.seed), f("K"), str(spec.K), f("progress"), repr(spec.progress)]
     if spec.filter_on:
         args += ["--filter", repr(spec.band[0]), repr(spec.band[1])]
     elif spec.band != DEFAULT_BAND:
@@ -197,6 +198,7 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
         "command": command_line(spec, out_name),
         "embed": page_settings(),
         "play_seconds": PLAY_SECONDS,  # Play's whole sweep, as in the lab
+        "flags": {name: cli_flag(name) for name in ("n_prompts", "a", "b", "seed", "progress", "K", "filter")},
     }
 
 

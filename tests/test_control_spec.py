@@ -70,3 +70,54 @@ def test_no_other_file_types_a_controls_label(label):
     offenders = [str(f.relative_to(LAB)) for f in sorted(LAB.rglob("*")) if f.suffix in (".py", ".js", ".css", ".html")
                  and f not in DECLARED and "testing" not in f.parts and quoted.search(f.read_text())]
     assert offenders == [], offenders
+
+
+def _view_parser():
+    import argparse
+
+    from grpo_lab.commands._args import add_view_arguments
+
+    p = argparse.ArgumentParser()
+    add_view_arguments(p)
+    return p
+
+
+def test_the_command_lines_options_are_read_from_the_parameters():
+    """Each view option's flag, type, default and help (label, bounds) is its LabState parameter's."""
+    from grpo_lab.commands._args import VIEW_ARGUMENTS
+    from grpo_lab.grid.spec import cli_flag
+
+    actions = {a.dest: a for a in _view_parser()._actions}
+    for name in VIEW_ARGUMENTS:
+        p, action = LabState.param[name], actions[name]
+        assert action.option_strings == [cli_flag(name)] and action.default == p.default
+        assert action.type is (int if isinstance(p, param.Integer) else float)
+        assert p.label in action.help
+        if name != "n_prompts":  # the prompt count's upper bound is each command's own
+            assert f"in [{p.bounds[0]:g}, {p.bounds[1]:g}]" in action.help or f"[{p.bounds[0]}, {p.bounds[1]}]" in action.help
+    # the flags are the names the commands' users type, and the URL keys are the same parameters' names
+    assert [cli_flag(n) for n in VIEW_ARGUMENTS] == ["--n-prompts", "--a", "--b", "--seed", "--progress", "--K"]
+    from grpo_lab.state import URL_PARAMS
+    assert all(name in LabState.param for name in URL_PARAMS)
+
+
+def test_a_default_and_label_changed_on_the_parameter_reach_the_command_line(monkeypatch):
+    monkeypatch.setattr(LabState.param.K, "default", 12)
+    monkeypatch.setattr(LabState.param.seed, "label", "Population seed")
+    p = _view_parser()
+    assert p.parse_args([]).K == 12 and p.parse_args(["--K", "5"]).K == 5
+    assert "Population seed" in p.format_help()
+
+
+def test_the_exported_page_and_its_command_line_name_the_options_from_the_spec():
+    from grpo_lab.export import ExportSpec, command_line, page_state
+    from grpo_lab.grid.spec import cli_flag
+
+    spec = ExportSpec()
+    state = page_state(spec, [], "decay.html")
+    assert all(state["flags"][n] == cli_flag(n) for n in ("n_prompts", "a", "b", "seed", "progress", "K", "filter"))
+    js = (LAB / "static" / "export_page.js").read_text()
+    assert '"--n-prompts' not in js and '"--K' not in js  # the page reads state.flags
+    line = command_line(spec, "decay.html").split()
+    assert line[line.index(cli_flag("n_prompts")) + 1] == str(spec.n_prompts)
+    assert line[line.index(cli_flag("K")) + 1] == str(spec.K)

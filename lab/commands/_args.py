@@ -3,19 +3,26 @@ that takes a run)."""
 
 from __future__ import annotations
 
-from grpo_lab.sims.population import DEFAULT_SEED
+import param
+
+#: the lab's controls a view command takes, in the order of its options (each ``grpo_lab.grid.spec.cli_flag(name)``)
+VIEW_ARGUMENTS = ("n_prompts", "a", "b", "seed", "progress", "K")
 
 
 def add_view_arguments(p, *, start: bool = False, max_prompts: str = "") -> None:
-    """--n-prompts, --a, --b, --seed, --progress, --K with the lab's defaults (``start``: they set a starting view)."""
-    first = "first " if start else ""
-    starting = "starting " if start else ""
-    p.add_argument("--n-prompts", type=int, default=600, help=f"number of prompts (default 600{max_prompts})")
-    p.add_argument("--a", type=float, default=2.0, help="Beta a (default 2)")
-    p.add_argument("--b", type=float, default=3.0, help="Beta b (default 3)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"{first}population seed (default {DEFAULT_SEED})")
-    p.add_argument("--progress", type=float, default=0.0, help=f"{starting}training progress t in [0, 1] (default 0)")
-    p.add_argument("--K", type=int, default=8, help=f"{starting}group size (default 8)")
+    """--n-prompts, --a, --b, --seed, --progress, --K: each option's name, type, default and help (label, bounds)
+    read from its parameter on :class:`grpo_lab.state.LabState` (``start``: they set a starting view). The prompt
+    count's upper bound is the command's own (``max_prompts``, its help text); the commands check the values."""
+    from grpo_lab.grid.spec import cli_flag
+    from grpo_lab.state import LabState
+
+    for name in VIEW_ARGUMENTS:
+        par = LabState.param[name]
+        kind = int if isinstance(par, param.Integer) else float
+        lo, hi = (f"{v}" if kind is int else f"{v:g}" for v in par.bounds)
+        span = f"at least {lo}{max_prompts}" if name == "n_prompts" else f"in [{lo}, {hi}]"
+        p.add_argument(cli_flag(name), dest=name, type=kind, default=par.default,
+                       help=f"{'starting view: ' if start else ''}{par.label} (default {par.default:g}; {span})")
 
 
 def add_runs_argument(p) -> None:

@@ -33,7 +33,7 @@ from grpo_lab.sims.population import UNIFORM_BLOCK
 from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
-           "PLAY_SECONDS", "PLAY_SYNC_MS",
+           "PLAY_SECONDS", "PLAY_SYNC_MS", "cli_flag",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
            "READOUTS"]
 
@@ -52,6 +52,12 @@ _DEFAULT = Scenario()
 VIEW_CONTROLS = ("progress", "K", "filter", "band_lo", "band_hi")
 #: the values a grid component and its state share (the view's controls and rho)
 LINKED = VIEW_CONTROLS + ("rho",)
+
+
+def cli_flag(name: str) -> str:
+    """The command line's option for the control ``name`` (its parameter's name, dashed): ``--n-prompts``, ``--K``.
+    The CLI's parser (grpo_lab.commands._args), the export's command line and the exported page's read it here."""
+    return "--" + name.replace("_", "-")
 
 
 def ordered_band(lo: float, hi: float) -> tuple[float, float]:

@@ -24,9 +24,10 @@
 
   function describe() {
     var pop = state.population, seed = state.draws[drawIndex].seed, n = state.draws.length, v = view.values;
-    var args = ["grpo-lab population", "--n-prompts " + pop.n_prompts, "--a " + pop.a, "--b " + pop.b,
-                "--seed " + seed, "--progress " + v.progress, "--K " + v.K];
-    if (v.filter) args.push("--filter " + v.band_lo + " " + v.band_hi);
+    var f = state.flags;  // each control's command-line option, from the spec (grpo_lab.grid.spec.cli_flag)
+    var args = ["grpo-lab population", f.n_prompts + " " + pop.n_prompts, f.a + " " + pop.a, f.b + " " + pop.b,
+                f.seed + " " + seed, f.progress + " " + v.progress, f.K + " " + v.K];
+    if (v.filter) args.push(f.filter + " " + v.band_lo + " " + v.band_hi);
     args.push("--json");
     setText($("gx-view-cmd"), args.join(" "));
     setText($("gx-seed"), String(seed));
