@@ -12,14 +12,13 @@ import functools
 import html
 import http.server
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
+from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import READ_CLASS, free_port, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -89,8 +88,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 def export(folder: Path, name: str, *args: str) -> Path:
     out = folder / name
-    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "export", "--out", str(out), "--draws", "1", *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_cli("export", "--out", out, "--draws", "1", *args)
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -6,13 +6,12 @@ import base64
 import json
 import os
 import shlex
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from grpo_lab import export as ex
+from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import READ_HOOKS_JS, SET_CONTROLS_JS, block_outside, grid_tip
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import percent
@@ -21,7 +20,6 @@ from grpo_lab.sims.population import DEFAULT_SEED, draw_population
 HOOKS = ["readout-useful", "readout-mean-pass", "readout-kept"]
 KEYS = {"readout-useful": "useful_share_realised", "readout-mean-pass": "mean_pass_rate",
         "readout-kept": "kept_share"}
-CLI = [sys.executable, "-m", "grpo_lab.cli"]
 
 
 def state_of(text: str) -> dict:
@@ -30,10 +28,6 @@ def state_of(text: str) -> dict:
 
     start = text.index(f'id="{STATE_ID}">') + len(f'id="{STATE_ID}">')
     return json.loads(text[start:text.index("</script>", start)])
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
 
 
 def core_readouts(**kw) -> dict:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from grpo_lab.testing.cli import run_cli
 from grpo_lab.sims.ingest import ingest, ingest_upload
 from grpo_lab.sims.record import read_record, summarise, write_record
 
@@ -143,8 +142,7 @@ def test_verl_tolerance_changes_the_answer():
 def test_plain_jsonl_round_trip_through_inspect(tmp_path):
     lines = [json.loads(x) for x in PLAIN.read_text().splitlines()]
     out = tmp_path / "plain"
-    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "ingest", str(PLAIN), "--format", "jsonl",
-                          "--out", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    res = run_cli("ingest", PLAIN, "--format", "jsonl", "--out", out, "--json")
     assert res.returncode == 0, res.stderr
     s = summarise(read_record(out))
     r = [x["rewards"] for x in lines]
@@ -183,21 +181,16 @@ def test_upload_of_a_zipped_trl_folder_equals_the_folder(tmp_path):
 
 
 def test_inspect_command_reads_an_ingested_record(tmp_path):
-    """If `grpo-lab inspect` exists (issue 5), its JSON agrees with summarise()."""
+    """`grpo-lab inspect`'s JSON agrees with summarise()."""
     out = tmp_path / "v"
     write_record(out, ingest(VERL, "verl", tolerance=0.05))
-    res = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "--help"], capture_output=True, text=True, timeout=60)
-    if " inspect" not in res.stdout:
-        res = None
     expected = summarise(read_record(out))
     assert expected["reward_tolerance"] == 0.05 and expected["groups"] == 31
-    if res is not None:
-        got = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "inspect", str(out), "--json"],
-                             capture_output=True, text=True, timeout=60)
-        assert got.returncode == 0, got.stderr
-        data = json.loads(got.stdout)
-        for k in ("steps", "groups", "frac_reward_zero_std", "frac_all_pass", "frac_all_fail"):
-            assert data[k] == pytest.approx(expected[k])
+    got = run_cli("inspect", out, "--json")
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    for k in ("steps", "groups", "frac_reward_zero_std", "frac_all_pass", "frac_all_fail"):
+        assert data[k] == pytest.approx(expected[k])
 
 
 def test_upload_single_trl_files():

@@ -12,17 +12,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from grpo_lab.cli import main
 from grpo_lab.sims.errors import InputError
+from grpo_lab.testing.cli import run_cli
 from grpo_lab.sims.ingest import ingest_upload
 
 FIX = Path(__file__).parent / "fixtures" / "ingest"
 
 
-def run_cli(capsys, *argv):
-    code = main(["ingest", *map(str, argv)])
-    err = capsys.readouterr().err
-    return code, err
+def ingest_cli(*argv):
+    """``grpo-lab ingest ARGV...`` in process: (exit code, stderr)."""
+    proc = run_cli("ingest", *argv)
+    return proc.returncode, proc.stderr
 
 
 def assert_one_line_error(code, err, *fragments):
@@ -33,10 +33,10 @@ def assert_one_line_error(code, err, *fragments):
         assert frag in lines[0], (frag, lines[0])
 
 
-def test_malformed_json_line_names_the_line(tmp_path, capsys):
+def test_malformed_json_line_names_the_line(tmp_path):
     f = tmp_path / "g.jsonl"
     f.write_text('{"step": 0, "prompt_id": "a", "rewards": [1, 0]}\n\n{"step": 1, "prompt_id": "a", "rewards": [1, 0\n')
-    code, err = run_cli(capsys, f, "--format", "jsonl", "--out", tmp_path / "r")
+    code, err = ingest_cli(f, "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "g.jsonl line 3", "not valid JSON")
     assert not (tmp_path / "r").exists()
 
@@ -48,31 +48,31 @@ def test_malformed_json_line_names_the_line(tmp_path, capsys):
     ('{"step": 2, "prompt_id": "a", "rewards": [1, 0], "advantages": [1]}', "line 2: 'advantages'"),
     ('[1, 2, 3]', "line 2: expected a JSON object"),
 ])
-def test_bad_group_lines(tmp_path, capsys, line, fragment):
+def test_bad_group_lines(tmp_path, line, fragment):
     f = tmp_path / "g.jsonl"
     f.write_text('{"step": 1, "prompt_id": "a", "rewards": [1, 0]}\n' + line + "\n")
-    code, err = run_cli(capsys, f, "--format", "jsonl", "--out", tmp_path / "r")
+    code, err = ingest_cli(f, "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, fragment)
 
 
-def test_verl_line_missing_key(tmp_path, capsys):
+def test_verl_line_missing_key(tmp_path):
     d = tmp_path / "rollouts"
     d.mkdir()
     (d / "1.jsonl").write_text('{"input": "q", "output": "a", "score": 1, "step": 1}\n{"input": "q", "step": 1}\n')
-    code, err = run_cli(capsys, d, "--format", "verl", "--out", tmp_path / "r")
+    code, err = ingest_cli(d, "--format", "verl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "1.jsonl line 2", "missing 'score'")
 
 
-def test_trl_parquet_missing_column_and_bad_group_size(tmp_path, capsys):
+def test_trl_parquet_missing_column_and_bad_group_size(tmp_path):
     comp = tmp_path / "out" / "completions"
     comp.mkdir(parents=True)
     pq.write_table(pa.table({"step": [1, 1], "completion": ["x", "y"], "r": [1.0, 0.0]}),
                    comp / "completions_00001.parquet")
-    code, err = run_cli(capsys, tmp_path / "out", "--format", "trl", "--out", tmp_path / "r")
+    code, err = ingest_cli(tmp_path / "out", "--format", "trl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "completions_00001.parquet", "missing column 'prompt'")
-    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r2", "--num-generations", "3")
+    code, err = ingest_cli(FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r2", "--num-generations", "3")
     assert_one_line_error(code, err, "not a multiple of num_generations = 3")
-    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r3",
+    code, err = ingest_cli(FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r3",
                         "--reward-columns", "correct,nope")
     assert_one_line_error(code, err, "missing reward column 'nope'")
 
@@ -83,23 +83,23 @@ def test_trl_parquet_missing_column_and_bad_group_size(tmp_path, capsys):
     ("verl_run", "trl", "not a TRL output folder"),
     ("trl_run", "verl", "no verl rollout dumps"),
 ])
-def test_wrong_format_is_named(tmp_path, capsys, path, fmt, fragment):
-    code, err = run_cli(capsys, FIX / path, "--format", fmt, "--out", tmp_path / "r")
+def test_wrong_format_is_named(tmp_path, path, fmt, fragment):
+    code, err = ingest_cli(FIX / path, "--format", fmt, "--out", tmp_path / "r")
     assert_one_line_error(code, err, fragment)
 
 
-def test_parquet_given_as_jsonl_is_named(tmp_path, capsys):
+def test_parquet_given_as_jsonl_is_named(tmp_path):
     src = FIX / "trl_run" / "completions" / "completions_00001.parquet"
-    code, err = run_cli(capsys, src, "--format", "jsonl", "--out", tmp_path / "r")
+    code, err = ingest_cli(src, "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "not UTF-8 text", "a parquet file")
 
 
-def test_over_the_size_cap(tmp_path, capsys):
+def test_over_the_size_cap(tmp_path):
     size = (FIX / "plain.jsonl").stat().st_size
-    code, err = run_cli(capsys, FIX / "plain.jsonl", "--format", "jsonl", "--out", tmp_path / "r",
+    code, err = ingest_cli(FIX / "plain.jsonl", "--format", "jsonl", "--out", tmp_path / "r",
                         "--max-mb", str(size / 2 / 1024 / 1024))
     assert_one_line_error(code, err, "size cap")
-    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r", "--max-mb", "0.02")
+    code, err = ingest_cli(FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r", "--max-mb", "0.02")
     assert_one_line_error(code, err, "size cap")
     with pytest.raises(InputError, match="size cap"):
         ingest_upload("g.jsonl", b"x" * 101, "jsonl", max_bytes=100)
@@ -127,11 +127,11 @@ class _Trap:
 
 @pytest.mark.parametrize("name,fmt", [("run.jsonl", "jsonl"), ("state.pkl", "trl"), ("1.jsonl", "verl"),
                                       ("training_args.bin", "trl")])
-def test_pickle_is_refused_without_being_unpickled(capsys, tmp_path, name, fmt):
+def test_pickle_is_refused_without_being_unpickled(tmp_path, name, fmt):
     marker = tmp_path / "UNPICKLED"
     f = tmp_path / name
     f.write_bytes(pickle.dumps(_Trap(str(marker)), protocol=4))
-    code, err = run_cli(capsys, f, "--format", fmt, "--out", tmp_path / "r")  # in process: no traceback escapes
+    code, err = ingest_cli(f, "--format", fmt, "--out", tmp_path / "r")  # in process: no traceback escapes
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "pickle" in err
@@ -141,38 +141,37 @@ def test_pickle_is_refused_without_being_unpickled(capsys, tmp_path, name, fmt):
     assert not marker.exists()
 
 
-def test_existing_record_is_not_overwritten(tmp_path, capsys):
+def test_existing_record_is_not_overwritten(tmp_path):
     out = tmp_path / "r"
-    assert main(["ingest", str(FIX / "plain.jsonl"), "--format", "jsonl", "--out", str(out)]) == 0
+    assert ingest_cli(FIX / "plain.jsonl", "--format", "jsonl", "--out", out)[0] == 0
     before = (out / "run.json").read_bytes()
-    capsys.readouterr()
-    code, err = run_cli(capsys, FIX / "verl_run", "--format", "verl", "--out", out)
+    code, err = ingest_cli(FIX / "verl_run", "--format", "verl", "--out", out)
     assert_one_line_error(code, err, "already holds a run record", "--force")
     assert (out / "run.json").read_bytes() == before
 
 
-def test_bad_options(tmp_path, capsys):
-    code, err = run_cli(capsys, FIX / "plain.jsonl", "--format", "jsonl", "--out", tmp_path / "r", "--tolerance", "-1")
+def test_bad_options(tmp_path):
+    code, err = ingest_cli(FIX / "plain.jsonl", "--format", "jsonl", "--out", tmp_path / "r", "--tolerance", "-1")
     assert_one_line_error(code, err, "--tolerance")
-    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r", "--reward-weights", "1")
+    code, err = ingest_cli(FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r", "--reward-weights", "1")
     assert_one_line_error(code, err, "--reward-weights gives 1 weights for 2 reward columns")
-    code, err = run_cli(capsys, tmp_path / "nothing", "--format", "jsonl", "--out", tmp_path / "r")
+    code, err = ingest_cli(tmp_path / "nothing", "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "does not exist")
 
 
-def test_deeply_nested_json_is_one_line(tmp_path, capsys):
+def test_deeply_nested_json_is_one_line(tmp_path):
     f = tmp_path / "g.jsonl"
     f.write_text('{"step": 1, "prompt_id": "a", "rewards": [1, 0]}\n' + "[" * 200_000 + "]" * 200_000 + "\n")
-    code, err = run_cli(capsys, f, "--format", "jsonl", "--out", tmp_path / "r")
+    code, err = ingest_cli(f, "--format", "jsonl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "g.jsonl line 2")
     state = tmp_path / "trainer_state.json"
     state.write_text('{"log_history": ' + "[" * 200_000 + "]" * 200_000 + "}")
-    code, err = run_cli(capsys, state, "--format", "trl", "--out", tmp_path / "r")
+    code, err = ingest_cli(state, "--format", "trl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "trainer_state.json", "not valid JSON")
 
 
-def test_missing_pyarrow_is_one_line_naming_the_extra(tmp_path, capsys, monkeypatch):
+def test_missing_pyarrow_is_one_line_naming_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    code, err = run_cli(capsys, FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r")
+    code, err = ingest_cli(FIX / "trl_run", "--format", "trl", "--out", tmp_path / "r")
     assert_one_line_error(code, err, "needs pyarrow", "grpo-lab[ingest]")

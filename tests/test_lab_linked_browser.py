@@ -8,13 +8,12 @@ core (``sims``) or from the definitions, never read back from the page.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 import pytest
 
+from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.grid_twins import cell_image
 from grpo_lab.testing.lab_server import block_outside, grid_tip, serve, wait_readout
 from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
@@ -211,9 +210,8 @@ def test_axe_finds_no_violation_with_a_pin_and_a_hover(page, lab_url):
 
 def test_export_hover_outlines_the_cell_and_shows_its_rollouts(page, tmp_path):
     out = tmp_path / "page.html"
-    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "export", "--out", str(out), "--n-prompts", "300",
-                           "--seed", "9", "--progress", "0.7", "--K", "12", "--draws", "1"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_cli("export", "--out", out, "--n-prompts", "300", "--seed", "9", "--progress", "0.7", "--K", "12",
+                   "--draws", "1")
     assert proc.returncode == 0, proc.stderr
     attempted = block_outside(page, lambda u: u.startswith("file://"))
     page.goto(out.as_uri())

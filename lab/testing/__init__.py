@@ -16,6 +16,7 @@
 - :mod:`grpo_lab.testing.growing_record`   a run record still being written
 - :mod:`grpo_lab.testing.inspect_figures`  ``grpo-lab inspect``'s figures recomputed with plain numpy
 - :mod:`grpo_lab.testing.trl_tiny`         a tiny TRL GRPOTrainer on CPU (the fixtures' generator)
+- :mod:`grpo_lab.testing.cli`              ``grpo-lab`` run in process (``run_cli``): stdout, stderr, exit code
 
 Nothing here is imported by the lab or the core; Playwright, psutil and the like are imported where used.
 """

@@ -11,7 +11,13 @@ One module per stage (see docs/doctor.md):
 - :mod:`.forecast`    per-prompt trend, the step the effective rate crosses a threshold, backtest
 - :mod:`.skip`        temporal consistency, skip-rule backtest, budgeted allocation
 - :mod:`.prompts`     retire / hard / live prompt lists as JSONL
-- :mod:`.diagnose`    all of it in one dict (numbers only); :mod:`grpo_lab.doctor_report` prints it as text or HTML
+- :mod:`.transitions` per-prompt moves between all-fail, mixed and all-pass from one visit to the next
+- :mod:`.stall`       when a dynamic-sampling run stalls: generation rounds per step, forecast from its trend
+- :mod:`.trainer_config` the trainer config's keys that decide a dynamic-sampling step, as one settings dict
+- :mod:`.audit`       the trainer's logged scalars recomputed from the record's groups
+- :mod:`.honesty`     refusing a population the record cannot identify; intervals that hold when prompts repeat
+- :mod:`.samplers`    the samplers' comparison on the run's fitted population
+- :mod:`.diagnose`    all of it in one dict of numbers; its text and HTML are :mod:`grpo_lab.doctor_report`'s
 """
 
 from .diagnose import diagnose
