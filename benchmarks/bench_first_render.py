@@ -57,11 +57,14 @@ def assemble(dest: Path, rev: str | None) -> Path:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *FOLDERS], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
     pkg = dest / "pkg"
-    for folder, target in FOLDERS.items():
-        (pkg / target).parent.mkdir(parents=True, exist_ok=True)
-        if rev is None:
-            (pkg / target).symlink_to(src / folder)
+    for folder, target in FOLDERS.items():  # grpo_lab first, then the folders inside it
+        if rev is None:  # a folder of links to the tree's files (never links inside the tree itself)
+            (pkg / target).mkdir(parents=True)
+            for entry in (src / folder).iterdir():
+                if entry.name != "__pycache__":
+                    (pkg / target / entry.name).symlink_to(entry)
         else:
+            (pkg / target).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(src / folder), str(pkg / target))
     runs = pkg / "grpo_lab" / "runs"
     if not runs.exists():
