@@ -16,8 +16,10 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
 * **Turns by address** (:class:`FairGate`): building a session, rendering a page and serializing a session's
   document for its page (the websocket's first request, ``PULL-DOC-REQ``) each take the server's event loop for
   a while, so at most :data:`BUILD_SLOTS` of them are under way at once in a process, and the page
-  requests and websockets waiting for one are served address by address in turn (round robin), each address's
-  own in the order they came. A flood from one address then waits behind itself: a visitor from another address
+  requests and websockets waiting for one are served address by address in turn (round robin), within an
+  address browser by browser (the visitor cookie), each one's own in the order they came; an address new to the
+  queue goes first, and :data:`PASSES` passes of the event loop separate two turns (a request just read reaches
+  the gate before the next build starts). A flood from one address then waits behind itself: a visitor from another address
   waits for at most the builds under way and one of each other waiting address, not for the whole flood.
 * **The visitor cookie** :data:`VISITOR_COOKIE` (``grpo_lab_visitor``): a random token set on every page
   response of a request that has none (``HttpOnly``, ``SameSite=Lax``, ``Path=/``). A visitor is that
@@ -55,12 +57,14 @@ from tornado import web
 
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
-           "BUILD_SLOTS"]
+           "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG"]
 
 VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
 MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
-BUILD_SLOTS = 2  #: sessions built (or pages rendered) at once in one process; the others wait their address's turn
+BUILD_SLOTS = 1  #: sessions built (or pages rendered) at once in one process (2 cores, 2 processes); the others wait their turn
+PASSES = 4  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
+LISTEN_BACKLOG = 1024  #: connections the kernel queues for the server before it accepts them (Tornado's 128 overflowed in a flood)
 IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
 IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
 CLOSED_NOTICE = ("This page has lost its connection to the lab's server (it was left idle for a while, or the "
@@ -102,20 +106,25 @@ class TokenBucket:
 
 
 class FairGate:
-    """At most ``slots`` holders at once; waiters are served key by key in turn (round robin), FIFO within a key.
+    """At most ``slots`` holders at once; waiters are served address by address in turn (round robin), within an
+    address visitor by visitor in turn, FIFO within a visitor.
 
-    ``async with gate.turn(key): ...``. A released slot goes straight to the next waiter (the count of holders
-    does not drop in between), taken from the key at the front of the rotation, which then moves to the back.
-    A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
+    ``async with gate.turn(address, visitor): ...``. A released slot goes to the next waiter after
+    :data:`PASSES` passes of the event loop (the count of holders does not drop in between), so that requests
+    just read off the network reach the gate before it is handed on: a newcomer's request is queued before the
+    flood's next build starts, not after several of them. The next waiter is taken from the address at the front
+    of the rotation (which then moves to the back), and in it from its visitor at the front; an address (or a
+    visitor) with nobody waiting that joins comes to the front, ahead of those already waiting (it had no turn
+    among them). A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
     """
 
-    def __init__(self, slots: int = BUILD_SLOTS):
-        self.slots, self.busy = slots, 0
-        self.queues: OrderedDict[str, deque] = OrderedDict()
+    def __init__(self, slots: int = BUILD_SLOTS, passes: int = 0):
+        self.slots, self.busy, self.passes = slots, 0, passes
+        self.queues: OrderedDict[str, OrderedDict[str, deque]] = OrderedDict()
         self.holding = contextvars.ContextVar(f"holding_{id(self)}", default=False)
 
     @contextlib.asynccontextmanager
-    async def turn(self, key: str):
+    async def turn(self, key: str, visitor: str | None = None):
         if self.holding.get():
             yield
             return
@@ -123,18 +132,14 @@ class FairGate:
             self.busy += 1
         else:
             waiter = asyncio.get_running_loop().create_future()
-            self.queues.setdefault(key, deque()).append(waiter)
+            self._enqueue(key, visitor or "", waiter)
             try:
                 await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled():
                     self._release()  # handed a slot just as it was cancelled: pass it on
                 else:
-                    queue = self.queues.get(key)
-                    if queue is not None and waiter in queue:
-                        queue.remove(waiter)
-                        if not queue:
-                            del self.queues[key]
+                    self._drop(key, visitor or "", waiter)
                 raise
         mark = self.holding.set(True)
         try:
@@ -143,12 +148,41 @@ class FairGate:
             self.holding.reset(mark)
             self._release()
 
-    def _release(self) -> None:
+    def _enqueue(self, key: str, visitor: str, waiter) -> None:
+        visitors = self.queues.get(key)
+        if visitors is None:
+            visitors = self.queues[key] = OrderedDict()
+            self.queues.move_to_end(key, last=False)  # a newcomer's turn comes first
+        if visitor not in visitors:
+            visitors[visitor] = deque()
+            visitors.move_to_end(visitor, last=False)
+        visitors[visitor].append(waiter)
+
+    def _drop(self, key: str, visitor: str, waiter) -> None:
+        visitors = self.queues.get(key)
+        queue = visitors.get(visitor) if visitors is not None else None
+        if queue is not None and waiter in queue:
+            queue.remove(waiter)
+            if not queue:
+                del visitors[visitor]
+            if not visitors:
+                del self.queues[key]
+
+    def _release(self, left: int | None = None) -> None:
+        left = self.passes if left is None else left
+        if left > 0 and self.queues:
+            asyncio.get_running_loop().call_soon(self._release, left - 1)
+            return
         while self.queues:
-            key, queue = next(iter(self.queues.items()))
+            key, visitors = next(iter(self.queues.items()))
+            visitor, queue = next(iter(visitors.items()))
             waiter = queue.popleft()
             if queue:
-                self.queues.move_to_end(key)  # this key's next waiter comes after every other key's
+                visitors.move_to_end(visitor)  # this visitor's next waiter comes after every other visitor's
+            else:
+                del visitors[visitor]
+            if visitors:
+                self.queues.move_to_end(key)  # this address's next waiter comes after every other address's
             else:
                 del self.queues[key]
             if not waiter.done():
@@ -168,7 +202,7 @@ class Admission:
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic):
         self.limits, self.clock = limits, clock
-        self.gate = FairGate()  #: the turns of session builds and page renders (used in the event loop only)
+        self.gate = FairGate(passes=PASSES)  #: the turns of session builds and page renders (used in the event loop only)
         self.buckets: dict[str, TokenBucket] = {}
         self.open_by_address: dict[str, int] = {}
         self.open_by_visitor: dict[str, int] = {}
@@ -224,6 +258,16 @@ def _visitor(handler: web.RequestHandler) -> str | None:
     return value if value and len(value) <= 64 and value.isalnum() else None
 
 
+def _request_visitor(request) -> str | None:
+    """The visitor cookie of a Tornado request (or None)."""
+    try:
+        morsel = request.cookies.get(VISITOR_COOKIE)
+    except Exception:  # no request, or a malformed Cookie header (http.cookies.CookieError)
+        return None
+    value = morsel.value if morsel is not None else None
+    return value if value and len(value) <= 64 and value.isalnum() else None
+
+
 def _refuse(handler: web.RequestHandler, status: int, title: str, message: str) -> None:
     """Answer ``status`` with the lab's short page; a page refused for the rate retries by itself
     (:data:`RETRY_S`: a class behind one address that arrives faster than the bucket refills gets in)."""
@@ -256,7 +300,7 @@ def _page_handler(base, admission: Admission):
                 await result
 
         async def get(self, *args, **kwargs):
-            async with admission.gate.turn(self.request.remote_ip):
+            async with admission.gate.turn(self.request.remote_ip, _visitor(self)):
                 return await super().get(*args, **kwargs)
 
     AdmittedPage.__name__ = AdmittedPage.__qualname__ = f"Admitted{base.__name__}"
@@ -288,7 +332,7 @@ def _socket_handler(base, admission: Admission):
         async def _handle(self, message):
             if message.msgtype != "PULL-DOC-REQ":
                 return await super()._handle(message)
-            async with admission.gate.turn(self._address):  # the whole document serialized for the page
+            async with admission.gate.turn(self._address, self._visitor):  # the whole document serialized for the page
                 reply = await super()._handle(message)
                 if reply is not None and hasattr(reply, "content_json"):
                     reply.content_json  # noqa: B018 (encoded now, in the turn, and kept: the send only writes it)
@@ -376,7 +420,28 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
     urls.per_app_patterns[:] = patterns
     state.on_session_created(lambda context: notice_on_disconnect(context._document))
     _gate_session_builds(admission.gate)
+    _deepen_listen_queue()
     return admission
+
+
+def _deepen_listen_queue(backlog: int = LISTEN_BACKLOG) -> None:
+    """Have Bokeh's server listen with a queue of ``backlog`` connections (the kernel caps it at
+    ``net.core.somaxconn``). With Tornado's 128, 200 connections at once from one client overflowed it: the kernel
+    dropped the connections beyond it (the newcomer's among them), and each dropped one came back only after TCP's
+    retries (1, 3, 7, 15 s...), so a newcomer 2 s into a flood waited 26 s. ``listen`` again on a listening socket
+    changes its queue (Linux)."""
+    from bokeh.server import server
+
+    bind = getattr(server.bind_sockets, "__wrapped__", server.bind_sockets)
+
+    @functools.wraps(bind)
+    def bind_sockets(address, port):
+        sockets, port = bind(address, port)
+        for sock in sockets:
+            sock.listen(backlog)
+        return sockets, port
+
+    server.bind_sockets = bind_sockets
 
 
 def _gate_session_builds(gate: FairGate) -> None:
@@ -391,7 +456,7 @@ def _gate_session_builds(gate: FairGate) -> None:
     async def create_session_if_needed(self, session_id, request=None, token=None):
         if session_id in self._sessions:  # found, not built
             return await build(self, session_id, request, token)
-        async with gate.turn(getattr(request, "remote_ip", None) or ""):
+        async with gate.turn(getattr(request, "remote_ip", None) or "", _request_visitor(request)):
             return await build(self, session_id, request, token)
 
     ApplicationContext.create_session_if_needed = create_session_if_needed

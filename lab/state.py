@@ -27,7 +27,7 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario
 
 from .grid.pin import parse_pin, pin_text
-from .grid.spec import DEFAULT_BAND, K_MAX, RHO_MAX, GridControls, ordered_band
+from .grid.spec import K_MAX, RHO_MAX, GridControls, ordered_band
 
 __all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
            "query_values"]

@@ -82,8 +82,47 @@ def test_fair_gate_serves_addresses_in_turn():
 
     assert _run_apart(asyncio.wait_for(nested(), 5)) == 0
     assert peak[0] == 2 and len(order) == 21
-    assert order.index(("newcomer", 0)) == 3  # two under way, the flood's next in turn, then the newcomer
+    assert order.index(("newcomer", 0)) == 2  # two under way, then the newcomer: it had no turn among the waiting
     assert [i for k, i in order if k == "flood"] == list(range(20))
+
+
+def test_fair_gate_turns_by_visitor_and_lets_a_late_request_in():
+    """Within one address (a school's NAT), a flooding browser's builds take turns with another browser's; and a
+    request that needs a few passes of the event loop to reach the gate (read off the network) gets the next turn
+    when the gate waits :data:`PASSES` passes between turns, while without them the flood's builds run back to back."""
+    import asyncio
+
+    from grpo_lab.admission import PASSES
+
+    def run(passes, newcomer_steps, newcomer_key):
+        order = []
+
+        async def main():
+            gate = FairGate(slots=1, passes=passes)
+
+            async def visit(key, visitor, i):
+                async with gate.turn(key, visitor):
+                    order.append((visitor, i))
+                    await asyncio.sleep(0)  # a build: one step of its own
+
+            async def late():
+                for _ in range(newcomer_steps):
+                    await asyncio.sleep(0)
+                await visit(*newcomer_key, 0)
+
+            tasks = [asyncio.create_task(visit("a", "flood", i)) for i in range(10)]
+            tasks.append(asyncio.create_task(late()))
+            await asyncio.gather(*tasks)
+            assert gate.busy == 0 and not gate.queues
+
+        _run_apart(main())
+        return order
+
+    by_visitor = run(0, 0, ("a", "other"))
+    assert [i for v, i in by_visitor if v == "flood"] == list(range(10))
+    assert by_visitor.index(("other", 0)) == 1  # the first build under way, then the other browser
+    assert run(PASSES, PASSES - 1, ("b", "newcomer")).index(("newcomer", 0)) == 1
+    assert run(0, PASSES - 1, ("b", "newcomer")).index(("newcomer", 0)) > 1  # without the passes: behind the flood
 
 
 def test_admission_counts_per_address_and_visitor():
@@ -200,3 +239,28 @@ def _run_apart(coro):
 
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
+
+
+def test_the_server_s_listen_queue_holds_a_flood_of_connections():
+    """Bokeh's listening socket, as the lab's server binds it, queues LISTEN_BACKLOG connections (the kernel's own
+    figure, read with ``ss``), not Tornado's 128: 200 connections at once from one client overflowed that queue, the
+    kernel dropped the rest (a newcomer's among them), and each came back only after TCP's retries (1, 3, 7, 15 s)."""
+    import subprocess
+
+    from bokeh.server import server
+
+    from grpo_lab.admission import LISTEN_BACKLOG, _deepen_listen_queue
+
+    from pathlib import Path
+
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    _deepen_listen_queue()
+    sockets, port = server.bind_sockets("127.0.0.1", 0)
+    try:
+        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    finally:
+        for sock in sockets:
+            sock.close()
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    assert rows and all(row[0] == "LISTEN" for row in rows), out
+    assert {int(row[2]) for row in rows} == {min(LISTEN_BACKLOG, somaxconn)} and min(LISTEN_BACKLOG, somaxconn) > 200

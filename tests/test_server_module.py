@@ -77,3 +77,23 @@ def test_the_warm_up_knows_the_lab_app_and_its_copy(tmp_path):
     assert _is_lab_app(str(APP_PATH), APP_PATH) and _is_lab_app(str(copy), APP_PATH)
     assert not _is_lab_app(str(other), APP_PATH) and not _is_lab_app(str(tmp_path / "missing.py"), APP_PATH)
     assert warm([str(other)]) is False  # any other app is served as it is
+
+
+def test_the_warm_up_does_a_first_upload_s_lasting_work_before_the_fork():
+    """Warmed up (in a fresh interpreter, as ``grpo-lab serve`` does before forking its workers): the modules a
+    first upload and the first Replay/Samplers tab import are imported, and multiprocessing's resource tracker, which
+    the first upload reader's ``spawn`` would otherwise start in each worker, is already this process's child."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, psutil\n"
+             "from grpo_lab.commands.serve import APP_PATH\n"
+             "from grpo_lab.server import FIRST_USE_MODULES, warm\n"
+             "before = [m for m in FIRST_USE_MODULES if m in sys.modules]\n"
+             "assert warm([str(APP_PATH)]) is True\n"
+             "after = [m for m in FIRST_USE_MODULES if m in sys.modules]\n"
+             "kids = [' '.join(c.cmdline()) for c in psutil.Process().children()]\n"
+             "print(before, after == list(FIRST_USE_MODULES), sum('resource_tracker' in k for k in kids))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "True", "1"]
