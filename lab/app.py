@@ -31,7 +31,6 @@ from grpo_lab.embed import embed_options
 from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
 from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.embed import embed_page
-from grpo_lab.views.lazy_tabs import lazy_tabs
 from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS, page_template
 from grpo_lab.views.live import LiveLab
 from grpo_lab.views.tour import TourPanel, TourState, tour_step
@@ -127,10 +126,20 @@ def build_app(query: dict[str, str] | None = None):
 
 def _lazy_tabs(session: Session) -> pn.Tabs:
     """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone (the
-    others share one empty placeholder until then: grpo_lab.views.lazy_tabs)."""
+    others hold an empty column until then)."""
     first = next((i for i, (title, _) in enumerate(TABS) if title == "Replay"), 0) if session.replay else 0
-    return lazy_tabs([title for title, _ in TABS], [lambda build=build: build(session) for _, build in TABS],
-                     first=first, sizing_mode="stretch_width")
+    built = {first}
+    holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width") for i in range(len(TABS))]
+    tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width",
+                   active=first)
+
+    def show(index: int) -> None:
+        if index not in built:
+            built.add(index)
+            holders[index].objects = [TABS[index][1](session)]
+
+    tabs.param.watch(lambda event: show(event.new), "active")
+    return tabs
 
 
 #: the URL follows the controls this long after they stop moving (one history entry per pause, not per step)

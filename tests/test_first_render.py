@@ -23,9 +23,8 @@ from grpo_lab.app import build_app
 #: its empty placeholder Column (every tab costs these two; its content is built only when the tab is opened);
 #: the load benchmark was not rerun for these two empty models. 38 -> 39: the heavy-work budget's busy notice
 #: (one empty HTML pane, lab.views.play_budget.BUSY_NOTICE). 39 -> 38: the busy line shares the URL notice's pane
-#: (grpo_lab.notice.NoticeLines). 38 -> 36: the unopened tabs share one placeholder (grpo_lab.views.lazy_tabs), so
-#: each costs only its TabPanel
-FIRST_RENDER_MODELS = 36
+#: (grpo_lab.notice.NoticeLines). Each unopened tab still costs its TabPanel and its placeholder (grpo_lab.app._lazy_tabs)
+FIRST_RENDER_MODELS = 38
 
 
 def first_render(query: dict | None = None) -> Document:
@@ -64,7 +63,7 @@ def test_a_tour_link_adds_only_its_box():
 
 #: a replay link's first render (two shipped runs side by side: six figures): 358 models before its figures were made
 #: of lean glyphs (grpo_lab.views.glyphs), 236 after
-REPLAY_LINK_MODELS = 240  # 236 +2 +2 (the Samplers tab), -2: the unopened tabs share one placeholder
+REPLAY_LINK_MODELS = 242  # +2: the Samplers tab's TabPanel and empty placeholder
 
 
 def test_a_replay_link_first_render_draws_with_lean_glyphs():
@@ -74,23 +73,3 @@ def test_a_replay_link_first_render_draws_with_lean_glyphs():
     assert kinds["Stack"] == 0 and kinds["VBar"] == 2, kinds  # each histogram one bar glyph, no stack transforms
     assert kinds["Line"] + kinds["Scatter"] + kinds["VBar"] == kinds["GlyphRenderer"], kinds  # no unseen copies
     assert kinds["BasicTicker"] == kinds["BasicTickFormatter"] == 1, kinds  # one per tab, shared by every axis
-
-
-
-def test_unopened_tabs_share_one_placeholder_and_open_when_shown():
-    from grpo_lab.views.lazy_tabs import LazyTabs
-
-    doc = Document()
-    with set_curdoc(doc):
-        app = build_app({})
-        app.server_doc(doc)
-        layout = app.select(LazyTabs)[0]
-        tabs = next(m for m in doc.models if type(m).__name__ == "Tabs")
-        children = [panel.child for panel in tabs.tabs]
-        assert len(children) == 4 and children[1] is children[2] is children[3]  # one model for the waiting tabs
-        assert "unopened" in children[1].tags and "unopened" not in children[0].tags
-        before = len(doc.models)
-        layout.active = 1  # the Advantages tab: built now, in its own place
-        children = [panel.child for panel in tabs.tabs]
-        assert "unopened" not in children[1].tags and children[2] is children[3] and "unopened" in children[2].tags
-        assert len(doc.models) > before + 5  # the tab's content arrived
