@@ -11,11 +11,11 @@ Usage: python benchmarks/bench_first_render.py [--baseline main] [--reps 20] [--
 
 from __future__ import annotations
 
+from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,10 +81,6 @@ def measure(pkg: Path, reps: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def pct(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", default="main", help="the baseline commit (default main)")
@@ -107,8 +103,8 @@ def main() -> None:
                 for q in QUERIES:
                     results[name][q]["models"] = got[q]["models"]
                     results[name][q]["cpu_ms"] += got[q]["cpu_ms"]
-    summary = {name: {q: {"models": r["models"], "cpu_p50_ms": round(pct(r["cpu_ms"], 50), 1),
-                          "cpu_p95_ms": round(pct(r["cpu_ms"], 95), 1), "n": len(r["cpu_ms"])}
+    summary = {name: {q: {"models": r["models"], "cpu_p50_ms": round(percentile(r["cpu_ms"], 0.50), 1),
+                          "cpu_p95_ms": round(percentile(r["cpu_ms"], 0.95), 1), "n": len(r["cpu_ms"])}
                       for q, r in per.items()} for name, per in results.items()}
     summary["load"] = os.getloadavg()
     if args.json:

@@ -19,14 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_lab_latency import CHROMIUM_ARGS  # noqa: E402
-from lab_server import serve, wait_readout  # noqa: E402
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.lab_server import serve, wait_readout
 
 HARNESS = """cls => {
   function find(root) {
@@ -75,7 +70,7 @@ def main(argv=None) -> int:
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     rows = []
     with serve() as url, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        browser = launch(pw, background_tabs=True)
         page = browser.new_page()
         page.goto(url)
         wait_readout(page, "readout-mean-pass", timeout=120_000)

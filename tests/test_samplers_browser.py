@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab_server import READ_CLASS, serve, wait_readout
-from test_lab_kcost_browser import FIND  # the first element matching a selector, through shadow roots
+from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.page import FIND  # the first element matching a selector, through shadow roots
 from grpo_lab.doctor_report.samplers import HEAD, table_rows
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
