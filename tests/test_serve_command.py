@@ -83,3 +83,4 @@ def test_the_address_is_said_once_the_server_listens():
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        proc.stderr.close()  # the pipe is ours to close (left to the garbage collector it is a ResourceWarning)
