@@ -58,8 +58,8 @@ class SamplersView:
         self._pop_key, self._pop = None, None
         self._expiry_key, self._expiry = None, None
         self.table = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["samplers"])
-        controls = pn.Row(pn.widgets.FloatSlider.from_param(lab.param.progress, name="Training progress"),
-                          pn.widgets.IntSlider.from_param(lab.param.K, name="Group size K"),
+        controls = pn.Row(pn.widgets.FloatSlider.from_param(lab.param.progress),
+                          pn.widgets.IntSlider.from_param(lab.param.K),
                           css_classes=["samplers-controls"])
         intro = pn.pane.HTML(
             "<p style='font-size:14px;margin:0 0 6px'>Seven samplers on this population at the same rollout budget: "
