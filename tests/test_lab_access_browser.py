@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
 from grpo_lab.testing.page import FIND, axe_violations, contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -25,6 +25,12 @@ FOCUSED = """() => { let a = document.activeElement;
 HELP_ICONS = """() => { let n = 0; function walk(root) { for (const e of root.querySelectorAll('*')) {
   if (e.matches('.bk-description, .bk-panel-models-widgets-TooltipIcon')) n++;
   if (e.shadowRoot) walk(e.shadowRoot); } } walk(document); return n; }"""
+
+
+@pytest.fixture(scope="module")
+def lab_url():
+    with serve() as url:
+        yield url
 
 
 def ready(page) -> None:

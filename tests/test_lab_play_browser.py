@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from grpo_lab.testing.lab_server import show_plots, wait_readout
+from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
 from grpo_lab.testing.page import FIND  # the first element matching a selector, through shadow roots
 from grpo_lab.grid.spec import PLAY_SECONDS, PLAY_SYNC_MS, PROGRESS_STEP
 
@@ -32,6 +32,12 @@ WATCH = f"""() => {{
 
 #: a Bokeh document patch that changes a model's `progress` (what a server tick sent for each frame)
 PROGRESS_PATCH = re.compile(r'"attr"\s*:\s*"progress"')
+
+
+@pytest.fixture(scope="module")
+def lab_url():
+    with serve() as url:
+        yield url
 
 
 def test_play_animates_the_grid_in_the_browser_and_the_plots_follow(page, lab_url):
