@@ -24,8 +24,6 @@ documented in Panel issues #7061 (about 30 s for the pyodide-worker target) and 
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
-from grpo_lab.testing.stats import percentile
 import argparse
 import statistics
 import subprocess
@@ -33,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 

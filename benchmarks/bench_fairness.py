@@ -35,7 +35,7 @@ pages set it, so the attacks measure the same whether or not the server in this 
 Timings on a shared machine move with its load: compare figures within one run only.
 Usage: python benchmarks/bench_fairness.py [--presses 15]
 [--only play|upload|components|flood|play8|upload-memory|upload-queue] [-- extra server flags]. A baseline: run it with ``PYTHONPATH`` naming another commit's ``grpo_lab`` laid out
-as the package (``bench_load.snapshot(REF)``); the server started inherits it.
+as the package (``grpo_lab.testing.snapshot.snapshot(REF)``); the server started inherits it.
 """
 
 from __future__ import annotations

@@ -11,18 +11,18 @@ Usage: python benchmarks/bench_first_render.py [--baseline main] [--reps 20] [--
 
 from __future__ import annotations
 
-from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from grpo_lab.testing.snapshot import PACKAGE_FOLDERS, snapshot
+from grpo_lab.testing.stats import percentile
+
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"lab": "grpo_lab", "sims": "grpo_lab/sims", "train": "grpo_lab/train", "trl_recorder": "grpo_lab/trl_recorder"}
 QUERIES = {"plain visit": {}, "replay link": {"replay": "sign-vs-dr_grpo"}}
 
 WORKER = r"""
@@ -49,23 +49,16 @@ print(json.dumps(out))
 
 
 def assemble(dest: Path, rev: str | None) -> Path:
-    """A folder holding a ``grpo_lab`` package: this tree's folders (linked) or ``rev``'s (from git archive)."""
-    src = ROOT
-    if rev is not None:
-        src = dest / "src"
-        src.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *FOLDERS], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    """A folder holding a ``grpo_lab`` package: this tree's folders (linked) or ``rev``'s (grpo_lab.testing.snapshot)."""
     pkg = dest / "pkg"
-    for folder, target in FOLDERS.items():  # grpo_lab first, then the folders inside it
-        if rev is None:  # a folder of links to the tree's files (never links inside the tree itself)
-            (pkg / target).mkdir(parents=True)
-            for entry in (src / folder).iterdir():
+    if rev is not None:
+        snapshot(rev, pkg)
+    else:
+        for folder, target in PACKAGE_FOLDERS.items():  # grpo_lab first, then the folders inside it
+            (pkg / target).mkdir(parents=True)  # a folder of links to the tree's files (never links inside the tree)
+            for entry in (ROOT / folder).iterdir():
                 if entry.name != "__pycache__":
                     (pkg / target / entry.name).symlink_to(entry)
-        else:
-            (pkg / target).parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(src / folder), str(pkg / target))
     runs = pkg / "grpo_lab" / "runs"
     if not runs.exists():
         runs.symlink_to(ROOT / "runs")  # the shipped records (data), the same for both

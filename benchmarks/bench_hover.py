@@ -18,14 +18,14 @@ Usage: python benchmarks/bench_hover.py [--moves 60] [--json]
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
-from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import statistics
 
 
 from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 
 #: JavaScript: the first element matching a selector, through shadow roots
 FIND = """sel => { function find(root) { const el = root.querySelector(sel); if (el) return el;

@@ -35,8 +35,6 @@ its load: compare the columns of one run.
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
-from grpo_lab.testing.stats import percentile
 import argparse
 import json
 import os
@@ -48,6 +46,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 
 GROUPS_PER_STEP_VERL = 1024
 GROUPS_PER_FILE_TRL = 64

@@ -22,7 +22,6 @@ Usage: python benchmarks/bench_lab_latency.py [--presses 40] [--json]
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
 import argparse
 import json
 import statistics
@@ -32,6 +31,7 @@ from dataclasses import replace
 
 
 from grpo_lab.testing.lab_server import free_port, serve, wait_http, wait_readout
+from grpo_lab.testing.chromium import launch
 
 HARNESS = """() => {
   function find(root, cls) {

@@ -48,15 +48,12 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
-import tarfile
-import tempfile
 import threading
 import time
-from io import BytesIO
 from pathlib import Path
 
 from grpo_lab.testing.bokeh_visitor import Server, open_document, visit
+from grpo_lab.testing.snapshot import snapshot
 from grpo_lab.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,24 +65,6 @@ QUIET_S = 1.0  #: a visit alone: its server CPU is read this long after it close
 TARGET_INTERACTIVE_S = {10: 3.0, 30: 6.0}
 TARGET_CPU_PER_VISIT_S = 0.2
 TARGET_MEMORY_GROWTH = 0.10
-
-
-def snapshot(ref: str) -> Path:
-    """The package folders of commit ``ref`` (``lab/``, ``sims/``, and ``train/``, ``trl_recorder/`` where it has them)
-    laid out as the installed package (grpo_lab, grpo_lab.sims, grpo_lab.train, grpo_lab.trl_recorder)."""
-    out = Path(tempfile.mkdtemp(prefix="bench-load-base-"))
-    folders = {"lab": "grpo_lab", "sims": "grpo_lab/sims", "train": "grpo_lab/train",
-               "trl_recorder": "grpo_lab/trl_recorder"}
-    listed = subprocess.run(["git", "ls-tree", "--name-only", ref], cwd=ROOT, capture_output=True, text=True,
-                            check=True).stdout.split()
-    folders = {k: v for k, v in folders.items() if k in listed}
-    data = subprocess.run(["git", "archive", "--format=tar", ref, *folders], cwd=ROOT, capture_output=True,
-                          check=True).stdout
-    with tarfile.open(fileobj=BytesIO(data)) as tar:
-        tar.extractall(out / "src", filter="data")
-    for folder, target in folders.items():  # lab/ first: the others go inside it
-        (out / "src" / folder).rename(out / target)
-    return out
 
 
 def run_round(server: Server, n: int, settle_s: float, scroll: bool = False) -> dict:

@@ -24,7 +24,6 @@ Usage: python benchmarks/bench_plots_frame.py [--presses 30] [--baseline /work/m
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
 import argparse
 import json
 import statistics
@@ -32,6 +31,7 @@ import sys
 from pathlib import Path
 
 from grpo_lab.testing.lab_server import free_port, serve, show_plots, wait_readout
+from grpo_lab.testing.chromium import launch
 #: the page's harness: window.__b = {keys: [[t0, target]], grid: [ms], plots: [ms], play: [ms]}
 HARNESS = """() => {
   function find(root, sel) {

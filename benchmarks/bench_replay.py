@@ -15,12 +15,12 @@ Run:  python benchmarks/bench_replay.py [--presses 60]
 
 from __future__ import annotations
 
-from grpo_lab.testing.chromium import launch
-from grpo_lab.testing.stats import percentile
 import argparse
 import statistics
 import tempfile
 from pathlib import Path
+from grpo_lab.testing.chromium import launch
+from grpo_lab.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -254,12 +254,11 @@ def error_page(title: str, message: str, link: str = "/", retry_s: int = 0) -> s
 
 
 def _visitor(handler: web.RequestHandler) -> str | None:
-    value = handler.get_cookie(VISITOR_COOKIE)
-    return value if value and len(value) <= 64 and value.isalnum() else None
+    return _request_visitor(handler.request)
 
 
 def _request_visitor(request) -> str | None:
-    """The visitor cookie of a Tornado request (or None)."""
+    """The visitor cookie of a Tornado request, when it is one the lab could have set (or None)."""
     try:
         morsel = request.cookies.get(VISITOR_COOKIE)
     except Exception:  # no request, or a malformed Cookie header (http.cookies.CookieError)

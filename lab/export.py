@@ -38,7 +38,7 @@ from grpo_lab.sims.scenario import Scenario, evaluate
 from .embed import MAX_CAPTION_CHARS, caption_text, page_settings
 from .export_page import page_html, script_json
 from .grid.markup import grid_data
-from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, PLAY_SECONDS, cli_flag, step_digits
+from .grid.spec import BAND_STEP, DEFAULT_BAND, EXPORT_PROGRESS_STEP, PLAY_SECONDS, VIEW_OPTIONS, cli_flag, step_digits
 from .state import sanitize
 
 SIZE_BUDGET = 2_500_000  #: bytes; "auto" draws embed as many populations as fit under this
@@ -97,7 +97,7 @@ def make_spec(*, filter_band=None, band=None, draws=None, title=None, no_title=F
 
 
 #: the command line's name for each option the URL sanitiser checks
-_FLAGS = {**{name: cli_flag(name) for name in ("n_prompts", "a", "b", "seed", "progress", "K", "rho")},
+_FLAGS = {**{name: cli_flag(name) for name in (*VIEW_OPTIONS, "rho")},
           "band_lo": "--filter / --band (low end)", "band_hi": "--filter / --band (high end)"}
 
 
@@ -198,7 +198,7 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
         "command": command_line(spec, out_name),
         "embed": page_settings(),
         "play_seconds": PLAY_SECONDS,  # Play's whole sweep, as in the lab
-        "flags": {name: cli_flag(name) for name in ("n_prompts", "a", "b", "seed", "progress", "K", "filter")},
+        "flags": {name: cli_flag(name) for name in (*VIEW_OPTIONS, "filter")},
     }
 
 

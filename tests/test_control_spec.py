@@ -84,8 +84,7 @@ def _view_parser():
 
 def test_the_command_lines_options_are_read_from_the_parameters():
     """Each view option's flag, type, default and help (label, bounds) is its LabState parameter's."""
-    from grpo_lab.commands._args import VIEW_ARGUMENTS
-    from grpo_lab.grid.spec import cli_flag
+    from grpo_lab.grid.spec import VIEW_OPTIONS as VIEW_ARGUMENTS, cli_flag
 
     actions = {a.dest: a for a in _view_parser()._actions}
     for name in VIEW_ARGUMENTS:

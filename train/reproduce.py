@@ -55,28 +55,20 @@ class Comparison:
         return not self.mismatches
 
 
-def _exact(cmp: Comparison, what: str, a, b) -> None:
-    a, b = np.asarray(a), np.asarray(b)
-    cmp.checked[what] = int(a.size)
-    if a.shape != b.shape:
-        cmp.mismatches.append(f"{what}: shape {b.shape} in the rerun, {a.shape} in the record")
-    elif not np.array_equal(a, b):
-        i = np.flatnonzero(a.reshape(-1) != b.reshape(-1))
-        cmp.mismatches.append(f"{what}: {len(i)} of {a.size} values differ (first at {int(i[0])}: record "
-                              f"{a.reshape(-1)[i[0]].item()!r}, rerun {b.reshape(-1)[i[0]].item()!r})")
-
-
-def _close(cmp: Comparison, what: str, a, b) -> None:
-    a, b = np.asarray(a, float), np.asarray(b, float)
+def _match(cmp: Comparison, what: str, a, b, close: bool = False) -> None:
+    """Record a mismatch of ``b`` (the rerun) against ``a`` (the record): values equal, or with ``close`` within
+    :data:`RTOL` (floor :data:`ATOL`, NaN equal to NaN)."""
+    a, b = (np.asarray(a, float), np.asarray(b, float)) if close else (np.asarray(a), np.asarray(b))
     cmp.checked[what] = int(a.size)
     if a.shape != b.shape:
         cmp.mismatches.append(f"{what}: shape {b.shape} in the rerun, {a.shape} in the record")
         return
-    bad = ~np.isclose(b, a, rtol=RTOL, atol=ATOL, equal_nan=True)
+    bad = ~np.isclose(b, a, rtol=RTOL, atol=ATOL, equal_nan=True) if close else a != b
     if bad.any():
-        i = np.flatnonzero(bad.reshape(-1))
-        cmp.mismatches.append(f"{what}: {len(i)} of {a.size} values beyond rtol {RTOL:g} (first at {int(i[0])}: "
-                              f"record {a.reshape(-1)[i[0]].item()!r}, rerun {b.reshape(-1)[i[0]].item()!r})")
+        i = np.flatnonzero(np.reshape(bad, -1))
+        how = f"beyond rtol {RTOL:g}" if close else "differ"
+        cmp.mismatches.append(f"{what}: {len(i)} of {a.size} values {how} (first at {int(i[0])}: record "
+                              f"{a.reshape(-1)[i[0]].item()!r}, rerun {b.reshape(-1)[i[0]].item()!r})")
 
 
 def compare(record, rerun, steps: int) -> Comparison:
@@ -86,12 +78,12 @@ def compare(record, rerun, steps: int) -> Comparison:
     if not len(ev_a["step"]) or int(ev_a["step"][0]) != 0 or not len(ev_b["step"]) or int(ev_b["step"][0]) != 0:
         cmp.mismatches.append("step-0 evaluation: missing")
     else:
-        _exact(cmp, "step-0 evaluation (pass rate per prompt)", ev_a["pass_rate"][0], ev_b["pass_rate"][0])
+        _match(cmp, "step-0 evaluation (pass rate per prompt)", ev_a["pass_rate"][0], ev_b["pass_rate"][0])
     ga, gb = record.groups, rerun.groups
     sa, sb = np.asarray(ga["step"]) < steps, np.asarray(gb["step"]) < steps
     for k in ("step", "prompt_id", "rewards", "kept", "lengths"):
-        _exact(cmp, f"groups: {k}", np.asarray(ga[k])[sa], np.asarray(gb[k])[sb])
-    _close(cmp, "groups: advantages", np.asarray(ga["advantages"])[sa], np.asarray(gb["advantages"])[sb])
+        _match(cmp, f"groups: {k}", np.asarray(ga[k])[sa], np.asarray(gb[k])[sb])
+    _match(cmp, "groups: advantages", np.asarray(ga["advantages"])[sa], np.asarray(gb["advantages"])[sb], close=True)
     ta, tb = record.steps, rerun.steps
     ra, rb = np.asarray(ta["step"]) < steps, np.asarray(tb["step"]) < steps
     for k in ta:
@@ -100,7 +92,7 @@ def compare(record, rerun, steps: int) -> Comparison:
         if k not in tb:
             cmp.mismatches.append(f"step figure {k}: not in the rerun")
             continue
-        (_close if k in FLOAT_FIGURES else _exact)(cmp, f"step figure {k}", np.asarray(ta[k])[ra], np.asarray(tb[k])[rb])
+        _match(cmp, f"step figure {k}", np.asarray(ta[k])[ra], np.asarray(tb[k])[rb], close=k in FLOAT_FIGURES)
     return cmp
 
 

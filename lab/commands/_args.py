@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import param
 
-#: the lab's controls a view command takes, in the order of its options (each ``grpo_lab.grid.spec.cli_flag(name)``)
-VIEW_ARGUMENTS = ("n_prompts", "a", "b", "seed", "progress", "K")
-
 
 def add_view_arguments(p, *, start: bool = False, max_prompts: str = "") -> None:
     """--n-prompts, --a, --b, --seed, --progress, --K: each option's name, type, default and help (label, bounds)
     read from its parameter on :class:`grpo_lab.state.LabState` (``start``: they set a starting view). The prompt
     count's upper bound is the command's own (``max_prompts``, its help text); the commands check the values."""
-    from grpo_lab.grid.spec import cli_flag
+    from grpo_lab.grid.spec import VIEW_OPTIONS, cli_flag
     from grpo_lab.state import LabState
 
-    for name in VIEW_ARGUMENTS:
+    for name in VIEW_OPTIONS:
         par = LabState.param[name]
         kind = int if isinstance(par, param.Integer) else float
         lo, hi = (f"{v}" if kind is int else f"{v:g}" for v in par.bounds)

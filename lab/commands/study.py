@@ -320,8 +320,9 @@ def cmd_study(args: argparse.Namespace) -> int:
             raise InputError(nothing_to_tabulate(root, preset.name))
         print(study.write_tables(), end="")
         return 0
-    study = Study(preset, root)
-    if args.cells:
+    if not args.cells:
+        study = Study(preset, root)
+    else:
         study = Study(preset, root, stored=read_figures(root / FIGURES, preset.name), only=set(args.cells))
         sweep, main, _ = study.plan()
         known = {c.name for c in sweep + main}

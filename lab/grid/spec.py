@@ -33,7 +33,7 @@ from grpo_lab.sims.population import UNIFORM_BLOCK
 from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
-           "PLAY_SECONDS", "PLAY_SYNC_MS", "cli_flag",
+           "PLAY_SECONDS", "PLAY_SYNC_MS", "cli_flag", "VIEW_OPTIONS",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
            "READOUTS"]
 
@@ -52,6 +52,10 @@ _DEFAULT = Scenario()
 VIEW_CONTROLS = ("progress", "K", "filter", "band_lo", "band_hi")
 #: the values a grid component and its state share (the view's controls and rho)
 LINKED = VIEW_CONTROLS + ("rho",)
+
+
+#: the lab's controls a view command (``population``, ``export``) takes as options, in their order
+VIEW_OPTIONS = ("n_prompts", "a", "b", "seed", "progress", "K")
 
 
 def cli_flag(name: str) -> str:

@@ -17,6 +17,7 @@ import html
 
 import panel as pn
 
+from grpo_lab.doctor_report.markup import table
 from grpo_lab.doctor_report.samplers import HEAD, settings_text, table_rows
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
@@ -109,10 +110,7 @@ class SamplersView:
             return
         rows = [r[:EXPIRY_COLUMNS[0]] + [PENDING] * len(EXPIRY_COLUMNS) + r[EXPIRY_COLUMNS[-1] + 1:] if pending else r
                 for r in table_rows(out)]
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in HEAD[:LAB_COLUMNS])
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row[:LAB_COLUMNS]) + "</tr>"
-                       for row in rows)
+        grid = table([row[:LAB_COLUMNS] for row in rows], HEAD[:LAB_COLUMNS], "samplers-table")  # the report's, escaped
         settings = html.escape(settings_text(out))
         self.table.object = (f"{_STYLE}<p class='samplers-settings'>{settings} (at t = {self.lab.progress:g})</p>"
-                             f"<div style='overflow-x:auto'><table class='samplers-table'><thead><tr>{head}</tr>"
-                             f"</thead><tbody>{body}</tbody></table></div>")
+                             f"<div style='overflow-x:auto'>{grid}</div>")

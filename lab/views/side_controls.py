@@ -21,14 +21,13 @@ from panel.custom import JSComponent
 from grpo_lab.grid.spec import step_digits
 from grpo_lab.state import LabState, PlayState
 
-__all__ = ["SideControls", "side_controls", "FIELDS", "LABELS", "TIPS", "side_spec"]
+__all__ = ["SideControls", "side_controls", "FIELDS", "TIPS", "side_spec"]
 
 #: the state's parameters the component shows, in order: rho, then the population's
 FIELDS = ("rho", "n_prompts", "a", "b", "seed")
 POPULATION = FIELDS[1:]
 #: each field's label (its accessible name) is its parameter's own ``label`` (LabState); the step its input moves by
-#: (rho's is the state's own step)
-LABELS = {name: LabState.param[name].label for name in FIELDS}
+#: (rho's is the state's own step):
 _INPUT_STEP = {"n_prompts": 1, "a": 0.1, "b": 0.1, "seed": 1}
 
 #: the buttons' and the hints' texts
