@@ -100,6 +100,9 @@ def test_browser_diagnose_then_open_the_population_in_the_lab(page, tmp_path):
         page.get_by_text("Replay", exact=True).click()
         # GRPO_LAB_RUNS adds to the shipped runs (the tab opens on the featured one): choose ours
         page.locator(".replay-run select").select_option("mine")
+        # the server swaps the run before the button acts on it (a click during the swap diagnoses the old run,
+        # whose report the swap then discards): wait for the new run's line in the tolerance note
+        page.locator("b", has_text=re.compile("^mine$")).first.wait_for(timeout=30_000)
         page.locator(".replay-diagnose-button button").click()
         link = page.locator(".doctor-lab-link")
         link.wait_for(timeout=60_000)
