@@ -18,8 +18,8 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   a while, so at most :data:`BUILD_SLOTS` of them are under way at once in a process, and the page
   requests and websockets waiting for one are served address by address in turn (round robin), within an
   address browser by browser (the visitor cookie), each one's own in the order they came; an address new to the
-  queue goes first, and :data:`PASSES` passes of the event loop separate two turns (a request just read reaches
-  the gate before the next build starts). A flood from one address then waits behind itself: a visitor from another address
+  queue goes first, and :data:`PASSES` passes of the event loop separate two turns, queued or not (a request just
+  read reaches the gate before the next build starts). A flood from one address then waits behind itself: a visitor from another address
   waits for at most the builds under way and one of each other waiting address, not for the whole flood.
 * **The visitor cookie** :data:`VISITOR_COOKIE` (``grpo_lab_visitor``): a random token set on every page
   response of a request that has none (``HttpOnly``, ``SameSite=Lax``, ``Path=/``). A visitor is that
@@ -63,7 +63,7 @@ VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, Ht
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
 MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
 BUILD_SLOTS = 1  #: sessions built (or pages rendered) at once in one process (2 cores, 2 processes); the others wait their turn
-PASSES = 4  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
+PASSES = 16  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
 LISTEN_BACKLOG = 1024  #: connections the kernel queues for the server before it accepts them (Tornado's 128 overflowed in a flood)
 IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
 IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
@@ -109,10 +109,12 @@ class FairGate:
     """At most ``slots`` holders at once; waiters are served address by address in turn (round robin), within an
     address visitor by visitor in turn, FIFO within a visitor.
 
-    ``async with gate.turn(address, visitor): ...``. A released slot goes to the next waiter after
-    :data:`PASSES` passes of the event loop (the count of holders does not drop in between), so that requests
-    just read off the network reach the gate before it is handed on: a newcomer's request is queued before the
-    flood's next build starts, not after several of them. The next waiter is taken from the address at the front
+    ``async with gate.turn(address, visitor): ...``. A released slot goes to the next waiter, or is free again, only
+    after :data:`PASSES` passes of the event loop (the count of holders does not drop in between), whether or not
+    anyone waits, so that requests just read off the network reach the gate before it is handed on: a newcomer's
+    request is queued before the flood's next build starts, not after several of them. (A build never yields to
+    the loop: when the slot was freed at once with nobody queued, the flood's requests ready in the same pass took
+    it one after the other, none ever queued, and the loop read nothing new until the whole batch was built.) The next waiter is taken from the address at the front
     of the rotation (which then moves to the back), and in it from its visitor at the front; an address (or a
     visitor) with nobody waiting that joins comes to the front, ahead of those already waiting (it had no turn
     among them). A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
@@ -170,7 +172,8 @@ class FairGate:
 
     def _release(self, left: int | None = None) -> None:
         left = self.passes if left is None else left
-        if left > 0 and self.queues:
+        if left > 0:  # even with nobody waiting: a build runs without yielding, so the flood's next request,
+            # ready in the same pass of the loop, would otherwise take the slot before the loop reads anyone new
             asyncio.get_running_loop().call_soon(self._release, left - 1)
             return
         while self.queues:

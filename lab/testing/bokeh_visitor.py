@@ -113,6 +113,15 @@ async def _patch(conn, events: list):
     return msg
 
 
+def load_client() -> None:
+    """Import what :func:`open_document` uses (Bokeh's protocol and client, Tornado's clients): about 0.5 s on an
+    idle machine, seconds under load, which a visitor timed from its first request must not count."""
+    import bokeh.client.websocket  # noqa: F401
+    import bokeh.protocol.receiver  # noqa: F401
+    import tornado.httpclient  # noqa: F401
+    import tornado.websocket  # noqa: F401
+
+
 async def open_document(url: str, source: str | None = None):
     """Open a page as BokehJS does: GET it, open its websocket with the page's token, wait for the server's ACK,
     send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
