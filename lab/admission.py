@@ -29,6 +29,10 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   websocket closed (code :data:`IDLE_CLOSE_CODE`), so Bokeh destroys its session about 20 s later and its
   memory goes back. Every session's page shows :data:`CLOSED_NOTICE` when its connection is lost
   (:func:`notice_on_disconnect`, a ``connection_lost`` callback of the document): it can reload.
+* **No visitor holds the page template** (:func:`_page_template`): with ``--reuse-sessions`` Panel renders pages from
+  one session per process, kept for good; it is built from the bare request (no query, cookie or header) before
+  the first visitor's page, and keyed by the app's path alone, so every visitor's session is its own and is
+  destroyed after its tab closes (the first visitor's used to be that template: its upload stayed for good).
 * **Too-long addresses**: Tornado resets a connection whose request line and headers exceed 64 KB
   (Chromium's own limit on a URL is 2 MB); the server reads up to :data:`MAX_HEADER_BYTES` and a page
   request whose URL is longer than :data:`MAX_URL_CHARS` gets HTTP 414 and a short page with a link to the
@@ -303,10 +307,52 @@ def _page_handler(base, admission: Admission):
 
         async def get(self, *args, **kwargs):
             async with admission.gate.turn(self.request.remote_ip, _visitor(self)):
+                await _page_template(self)
                 return await super().get(*args, **kwargs)
 
     AdmittedPage.__name__ = AdmittedPage.__qualname__ = f"Admitted{base.__name__}"
     return AdmittedPage
+
+
+def _template_key(request):
+    """The key of the session Panel renders pages from (``--reuse-sessions``): the app's path alone. Panel's own
+    key adds the ``theme`` query argument, so each ``?theme=...`` a visitor made up built one more such session,
+    kept for good (never expired): memory without bound from plain GETs."""
+    return request.path
+
+
+async def _page_template(handler) -> None:
+    """With ``--reuse-sessions``: build the session Panel renders pages from before a visitor's page, from the
+    request without its query, cookies and headers, unless it is there already; the visitor then gets a session of
+    its own, built when its websocket arrives.
+
+    Panel makes the first page request's session that template and hands the visitor its token: the first visitor
+    of each process connected to it, and it is never destroyed, so what that visitor loaded stayed for good after
+    the tab closed (an upload at the limit, about 80 MB per process: issue #25, 1.38x a cold start 60 s after the
+    tabs closed), and every later visitor's page was rendered from that visitor's document (its title, its
+    template)."""
+    from panel.config import config
+    from panel.io.server import DocHandler
+    from panel.io.state import state
+
+    if not config.reuse_sessions or not isinstance(handler, DocHandler):
+        return
+    request = handler.request
+    key_func = state._session_key_funcs.get(request.path)
+    if key_func is not None and key_func(request) in state._sessions:
+        return
+    from tornado.httputil import HTTPHeaders
+
+    fields = ("arguments", "query_arguments", "query", "uri", "headers", "_cookies")  # _cookies: parsed, cached
+    saved = {name: request.__dict__[name] for name in fields if name in request.__dict__}
+    request.arguments, request.query_arguments, request.query, request.uri = {}, {}, "", request.path
+    request.headers = HTTPHeaders({"Host": request.headers.get("Host", "")})
+    request.__dict__.pop("_cookies", None)
+    try:
+        await handler.get_session()  # Panel's: builds it and keeps it as the template of the page's key
+    finally:
+        request.__dict__.pop("_cookies", None)
+        request.__dict__.update(saved)
 
 
 def _socket_handler(base, admission: Admission):
@@ -421,6 +467,10 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
         patterns.append((route, wrapped, *rest))
     urls.per_app_patterns[:] = patterns
     state.on_session_created(lambda context: notice_on_disconnect(context._document))
+    from panel.config import config
+
+    if config.session_key_func is None:  # one page template per app path (see _page_template)
+        config.session_key_func = _template_key
     _gate_session_builds(admission.gate)
     _deepen_listen_queue()
     return admission

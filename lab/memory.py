@@ -16,10 +16,10 @@ held, 62 MB of blocks in use, 0 reclaimed). Two steps give it back:
   free pages back. A room leaving costs one release, and a room still there none.
 
 Which sessions are alive is read from the server itself, not counted: Panel's ``--reuse-sessions`` keeps one
-session per process to render pages from, and the first visitor of the process connects to that very
-session, which is never destroyed; a count of sessions opened minus sessions destroyed stayed at 1 in that
-process for good, so it never released again (seen with ``grpo-lab serve``'s two processes: one kept a whole
-room's peak). That cached session is left out of :func:`alive_sessions`.
+session per process to render pages from, never destroyed (the first visitor of the process connected to that
+very session until :func:`grpo_lab.admission._page_template` built it apart); a count of sessions opened minus
+sessions destroyed stayed at 1 in that process for good, so it never released again (seen with ``grpo-lab
+serve``'s two processes: one kept a whole room's peak). That cached session is left out of :func:`alive_sessions`.
 
 Where the C library is not glibc (no ``malloc_trim``), :func:`release` only collects.
 """
