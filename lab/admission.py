@@ -19,8 +19,10 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   requests and websockets waiting for one are served address by address in turn (round robin), within an
   address browser by browser (the visitor cookie), each one's own in the order they came; an address new to the
   queue goes first, and :data:`PASSES` passes of the event loop separate two turns, queued or not (a request just
-  read reaches the gate before the next build starts). A flood from one address then waits behind itself: a visitor from another address
-  waits for at most the builds under way and one of each other waiting address, not for the whole flood.
+  read reaches the gate before the next build starts); while one address floods, another address's next request
+  (its websocket, its document) is waited for up to :data:`FOLLOW_S` after its turn and goes first. A flood from one
+  address then waits behind itself: a visitor from another address waits for at most the builds under way and one
+  of each other waiting address, not for the whole flood.
 * **The visitor cookie** :data:`VISITOR_COOKIE` (``grpo_lab_visitor``): a random token set on every page
   response of a request that has none (``HttpOnly``, ``SameSite=Lax``, ``Path=/``). A visitor is that
   cookie; with no cookie (a script), the address alone counts. Other parts of the lab key per-visitor
@@ -68,6 +70,8 @@ MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and th
 MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
 BUILD_SLOTS = 1  #: sessions built (or pages rendered) at once in one process (2 cores, 2 processes); the others wait their turn
 PASSES = 16  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
+FOLLOW_S = 0.15  #: after an address's turn, how long the slot waits for its next request while a flood waits (s)
+BACKLOG = 8  #: requests of one address waiting for the gate that make it a flood (others' turns are then followed)
 LISTEN_BACKLOG = 1024  #: connections the kernel queues for the server before it accepts them (Tornado's 128 overflowed in a flood)
 IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
 IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
@@ -122,10 +126,17 @@ class FairGate:
     of the rotation (which then moves to the back), and in it from its visitor at the front; an address (or a
     visitor) with nobody waiting that joins comes to the front, ahead of those already waiting (it had no turn
     among them). A turn taken inside a turn (the same task: a page request building its session) is the outer one's.
+
+    While one address floods (:data:`BACKLOG` or more of its requests waiting), the turn of another address with
+    nobody else waiting is *followed*: the slot waits up to ``follow_s`` (:data:`FOLLOW_S`) for that address's next
+    request (a page's websocket follows its page, its document request follows its session), which then goes first.
+    Otherwise a newcomer's three steps each arrived just after the flood's next build had started, and waited for
+    it; the flood alone pays for the wait, at most ``follow_s`` per turn of another address.
     """
 
-    def __init__(self, slots: int = BUILD_SLOTS, passes: int = 0):
-        self.slots, self.busy, self.passes = slots, 0, passes
+    def __init__(self, slots: int = BUILD_SLOTS, passes: int = 0, follow_s: float = 0.0):
+        self.slots, self.busy, self.passes, self.follow_s = slots, 0, passes, follow_s
+        self.following = None  #: (address, timer) while the slot is held for that address's next request
         self.queues: OrderedDict[str, OrderedDict[str, deque]] = OrderedDict()
         self.holding = contextvars.ContextVar(f"holding_{id(self)}", default=False)
 
@@ -152,7 +163,7 @@ class FairGate:
             yield
         finally:
             self.holding.reset(mark)
-            self._release()
+            self._release(None, key)
 
     def _enqueue(self, key: str, visitor: str, waiter) -> None:
         visitors = self.queues.get(key)
@@ -163,6 +174,9 @@ class FairGate:
             visitors[visitor] = deque()
             visitors.move_to_end(visitor, last=False)
         visitors[visitor].append(waiter)
+        if self.following is not None and self.following[0] == key:  # the follow-up came: it goes first
+            self.following[1].cancel()
+            self._hand_on()
 
     def _drop(self, key: str, visitor: str, waiter) -> None:
         visitors = self.queues.get(key)
@@ -174,12 +188,28 @@ class FairGate:
             if not visitors:
                 del self.queues[key]
 
-    def _release(self, left: int | None = None) -> None:
+    def _release(self, left: int | None = None, key: str | None = None) -> None:
         left = self.passes if left is None else left
         if left > 0:  # even with nobody waiting: a build runs without yielding, so the flood's next request,
             # ready in the same pass of the loop, would otherwise take the slot before the loop reads anyone new
-            asyncio.get_running_loop().call_soon(self._release, left - 1)
+            asyncio.get_running_loop().call_soon(self._release, left - 1, key)
             return
+        if key is not None and self._backlog_elsewhere(key):
+            self.following = (key, asyncio.get_running_loop().call_later(self.follow_s, self._hand_on))
+            return
+        self._hand_on()
+
+    def _backlog_elsewhere(self, key: str) -> bool:
+        """Whether to hold the slot for ``key``'s next request (:data:`FOLLOW_S`): ``key`` has nobody waiting and the
+        address next in turn has :data:`BACKLOG` or more waiting (a flood)."""
+        if self.follow_s <= 0 or not self.queues or key in self.queues:
+            return False
+        _, visitors = next(iter(self.queues.items()))
+        return sum(len(q) for q in visitors.values()) >= BACKLOG
+
+    def _hand_on(self) -> None:
+        """Give the slot to the next waiter in turn, or free it."""
+        self.following = None
         while self.queues:
             key, visitors = next(iter(self.queues.items()))
             visitor, queue = next(iter(visitors.items()))
@@ -209,7 +239,7 @@ class Admission:
 
     def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic):
         self.limits, self.clock = limits, clock
-        self.gate = FairGate(passes=PASSES)  #: the turns of session builds and page renders (used in the event loop only)
+        self.gate = FairGate(passes=PASSES, follow_s=FOLLOW_S)  #: the turns of session builds and page renders (used in the event loop only)
         self.buckets: dict[str, TokenBucket] = {}
         self.open_by_address: dict[str, int] = {}
         self.open_by_visitor: dict[str, int] = {}

@@ -143,6 +143,52 @@ def test_fair_gate_lets_a_late_request_in_between_builds_that_never_yield():
     assert order.index(("newcomer", 0)) == 1  # the first build, then the newcomer (was: after all ten)
 
 
+def test_fair_gate_waits_for_a_newcomers_next_step_while_one_address_floods():
+    """A visitor's page, session and document are three turns, each asked for a little after the previous one ended
+    (its client's round trip). While one address floods, the slot waits up to FOLLOW_S for that next request, so the
+    newcomer's steps run one after the other instead of each behind one of the flood's builds; with a few requests
+    waiting (no flood: fewer than BACKLOG) nobody is waited for."""
+    import asyncio
+
+    from grpo_lab.admission import BACKLOG, FOLLOW_S, PASSES
+
+    def order(follow_s: float, flood: int) -> list:
+        out = []
+
+        async def main():
+            gate = FairGate(slots=1, passes=PASSES, follow_s=follow_s)
+
+            async def build(key, i):
+                async with gate.turn(key):
+                    out.append((key, i))
+
+            async def newcomer():
+                await build("newcomer", 0)
+                await asyncio.sleep(FOLLOW_S / 15)  # its client reads the page and opens the websocket
+                await build("newcomer", 1)
+
+            first = asyncio.create_task(build("flood", 0))
+            await asyncio.sleep(0)  # the flood's first build is under way, the rest queue behind it
+            tasks = [first, *[asyncio.create_task(build("flood", i)) for i in range(1, flood)],
+                     asyncio.create_task(newcomer())]
+            await asyncio.gather(*tasks)
+            await asyncio.sleep(FOLLOW_S * 2)  # a last wait for a next step that does not come
+            for _ in range(PASSES + 1):
+                await asyncio.sleep(0)
+            assert gate.busy == 0 and not gate.queues and gate.following is None
+
+        _run_apart(main())
+        return out
+
+    followed = order(FOLLOW_S, 2 * BACKLOG)
+    assert followed.index(("newcomer", 1)) == followed.index(("newcomer", 0)) + 1
+    assert [i for k, i in followed if k == "flood"] == list(range(2 * BACKLOG))
+    unfollowed = order(0.0, 2 * BACKLOG)  # as before: the flood's next build came first
+    assert unfollowed.index(("newcomer", 1)) > unfollowed.index(("newcomer", 0)) + 1
+    few = order(FOLLOW_S, BACKLOG // 2)
+    assert few.index(("newcomer", 1)) > few.index(("newcomer", 0)) + 1
+
+
 def test_admission_counts_per_address_and_visitor():
     t = [0.0]
     adm = Admission(Limits(per_address=3, per_visitor=2, new_per_second=1.0, burst=10), clock=lambda: t[0])
