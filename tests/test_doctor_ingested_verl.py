@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 from grpo_lab.cli import main
 from grpo_lab.sims.record import read_record
+from grpo_lab.testing.ingested_truth import betabinom_ml, mixed_per_1000, transition_counts
 
 VERL = Path(__file__).parent / "fixtures" / "ingest" / "verl_matrix" / "dapo_filter"
 G = 4
@@ -60,10 +60,6 @@ def _dumped(truth):
     return out
 
 
-def _state(x):
-    return 0 if np.all(x <= 0.5) else 2 if np.all(x > 0.5) else 1
-
-
 def test_the_record_is_the_trained_groups_and_verl_stopped_at_the_cap(verl):
     """The ingested groups are the truth's dumped groups (the same training rewards per step and prompt); the
     generated groups the filter dropped are not in the dump; verl stopped at step 53 after 4 rounds."""
@@ -84,9 +80,7 @@ def test_fit_is_the_maximum_likelihood_of_the_truths_counts(verl):
     recomputed from the truth's dumped groups."""
     _, truth, d = verl
     S = np.array([int(np.sum(t > 0.5)) for _, _, t, _ in _dumped(truth)])
-    nll = lambda la: -stats.betabinom.logpmf(S, G, *np.exp(la)).sum()  # noqa: E731
-    best = optimize.minimize(nll, np.log([1.0, 1.0]), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-10})
-    a, b = np.exp(best.x)
+    a, b = betabinom_ml(S, G)
     f = d["fit"]
     assert abs(f["alpha"] - a) < 0.02 * f["se_alpha"] and abs(f["beta"] - b) < 0.02 * f["se_beta"]
     for key, want in (("all_pass", np.mean(S == G)), ("all_fail", np.mean(S == 0))):
@@ -115,13 +109,7 @@ def test_audit_reproduces_critic_score_mean_and_says_the_correctness_split_is_mi
 def test_transitions_count_the_truths_visits(verl):
     """Per prompt, the states of consecutive trained visits (dump order) counted from the truth."""
     _, truth, d = verl
-    seqs: dict = {}
-    for _, prompt, t, _ in _dumped(truth):
-        seqs.setdefault(prompt, []).append(_state(t))
-    want = np.zeros((3, 3), int)
-    for s in seqs.values():
-        for a, b in zip(s, s[1:]):
-            want[a, b] += 1
+    want = transition_counts((prompt, t) for _, prompt, t, _ in _dumped(truth))
     tr = d["transitions"]
     assert tr["available"] and np.array_equal(np.asarray(tr["counts"]), want) and want.sum() == 208 - 24
 
@@ -147,6 +135,5 @@ def test_plain_sampler_against_the_records_own_mixed_share(verl):
     share (1000 / K per group): within 3 standard errors."""
     _, truth, d = verl
     (plain,) = [r for r in d["samplers"]["rows"] if r["sampler"] == "plain"]
-    mixed = np.array([_state(t) == 1 for _, _, t, _ in _dumped(truth)], float)
-    se = np.sqrt(mixed.mean() * (1 - mixed.mean()) / mixed.size) * 1000 / G
-    assert abs(plain["useful_per_1000"] - mixed.mean() * 1000 / G) < 3 * se
+    want, se = mixed_per_1000([t for _, _, t, _ in _dumped(truth)], G)
+    assert abs(plain["useful_per_1000"] - want) < 3 * se
