@@ -137,3 +137,21 @@ def test_plain_sampler_against_the_records_own_mixed_share(verl):
     (plain,) = [r for r in d["samplers"]["rows"] if r["sampler"] == "plain"]
     want, se = mixed_per_1000([t for _, _, t, _ in _dumped(truth)], G)
     assert abs(plain["useful_per_1000"] - want) < 3 * se
+
+
+def test_calibration_to_the_logged_rounds_sees_the_stall_the_survivors_hide(verl):
+    """The record holds only the trained groups: over the last 10 logged steps 40 groups, where the truth
+    generated 192 (the rounds x 8). The calibration to the record's mixed share (the survivors') puts the stall
+    far after verl's stop at step 53; the calibration to the logged rounds (their mean equals the truth's) puts
+    P(stall) > 0.05 within 3 steps of it."""
+    _, truth, d = verl
+    sf = d["stall_forecast"]
+    cr = sf["calibrated_rounds"]
+    steps = range(cr["steps"][0], cr["steps"][1] + 1)
+    assert list(steps) == list(range(43, 53)) and not cr["at_bound"]
+    assert cr["observed"] == pytest.approx(np.mean([truth["rounds"][str(s)] for s in steps]))
+    assert cr["drawn"] == sum(g["step"] in steps for g in truth["groups"]) == 192
+    assert cr["recorded"] == sum(s in steps for s, *_ in _dumped(truth)) == 40
+    stop = truth["stopped"]["step"]
+    assert abs(cr["stall"]["0.05"] - stop) <= 3
+    assert sf["calibrated"]["stall"]["0.05"] > stop + 20  # the survivors' mixed share: the biased calibration

@@ -281,8 +281,9 @@ def test_cli_json_html_and_flags(capsys, tmp_path):
 @pytest.mark.parametrize("name,cap,stalled", [("trainer-cap3", 3, 56), ("trainer-cap4", 4, 79)])
 def test_trainer_runs_with_a_known_cap(name, cap, stalled):
     """Runs of the project's trainer that hit max_num_gen_batches (tests/fixtures/doctor/README.md): the
-    forecast reads the cap, compares with every logged step, and its calibrated nowcast puts P(stall) > 0.05
-    within 3 steps of the observed stall; the model's own level gives a later step (reported, docs/doctor.md)."""
+    forecast reads the cap, compares with every logged step, and its calibrated nowcasts (to the mixed share, and
+    to the logged rounds) put P(stall) > 0.05 within 3 steps of the observed stall; the model's own level gives a
+    later step (reported, docs/doctor.md)."""
     rec = read_record(Path(__file__).parent / "fixtures" / "doctor" / name)
     sf = diagnose(rec)["stall_forecast"]
     assert sf["settings"]["cap_effective"] == cap and sf["settings"]["gen_batch"] == 64
@@ -292,3 +293,5 @@ def test_trainer_runs_with_a_known_cap(name, cap, stalled):
     c = sf["calibrated"]
     assert abs(c["stall"]["0.05"] - stalled) <= 3
     assert sf["stall"]["0.05"]["step"] >= c["stall"]["0.05"]  # the uncalibrated model is the later (optimistic) one
+    cr = sf["calibrated_rounds"]  # the level matched to the logged rounds instead: also within 3 steps
+    assert abs(cr["stall"]["0.05"] - stalled) <= 3 and cr["recorded"] == cr["drawn"]  # every drawn group recorded
