@@ -36,14 +36,15 @@ G = 4
 @pytest.fixture(scope="module")
 def verl(tmp_path_factory):
     out = tmp_path_factory.mktemp("verl") / "record"
-    with contextlib.redirect_stdout(io.StringIO()):
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
         assert main(["ingest", str(VERL / "run"), "--format", "verl", "--out", str(out)]) == 0
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):  # a pass: training reward > 0.5
         assert main(["diagnose", str(out), "--tolerance", "0", "--trainer-config", str(VERL / "trainer_config.json"),
                      "--json"]) == 0
     truth = json.loads((VERL / "truth.json").read_text())
-    return read_record(out), truth, json.loads(buf.getvalue())
+    return read_record(out), truth, json.loads(buf.getvalue()), said.getvalue()
 
 
 def _dumped(truth):
@@ -63,7 +64,7 @@ def _dumped(truth):
 def test_the_record_is_the_trained_groups_and_verl_stopped_at_the_cap(verl):
     """The ingested groups are the truth's dumped groups (the same training rewards per step and prompt); the
     generated groups the filter dropped are not in the dump; verl stopped at step 53 after 4 rounds."""
-    rec, truth, d = verl
+    rec, truth, d, _ = verl
     groups = _dumped(truth)
     assert d["run"]["groups"] == len(groups) == 208 and d["run"]["K"] == G
     assert len(truth["groups"]) == 624 and sum(g["dumped"] for g in truth["groups"]) == 208
@@ -78,7 +79,7 @@ def test_the_record_is_the_trained_groups_and_verl_stopped_at_the_cap(verl):
 def test_fit_is_the_maximum_likelihood_of_the_truths_counts(verl):
     """The Beta-binomial fit equals an independent ML fit (scipy) of the successes (training reward > 0.5)
     recomputed from the truth's dumped groups."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     S = np.array([int(np.sum(t > 0.5)) for _, _, t, _ in _dumped(truth)])
     a, b = betabinom_ml(S, G)
     f = d["fit"]
@@ -91,7 +92,7 @@ def test_audit_reproduces_critic_score_mean_and_says_the_correctness_split_is_mi
     """verl's logged critic/score/mean is reproduced at all 52 steps, and equals the truth's mean training reward
     per step; the dump has no correctness column, so the split is reported unavailable, although the truth holds
     phantom-gradient groups (unanimous in acc, not in the training reward) among the trained ones."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     a = d["audit"]
     (check,) = [c for c in a["checks"] if c["metric"] == "critic/score/mean"]
     assert check["agree"] == check["compared_steps"] == 52 and not check["disagreements"]
@@ -108,7 +109,7 @@ def test_audit_reproduces_critic_score_mean_and_says_the_correctness_split_is_mi
 
 def test_transitions_count_the_truths_visits(verl):
     """Per prompt, the states of consecutive trained visits (dump order) counted from the truth."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     want = transition_counts((prompt, t) for _, prompt, t, _ in _dumped(truth))
     tr = d["transitions"]
     assert tr["available"] and np.array_equal(np.asarray(tr["counts"]), want) and want.sum() == 208 - 24
@@ -117,7 +118,7 @@ def test_transitions_count_the_truths_visits(verl):
 def test_stall_forecast_reads_verls_config_and_its_logged_rounds(verl):
     """--trainer-config with verl's keys; the rounds the forecast is checked against are the rounds the truth
     counted per trained step (verl's train/num_gen_batches), and its predicted rounds are reported beside them."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     sf = d["stall_forecast"]
     cfg = json.loads((VERL / "trainer_config.json").read_text())
     st = sf["settings"]
@@ -133,7 +134,7 @@ def test_stall_forecast_reads_verls_config_and_its_logged_rounds(verl):
 def test_plain_sampler_against_the_records_own_mixed_share(verl):
     """Plain GRPO's useful groups per 1,000 rollouts on the fitted population, against the record's own mixed
     share (1000 / K per group): within 3 standard errors."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     (plain,) = [r for r in d["samplers"]["rows"] if r["sampler"] == "plain"]
     want, se = mixed_per_1000([t for _, _, t, _ in _dumped(truth)], G)
     assert abs(plain["useful_per_1000"] - want) < 3 * se
@@ -144,7 +145,7 @@ def test_calibration_to_the_logged_rounds_sees_the_stall_the_survivors_hide(verl
     generated 192 (the rounds x 8). The calibration to the record's mixed share (the survivors') puts the stall
     far after verl's stop at step 53; the calibration to the logged rounds (their mean equals the truth's) puts
     P(stall) > 0.05 within 3 steps of it."""
-    _, truth, d = verl
+    _, truth, d, _ = verl
     sf = d["stall_forecast"]
     cr = sf["calibrated_rounds"]
     steps = range(cr["steps"][0], cr["steps"][1] + 1)
@@ -155,3 +156,14 @@ def test_calibration_to_the_logged_rounds_sees_the_stall_the_survivors_hide(verl
     stop = truth["stopped"]["step"]
     assert abs(cr["stall"]["0.05"] - stop) <= 3
     assert sf["calibrated"]["stall"]["0.05"] > stop + 20  # the survivors' mixed share: the biased calibration
+
+
+def test_ingest_says_the_dump_holds_the_survivors_and_no_extras(verl):
+    """The ingest names the steps at which verl drew more than one round (the truth's) and says the dump holds
+    only the trained groups and no reward extras (the truth: 624 generated, 208 dumped; no acc in the dump)."""
+    _, truth, _, said = verl
+    multi = [int(s) for s, r in truth["rounds"].items() if r > 1 and int(s) <= 52]
+    assert multi == [22, 28, 30, 32, 33, 34, *range(41, 53)] and "train/num_gen_batches > 1 at steps 22, 28, 30, 32-34, 41-52" in said
+    assert "the dump holds only the groups that trained" in said and "correctness split is not in this record" in said
+    rows = [json.loads(line) for line in (VERL / "run" / "rollouts" / "1.jsonl").read_text().splitlines()]
+    assert not {"acc", "overlong_reward"} & set(rows[0])
