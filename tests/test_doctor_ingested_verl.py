@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from grpo_lab.cli import main
+from grpo_lab.doctor_report.stall import stall_html
 from grpo_lab.sims.record import read_record
 from grpo_lab.testing.ingested_truth import betabinom_ml, mixed_per_1000, transition_counts
 
@@ -156,6 +157,9 @@ def test_calibration_to_the_logged_rounds_sees_the_stall_the_survivors_hide(verl
     stop = truth["stopped"]["step"]
     assert abs(cr["stall"]["0.05"] - stop) <= 3
     assert sf["calibrated"]["stall"]["0.05"] > stop + 20  # the survivors' mixed share: the biased calibration
+    page = stall_html(d)  # the HTML report says the same
+    assert (f"Calibrated to the logged rounds of steps 43-52 ({cr['observed']:.2f} logged" in page
+            and f"above 0.05 first at step {cr['stall']['0.05']}" in page and "holds 40 groups" in page)
 
 
 def test_ingest_says_the_dump_holds_the_survivors_and_no_extras(verl):

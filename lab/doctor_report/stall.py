@@ -177,6 +177,15 @@ def _stall_tables(sf: dict) -> str:
                          ["P(stall) above", "first at step", "95% interval from", "to"], "doctor-stall-levels"))
     out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
                f"all-fail).</p>")
+    cr = sf.get("calibrated_rounds", {"available": False})
+    if cr["available"]:
+        out.append(f"<p class=\"doctor-stall-rounds\">Calibrated to the logged rounds of steps {cr['steps'][0]}-"
+                   f"{cr['steps'][1]} ({cr['observed']:.2f} logged vs {cr['model']:.2f} model): P(stall) "
+                   f"{percent(cr['next']['p_stall'])} at the next step"
+                   + (f"; above 0.05 first at step {_step(cr['stall']['0.05'])}" if cap else "")
+                   + (f". The record holds {cr['recorded']:,} groups at those steps of the {cr['drawn']:,} drawn: "
+                      "its mixed share is the survivors'." if cr["recorded"] < SURVIVORS * cr["drawn"] else ".")
+                   + "</p>")
     return "\n".join(out)
 
 
