@@ -35,7 +35,7 @@ from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
            "PLAY_SECONDS", "PLAY_SYNC_MS", "cli_flag", "VIEW_OPTIONS",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
-           "defaults", "scenario_values", "READOUTS"]
+           "scenario_values", "READOUTS"]
 
 K_MAX = UNIFORM_BLOCK  #: the largest group size: one block of the core's rollout uniforms, all the kernel has
 RHO_MAX = 0.95  #: the largest rollout correlation offered (Beta quantiles beyond it are numerically harsh)
@@ -97,11 +97,6 @@ class GridControls(param.Parameterized):
         lo, hi = self.band()
         return {"progress": self.progress, "K": self.K, "filter": self.filter, "band_lo": lo, "band_hi": hi,
                 "rho": self.rho}
-
-
-def defaults(names=LINKED, controls: type[GridControls] = GridControls) -> dict:
-    """The named controls' defaults, read from their parameters: ``{name: default}``."""
-    return {name: controls.param[name].default for name in names}
 
 
 def scenario_values(scenario) -> dict:
