@@ -121,7 +121,9 @@ def build_app(query: dict[str, str] | None = None):
     tabs = _lazy_tabs(session)
     tour_panel.on_step = lambda: setattr(tabs, "active", 0)  # a tour step talks about the Live lab tab
     access = PageAccess(css=PAGE_CSS + PHONE_CSS + (PRESENT_CSS if session.present else ""))
-    return pn.Column(header, tour_panel.panel, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+    # the tour's box only where a tour runs: a tour starts from its link (?tour=N), which builds a new page
+    touring = [tour_panel.panel] if tour.step else []
+    return pn.Column(header, *touring, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:

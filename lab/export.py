@@ -198,6 +198,7 @@ def page_state(spec: ExportSpec, draws: list[dict], out_name: str) -> dict:
         "command": command_line(spec, out_name),
         "embed": page_settings(),
         "play_seconds": PLAY_SECONDS,  # Play's whole sweep, as in the lab
+        "options": list(VIEW_OPTIONS),  # the view command's options, in order (grpo_lab.grid.spec.VIEW_OPTIONS)
         "flags": {name: cli_flag(name) for name in (*VIEW_OPTIONS, "filter")},
     }
 

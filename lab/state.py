@@ -27,17 +27,20 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario
 
 from .grid.pin import parse_pin, pin_text
-from .grid.spec import K_MAX, RHO_MAX, GridControls, ordered_band
+from .grid.spec import K_MAX, LINKED, RHO_MAX, GridControls, ordered_band
 
-__all__ = ["LabState", "PlayState", "AdvantageState", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
+__all__ = ["LabState", "PlayState", "AdvantageState", "POPULATION", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
            "query_values"]
 
 LAB_MAX_PROMPTS = 20_000  #: the most prompts the lab draws (each ships 64 float32 uniforms to the browser)
 BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
 SEED_MAX = 2**32 - 1
 
-#: URL query parameter names, in order (also the LabState parameter names); ``pin`` only while a view is pinned
-URL_PARAMS = ("progress", "K", "filter", "band_lo", "band_hi", "rho", "n_prompts", "a", "b", "seed", "pin")
+#: the controls that decide the population (LabState's own; the grid's are grid.spec.LINKED)
+POPULATION = ("n_prompts", "a", "b", "seed")
+#: URL query parameter names, in order: every control of LabState (the grid's, the population's, the pin), which
+#: the page also watches for its redraw; ``pin`` only while a view is pinned
+URL_PARAMS = LINKED + POPULATION + ("pin",)
 
 _DEFAULT = Scenario()
 
@@ -64,8 +67,8 @@ class LabState(GridControls):
                         K=self.K, rho=self.rho, band=(lo, hi) if self.filter else None, gain=_DEFAULT.gain)
 
     def population_key(self) -> tuple:
-        """What determines the population: (n_prompts, a, b, seed)."""
-        return (self.n_prompts, self.a, self.b, self.seed)
+        """What determines the population: the :data:`POPULATION` values (n_prompts, a, b, seed)."""
+        return tuple(getattr(self, name) for name in POPULATION)
 
     def values(self) -> dict:
         """The URL parameters' current values."""

@@ -100,6 +100,20 @@ def test_the_command_lines_options_are_read_from_the_parameters():
     assert all(name in LabState.param for name in URL_PARAMS)
 
 
+def test_the_url_keys_and_the_pages_watch_list_are_the_states_controls():
+    """A control added to LabState (or GridControls) is a URL key and redraws the page without a list to edit:
+    URL_PARAMS is every parameter of the state but its name and notice, and the live view watches exactly it."""
+    from grpo_lab.state import URL_PARAMS, PlayState
+    from grpo_lab.views.live import LiveLab
+
+    assert set(URL_PARAMS) == set(LabState.param) - {"name", "notice"} and len(set(URL_PARAMS)) == len(URL_PARAMS)
+    lab = LabState()
+    LiveLab(lab, PlayState())
+    watched = {name for name, kinds in lab.param.watchers.items() for w in kinds.get("value", ())
+               if getattr(w.fn, "__name__", "") == "_changed"}
+    assert watched == set(URL_PARAMS)
+
+
 def test_a_default_and_label_changed_on_the_parameter_reach_the_command_line(monkeypatch):
     monkeypatch.setattr(LabState.param.K, "default", 12)
     monkeypatch.setattr(LabState.param.seed, "label", "Population seed")

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
 
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
 from grpo_lab.sims.ingest import ingest
+from grpo_lab.testing.ingested_truth import betabinom_ml, mixed_per_1000, state, transition_counts
 
 TRL = Path(__file__).parent / "fixtures" / "ingest" / "trl_matrix" / "doctor"
 G = 4
@@ -42,18 +42,12 @@ def _truth_groups(truth):
     return out
 
 
-def _state(x):
-    return 0 if np.all(x <= 0.5) else 2 if np.all(x > 0.5) else 1
-
-
 def test_fit_is_the_maximum_likelihood_of_the_truths_counts(trl):
     """The Beta-binomial fit equals an independent ML fit (scipy) of the successes recomputed from the truth."""
     _, truth, d = trl
     S = np.array([int(np.sum(t > 0.5)) for *_, t in _truth_groups(truth)])
     assert d["run"]["groups"] == len(S) == 240 and d["run"]["K"] == G
-    nll = lambda la: -stats.betabinom.logpmf(S, G, *np.exp(la)).sum()  # noqa: E731
-    best = optimize.minimize(nll, np.log([1.0, 1.0]), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-10})
-    a, b = np.exp(best.x)
+    a, b = betabinom_ml(S, G)
     f = d["fit"]
     assert abs(f["alpha"] - a) < 0.02 * f["se_alpha"] and abs(f["beta"] - b) < 0.02 * f["se_beta"]
     for key, want in (("all_pass", np.mean(S == G)), ("all_fail", np.mean(S == 0))):
@@ -70,7 +64,7 @@ def test_stall_forecast_reads_the_trainers_config(trl):
     assert sf["settings"]["train_batch"] == cfg["generation_batch_size"] // cfg["num_generations"]
     assert not sf["settings"]["cap_effective"]
     lo, hi = sf["calibrated"]["steps"]
-    mixed = [_state(t) == 1 for step, _, _, t in _truth_groups(truth) if lo <= step <= hi]
+    mixed = [state(t) == 1 for step, _, _, t in _truth_groups(truth) if lo <= step <= hi]
     assert sf["calibrated"]["observed"] == pytest.approx(np.mean(mixed))
     assert np.isfinite(sf["now"]["expected"]) and sf["now"]["expected"] >= 1
 
@@ -80,21 +74,14 @@ def test_plain_sampler_against_the_runs_own_mixed_share(trl):
     share (1000 / K per group): within 3 standard errors of the observed share."""
     _, truth, d = trl
     (plain,) = [r for r in d["samplers"]["rows"] if r["sampler"] == "plain"]
-    mixed = np.array([_state(t) == 1 for *_, t in _truth_groups(truth)], float)
-    se = np.sqrt(mixed.mean() * (1 - mixed.mean()) / mixed.size) * 1000 / G
-    assert abs(plain["useful_per_1000"] - mixed.mean() * 1000 / G) < 3 * se
+    want, se = mixed_per_1000([t for *_, t in _truth_groups(truth)], G)
+    assert abs(plain["useful_per_1000"] - want) < 3 * se
 
 
 def test_transitions_count_the_truths_visits(trl):
     """Per prompt, the states of consecutive visits (in generation order) counted from the truth."""
     _, truth, d = trl
-    seqs: dict = {}
-    for _, prompt, _, t in _truth_groups(truth):
-        seqs.setdefault(prompt, []).append(_state(t))
-    want = np.zeros((3, 3), int)
-    for s in seqs.values():
-        for a, b in zip(s, s[1:]):
-            want[a, b] += 1
+    want = transition_counts((prompt, t) for _, prompt, _, t in _truth_groups(truth))
     tr = d["transitions"]
     assert tr["available"] and np.array_equal(np.asarray(tr["counts"]), want) and want.sum() == 240 - 16
 

@@ -19,7 +19,9 @@ from scipy.special import expit
 from grpo_lab.cli import main
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.groups import run_groups
-from grpo_lab.sims.doctor.stall import poisson_binomial, rounds_distribution, simulate_rounds, stall_forecast
+from grpo_lab.sims.doctor.forecast import fit_trend
+from grpo_lab.sims.doctor.stall import (poisson_binomial, rounds_calibration, rounds_distribution, simulate_rounds,
+                                       stall_forecast, step_rounds)
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config, settings_from_mapping
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.outcomes import p_useful
@@ -115,6 +117,31 @@ def test_forecast_finds_the_true_stall_step():
     got = f["stall"]["0.5"]
     assert got["interval"][0] - 2 <= true_step <= got["interval"][1] + 2
     assert abs(got["step"] - true_step) <= 0.15 * true_step
+
+
+def test_calibration_to_logged_rounds_recovers_a_known_level():
+    """Rounds logged by a direct Monte Carlo of the step on the true pass rates (with replacement, no cap), once
+    as they are and once with every prompt's P(mixed) halved (what a record of the survivors alone would hide):
+    the rounds calibration's factor is 1 within 5% for the first and half of it within 10% for the second, and each
+    reproduces its logged mean."""
+    rng = np.random.default_rng(11)
+    a, beta = rng.normal(0.0, 1.2, 500), 1.5
+    groups = run_groups(trend_record(a, beta))
+    settings = {"trainer": "flags", "gen_batch": 64, "train_batch": 64, "cap": 0, "pool": None, "K": 4,
+                "enable": True, "source": "test"}
+    trend = fit_trend(groups)
+    steps = np.arange(50, 60)
+    factors = []
+    for level in (1.0, 0.5):
+        logged = np.array([simulate_rounds(level * p_useful(expit(a + beta * s / 59), 4), 64, 64, reps=1500,
+                                           seed=int(s)).mean() for s in steps])
+        cr = rounds_calibration(groups, trend, settings, (steps, logged))
+        assert cr["available"] and not cr["at_bound"] and cr["drawn"] == int(np.sum(logged)) * 64
+        again = np.mean(step_rounds(trend, steps, {**settings, "calibration": cr["factor"]})["expected"])
+        assert again == pytest.approx(np.mean(logged), rel=1e-3)
+        factors.append(cr["factor"])
+    assert factors[0] == pytest.approx(1.0, rel=0.05)  # the trend fitted on every drawn group needs no correction
+    assert factors[1] / factors[0] == pytest.approx(0.5, rel=0.1)
 
 
 def test_not_available_without_config_or_steps(capsys):
@@ -281,8 +308,9 @@ def test_cli_json_html_and_flags(capsys, tmp_path):
 @pytest.mark.parametrize("name,cap,stalled", [("trainer-cap3", 3, 56), ("trainer-cap4", 4, 79)])
 def test_trainer_runs_with_a_known_cap(name, cap, stalled):
     """Runs of the project's trainer that hit max_num_gen_batches (tests/fixtures/doctor/README.md): the
-    forecast reads the cap, compares with every logged step, and its calibrated nowcast puts P(stall) > 0.05
-    within 3 steps of the observed stall; the model's own level gives a later step (reported, docs/doctor.md)."""
+    forecast reads the cap, compares with every logged step, and its calibrated nowcasts (to the mixed share, and
+    to the logged rounds) put P(stall) > 0.05 within 3 steps of the observed stall; the model's own level gives a
+    later step (reported, docs/doctor.md)."""
     rec = read_record(Path(__file__).parent / "fixtures" / "doctor" / name)
     sf = diagnose(rec)["stall_forecast"]
     assert sf["settings"]["cap_effective"] == cap and sf["settings"]["gen_batch"] == 64
@@ -292,3 +320,5 @@ def test_trainer_runs_with_a_known_cap(name, cap, stalled):
     c = sf["calibrated"]
     assert abs(c["stall"]["0.05"] - stalled) <= 3
     assert sf["stall"]["0.05"]["step"] >= c["stall"]["0.05"]  # the uncalibrated model is the later (optimistic) one
+    cr = sf["calibrated_rounds"]  # the level matched to the logged rounds instead: also within 3 steps
+    assert abs(cr["stall"]["0.05"] - stalled) <= 3 and cr["recorded"] == cr["drawn"]  # every drawn group recorded

@@ -20,6 +20,8 @@ __all__ = ["stall_lines", "transitions_lines", "stall_html", "ahead_rows"]
 
 AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
 _SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
+#: below this share of the groups the logged rounds drew, a record is said to hold only the survivors of a filter
+SURVIVORS = 0.75
 
 
 def _step(x) -> str:
@@ -68,6 +70,19 @@ def stall_lines(d: dict) -> list[str]:
                    f"{percent(c['model'])} model, x{c['factor']:.2f}): {c['now']['expected']:.2f} rounds now, P(stall) "
                    f"{percent(c['now']['p_stall'])}" + ("; P(stall) > 0.5 first at step "
                    f"{_step(c['stall']['0.5'])}, > 0.05 at {_step(c['stall']['0.05'])}" if s["cap_effective"] else ""))
+    cr = sf.get("calibrated_rounds", {"available": False})
+    if cr["available"]:
+        out.append(f"  calibrated to the logged rounds of steps {cr['steps'][0]}-{cr['steps'][1]} ({cr['observed']:.2f} "
+                   f"logged vs {cr['model']:.2f} model, u x{cr['factor']:.2f}"
+                   + (", at the search's bound" if cr["at_bound"] else "")
+                   + f"): {cr['now']['expected']:.2f} rounds now, P(stall) {percent(cr['next']['p_stall'])} at the "
+                   f"next step" + ("; P(stall) > 0.5 first at step "
+                      f"{_step(cr['stall']['0.5'])}, > 0.05 at {_step(cr['stall']['0.05'])}" if s["cap_effective"] else ""))
+        if cr["recorded"] < SURVIVORS * cr["drawn"]:
+            out.append(f"  the record holds {cr['recorded']:,} groups at those steps, the logged rounds drew "
+                       f"{cr['drawn']:,}: the rest are not in it (verl's dump holds only the trained groups), so its "
+                       "mixed share is the survivors' and the calibration to it is biased upward; the calibration to "
+                       "the rounds does not use it")
     v = sf["validation"]
     if v["available"]:
         out.append(f"  check against the logged rounds: mean {v['predicted_mean']:.2f} predicted vs "
@@ -162,6 +177,15 @@ def _stall_tables(sf: dict) -> str:
                          ["P(stall) above", "first at step", "95% interval from", "to"], "doctor-stall-levels"))
     out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
                f"all-fail).</p>")
+    cr = sf.get("calibrated_rounds", {"available": False})
+    if cr["available"]:
+        out.append(f"<p class=\"doctor-stall-rounds\">Calibrated to the logged rounds of steps {cr['steps'][0]}-"
+                   f"{cr['steps'][1]} ({cr['observed']:.2f} logged vs {cr['model']:.2f} model): P(stall) "
+                   f"{percent(cr['next']['p_stall'])} at the next step"
+                   + (f"; above 0.05 first at step {_step(cr['stall']['0.05'])}" if cap else "")
+                   + (f". The record holds {cr['recorded']:,} groups at those steps of the {cr['drawn']:,} drawn: "
+                      "its mixed share is the survivors'." if cr["recorded"] < SURVIVORS * cr["drawn"] else ".")
+                   + "</p>")
     return "\n".join(out)
 
 

@@ -20,24 +20,34 @@ from __future__ import annotations
 
 import re
 
-from .spec import DEFAULT_BAND, ordered_band
+import param
+
+from .spec import DEFAULT_BAND, GridControls, ordered_band
 
 __all__ = ["PIN_FIELDS", "pin_text", "parse_pin", "pin_values", "pin_label", "pin_html"]
 
-#: the pin's field codes and the control each one holds, in the order they are written
+#: the pin's field codes and the control each one holds, in the order they are written (a new numeric control of
+#: the grid needs only its code here: its type and default are its parameter's)
 PIN_FIELDS = {"K": "K", "t": "progress", "lo": "band_lo", "hi": "band_hi", "rho": "rho"}
-_FIELD = re.compile(r"^(K|t|lo|hi|rho)([0-9eE.+-]+)$")
+_REQUIRED = ("K", "progress")  #: always written; the band's ends only with the filter on; any other only off its default
+_BAND = ("band_lo", "band_hi")
+_FIELD = re.compile(rf"^({'|'.join(sorted(PIN_FIELDS, key=len, reverse=True))})([0-9eE.+-]+)$")
+
+
+def _number(name: str, value):
+    """A control's value as its parameter's type (an Integer's as int, a Number's as float)."""
+    return int(value) if isinstance(GridControls.param[name], param.Integer) else float(value)
 
 
 def pin_text(values: dict) -> str:
     """The ``pin`` URL value of control values {progress, K, filter, band_lo, band_hi, rho}."""
-    parts = [f"K{int(values['K'])}", f"t{float(values['progress'])!r}"]
+    clean = {name: _number(name, values.get(name, GridControls.param[name].default)) for name in PIN_FIELDS.values()}
     if values.get("filter"):
-        lo, hi = ordered_band(float(values["band_lo"]), float(values["band_hi"]))
-        parts += [f"lo{lo!r}", f"hi{hi!r}"]
-    if float(values.get("rho", 0.0)):
-        parts.append(f"rho{float(values['rho'])!r}")
-    return "_".join(parts)
+        clean["band_lo"], clean["band_hi"] = ordered_band(clean["band_lo"], clean["band_hi"])
+    written = [(code, name) for code, name in PIN_FIELDS.items()
+               if name in _REQUIRED or (values.get("filter") if name in _BAND else
+                                        clean[name] != GridControls.param[name].default)]
+    return "_".join(f"{code}{clean[name]!r}" for code, name in written)
 
 
 def parse_pin(text: str) -> dict[str, str]:
@@ -60,9 +70,11 @@ def parse_pin(text: str) -> dict[str, str]:
 def pin_values(text: str) -> dict:
     """Control values {progress, K, filter, band_lo, band_hi, rho} of a clean pin (one :func:`pin_text` wrote)."""
     raw = parse_pin(text)
-    band = (float(raw["band_lo"]), float(raw["band_hi"])) if "band_lo" in raw else DEFAULT_BAND
-    return {"progress": float(raw["progress"]), "K": int(raw["K"]), "filter": "band_lo" in raw,
-            "band_lo": band[0], "band_hi": band[1], "rho": float(raw.get("rho", 0.0))}
+    out = {name: _number(name, raw[name]) if name in raw else GridControls.param[name].default
+           for name in PIN_FIELDS.values()}
+    if "band_lo" not in raw:
+        out["band_lo"], out["band_hi"] = DEFAULT_BAND
+    return {**out, "filter": "band_lo" in raw}
 
 
 def pin_label(values: dict) -> str:

@@ -35,7 +35,7 @@ from grpo_lab.sims.scenario import DEFAULT_BAND, Scenario
 __all__ = ["K_MAX", "RHO_MAX", "DEFAULT_BAND", "PROGRESS_STEP", "EXPORT_PROGRESS_STEP", "BAND_STEP", "RHO_STEP",
            "PLAY_SECONDS", "PLAY_SYNC_MS", "cli_flag", "VIEW_OPTIONS",
            "GridControls", "VIEW_CONTROLS", "LINKED", "ordered_band", "control_spec", "step_digits", "link",
-           "READOUTS"]
+           "scenario_values", "READOUTS"]
 
 K_MAX = UNIFORM_BLOCK  #: the largest group size: one block of the core's rollout uniforms, all the kernel has
 RHO_MAX = 0.95  #: the largest rollout correlation offered (Beta quantiles beyond it are numerically harsh)
@@ -97,6 +97,14 @@ class GridControls(param.Parameterized):
         lo, hi = self.band()
         return {"progress": self.progress, "K": self.K, "filter": self.filter, "band_lo": lo, "band_hi": hi,
                 "rho": self.rho}
+
+
+def scenario_values(scenario) -> dict:
+    """The :data:`LINKED` control values that show a :class:`grpo_lab.sims.scenario.Scenario`: its progress, K
+    and rho, ``filter`` on when it has a band, and the band in order (the default band when it has none)."""
+    lo, hi = ordered_band(*scenario.band) if scenario.band is not None else DEFAULT_BAND
+    return {"progress": scenario.progress, "K": scenario.K, "filter": scenario.band is not None, "band_lo": lo,
+            "band_hi": hi, "rho": scenario.rho}
 
 
 def step_digits(step: float) -> int:

@@ -52,8 +52,9 @@ class DiagnoseView(pn.viewable.Viewer):
                                    styles={"color": "#8a4b00", "background": "#fff6e0", "padding": "4px 8px"})
         self.report = pn.pane.HTML("", css_classes=["replay-diagnose"], sizing_mode="stretch_width")
         self.button.on_click(self._on_click)
-        self._layout = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width", max_width=560), self.button, self.notice, self.report,
-                                 sizing_mode="stretch_width")
+        # the notice joins the section the first time it has something to say (one model fewer in a first render)
+        self._layout = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width", max_width=560), self.button,
+                                 self.report, sizing_mode="stretch_width")
 
     def __panel__(self):
         return self._layout
@@ -71,6 +72,8 @@ class DiagnoseView(pn.viewable.Viewer):
     def _note(self, text: str) -> None:
         self.notice.object = html.escape(text)
         self.notice.visible = bool(text)
+        if text and self.notice not in self._layout.objects:
+            self._layout.insert(2, self.notice)
 
     def _show(self, report: str | None, error: str | None) -> None:
         self.report.object = report or ""

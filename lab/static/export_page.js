@@ -25,8 +25,8 @@
   function describe() {
     var pop = state.population, seed = state.draws[drawIndex].seed, n = state.draws.length, v = view.values;
     var f = state.flags;  // each control's command-line option, from the spec (grpo_lab.grid.spec.cli_flag)
-    var args = ["grpo-lab population", f.n_prompts + " " + pop.n_prompts, f.a + " " + pop.a, f.b + " " + pop.b,
-                f.seed + " " + seed, f.progress + " " + v.progress, f.K + " " + v.K];
+    var value = Object.assign({}, pop, v, {seed: seed});  // the population's and the controls' values by name
+    var args = ["grpo-lab population"].concat(state.options.map(function (name) { return f[name] + " " + value[name]; }));
     if (v.filter) args.push(f.filter + " " + v.band_lo + " " + v.band_hi);
     args.push("--json");
     setText($("gx-view-cmd"), args.join(" "));

@@ -22,6 +22,7 @@ import math
 
 from grpo_lab.grid.component import server_view
 from grpo_lab.grid.pin import pin_label, pin_text, pin_values
+from grpo_lab.grid.spec import scenario_values
 from grpo_lab.memo import Memo, array_key
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import k_cost
@@ -54,16 +55,11 @@ def budget_figures(frame: Frame) -> dict:
             "n_kept": int(v.summary["n_kept"]), "n_prompts": int(v.summary["n_prompts"])}
 
 
-def _values(s: Scenario) -> dict:
-    lo, hi = s.band if s.band is not None else (0.0, 1.0)
-    return {"K": s.K, "progress": s.progress, "filter": s.band is not None, "band_lo": lo, "band_hi": hi, "rho": s.rho}
-
-
 def compare_html(pinned: Frame, now: Frame) -> str:
     """The comparison: a sentence at the same rollout budget and a table of both views' figures (HTML; every
     text is a number or a fixed label, escaped all the same)."""
     a, b = budget_figures(pinned), budget_figures(now)
-    la, lb = pin_label(_values(pinned.scenario)), pin_label(_values(now.scenario))
+    la, lb = pin_label(scenario_values(pinned.scenario)), pin_label(scenario_values(now.scenario))
     ratio = b["per_1000"] / a["per_1000"] if a["per_1000"] > 0 and math.isfinite(b["per_1000"]) else math.nan
     e = html.escape
     if math.isfinite(ratio):
@@ -124,8 +120,8 @@ def _pinned(frame: Frame, pin: str) -> tuple[Frame, dict]:
     def compute():
         pinned = Frame(s, pop, evaluate(s, pop), *([s.band] if s.band else []))
         return pinned, {"key": f"{pop.seed}/{pop.n}/{pop.a!r}/{pop.b!r}/{s.gain!r}/{pin}",
-                        "title": f"Pinned view: {pin_label(_values(s))}",
-                        "label": f"The pinned view's prompts ({pin_label(_values(s))})",
+                        "title": f"Pinned view: {pin_label(scenario_values(s))}",
+                        "label": f"The pinned view's prompts ({pin_label(scenario_values(s))})",
                         "view": server_view(pinned.view, s.K)}
 
     return _PINNED.get((pop.seed, pop.n, array_key(pop.pass_rates), s.gain, pin), compute)

@@ -122,12 +122,12 @@ PRESENT_BUTTON_GROW = 18 / 13
 
 
 def _box(obj, basis: str, min_width: int, css: str, max_width: int | None = None, reuse: bool = False):
-    """``obj`` in a flex item of the given basis and widths; ``reuse``: a Column or Row ``obj`` becomes the item
-    itself (one Panel layout fewer to build and send per session)."""
+    """``obj`` in a flex item of the given basis and widths; ``reuse``: a Column, Row or pane ``obj`` becomes the
+    item itself (one Panel layout fewer to build and send per session)."""
     styles = {"flex": f"1 1 {basis}", "min-width": f"{min_width}px"}
     if max_width:
         styles["max-width"] = f"{max_width}px"
-    if reuse and type(obj) in (pn.Column, pn.Row):
+    if reuse and (type(obj) in (pn.Column, pn.Row) or isinstance(obj, pn.pane.HTML)):
         obj.param.update(css_classes=[*obj.css_classes, css], styles={**obj.styles, **styles}, sizing_mode="stretch_width",
                          margin=(0, 8))
         return obj

@@ -38,6 +38,14 @@ trend's per-prompt intercepts average each prompt over the run, and a prompt who
 visits more than the shared slope says gives fewer mixed groups than its average rate does). Reported beside
 the model's forecast, not instead of it: on the shipped runs neither is better everywhere (docs/doctor.md).
 
+**Calibrated to the logged rounds** (``calibrated_rounds``, where the record logs rounds per step): the same
+with every u_x(s) scaled by the c at which the trend's mean expected rounds over the last
+:data:`CALIBRATION_STEPS` logged steps equal the logged mean (bisection; the expected rounds fall as c grows).
+It needs no groups beyond those recorded, which matters where a record holds only the groups that survived
+the filter (verl's rollout dump: the trained groups only; the dropped ones were never written), so its mixed
+share is of the survivors and the calibration above is biased upward. ``recorded`` / ``drawn`` compare the
+record's groups at the logged steps with the groups the logged rounds drew (rounds x gen_batch).
+
 **Validation** on the record itself where it logs rounds per step (``steps['gen_batches']``, this
 project's trainer; verl logs ``train/num_gen_batches``): in-sample predicted against observed rounds,
 and a backtest fitting the first half of the steps and predicting the second half (mean absolute
@@ -54,7 +62,7 @@ from .forecast import HORIZON, Z95, _newton, _scale, fit_trend
 from .groups import RunGroups
 
 __all__ = ["POOL_EXACT", "LEVELS", "poisson_binomial", "rounds_distribution", "step_rounds", "stall_forecast",
-           "simulate_rounds"]
+           "rounds_calibration", "simulate_rounds"]
 
 POOL_EXACT = 4000  #: finite pools up to this many prompts get the exact Poisson-binomial
 LEVELS = (0.5, 0.05)  #: stall probabilities whose first step is reported
@@ -178,6 +186,34 @@ def calibration(groups: RunGroups, trend: dict, K: int, mask=None) -> dict:
             "steps": [int(st[0]), int(st[-1])]}
 
 
+def rounds_calibration(groups: RunGroups, trend: dict, settings: dict, observed) -> dict:
+    """Level calibration to the logged rounds: c such that the trend's mean expected rounds over the last
+    :data:`CALIBRATION_STEPS` logged steps equals their logged mean (bisection on log c; the expected rounds
+    fall as c grows). ``observed``: (steps, rounds) or None. ``at_bound``: the logged mean lies outside what
+    any c in [1e-3, 1e3] gives (then c is that bound)."""
+    if observed is None:
+        return {"available": False, "reason": "not available: needs a record that logs rounds per step"}
+    s, r = observed
+    s, r = s[-CALIBRATION_STEPS:], r[-CALIBRATION_STEPS:]
+    target = float(np.mean(r))
+
+    def mean_rounds(c):  # inf where a step can never be filled within the cap at this c
+        e = np.asarray(step_rounds(trend, s, {**settings, "calibration": c})["expected"], float)
+        return float(np.mean(np.where(np.isfinite(e), e, np.inf)))
+
+    lo, hi = np.log(1e-3), np.log(1e3)
+    model = mean_rounds(1.0)
+    at_bound = not (mean_rounds(np.exp(hi)) <= target <= mean_rounds(np.exp(lo)))
+    for _ in range(24):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if mean_rounds(np.exp(mid)) > target else (lo, mid)
+    c = float(np.exp((lo + hi) / 2))
+    at_bound = at_bound or not (1.01e-3 < c < 0.99e3)  # e.g. every logged step at the cap: E[R | R <= cap] saturates
+    recorded = int(np.sum(np.isin(groups.step, s)))
+    return {"available": True, "factor": c, "observed": target, "model": model, "steps": [int(s[0]), int(s[-1])],
+            "at_bound": bool(at_bound), "recorded": recorded, "drawn": int(np.sum(r)) * int(settings["gen_batch"])}
+
+
 def _first_stall(trend, settings, level, start, stop, beta=None, alpha=None, curve=None):
     """First integer step in [start, stop] with P(stall) > level (grid, then bisection); None if none.
     ``curve``: the grid and its P(stall) if already computed (shared between levels)."""
@@ -294,6 +330,13 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
     cal_now = step_rounds(trend, [trend["s1"]], cal_settings)
     cal.update(now={k: v[0] for k, v in cal_now.items()},
                stall=_levels(trend, cal_settings, start, stop))
+    observed = _observed_rounds(steps_table, uniq)
+    by_rounds = rounds_calibration(groups, trend, settings, observed)
+    if by_rounds["available"]:
+        rs = {**settings, "calibration": by_rounds["factor"]}
+        by_rounds.update(now={k: v[0] for k, v in step_rounds(trend, [trend["s1"]], rs).items()},
+                         next={k: v[0] for k, v in step_rounds(trend, [start], rs).items()},
+                         stall=_levels(trend, rs, start, stop))
     S, pid, t = trend["_data"]
     bounds = []
     for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
@@ -311,7 +354,7 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
             "stall": stall, "cause": cause, "cause_share_all_fail": at["share_all_fail"][0],
             "cause_at_step": first if first is not None else int(trend["s1"]),
             "horizon_step": stop, "series": {"step": grid, **series}, "calibrated": cal,
-            "validation": _validation(groups, trend, settings, _observed_rounds(steps_table, uniq), end_step)}
+            "calibrated_rounds": by_rounds, "validation": _validation(groups, trend, settings, observed, end_step)}
 
 
 def simulate_rounds(u, gen_batch: int, train_batch: int, cap: int = 0, pool: int | None = None, reps: int = 2000,

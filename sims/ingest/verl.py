@@ -262,6 +262,15 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
             notes.append(f"scalars but no rollouts at {_steps_phrase(without)}"
                          + (f" ({_steps_phrase(val_only)}: validation only, e.g. val_before_train)" if val_only else "")
                          + ": the record's recomputed figures are empty there")
+    rounds = [s for s, row in scalars.items() if row.get("train/num_gen_batches", 1) > 1]
+    if rounds and n_rows:  # verl-recipe's DAPO loop (filter_groups): it dumps the trained batch only
+        notes.append(f"verl logged train/num_gen_batches > 1 at {_steps_phrase(rounds)} (filter_groups): the dump holds "
+                     "only the groups that trained; those filtered out as unanimous were never written, so the "
+                     "record's unanimous shares and its fitted population are the survivors', not the prompts'")
+        if "acc" not in cols and "overlong_reward" not in cols:
+            notes.append("no reward extras (acc, overlong_reward) in the dump: verl-recipe's DAPO loop hands the dump "
+                         "the last generation batch's extras, which verl drops when their length differs from the "
+                         "trained batch's, so the correctness split is not in this record")
     missing = ["advantages", "lengths"] + ([] if scalars else ["scalars"]) + ([] if n_rows else ["completions"])
     source = {"kind": "verl", "path": bundle.origin, "rollout_files": dump_files, "reward_key": reward_info.get("key"),
               "scalar_files": scalar_files + ([scalars_path] if scalars_path else []),
