@@ -39,3 +39,15 @@ def page(browser):
     pg.on("pageerror", lambda exc: pg.console_errors.append(str(exc)))
     yield pg
     context.close()
+
+
+@pytest.fixture(scope="session")
+def lab_url():
+    """One lab server (``panel serve lab/app.py``, as :func:`grpo_lab.testing.lab_server.serve` starts it) shared by
+    every browser test of the plain lab, started once for the whole run: each visit is a session of its own, so the
+    tests do not see each other. A test module that needs a server of its own (other flags, its own quotas: the
+    upload and fairness tests) defines its own ``lab_url``, which takes precedence in that module."""
+    from grpo_lab.testing.lab_server import serve
+
+    with serve() as url:
+        yield url

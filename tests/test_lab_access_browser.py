@@ -6,9 +6,12 @@ axe-core is the copy the ``axe-playwright-python`` package ships (test extra), l
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
+import pytest
+from playwright.sync_api import expect
+
+from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
 from grpo_lab.testing.page import FIND, axe_violations, contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -25,12 +28,6 @@ FOCUSED = """() => { let a = document.activeElement;
 HELP_ICONS = """() => { let n = 0; function walk(root) { for (const e of root.querySelectorAll('*')) {
   if (e.matches('.bk-description, .bk-panel-models-widgets-TooltipIcon')) n++;
   if (e.shadowRoot) walk(e.shadowRoot); } } walk(document); return n; }"""
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def ready(page) -> None:
@@ -148,13 +145,15 @@ def test_typed_rewards_say_so_and_the_sliders_step_aside(page, lab_url):
     open_advantages(page, lab_url)
     source = f"() => ({FIND})('.adv-source').textContent"
     assert "K pass / fail rollouts (the sliders)" in page.evaluate(source)
+    k_slider = page.locator(".noUi-target", has=page.get_by_role("slider", name="Group size K"))
+    expect(k_slider).not_to_have_attribute("disabled", re.compile(".*"))  # the sliders in use
     box = page.get_by_role("textbox", name="Or type rewards")
     box.fill("1, 0, 0.5")
     box.press("Enter")
     page.wait_for_function(f"() => ({source})().includes('the typed reward vector')", timeout=15_000)
-    assert page.get_by_role("radio", name="the typed reward vector").is_checked()
-    assert page.get_by_role("slider", name="Group size K").evaluate(
-        "h => h.closest('.noUi-target').hasAttribute('disabled')")
+    # the radio and the slider are other models of the same change: they may arrive a message later
+    expect(page.get_by_role("radio", name="the typed reward vector")).to_be_checked(timeout=15_000)
+    expect(k_slider).to_have_attribute("disabled", re.compile(".*"), timeout=15_000)
     page.get_by_role("radio", name="K pass / fail rollouts (the sliders)").check()
     page.wait_for_function(f"() => ({source})().includes('the sliders')", timeout=15_000)
     assert "K = 8" in page.evaluate(source)  # the sliders' group again, with the typed text still there

@@ -13,19 +13,13 @@ from urllib.parse import parse_qsl, urlsplit
 import numpy as np
 import pytest
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, block_outside, grid_tip, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, show_plots, wait_readout
 from grpo_lab.testing.page import FIND
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import k_cost
@@ -21,12 +21,6 @@ TABLE_ROWS = f"""() => {{
   if (!t) return null;
   return Array.from(t.querySelectorAll('tr')).map(r => Array.from(r.cells).map(c => c.textContent.trim()));
 }}"""
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def wait_kcost(page, K: int, progress: float) -> list[list[str]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, show_plots, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,12 +24,6 @@ BOX = """sel => { function find(root) { const el = root.querySelector(sel); if (
 
 FIRST_SCREEN = {"legend": ".grpo-legend", "useful": ".readout-useful", "mean": ".readout-mean-pass",
                 "kept": ".readout-kept", "progress": "#gx-progress", "K": "#gx-K"}
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def open_at(browser, url: str, width: int, height: int):

@@ -15,7 +15,7 @@ import pytest
 
 from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.grid_twins import cell_image
-from grpo_lab.testing.lab_server import block_outside, grid_tip, serve, wait_readout
+from grpo_lab.testing.lab_server import block_outside, grid_tip, wait_readout
 from grpo_lab.grid.cells import FILTERED, cell_positions, cell_tiles
 from grpo_lab.grid.markup import geometry
 from grpo_lab.sims.formatting import fixed, percent
@@ -23,12 +23,6 @@ from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.testing.page import FIND, axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 #: JavaScript: the hover's marks on the plots beside the grid (lab/static/live_plots.js: one line across the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grpo_lab.testing.lab_server import serve, wait_readout
+from grpo_lab.testing.lab_server import wait_readout
 from grpo_lab.sims.scenario import Scenario, evaluate, outcome_histogram
 from grpo_lab.sims.sweep import useful_share_curve
 
@@ -44,12 +44,6 @@ CUT_CONTROLS = """(width) => { const out = [];
 ON_SCREEN = {"progress": "#gx-progress", "grid": "#gx-grid", "key": ".grpo-legend", "useful": ".readout-useful",
              "mean": ".readout-mean-pass", "kept": ".readout-kept", "decay": ".gx-plot-decay",
              "outcome": ".gx-plot-outcome"}
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def _open(browser, url, width, height, mobile=False):

@@ -13,16 +13,10 @@ import re
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, show_plots, wait_readout
 from grpo_lab.testing.page import axe_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
-
 
 def plots_ready(page) -> None:
     wait_readout(page)

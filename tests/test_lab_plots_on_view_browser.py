@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, show_plots, wait_readout
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: JavaScript: whether the page's document holds a Bokeh figure (the Jensen plot is the live lab's only one)
 HAS_PLOTS = "() => Bokeh.documents.some(d => Array.from(d.all_models).some(m => m.type === 'Figure'))"
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def test_plots_are_built_once_scrolled_to_and_show_the_view_then(browser, lab_url):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
 from grpo_lab.testing.page import contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -22,12 +22,6 @@ BOXES = """(cls) => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def open_tab(page, name: str) -> None:

@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.views.tour import HIGHLIGHT_CLASS, TOUR, tour_figures
@@ -43,12 +43,6 @@ READ_SELECTOR = """(sel) => {
   }
   return null;
 }"""
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def useful(**kw) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, wait_readout
 from grpo_lab.state import NOTICE_VALUE_CHARS, URL_PARAMS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -46,12 +46,6 @@ EVIDENCE = """() => {
   if (window.__pwned !== undefined) out.push('script ran: __pwned=' + window.__pwned);
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def watch_dialogs(page) -> list[str]:

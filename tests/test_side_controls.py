@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.state import LabState, PlayState
@@ -47,12 +47,6 @@ def test_component_and_state_move_together_and_the_buttons_answer():
     assert {n: getattr(c, n) for n in FIELDS} == {n: LabState.param[n].default for n in FIELDS}
     with pytest.raises(ValueError):
         c.n_prompts = 10**9  # the bounds hold in Python too (the browser clamps before sending)
-
-
-@pytest.fixture(scope="module")
-def lab_url():
-    with serve() as url:
-        yield url
 
 
 def _query(page) -> dict:
