@@ -17,7 +17,7 @@ import pytest
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
 from grpo_lab.sims.ingest import ingest
-from grpo_lab.testing.ingested_truth import betabinom_ml, mixed_per_1000, state, transition_counts
+from grpo_lab.testing.ingested_truth import check_fit, mixed_per_1000, state, transition_counts
 
 TRL = Path(__file__).parent / "fixtures" / "ingest" / "trl_matrix" / "doctor"
 G = 4
@@ -47,11 +47,7 @@ def test_fit_is_the_maximum_likelihood_of_the_truths_counts(trl):
     _, truth, d = trl
     S = np.array([int(np.sum(t > 0.5)) for *_, t in _truth_groups(truth)])
     assert d["run"]["groups"] == len(S) == 240 and d["run"]["K"] == G
-    a, b = betabinom_ml(S, G)
-    f = d["fit"]
-    assert abs(f["alpha"] - a) < 0.02 * f["se_alpha"] and abs(f["beta"] - b) < 0.02 * f["se_beta"]
-    for key, want in (("all_pass", np.mean(S == G)), ("all_fail", np.mean(S == 0))):
-        assert d["observed_unanimous"][key] == pytest.approx(want)
+    check_fit(d, S, G)
 
 
 def test_stall_forecast_reads_the_trainers_config(trl):

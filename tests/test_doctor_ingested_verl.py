@@ -28,7 +28,7 @@ import pytest
 from grpo_lab.cli import main
 from grpo_lab.doctor_report.stall import stall_html
 from grpo_lab.sims.record import read_record
-from grpo_lab.testing.ingested_truth import betabinom_ml, mixed_per_1000, transition_counts
+from grpo_lab.testing.ingested_truth import check_fit, mixed_per_1000, transition_counts
 
 VERL = Path(__file__).parent / "fixtures" / "ingest" / "verl_matrix" / "dapo_filter"
 G = 4
@@ -82,11 +82,7 @@ def test_fit_is_the_maximum_likelihood_of_the_truths_counts(verl):
     recomputed from the truth's dumped groups."""
     _, truth, d, _ = verl
     S = np.array([int(np.sum(t > 0.5)) for _, _, t, _ in _dumped(truth)])
-    a, b = betabinom_ml(S, G)
-    f = d["fit"]
-    assert abs(f["alpha"] - a) < 0.02 * f["se_alpha"] and abs(f["beta"] - b) < 0.02 * f["se_beta"]
-    for key, want in (("all_pass", np.mean(S == G)), ("all_fail", np.mean(S == 0))):
-        assert d["observed_unanimous"][key] == pytest.approx(want)
+    check_fit(d, S, G)
 
 
 def test_audit_reproduces_critic_score_mean_and_says_the_correctness_split_is_missing(verl):

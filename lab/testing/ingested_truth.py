@@ -7,10 +7,12 @@ above 0.5, as the doctor's binarisation at ``--tolerance 0``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import optimize, stats
 
-__all__ = ["state", "betabinom_ml", "transition_counts", "mixed_per_1000"]
+__all__ = ["state", "betabinom_ml", "check_fit", "transition_counts", "mixed_per_1000"]
 
 
 def state(rewards) -> int:
@@ -26,6 +28,17 @@ def betabinom_ml(successes, K: int) -> tuple[float, float]:
     best = optimize.minimize(nll, np.log([1.0, 1.0]), method="Nelder-Mead", options={"xatol": 1e-8, "fatol": 1e-10})
     a, b = np.exp(best.x)
     return float(a), float(b)
+
+
+def check_fit(d: dict, successes, K: int) -> None:
+    """Assert the doctor's fit ``d`` equals :func:`betabinom_ml` of the successes within 2% of its standard errors,
+    and its observed all-pass / all-fail shares are the successes' own."""
+    S = np.asarray(successes)
+    a, b = betabinom_ml(S, K)
+    f = d["fit"]
+    assert abs(f["alpha"] - a) < 0.02 * f["se_alpha"] and abs(f["beta"] - b) < 0.02 * f["se_beta"], (f, a, b)
+    for key, want in (("all_pass", np.mean(S == K)), ("all_fail", np.mean(S == 0))):
+        assert math.isclose(d["observed_unanimous"][key], want, rel_tol=1e-6, abs_tol=1e-12), key  # pytest.approx's
 
 
 def transition_counts(visits) -> np.ndarray:

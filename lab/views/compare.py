@@ -118,10 +118,9 @@ def _pinned(frame: Frame, pin: str) -> tuple[Frame, dict]:
     s = pinned_scenario(frame.scenario, pin)
 
     def compute():
-        pinned = Frame(s, pop, evaluate(s, pop), *([s.band] if s.band else []))
+        pinned, words = Frame(s, pop, evaluate(s, pop), *([s.band] if s.band else [])), pin_label(scenario_values(s))
         return pinned, {"key": f"{pop.seed}/{pop.n}/{pop.a!r}/{pop.b!r}/{s.gain!r}/{pin}",
-                        "title": f"Pinned view: {pin_label(scenario_values(s))}",
-                        "label": f"The pinned view's prompts ({pin_label(scenario_values(s))})",
+                        "title": f"Pinned view: {words}", "label": f"The pinned view's prompts ({words})",
                         "view": server_view(pinned.view, s.K)}
 
     return _PINNED.get((pop.seed, pop.n, array_key(pop.pass_rates), s.gain, pin), compute)
