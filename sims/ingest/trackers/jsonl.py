@@ -1,0 +1,104 @@
+r"""A trainer's own per-step scalars as JSON lines (``metrics.jsonl``).
+
+Two shapes, one object a line:
+
+- verl's file logger (``verl/utils/tracking.py`` ``FileLogger.log``): ``{"step": N, "data": {name: value}}``;
+- tinker-cookbook's ``JsonLogger`` (``tinker_cookbook/stores/training_store.py`` ``write_metrics``):
+  ``{"step": N, name: value, ...}``, with the run's config in ``config.json`` beside it.
+
+Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
+``null`` is NaN. A line that is not JSON is an InputError naming it, except a cut last line (no newline at
+the end) when ``partial_ok`` (a file still being written). A folder is read as one run when it holds one
+``metrics.jsonl`` (or one ``*.jsonl``), else each ``*.jsonl`` is a run named by its path.
+
+A JSONL whose lines hold ``rewards`` is a *groups* file (:mod:`grpo_lab.sims.ingest.jsonl`), not scalars:
+:func:`is_groups_jsonl` tells them apart for ``--format auto``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ...errors import InputError
+from .common import RunScalars, charge_files, flatten, number, series_from_rows
+
+__all__ = ["find_runs", "read_run", "is_groups_jsonl"]
+
+
+def find_runs(path: Path) -> dict[str, Path]:
+    if path.is_file():
+        return {path.parent.name or path.stem: path}
+    files = sorted(f for f in path.rglob("*.jsonl") if f.is_file() and len(f.relative_to(path).parts) <= 4)
+    named = [f for f in files if f.name == "metrics.jsonl"]
+    if len(named) == 1 and len(files) > 1:
+        files = named
+    return {(f.relative_to(path).parent / f.stem).as_posix() if len(files) > 1 else (path.name or f.stem): f
+            for f in files}
+
+
+def is_groups_jsonl(path: Path) -> bool:
+    """True when the first JSON line of ``path`` (a file, or the first .jsonl in a folder) has ``rewards``."""
+    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))[:1]
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                for _ in range(50):
+                    line = fh.readline(1 << 20)
+                    if not line:
+                        break
+                    if line.strip():
+                        try:
+                            obj = json.loads(line)
+                        except ValueError:
+                            return False
+                        return isinstance(obj, dict) and "rewards" in obj
+        except OSError:
+            return False
+    return False
+
+
+def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
+    config_file = path.parent / "config.json"
+    charge_files([path, *([config_file] if config_file.is_file() else [])], max_bytes, str(path))
+    data = path.read_bytes()
+    rows: dict = {}
+    lines = data.split(b"\n")
+    last = len(lines)
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            if n == last and partial_ok:
+                break  # the writer is mid-line
+            cut = " (a cut last line: the file is incomplete or still being written)" if n == last else ""
+            raise InputError(f"{path} line {n}: not valid JSON{cut}") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{path} line {n}: expected a JSON object, got {type(obj).__name__}")
+        if "rewards" in obj:
+            raise InputError(f"{path} line {n}: a line of group rewards; this is a groups JSONL: "
+                             "use --format jsonl-groups")
+        step = obj.get("step", obj.get("_step"))
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise InputError(f"{path} line {n}: 'step' must be an integer >= 0, got {step!r}")
+        values = obj["data"] if isinstance(obj.get("data"), dict) else obj
+        for k, v in values.items():
+            if k in ("step", "_step"):
+                continue
+            x = number(v) if v is not None else float("nan")
+            if x is None:
+                continue
+            entry = rows.get(k)
+            if entry is None:
+                entry = rows[k] = ([], [])
+            entry[0].append(step)
+            entry[1].append(x)
+    config = {}
+    if config_file.is_file():
+        try:
+            config = flatten(json.loads(config_file.read_bytes()))
+        except (ValueError, RecursionError):
+            raise InputError(f"{config_file}: not valid JSON") from None
+    return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="jsonl")
