@@ -340,6 +340,10 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
             raise AssertionError(r.how)
         cols[r.column] = np.asarray(val, float)
         read.setdefault(r.column, n)
+    if ("groups_per_step" not in cols and batch is not None
+            and not any(r.how in ("batches", "v1_zero_std", "v1_groups") for r in d.rules)):
+        cols["groups_per_step"] = np.full(len(steps), batch)
+        read["groups_per_step"] = f"config {' / '.join(d.batch_keys)}"
     if "frac_reward_zero_std" not in cols and "frac_all_pass" in cols and "frac_all_fail" in cols:
         cols["frac_reward_zero_std"] = cols["frac_all_pass"] + cols["frac_all_fail"]
         read["frac_reward_zero_std"] = f"{read['frac_all_pass']} + {read['frac_all_fail']}"
