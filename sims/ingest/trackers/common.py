@@ -20,7 +20,7 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["RunScalars", "series_from_rows", "flatten", "charge_files", "pick_run", "number"]
+__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number"]
 
 
 @dataclass
@@ -67,6 +67,22 @@ def number(value) -> float | None:
     return None
 
 
+def add_row(rows: dict, step: int, values: dict, skip=()) -> None:
+    """Append one logged step's numbers to ``rows`` ({name: (steps, values)}): numbers and bools as floats,
+    ``None`` as NaN; strings, lists and objects skipped, as are the keys in ``skip``."""
+    for k, v in values.items():
+        if k in skip:
+            continue
+        x = number(v) if v is not None else math.nan
+        if x is None:
+            continue
+        entry = rows.get(k)
+        if entry is None:
+            entry = rows[k] = ([], [])
+        entry[0].append(step)
+        entry[1].append(x)
+
+
 def flatten(config, prefix: str = "") -> dict:
     """A nested config as ``{"a.b.c": value}``; W&B's ``{"value": x, "desc": ...}`` wrappers are unwrapped."""
     out = {}
@@ -111,8 +127,3 @@ def pick_run(runs: dict, run: str | None, where: str, fmt: str):
         raise InputError(f"{where} holds {len(names)} {fmt} runs; pick one with --run NAME: {shown}")
     (name, handle), = runs.items()
     return name, handle
-
-
-def finite_or_nan(x) -> float:
-    v = number(x)
-    return v if v is not None and not math.isinf(v) else math.nan

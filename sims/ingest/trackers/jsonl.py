@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ...errors import InputError
-from .common import RunScalars, charge_files, flatten, number, series_from_rows
+from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
 
 __all__ = ["find_runs", "read_run", "is_groups_jsonl"]
 
@@ -84,17 +84,7 @@ def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False)
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise InputError(f"{path} line {n}: 'step' must be an integer >= 0, got {step!r}")
         values = obj["data"] if isinstance(obj.get("data"), dict) else obj
-        for k, v in values.items():
-            if k in ("step", "_step"):
-                continue
-            x = number(v) if v is not None else float("nan")
-            if x is None:
-                continue
-            entry = rows.get(k)
-            if entry is None:
-                entry = rows[k] = ([], [])
-            entry[0].append(step)
-            entry[1].append(x)
+        add_row(rows, step, values, skip=("step", "_step"))
     config = {}
     if config_file.is_file():
         try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from ...errors import InputError
 from .common import RunScalars, charge_files, series_from_rows
@@ -98,9 +97,8 @@ def read_run(name: str, handle: tuple[Path, str], *, max_bytes: int, partial_ok:
     with _file_store_allowed(), _errors(name):
         client = _client(root)
         run = client.get_run(run_id)
-        uri = urlparse(run.info.artifact_uri or "")
-        run_dir = Path(unquote(uri.path)).parent if uri.scheme == "file" else None
-        if run_dir is not None and (run_dir / "metrics").is_dir():
+        run_dir = root / run.info.experiment_id / run_id  # the file store's layout (FileStore._get_run_dir)
+        if (run_dir / "metrics").is_dir():
             charge_files([f for f in (run_dir / "metrics").rglob("*") if f.is_file()], max_bytes, name)
         rows = {}
         for key in run.data.metrics:

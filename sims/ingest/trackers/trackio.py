@@ -22,7 +22,7 @@ import sqlite3
 from pathlib import Path
 
 from ...errors import InputError
-from .common import RunScalars, charge_files, flatten, number, series_from_rows
+from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
 
 __all__ = ["find_runs", "read_run"]
 
@@ -75,15 +75,7 @@ def read_run(name: str, handle: tuple[Path, str, str], *, max_bytes: int, partia
                     values = deserialize_values(orjson.loads(row["metrics"]))
                 except orjson.JSONDecodeError:
                     raise InputError(f"{db}: run {name!r} has a metrics row that is not JSON (step {step})") from None
-                for k, v in values.items():
-                    x = number(v) if v is not None else float("nan")
-                    if x is None:
-                        continue
-                    entry = rows.get(k)
-                    if entry is None:
-                        entry = rows[k] = ([], [])
-                    entry[0].append(step)
-                    entry[1].append(x)
+                add_row(rows, step, values)
             if SQLiteStorage._table_columns(conn, "configs"):
                 ccol = "run_id" if "run_id" in SQLiteStorage._table_columns(conn, "configs") else "run_name"
                 crow = conn.execute(f"SELECT config FROM configs WHERE {ccol} = ?", (ident,)).fetchone()

@@ -32,7 +32,7 @@ import zlib
 from pathlib import Path
 
 from ...errors import InputError
-from .common import RunScalars, charge_files, flatten, number, series_from_rows
+from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
 
 __all__ = ["find_runs", "read_run"]
 
@@ -142,19 +142,12 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
                 if k == "_step":
                     step = v
                 elif not k.startswith("_"):
-                    x = number(v) if v is not None else float("nan")
-                    if x is not None:
-                        values[k] = x
+                    values[k] = v
             if step is None and rec.history.HasField("step"):
                 step = rec.history.step.num
             if not isinstance(step, int) or isinstance(step, bool):
                 continue
-            for k, x in values.items():
-                entry = rows.get(k)
-                if entry is None:
-                    entry = rows[k] = ([], [])
-                entry[0].append(step)
-                entry[1].append(x)
+            add_row(rows, step, values)
         elif kind in ("run", "config"):
             items = rec.run.config.update if kind == "run" else rec.config.update
             if kind == "run" and rec.run.display_name:
@@ -238,14 +231,7 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
                 step = int(step)
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InputError(f"{label} row {n}: no integer _step")
-            for k, v in row.items():
-                if k.startswith("_") or k == "step":
-                    continue
-                x = number(v) if v is not None else float("nan")
-                if x is not None:
-                    entry = rows.setdefault(k, ([], []))
-                    entry[0].append(step)
-                    entry[1].append(x)
+            add_row(rows, step, {k: v for k, v in row.items() if not k.startswith("_") and k != "step"})
     return RunScalars(name=name, series=series_from_rows(rows), config={}, fmt="wandb",
                       notes=["a W&B history export: no config (K from --num-generations)"])
 

@@ -1,0 +1,172 @@
+"""Tracker scalars: each fixture (written by the tracker's own library, tests/fixtures/trackers/make_fixtures.py)
+read back onto the standard columns and checked against the truth counted from the simulated draws at write
+time; TensorBoard's reading checked against TensorBoard's own EventAccumulator; and the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_lab.sims.ingest.trackers import read_run_scalars, read_scalars
+from grpo_lab.sims.record import read_record
+from grpo_lab.sims.scalars_record import COLUMNS, is_scalars_only
+from grpo_lab.testing.cli import run_cli
+
+FIX = Path(__file__).parent / "fixtures" / "trackers"
+TRUTH = json.loads((FIX / "truth.json").read_text())
+STANDARD = COLUMNS[1:]
+
+
+def _read(t, **kw):
+    return read_scalars(FIX / t["path"], fmt=kw.pop("fmt", t["format"]), run=t["run"],
+                        num_generations=t["num_generations_flag"], **kw)
+
+
+@pytest.mark.parametrize("name", sorted(TRUTH))
+def test_each_fixture_reads_back_onto_the_truth(name):
+    t = TRUTH[name]
+    rec = _read(t)
+    src = rec.meta["source"]
+    assert is_scalars_only(rec) and len(rec.groups["step"]) == 0
+    assert src["trainer"] == t["trainer"] and src["format"] == t["format"]
+    assert rec.meta["num_generations"] == t["K"]
+    np.testing.assert_array_equal(rec.steps["step"], t["step"])
+    tol = 1e-6 if t["float32"] else 1e-12  # TensorBoard's simple_value is a float32
+    for col in t["columns"]:
+        np.testing.assert_allclose(rec.steps[col], t[col], rtol=0, atol=tol, err_msg=f"{name} {col}")
+    assert src["missing"] == [c for c in STANDARD if c not in t["columns"]]
+    for col in src["missing"]:
+        assert np.isnan(rec.steps[col]).all()
+    for metric in src["dialect"].values():  # what was read is kept as logged
+        if " + " not in metric and not metric.startswith("config "):
+            assert f"scalar/{metric}" in rec.steps
+
+
+@pytest.mark.parametrize("name", ["tensorboard/trl", "wandb", "mlflow", "trackio", "jsonl"])
+def test_auto_detects_the_format_and_takes_k_from_the_runs_config(name):
+    t = TRUTH[name]
+    rec = read_scalars(FIX / t["path"], run=t["run"])  # fmt auto, no --num-generations
+    assert rec.meta["source"]["format"] == t["format"]
+    assert rec.meta["num_generations"] == t["K"]
+    assert any("from the run's config" in n for n in rec.meta["source"]["notes"])
+
+
+def test_tensorboard_reading_equals_tensorboards_event_accumulator():
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    for run in ("trl", "prime", "orlhf"):
+        ours = read_run_scalars(FIX / "tensorboard", run=run).series
+        acc = EventAccumulator(str(FIX / "tensorboard" / run), size_guidance={"scalars": 0})
+        acc.Reload()
+        tags = acc.Tags()["scalars"]
+        assert sorted(tags) == sorted(ours)
+        for tag in tags:
+            ev = acc.Scalars(tag)
+            np.testing.assert_array_equal(ours[tag][0], [e.step for e in ev])
+            np.testing.assert_array_equal(ours[tag][1], [e.value for e in ev])
+
+
+def test_the_crc_equals_tensorboards():
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as reference
+
+    from grpo_lab.sims.ingest.trackers.tensorboard import masked_crc32c
+
+    rng = random.Random(3)
+    for n in (0, 1, 7, 8, 9, 100, 4097):
+        data = bytes(rng.getrandbits(8) for _ in range(n))
+        assert masked_crc32c(data) == reference(data)
+
+
+def test_a_trainer_can_be_forced_and_a_wrong_one_is_refused():
+    t = TRUTH["jsonl"]
+    rec = _read(t, trainer="tinker-cookbook")
+    assert rec.meta["source"]["trainer"] == "tinker-cookbook"
+    from grpo_lab.sims.errors import InputError
+
+    with pytest.raises(InputError, match="none of ROLL's metric names"):
+        _read(t, trainer="roll")
+
+
+def test_k_from_the_flag_beats_the_config_and_openrlhf_needs_it():
+    t = TRUTH["tensorboard/orlhf"]
+    rec = read_scalars(FIX / "tensorboard", run="orlhf")  # no K: the pass rate cannot be converted
+    assert "frac_reward_zero_std" in rec.meta["source"]["missing"]
+    assert rec.meta["num_generations"] is None
+    rec = read_scalars(FIX / "tensorboard", run="orlhf", num_generations=t["K"])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], t["frac_reward_zero_std"], atol=1e-6)
+    # the rate over 100% (OpenRLHF #1282) is read as rollouts: at K = 1 it would be refused as a share
+    from grpo_lab.sims.errors import InputError
+
+    with pytest.raises(InputError, match="not a share"):
+        read_scalars(FIX / "tensorboard", run="orlhf", num_generations=1)
+
+
+def test_cli_ingest_writes_a_record_that_inspect_and_runs_show(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    t = TRUTH["trackio"]
+    out = tmp_path / "data" / "grpo-lab" / "runs" / "miles"
+    proc = run_cli("ingest", FIX / t["path"], "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "scalars only, 30 steps of miles metrics from trackio" in proc.stdout
+    rec = read_record(out)
+    assert is_scalars_only(rec)
+    np.testing.assert_allclose(rec.steps["frac_all_fail"], t["frac_all_fail"])
+    proc = run_cli("inspect", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["groups"] == 0 and shown["steps"] == 30
+    assert shown["scalars"]["frac_all_fail"] == pytest.approx(np.mean(t["frac_all_fail"]))
+    proc = run_cli("runs", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "miles" in {r["label"] for r in json.loads(proc.stdout)["runs"]}
+
+
+def test_cli_json_report_names_what_was_read_and_missing(tmp_path):
+    t = TRUTH["wandb"]
+    proc = run_cli("ingest", FIX / t["path"], "--format", "wandb", "--out", tmp_path / "r", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert rep["trainer"] == "verl-v1" and rep["groups"] == 0 and rep["num_generations"] == 8
+    assert rep["dialect"]["frac_reward_zero_std"] == "training/filter_groups/evicted_samples"
+    assert rep["missing"] == ["frac_all_pass", "frac_all_fail", "reward_mean"]
+
+
+def test_a_groups_jsonl_still_ingests_as_groups_under_auto_and_jsonl(tmp_path):
+    f = tmp_path / "g.jsonl"
+    f.write_text('{"step": 0, "prompt_id": "a", "rewards": [1, 0]}\n{"step": 1, "prompt_id": "a", "rewards": [1, 1]}\n')
+    for fmt in ("auto", "jsonl"):
+        proc = run_cli("ingest", f, "--format", fmt, "--out", tmp_path / fmt, "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["groups"] == 2
+
+
+def test_partial_ok_reads_a_file_still_being_written(tmp_path):
+    import shutil
+
+    t = TRUTH["tensorboard/prime"]
+    run = tmp_path / "prime"
+    shutil.copytree(FIX / "tensorboard" / "prime", run)
+    (f,) = run.glob("*tfevents*")
+    data = f.read_bytes()
+    f.write_bytes(data[:-30])  # the writer is mid-record
+    rec = read_scalars(run, num_generations=8, partial_ok=True)
+    n = len(rec.steps["step"])
+    assert 0 < n <= len(t["step"])
+    np.testing.assert_allclose(rec.steps["frac_all_fail"], t["frac_all_fail"][:n], atol=1e-6)
+    jl = tmp_path / "jl"
+    shutil.copytree(FIX / "jsonl", jl)
+    text = (jl / "metrics.jsonl").read_text()
+    (jl / "metrics.jsonl").write_text(text[:-40])
+    rec = read_scalars(jl, partial_ok=True)
+    assert len(rec.steps["step"]) == len(TRUTH["jsonl"]["step"]) - 1
+
+
+def test_the_mlflow_reader_leaves_the_environment_as_it_was(monkeypatch):
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    _read(TRUTH["mlflow"])
+    assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
