@@ -116,6 +116,8 @@ def _frame(data: bytes, label: str, partial_ok: bool):
         starts.append(pos + 12)
         lengths.append(length)
         pos += 16 + length
+    if not starts and n and not partial_ok:
+        raise InputError(f"{label}: not a TensorBoard event file (no event record at its start)")
     if pos < n and not partial_ok:
         raise InputError(f"{label}: truncated at byte {pos} of {n} (a cut event record; the file is "
                          "incomplete or still being written)")
