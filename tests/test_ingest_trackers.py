@@ -170,3 +170,16 @@ def test_the_mlflow_reader_leaves_the_environment_as_it_was(monkeypatch):
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     _read(TRUTH["mlflow"])
     assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+
+
+def test_the_replay_view_takes_a_tracker_record_and_says_what_it_lacks():
+    from grpo_lab.replay.model import RunView
+
+    t = TRUTH["mlflow"]
+    view = RunView("slime", _read(t))
+    assert view.scalars_only and view.group_size == t["K"]
+    row = view.summary(4)
+    assert row["all_fail"] == pytest.approx(t["frac_all_fail"][4])
+    assert row["eff"] == pytest.approx(1 - t["frac_reward_zero_std"][4])
+    said = " | ".join(view.missing())
+    assert "not in the slime metrics read: reward_mean" in said and "K = 8 from the run's config" in said
