@@ -183,3 +183,12 @@ def test_the_replay_view_takes_a_tracker_record_and_says_what_it_lacks():
     assert row["eff"] == pytest.approx(1 - t["frac_reward_zero_std"][4])
     said = " | ".join(view.missing())
     assert "not in the slime metrics read: reward_mean" in said and "K = 8 from the run's config" in said
+
+
+def test_docs_show_the_dialect_table_as_the_code_holds_it():
+    from grpo_lab.sims.ingest.trackers.dialects import markdown_table
+
+    text = (Path(__file__).parents[1] / "docs" / "ingest.md").read_text()
+    start = text.index("<!-- dialect table:")
+    body = text[text.index("\n", start) + 1:text.index("<!-- end of dialect table -->")]
+    assert body == markdown_table()

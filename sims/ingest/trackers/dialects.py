@@ -80,10 +80,11 @@ DIALECTS: tuple[Dialect, ...] = (
               "computed on the gathered batch (all processes); reward = nanmean of the weighted reward sum. "
               "log() averages each metric over the batches since the last log (logging_steps). No all-pass / "
               "all-fail split.",
-       mistakes="PR #5777: frac_reward_zero_std was computed per process (the local slice of groups) in older "
-                "versions; at this commit it is over the gathered rewards. With scale_rewards='batch' or "
-                "normalize_then_sum, std_rewards is the batch std, so frac_reward_zero_std is 0 or 1 for the "
-                "whole batch, not a share of groups.",
+       mistakes="PR #5777 (closed, not merged) slices is_std_zero to the local process's groups for the loss "
+                "mask; at this commit the logged share is over the gathered batch (all processes), and a build "
+                "that logged after such a slice would log one process's share. With scale_rewards='batch' or "
+                "normalize_then_sum, std_rewards is the batch's std, so frac_reward_zero_std is 0 or 1 for the "
+                "whole batch, not a share of groups (read it only with scale_rewards='group').",
        k_keys=("num_generations",), batch_keys=()),
     _d(trainer="verl-dapo", label="verl DAPO recipe", repo="verl-project/verl-recipe",
        version="48ea0a7 (2026-08-05)", source="dapo/dapo_ray_trainer.py (fit)",
@@ -171,8 +172,10 @@ DIALECTS: tuple[Dialect, ...] = (
        counts="env/all/by_group/frac_all_good = groups whose total rewards are all the same and >= 0.5 / "
               "groups; frac_all_bad = all the same and < 0.5; frac_mixed = the rest; env/all/reward/total = "
               "mean total reward over trajectories (metrics.jsonl, config.json beside it).",
-       mistakes="#905 (per the issue): 'all good' is all-equal and >= 0.5, so a group of all 0.6 counts as "
-                "all good; groups with no trajectories are dropped from the denominator.",
+       mistakes="#905 (named by the issue; not found in the mirror's log nor the issue search): what the "
+                "source shows is that 'all good' is all-equal and >= good_thresh 0.5, so a group of all 0.6 "
+                "counts as all good (all-pass only for binary rewards). #155: remove_constant_reward_groups had "
+                "no effect in rl/train.py (one group per call), so constant groups were trained on.",
        k_keys=("group_size",), batch_keys=("groups_per_batch", "batch_size"),
        signature=(r"env/all/by_group/frac_mixed",)),
     _d(trainer="openrlhf", label="OpenRLHF", repo="OpenRLHF/OpenRLHF", version="3c3be623 (2026-08-13, 0.11.0)",
@@ -183,7 +186,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "filtered prompts; a prompt is filtered when its mean score is outside dynamic_filtering_range. "
               "Kept share of groups = value / (100 K); read as 1 - that = the zero-std share for binary "
               "rewards with range (0, 1).",
-       mistakes="#1282: the rate counts rollouts over prompts, so it reads up to K x 100% (over 100%).",
+       mistakes="#1282 (PR, closed unmerged at this commit): the rate counts rollouts over prompts, so with "
+                "K = 8 and nothing filtered it reads 800%. Read here as rollouts, as at this commit; a version "
+                "carrying #1282's fix (groups x 100) would have its kept share read K times too low.",
        k_keys=("n_samples_per_prompt",), batch_keys=("rollout_batch_size", "vllm_generate_batch_size")),
     _d(trainer="nemo-rl", label="NeMo-RL", repo="NVIDIA-NeMo/RL", version="7ea279abf (2026-08-22)",
        source="nemo_rl/algorithms/grpo.py (dynamic_sampling, grpo_train)",
@@ -359,3 +364,20 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
     missing = [c for c in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step")
                if c not in cols]
     return steps, cols, raw, read, missing, notes, K
+
+
+def markdown_table() -> str:
+    """The dialect table as docs/ingest.md shows it ("Tracker scalars"; a test keeps the two equal)."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| trainer | source read | metric -> column (conversion) | what it counts | known mistakes | K, groups from config |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for d in DIALECTS:
+        rules = "; ".join(f"`{r.pattern.replace(chr(92), '')}` -> {r.column}" + ("" if r.how == "share" else f" ({r.how})")
+                          for r in d.rules) or "none mapped"
+        config = ", ".join(f"`{k}`" for k in d.k_keys) + ("; " + ", ".join(f"`{k}`" for k in d.batch_keys)
+                                                          if d.batch_keys else "")
+        lines.append(f"| {cell(d.label)} (`{d.trainer}`) | {d.repo} `{cell(d.source)}` @ {cell(d.version)} | "
+                     f"{cell(rules)} | {cell(d.counts)} | {cell(d.mistakes) or '-'} | {config or '-'} |")
+    return "\n".join(lines) + "\n"
