@@ -164,6 +164,15 @@ def test_partial_ok_reads_a_file_still_being_written(tmp_path):
     (jl / "metrics.jsonl").write_text(text[:-40])
     rec = read_scalars(jl, partial_ok=True)
     assert len(rec.steps["step"]) == len(TRUTH["jsonl"]["step"]) - 1
+    wb = tmp_path / "wb"
+    shutil.copytree(FIX / "wandb", wb)
+    (f,) = wb.rglob("*.wandb")
+    data = f.read_bytes()
+    f.write_bytes(data[:len(data) * 2 // 3])
+    rec = read_scalars(wb, partial_ok=True)
+    n = len(rec.steps["step"])
+    assert 0 < n < len(TRUTH["wandb"]["step"])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], TRUTH["wandb"]["frac_reward_zero_std"][:n])
 
 
 def test_the_mlflow_reader_leaves_the_environment_as_it_was(monkeypatch):

@@ -48,6 +48,7 @@ class Rule:
     column: str
     pattern: str
     how: str = "share"
+    detect: bool = True  #: False: a name too common to tell the trainer by (TRL's ``reward``)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _d(**kw) -> Dialect:
 DIALECTS: tuple[Dialect, ...] = (
     _d(trainer="trl", label="TRL (GRPOTrainer)", repo="huggingface/trl", version="f2cd57710 (2026-07-24, 1.10.0.dev0)",
        source="trl/trainer/grpo_trainer.py (_generate_and_score_completions, log)",
-       rules=[("frac_reward_zero_std", r"frac_reward_zero_std"), ("reward_mean", r"reward")],
+       rules=[("frac_reward_zero_std", r"frac_reward_zero_std"), ("reward_mean", r"reward", "share", False)],
        counts="frac_reward_zero_std = is_std_zero.float().mean(), is_std_zero = isclose(std of each group's "
               "rewards repeated per rollout, 0): a share of rollouts, equal to the share of groups (K each); "
               "computed on the gathered batch (all processes); reward = nanmean of the weighted reward sum. "
@@ -227,7 +228,7 @@ def detect(names) -> Dialect:
     names = list(names)
     best, score = None, 0
     for d in DIALECTS:
-        pats = {r.pattern for r in d.rules} | set(d.signature)
+        pats = {r.pattern for r in d.rules if r.detect} | set(d.signature)
         s = sum(_find(p, names) is not None for p in pats)
         if s > score:
             best, score = d, s
