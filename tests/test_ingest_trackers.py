@@ -201,3 +201,44 @@ def test_docs_show_the_dialect_table_as_the_code_holds_it():
     start = text.index("<!-- dialect table:")
     body = text[text.index("\n", start) + 1:text.index("<!-- end of dialect table -->")]
     assert body == markdown_table()
+
+
+def test_tensor_scalars_of_summary_v2_read_as_tensorboard_reads_them(tmp_path):
+    """tf.summary v2 writes scalars as one-element tensors (TensorBoard's own ``scalar_pb``), not
+    simple_value; a run restarted from a checkpoint re-logs steps in a second file (the later value wins)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.scalar.summary import scalar_pb
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+    from tensorboard.util import tensor_util
+
+    t = TRUTH["tensorboard/prime"]
+    names = {"frac_all_pass": "train/agg/all/agent/solved_all", "frac_all_fail": "train/agg/all/agent/solved_none"}
+    for start, suffix in ((0, "a"), (20, "b")):  # the second file re-logs steps 21.. after a restart
+        w = EventFileWriter(str(tmp_path / "run"), filename_suffix=suffix)
+        for i in range(start, len(t["step"])):
+            for col, name in names.items():
+                value = t[col][i] if suffix == "b" or i < 20 else 0.999
+                w.add_event(event_pb2.Event(step=t["step"][i], summary=scalar_pb(name, value)))
+        w.close()
+    rec = read_scalars(tmp_path / "run", num_generations=8)
+    for col in names:
+        np.testing.assert_allclose(rec.steps[col], t[col], atol=1e-6)
+    acc = EventAccumulator(str(tmp_path / "run"), size_guidance={"tensors": 0})
+    acc.Reload()
+    ours = read_run_scalars(tmp_path / "run").series
+    for name in names.values():
+        theirs = {e.step: float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors(name)}
+        assert sorted(theirs) == ours[name][0].tolist()
+        np.testing.assert_array_equal(ours[name][1], [theirs[s] for s in sorted(theirs)])
+
+
+def test_a_wandb_history_export_as_json_rows(tmp_path):
+    t = TRUTH["wandb_export"]
+    rows = [{"_step": s, "_runtime": 1.0 * s, "group/all_correct_groups_ratio": p, "group/all_incorrect_groups_ratio": f,
+             "group/correct_ratio/mean": r, "note": "text is skipped"}
+            for s, p, f, r in zip(t["step"], t["frac_all_pass"], t["frac_all_fail"], t["reward_mean"])]
+    (tmp_path / "history.json").write_text(json.dumps(rows))
+    rec = read_scalars(tmp_path / "history.json", num_generations=8)
+    assert rec.meta["source"]["trainer"] == "roll"
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], t["frac_reward_zero_std"])
