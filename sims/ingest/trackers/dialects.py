@@ -112,10 +112,12 @@ DIALECTS: tuple[Dialect, ...] = (
     _d(trainer="prime-rl", label="prime-rl (since PR #2907)", repo="PrimeIntellect-ai/prime-rl",
        version="559b44772 (2026-08-21, 0.8.0)", source="src/prime_rl/orchestrator/metrics.py (solve_rates, to_dict)",
        rules=[("frac_all_pass", r"train/agg/all/(?:[^/]+/)?solved_all"),
-              ("frac_all_fail", r"train/agg/all/(?:[^/]+/)?solved_none")],
+              ("frac_all_fail", r"train/agg/all/(?:[^/]+/)?solved_none"),
+              ("reward_mean", r"train/agg/all/(?:[^/]+/)?reward/mean")],
        counts="solved_all = share of groups with all(reward == 1.0); solved_none = share with sum(reward) == 0; "
               "solved_some = 1 - both; over the 'all' subset (every arrival), logged once per step, keyed "
-              "train/{agg,<env>}/{all,effective}/<agent>/... (the agg/all row is read).",
+              "train/{agg,<env>}/{all,effective}/<agent>/... (the agg/all row is read); <agent>/reward/mean = "
+              "mean reward over the traces.",
        mistakes="PR #3152: the 'trainable' rate was over all generated rollouts, now over the effective subset "
                 "(the warning only; solved_* are on 'all'). solved_none is sum == 0, so negative rewards can "
                 "cancel.",
