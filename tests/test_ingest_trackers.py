@@ -242,3 +242,10 @@ def test_a_wandb_history_export_as_json_rows(tmp_path):
     rec = read_scalars(tmp_path / "history.json", num_generations=8)
     assert rec.meta["source"]["trainer"] == "roll"
     np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], t["frac_reward_zero_std"])
+
+
+def test_a_run_picked_by_name_is_named_after_it_in_the_runs_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    proc = run_cli("ingest", FIX / "mlflow", "--run", "slime/slime-run")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "grpo-lab" / "runs" / "slime-slime-run" / "run.json").is_file()

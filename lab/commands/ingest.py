@@ -153,7 +153,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise InputError(f"--workers must be a positive integer, got {args.workers}")
     if not math.isfinite(args.max_mb) or args.max_mb <= 0:
         raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")
-    out = Path(args.out) if args.out else default_out(args.path, args.name)
+    # a run picked from a tracker's folder of several is named after the run, not the folder
+    label = args.name or (args.run.strip("/").replace("/", "-") if args.run else None)
+    out = Path(args.out) if args.out else default_out(args.path, label)
     if (out / "run.json").exists() and not args.force:
         raise InputError(f"{out} already holds a run record; pass --force to replace it")
     if out.exists() and not out.is_dir():
