@@ -138,3 +138,9 @@ def test_run_and_trainer_are_refused_for_a_group_dump(tmp_path):
     f = tmp_path / "g.jsonl"
     f.write_text('{"step": 0, "prompt_id": "a", "rewards": [1, 0]}\n')
     refused(tmp_path, f, "--run", "x", fragments=("--run and --trainer are for tracker logs",))
+
+
+def test_auto_leaves_group_dumps_to_their_readers_and_says_so(tmp_path):
+    ingest = Path(__file__).parent / "fixtures" / "ingest"
+    refused(tmp_path, ingest / "verl_run", fragments=("looks like a verl rollout dump: use --format verl",))
+    refused(tmp_path, ingest / "trl_run", fragments=("no tracker files found", "--format trl"))

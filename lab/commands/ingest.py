@@ -103,7 +103,7 @@ def default_out(source: str, name: str | None) -> Path:
 def _tracker_format(path: str, fmt: str) -> str | None:
     """The tracker format ``path`` is read as, or None for a group dump (trl, verl, a groups JSONL)."""
     from grpo_lab.sims.ingest.trackers import detect_format
-    from grpo_lab.sims.ingest.trackers.jsonl import is_groups_jsonl
+    from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl
 
     if fmt in ("trl", "verl"):
         return None
@@ -116,7 +116,7 @@ def _tracker_format(path: str, fmt: str) -> str | None:
         except InputError as exc:
             raise InputError(f"{exc}; for a TRL or verl dump pass --format trl or --format verl") from None
     if fmt == "jsonl":
-        return None if is_groups_jsonl(Path(path)) else "jsonl"
+        return "jsonl" if is_metrics_jsonl(Path(path)) else None
     return fmt
 
 

@@ -12,7 +12,7 @@ the end) when ``partial_ok`` (a file still being written). A folder is read as o
 ``metrics.jsonl`` (or one ``*.jsonl``), else each ``*.jsonl`` is a run named by its path.
 
 A JSONL whose lines hold ``rewards`` is a *groups* file (:mod:`grpo_lab.sims.ingest.jsonl`), not scalars:
-:func:`is_groups_jsonl` tells them apart for ``--format auto``.
+:func:`is_metrics_jsonl` tells them apart for ``--format auto`` and ``jsonl``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 
 from ...errors import InputError
-from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
+from .common import RunScalars, add_row, charge_files, flatten, number, series_from_rows
 
-__all__ = ["find_runs", "read_run", "is_groups_jsonl"]
+__all__ = ["find_runs", "read_run", "is_metrics_jsonl"]
 
 
 def find_runs(path: Path) -> dict[str, Path]:
@@ -37,25 +37,40 @@ def find_runs(path: Path) -> dict[str, Path]:
             for f in files}
 
 
-def is_groups_jsonl(path: Path) -> bool:
-    """True when the first JSON line of ``path`` (a file, or the first .jsonl in a folder) has ``rewards``."""
-    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))[:1]
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                for _ in range(50):
-                    line = fh.readline(1 << 20)
-                    if not line:
-                        break
-                    if line.strip():
-                        try:
-                            obj = json.loads(line)
-                        except ValueError:
-                            return False
-                        return isinstance(obj, dict) and "rewards" in obj
-        except OSError:
-            return False
-    return False
+def is_metrics_jsonl(path: Path) -> bool:
+    """True when ``path`` (a file, or every .jsonl in a folder, the first 20 looked at) is per-step scalars: the
+    first JSON line of each an object with an integer ``step`` (or ``_step``), no ``rewards`` or ``prompt_id``
+    (a groups line), and numbers for at least half its other values (or a ``data`` object of them, verl's
+    file logger). Anything else (a groups JSONL, a verl output folder with its rollout dumps, a file that is
+    not JSON) is left to the group readers, whose errors name the format it looks like."""
+    files = [path] if path.is_file() else sorted(path.rglob("*.jsonl"))[:20]
+    return bool(files) and all(_first_line_is_scalars(f) for f in files)
+
+
+def _first_line_is_scalars(f: Path) -> bool:
+    try:
+        with open(f, "rb") as fh:
+            for _ in range(50):
+                line = fh.readline(1 << 20)
+                if not line:
+                    return False
+                if line.strip():
+                    break
+    except OSError:
+        return False
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(obj, dict) or "rewards" in obj or "prompt_id" in obj:
+        return False
+    step = obj.get("step", obj.get("_step"))
+    if isinstance(step, bool) or not isinstance(step, int):
+        return False
+    values = obj["data"] if isinstance(obj.get("data"), dict) else {k: v for k, v in obj.items()
+                                                                   if k not in ("step", "_step")}
+    numeric = sum(number(v) is not None for v in values.values())
+    return numeric > 0 and 2 * numeric >= len(values)
 
 
 def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
