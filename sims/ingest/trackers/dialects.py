@@ -65,6 +65,7 @@ class Dialect:
     batch_keys: tuple[str, ...] = ()  #: config keys that hold the prompts (groups) per generation batch
     signature: tuple[str, ...] = field(default=())  #: extra patterns that mark this trainer (detection only)
     sparse: bool = False            #: its counts are logged only when nonzero: absent = 0 on the run's steps
+    scope: str = ""                 #: over what the figure is taken (processes, batches, log interval)
 
 
 def _d(**kw) -> Dialect:
@@ -73,7 +74,10 @@ def _d(**kw) -> Dialect:
 
 
 DIALECTS: tuple[Dialect, ...] = (
-    _d(trainer="trl", label="TRL (GRPOTrainer)", repo="huggingface/trl", version="f2cd57710 (2026-07-24, 1.10.0.dev0)",
+    _d(trainer="trl",
+       scope=("global: the rewards are gathered from every process first; log() averages the batches since the "
+              "last log (logging_steps)"),
+       label="TRL (GRPOTrainer)", repo="huggingface/trl", version="f2cd57710 (2026-07-24, 1.10.0.dev0)",
        source="trl/trainer/grpo_trainer.py (_generate_and_score_completions, log)",
        rules=[("frac_reward_zero_std", r"frac_reward_zero_std"), ("reward_mean", r"reward", "share", False)],
        counts="frac_reward_zero_std = is_std_zero.float().mean(), is_std_zero = isclose(std of each group's "
@@ -87,7 +91,9 @@ DIALECTS: tuple[Dialect, ...] = (
                 "normalize_then_sum, std_rewards is the batch's std, so frac_reward_zero_std is 0 or 1 for the "
                 "whole batch, not a share of groups (read it only with scale_rewards='group').",
        k_keys=("num_generations",), batch_keys=()),
-    _d(trainer="verl-dapo", label="verl DAPO recipe", repo="verl-project/verl-recipe",
+    _d(trainer="verl-dapo",
+       scope="global (the driver's batch), once per training step",
+       label="verl DAPO recipe", repo="verl-project/verl-recipe",
        version="48ea0a7 (2026-08-05)", source="dapo/dapo_ray_trainer.py (fit)",
        rules=[("groups_per_step", r"train/num_gen_batches", "batches")],
        counts="train/num_gen_batches = generation batches (data.gen_batch_size prompts each) drawn until "
@@ -97,7 +103,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "gen_batch_size) only, so it is not mapped.",
        mistakes="raises ValueError once num_gen_batches >= max_num_gen_batches (a stall ends the run).",
        k_keys=("actor_rollout_ref.rollout.n", "rollout.n"), batch_keys=("data.gen_batch_size",)),
-    _d(trainer="verl-v1", label="verl V1 trainer", repo="verl-project/verl", version="1dda039b9 (2026-08-22, 0.10.0.dev)",
+    _d(trainer="verl-v1",
+       scope="global (the replay buffer), summed over the step's iterations",
+       label="verl V1 trainer", repo="verl-project/verl", version="1dda039b9 (2026-08-22, 0.10.0.dev)",
        source="verl/trainer/ppo/v1/replay_buffer.py (_evict_terminal_groups, sync selection); v1/utils.py",
        rules=[("frac_reward_zero_std", r"training/filter_groups/evicted_samples", "v1_zero_std"),
               ("groups_per_step", r"training/filter_groups/evicted_samples", "v1_groups")],
@@ -109,7 +117,9 @@ DIALECTS: tuple[Dialect, ...] = (
                 "with too-easy data slows down instead of raising. 'samples' in the names counts groups.",
        k_keys=("actor_rollout_ref.rollout.n", "rollout.n"), batch_keys=("data.train_batch_size",),
        signature=(r"training/filter_groups/discarded_surplus_samples",), sparse=True),
-    _d(trainer="prime-rl", label="prime-rl (since PR #2907)", repo="PrimeIntellect-ai/prime-rl",
+    _d(trainer="prime-rl",
+       scope="global (the orchestrator's rollouts of the step), once per step",
+       label="prime-rl (since PR #2907)", repo="PrimeIntellect-ai/prime-rl",
        version="559b44772 (2026-08-21, 0.8.0)", source="src/prime_rl/orchestrator/metrics.py (solve_rates, to_dict)",
        rules=[("frac_all_pass", r"train/agg/all/(?:[^/]+/)?solved_all"),
               ("frac_all_fail", r"train/agg/all/(?:[^/]+/)?solved_none"),
@@ -122,7 +132,9 @@ DIALECTS: tuple[Dialect, ...] = (
                 "(the warning only; solved_* are on 'all'). solved_none is sum == 0, so negative rewards can "
                 "cancel.",
        k_keys=("group_size", "rollouts_per_example")),
-    _d(trainer="prime-rl-old", label="prime-rl (before PR #2907)", repo="PrimeIntellect-ai/prime-rl",
+    _d(trainer="prime-rl-old",
+       scope="global (the orchestrator's results of the step), once per step",
+       label="prime-rl (before PR #2907)", repo="PrimeIntellect-ai/prime-rl",
        version="9f425fffc^ (2026-06, 0.6.0)", source="src/prime_rl/orchestrator/metrics.py (compute_solve_rates)",
        rules=[("frac_all_pass", r"solve_all/all"), ("frac_all_fail", r"solve_none/all"),
               ("reward_mean", r"reward/all/mean")],
@@ -131,7 +143,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "the group's mean reward.",
        mistakes="sums, not all(reward == 1): a group of fractional rewards can sum to K.",
        k_keys=("group_size", "rollouts_per_example")),
-    _d(trainer="roll", label="ROLL", repo="alibaba/ROLL", version="8eb27cc2 (2026-08-19)",
+    _d(trainer="roll",
+       scope="global (the pipeline's batch of the step)",
+       label="ROLL", repo="alibaba/ROLL", version="8eb27cc2 (2026-08-19)",
        source="roll/utils/metrics/metrics_manager.py (add_group_metrics)",
        rules=[("frac_all_pass", r"all_correct_groups_ratio"), ("frac_all_fail", r"all_incorrect_groups_ratio"),
               ("reward_mean", r"group/correct_ratio/mean")],
@@ -141,7 +155,9 @@ DIALECTS: tuple[Dialect, ...] = (
        mistakes="max_score = 1 and min_score = 0 are fixed: with other reward scales all three read 0 / 0 / 1.",
        k_keys=("num_return_sequences_in_group", "num_return_sequences"), batch_keys=("rollout_batch_size",),
        signature=(r"mixed_groups_ratio",)),
-    _d(trainer="miles", label="miles", repo="radixark/miles", version="31f1ca961 (2026-08-21)",
+    _d(trainer="miles",
+       scope="global (every sample of the rollout step)",
+       label="miles", repo="radixark/miles", version="31f1ca961 (2026-08-21)",
        source="miles/ray/rollout/metrics.py (_compute_zero_std_metrics)",
        rules=[("frac_all_pass", r"zero_std/all_one_percentage"), ("frac_all_fail", r"zero_std/all_zero_percentage"),
               ("groups_per_step", r"zero_std/count_1\.0", "miles_groups")],
@@ -151,7 +167,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "step = count_1.0 / all_one_percentage where both are nonzero.",
        mistakes="rewards are rounded to one decimal before grouping (0.96 counts as 1.0).",
        k_keys=("n_samples_per_prompt",), batch_keys=("rollout_batch_size",)),
-    _d(trainer="slime", label="slime", repo="THUDM/slime", version="624b824a8 (2026-08-21)",
+    _d(trainer="slime",
+       scope="global (every sample of the rollout step)",
+       label="slime", repo="THUDM/slime", version="624b824a8 (2026-08-21)",
        source="slime/observability/rollout_metrics.py (_compute_zero_std_metrics)",
        rules=[("frac_all_pass", r"zero_std/count_1\.0", "count"), ("frac_all_fail", r"zero_std/count_0\.0", "count")],
        counts="zero_std/count_<r> = number of groups whose rewards are all equal, keyed by the reward rounded "
@@ -159,7 +177,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "logged); shares need the groups per step (--rollout-batch-size in the config).",
        mistakes="no total is logged, so shares need the config; rounding as in miles.",
        k_keys=("n_samples_per_prompt",), batch_keys=("rollout_batch_size",), sparse=True),
-    _d(trainer="skyrl", label="SkyRL", repo="NovaSky-AI/SkyRL", version="a9564572e (2026-08-21)",
+    _d(trainer="skyrl",
+       scope="global (the trainer's batch of the step)",
+       label="SkyRL", repo="NovaSky-AI/SkyRL", version="a9564572e (2026-08-21)",
        source="skyrl/train/trainer.py (zero_variance_filter block, reward metrics)",
        rules=[("frac_reward_zero_std", r"reward/num_zero_variance_filtered", "count"),
               ("reward_mean", r"reward/avg_raw_reward")],
@@ -168,7 +188,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "reward/avg_raw_reward = mean score over the batch.",
        mistakes="",
        k_keys=("n_samples_per_prompt",), batch_keys=("train_batch_size",)),
-    _d(trainer="tinker-cookbook", label="tinker-cookbook", repo="thinking-machines-lab/tinker-cookbook",
+    _d(trainer="tinker-cookbook",
+       scope="global (every trajectory group of the iteration, env/all)",
+       label="tinker-cookbook", repo="thinking-machines-lab/tinker-cookbook",
        version="9dfcc3a2 (2026-08-19)", source="tinker_cookbook/rl/metric_util.py (_compute_by_group_metrics)",
        rules=[("frac_all_pass", r"env/all/by_group/frac_all_good"), ("frac_all_fail", r"env/all/by_group/frac_all_bad"),
               ("reward_mean", r"env/all/reward/total")],
@@ -181,7 +203,9 @@ DIALECTS: tuple[Dialect, ...] = (
                 "no effect in rl/train.py (one group per call), so constant groups were trained on.",
        k_keys=("group_size",), batch_keys=("groups_per_batch", "batch_size"),
        signature=(r"env/all/by_group/frac_mixed",)),
-    _d(trainer="openrlhf", label="OpenRLHF", repo="OpenRLHF/OpenRLHF", version="3c3be623 (2026-08-13, 0.11.0)",
+    _d(trainer="openrlhf",
+       scope="global (one generation round, logged with the train step that follows)",
+       label="OpenRLHF", repo="OpenRLHF/OpenRLHF", version="3c3be623 (2026-08-13, 0.11.0)",
        source="openrlhf/trainer/ppo_utils/samples_generator.py; openrlhf/trainer/ppo_trainer.py",
        rules=[("frac_reward_zero_std", r"dynamic_filtering_pass_rate", "rollouts_per_group_percent")],
        counts="dynamic_filtering_pass_rate = len(experiences) / prompts_consumed * 100, experiences being "
@@ -193,7 +217,9 @@ DIALECTS: tuple[Dialect, ...] = (
                 "K = 8 and nothing filtered it reads 800%. Read here as rollouts, as at this commit; a version "
                 "carrying #1282's fix (groups x 100) would have its kept share read K times too low.",
        k_keys=("n_samples_per_prompt",), batch_keys=("rollout_batch_size", "vllm_generate_batch_size")),
-    _d(trainer="nemo-rl", label="NeMo-RL", repo="NVIDIA-NeMo/RL", version="7ea279abf (2026-08-22)",
+    _d(trainer="nemo-rl",
+       scope="global (the driver's loop of the step)",
+       label="NeMo-RL", repo="NVIDIA-NeMo/RL", version="7ea279abf (2026-08-22)",
        source="nemo_rl/algorithms/grpo.py (dynamic_sampling, grpo_train)",
        rules=[("groups_per_step", r"dynamic_sampling_num_gen_batches", "batches")],
        counts="dynamic_sampling_num_gen_batches = generation batches (num_prompts_per_step prompts each) drawn "
@@ -201,7 +227,9 @@ DIALECTS: tuple[Dialect, ...] = (
               "share is bounded, not logged.",
        mistakes="",
        k_keys=("num_generations_per_prompt",), batch_keys=("num_prompts_per_step",)),
-    _d(trainer="areal", label="AReaL", repo="inclusionAI/AReaL", version="4aef98d8d (2026-05-21)",
+    _d(trainer="areal",
+       scope=(),
+       label="AReaL", repo="inclusionAI/AReaL", version="4aef98d8d (2026-05-21)",
        source="areal/trainer/rl_trainer.py (dynamic_filter_fn)",
        rules=[],
        counts="no rejected_by_all_correct / rejected_by_all_wrong (the names the issue lists) in this "
@@ -374,13 +402,15 @@ def markdown_table() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| trainer | source read | metric -> column (conversion) | what it counts | known mistakes | K, groups from config |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| trainer | source read | metric -> column (conversion) | what it counts | over what | known mistakes "
+             "| K, groups from config |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for d in DIALECTS:
         rules = "; ".join(f"`{r.pattern.replace(chr(92), '')}` -> {r.column}" + ("" if r.how == "share" else f" ({r.how})")
                           for r in d.rules) or "none mapped"
         config = ", ".join(f"`{k}`" for k in d.k_keys) + ("; " + ", ".join(f"`{k}`" for k in d.batch_keys)
                                                           if d.batch_keys else "")
         lines.append(f"| {cell(d.label)} (`{d.trainer}`) | {d.repo} `{cell(d.source)}` @ {cell(d.version)} | "
-                     f"{cell(rules)} | {cell(d.counts)} | {cell(d.mistakes) or '-'} | {config or '-'} |")
+                     f"{cell(rules)} | {cell(d.counts)} | {cell(d.scope) or '-'} | {cell(d.mistakes) or '-'} | "
+                     f"{config or '-'} |")
     return "\n".join(lines) + "\n"
