@@ -228,7 +228,7 @@ DIALECTS: tuple[Dialect, ...] = (
        mistakes="",
        k_keys=("num_generations_per_prompt",), batch_keys=("num_prompts_per_step",)),
     _d(trainer="areal",
-       scope=(),
+       scope="",
        label="AReaL", repo="inclusionAI/AReaL", version="4aef98d8d (2026-05-21)",
        source="areal/trainer/rl_trainer.py (dynamic_filter_fn)",
        rules=[],
