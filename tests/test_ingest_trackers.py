@@ -249,3 +249,17 @@ def test_a_run_picked_by_name_is_named_after_it_in_the_runs_folder(tmp_path, mon
     proc = run_cli("ingest", FIX / "mlflow", "--run", "slime/slime-run")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "grpo-lab" / "runs" / "slime-slime-run" / "run.json").is_file()
+
+
+def test_trls_trainer_state_reads_as_the_groups_of_the_same_run_say():
+    """A real GRPOTrainer output (tests/fixtures/ingest/trl_run): the scalars read from trainer_state.json
+    equal the shares recomputed from its logged completions by the group reader."""
+    from grpo_lab.sims.ingest import ingest
+
+    run = Path(__file__).parent / "fixtures" / "ingest" / "trl_run"
+    groups = ingest(run, "trl")
+    rec = read_scalars(run / "trainer_state.json", num_generations=groups.meta["num_generations"])
+    assert rec.meta["source"]["trainer"] == "trl"
+    np.testing.assert_array_equal(rec.steps["step"], groups.steps["step"])
+    for col in ("frac_reward_zero_std", "reward_mean"):
+        np.testing.assert_allclose(rec.steps[col], groups.steps[col], atol=1e-12)

@@ -116,7 +116,8 @@ def _tracker_format(path: str, fmt: str) -> str | None:
         except InputError as exc:
             raise InputError(f"{exc}; for a TRL or verl dump pass --format trl or --format verl") from None
     if fmt == "jsonl":
-        return "jsonl" if is_metrics_jsonl(Path(path)) else None
+        p = Path(path)
+        return "jsonl" if p.name == "trainer_state.json" or is_metrics_jsonl(p) else None
     return fmt
 
 

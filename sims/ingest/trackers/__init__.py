@@ -40,7 +40,8 @@ def detect_format(path) -> str:
 
     tensorboard: an ``*tfevents*`` file in it; wandb: a ``.wandb`` file, or a history export (``.csv``, or a
     ``.json`` of rows with ``_step``); mlflow: an ``mlruns`` folder or a store with ``meta.yaml`` files;
-    trackio: a ``.db`` file; jsonl: a ``.jsonl`` file of per-step scalars. InputError when none fits.
+    trackio: a ``.db`` file; jsonl: a ``.jsonl`` file of per-step scalars, or a ``trainer_state.json``. InputError
+    when none fits.
     """
     p = Path(path)
     if not p.exists():
@@ -49,6 +50,8 @@ def detect_format(path) -> str:
         name = p.name.lower()
         if "tfevents" in name:
             return "tensorboard"
+        if name == "trainer_state.json":  # the HF Trainer's (TRL's) own log: read with the JSON lines
+            return "jsonl"
         if name.endswith(".wandb") or name.endswith(".csv") or name.endswith(".json"):
             return "wandb"
         if name.endswith(".db"):

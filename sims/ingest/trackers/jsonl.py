@@ -4,7 +4,9 @@ Two shapes, one object a line:
 
 - verl's file logger (``verl/utils/tracking.py`` ``FileLogger.log``): ``{"step": N, "data": {name: value}}``;
 - tinker-cookbook's ``JsonLogger`` (``tinker_cookbook/stores/training_store.py`` ``write_metrics``):
-  ``{"step": N, name: value, ...}``, with the run's config in ``config.json`` beside it.
+  ``{"step": N, name: value, ...}``, with the run's config in ``config.json`` beside it;
+- and, read the same way, the HF Trainer's ``trainer_state.json`` (TRL's own log whatever it reports to):
+  its ``log_history`` list of ``{"step": N, name: value}``; no K in it (``--num-generations``).
 
 Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
 ``null`` is NaN. A line that is not JSON is an InputError naming it, except a cut last line (no newline at
@@ -73,10 +75,30 @@ def _first_line_is_scalars(f: Path) -> bool:
     return numeric > 0 and 2 * numeric >= len(values)
 
 
+def _trainer_state(path: Path, data: bytes) -> RunScalars:
+    try:
+        state = json.loads(data)
+    except (ValueError, RecursionError):
+        raise InputError(f"{path}: not valid JSON") from None
+    history = state.get("log_history") if isinstance(state, dict) else None
+    if not isinstance(history, list):
+        raise InputError(f"{path}: no log_history list (not an HF Trainer's trainer_state.json)")
+    rows: dict = {}
+    for n, entry in enumerate(history):
+        step = entry.get("step") if isinstance(entry, dict) else None
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise InputError(f"{path}: log_history[{n}] has no integer step")
+        add_row(rows, step, entry, skip=("step", "epoch"))
+    return RunScalars(name=path.parent.name or "trainer_state", series=series_from_rows(rows), fmt="jsonl",
+                      notes=["TRL's trainer_state.json: no num_generations in it (--num-generations)"])
+
+
 def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
     config_file = path.parent / "config.json"
     charge_files([path, *([config_file] if config_file.is_file() else [])], max_bytes, str(path))
     data = path.read_bytes()
+    if path.name == "trainer_state.json":
+        return _trainer_state(path, data)
     rows: dict = {}
     lines = data.split(b"\n")
     last = len(lines)
