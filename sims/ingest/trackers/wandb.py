@@ -9,6 +9,9 @@ Offline runs
     wandb's own protobuf classes: ``history`` records give the scalars (``item.key`` or the joined
     ``nested_key``, ``value_json``; the step is the ``_step`` item, else ``history.step.num``), ``run`` and
     ``config`` records give the config (``value_json`` per key; W&B's ``{"value": ...}`` wrappers unwrapped).
+    Where the run defined a step metric (``run.define_metric("*", step_metric="train/global_step")``, as the HF
+    Trainer's ``WandbCallback`` does, so TRL's runs), each value's step is that metric's value in its row, the
+    axis W&B plots it on, not W&B's own row counter ``_step``.
 
     Deviation (named): wandb 0.31 no longer ships that Python reader (``wandb/sdk/internal/datastore.py``
     is gone from the wheel; the Go ``wandb-core`` reads the log), so the 40-line scan is written here from
@@ -25,6 +28,7 @@ History exports
 from __future__ import annotations
 
 import csv
+import fnmatch
 import io
 import json
 import struct
@@ -125,13 +129,17 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
     config: dict = {}
     parse = wandb_internal_pb2.Record.FromString
     display = None
+    step_of: dict[str, str] = {}  # define_metric(name or glob, step_metric=...): the x axis W&B plots it on
+    skipped = 0
     for offset, payload in _payloads(data, label, partial_ok):
         try:
             rec = parse(payload)
         except DecodeError:
             raise InputError(f"{label}: record at byte {offset} is not a W&B Record") from None
         kind = rec.WhichOneof("record_type")
-        if kind == "history":
+        if kind == "metric" and rec.metric.step_metric:
+            step_of[rec.metric.name or rec.metric.glob_name] = rec.metric.step_metric
+        elif kind == "history":
             values, step = {}, None
             for item in rec.history.item:
                 try:
@@ -145,9 +153,22 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
                     values[k] = v
             if step is None and rec.history.HasField("step"):
                 step = rec.history.step.num
-            if not isinstance(step, int) or isinstance(step, bool):
-                continue
-            add_row(rows, step, values)
+            by_axis: dict = {}
+            for k, v in values.items():
+                axis = _axis(k, step_of)
+                if axis is None:
+                    by_axis.setdefault(step, {})[k] = v
+                elif axis != k:
+                    s = values.get(axis)
+                    if isinstance(s, float) and s.is_integer():
+                        s = int(s)
+                    if isinstance(s, int) and not isinstance(s, bool):
+                        by_axis.setdefault(s, {})[k] = v
+                    else:
+                        skipped += 1
+            for s, vals in by_axis.items():
+                if isinstance(s, int) and not isinstance(s, bool):
+                    add_row(rows, s, vals)
         elif kind in ("run", "config"):
             items = rec.run.config.update if kind == "run" else rec.config.update
             if kind == "run" and rec.run.display_name:
@@ -159,7 +180,22 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
                     continue
                 config.update(flatten({_key(item): v}))
     notes = [f"W&B run name {display!r}"] if display else []
+    if step_of:
+        notes.append("steps from the run's define_metric step metrics (" + ", ".join(sorted(set(step_of.values())))
+                     + "), not W&B's _step")
+    if skipped:
+        notes.append(f"{skipped} values logged without their step metric were left out")
     return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="wandb", notes=notes)
+
+
+def _axis(name: str, step_of: dict[str, str]) -> str | None:
+    """The step metric ``name`` is plotted against (an exact definition first, then a glob), or None (``_step``)."""
+    if name in step_of:
+        return step_of[name]
+    for pattern, axis in step_of.items():
+        if fnmatch.fnmatchcase(name, pattern):
+            return axis
+    return None
 
 
 def _step_column(header: list[str]) -> int:
