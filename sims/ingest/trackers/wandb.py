@@ -21,7 +21,8 @@ Offline runs
 
 History exports
     ``run.history()`` saved as CSV or JSON (a list of row objects), or the UI's CSV export: the step column
-    is ``_step``, ``step`` or ``Step``; the UI's ``"<run> - <metric>"`` headers lose their run prefix and its
+    is the first of :data:`STEP_COLUMNS` present (``train/global_step``, an HF run's axis, then ``_step``,
+    ``step``, ``Step``); the UI's ``"<run> - <metric>"`` headers lose their run prefix and its
     ``__MIN``/``__MAX`` columns are skipped. Empty cells are NaN. An export has no config (K from the flag).
 """
 
@@ -198,8 +199,13 @@ def _axis(name: str, step_of: dict[str, str]) -> str | None:
     return None
 
 
+#: step columns of a history export, in order of preference: the HF Trainer's step metric (its WandbCallback plots
+#: every metric on it), then W&B's row counter and the UI export's column
+STEP_COLUMNS = ("train/global_step", "_step", "step", "Step")
+
+
 def _step_column(header: list[str]) -> int:
-    for want in ("_step", "step", "Step"):
+    for want in STEP_COLUMNS:
         if want in header:
             return header.index(want)
     raise InputError("no step column (_step, step or Step) in this history export")
@@ -210,7 +216,7 @@ def _metric_names(header: list[str]) -> list[str | None]:
     ``_``-columns dropped (None)."""
     out = []
     for h in header:
-        if h.endswith("__MIN") or h.endswith("__MAX") or h.startswith("_") or h in ("step", "Step"):
+        if h.endswith("__MIN") or h.endswith("__MAX") or h.startswith("_") or h in STEP_COLUMNS:
             out.append(None)
         else:
             out.append(h.split(" - ", 1)[1] if " - " in h else h)
@@ -240,6 +246,8 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
         for n, row in enumerate(body, 2):
             if len(row) != len(header):
                 raise InputError(f"{label} line {n}: {len(row)} cells, the header has {len(header)}")
+            if row[si] == "":
+                continue  # a row logged off the step metric (W&B leaves its cell empty)
             try:
                 step = int(float(row[si]))
             except ValueError:
@@ -262,12 +270,12 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
         if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
             raise InputError(f"{label}: expected a list of history rows (objects with _step)")
         for n, row in enumerate(obj):
-            step = row.get("_step", row.get("step"))
+            step = next((row[c] for c in STEP_COLUMNS if row.get(c) is not None), None)
             if isinstance(step, float) and step.is_integer():
                 step = int(step)
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InputError(f"{label} row {n}: no integer _step")
-            add_row(rows, step, {k: v for k, v in row.items() if not k.startswith("_") and k != "step"})
+            add_row(rows, step, {k: v for k, v in row.items() if not k.startswith("_") and k not in STEP_COLUMNS})
     return RunScalars(name=name, series=series_from_rows(rows), config={}, fmt="wandb",
                       notes=["a W&B history export: no config (K from --num-generations)"])
 
