@@ -264,3 +264,15 @@ def test_trls_trainer_state_reads_as_the_groups_of_the_same_run_say():
     np.testing.assert_array_equal(rec.steps["step"], groups.steps["step"])
     for col in ("frac_reward_zero_std", "reward_mean"):
         np.testing.assert_allclose(rec.steps[col], groups.steps[col], atol=1e-12)
+
+
+def test_an_hf_runs_history_export_is_read_on_train_global_step(tmp_path):
+    """``run.history()`` of TRL's W&B run: W&B's _step counts rows, the trainer's step is train/global_step."""
+    t = TRUTH["trl_wandb"]
+    lines = ["_step,train/global_step,train/frac_reward_zero_std,train/reward", "0,0,,"]
+    for i, (step, z, r) in enumerate(zip(t["step"], t["frac_reward_zero_std"], t["reward_mean"])):
+        lines.append(f"{7 + 9 * i},{step},{z!r},{r!r}")
+    (tmp_path / "history.csv").write_text("\n".join(lines) + "\n")
+    rec = read_scalars(tmp_path / "history.csv", num_generations=t["K"])
+    np.testing.assert_array_equal(rec.steps["step"], t["step"])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], t["frac_reward_zero_std"])
