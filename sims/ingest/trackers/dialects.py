@@ -36,13 +36,15 @@ class Rule:
     any ``prefix/``), converted by ``how``:
 
     ``share``        the value is already a share of the step's groups
-    ``percent``      a percentage of groups (/100)
     ``count``        a count of groups: / groups_per_step (needs it)
     ``rollouts_per_group_percent``  OpenRLHF: 100 * kept rollouts / prompts drawn; kept share of groups is
                      value / (100 K), and the zero-std share 1 - that (needs K)
-    ``groups``       groups per step as logged
     ``batches``      generation batches drawn: * the config's prompts per batch = groups drawn
-    ``missing0``     a count the trainer logs only when it is nonzero: NaN -> 0 on the run's steps
+    ``v1_zero_std``  verl V1: evicted / (evicted + data.train_batch_size + discarded surplus)
+    ``v1_groups``    verl V1: evicted + data.train_batch_size + discarded surplus (groups drawn)
+    ``miles_groups`` miles: zero_std/count_1.0 / zero_std/all_one_percentage, where both are nonzero
+
+    A trainer that logs a count only when it is nonzero is marked :attr:`Dialect.sparse` (absent = 0).
     """
 
     column: str
@@ -329,8 +331,6 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
         x = raw[n]
         if r.how == "share":
             val = x
-        elif r.how == "percent":
-            val = x / 100.0
         elif r.how == "count":
             if batch is None:
                 notes.append(f"{r.column}: {n} is a count of groups and the config gives no groups per step "
@@ -338,7 +338,7 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
                 continue
             val = x / batch
             cols.setdefault("groups_per_step", np.full(len(steps), batch))
-            read.setdefault("groups_per_step", f"config {d.batch_keys[0]}")
+            read.setdefault("groups_per_step", f"config {' / '.join(d.batch_keys)}")
         elif r.how == "rollouts_per_group_percent":
             if K is None:
                 notes.append(f"{r.column}: {n} is rollouts per prompt x 100 and K is unknown (--num-generations)")
@@ -370,8 +370,6 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
             with np.errstate(divide="ignore", invalid="ignore"):
                 val = np.where(share > 0, x / share, np.nan)
             val = np.round(val)
-        elif r.how == "groups":
-            val = x
         else:  # pragma: no cover - a row names a conversion that does not exist
             raise AssertionError(r.how)
         cols[r.column] = np.asarray(val, float)
