@@ -276,3 +276,15 @@ def test_an_hf_runs_history_export_is_read_on_train_global_step(tmp_path):
     rec = read_scalars(tmp_path / "history.csv", num_generations=t["K"])
     np.testing.assert_array_equal(rec.steps["step"], t["step"])
     np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], t["frac_reward_zero_std"])
+
+
+def test_partial_ok_takes_a_log_with_nothing_in_it_yet(tmp_path):
+    from grpo_lab.sims.errors import InputError
+
+    (tmp_path / "metrics.jsonl").write_text("")
+    rec = read_scalars(tmp_path, num_generations=8, partial_ok=True)
+    assert len(rec.steps["step"]) == 0 and rec.meta["source"]["notes"] == ["nothing logged yet"]
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "env/all/by_group/frac_all_go')  # a first line, cut
+    assert len(read_scalars(tmp_path, num_generations=8, partial_ok=True).steps["step"]) == 0
+    with pytest.raises(InputError, match="holds no scalars|cut last line"):
+        read_scalars(tmp_path, num_generations=8)

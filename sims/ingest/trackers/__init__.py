@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...record import RunRecord
-from ...scalars_record import scalars_record
+from ...scalars_record import COLUMNS, scalars_record
 from ..common import DEFAULT_MAX_BYTES
 from . import dialects as _dialects
 
@@ -142,7 +142,8 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
     trainer : a dialect of :data:`.dialects.TRAINERS`; None detects it from the metric names.
     num_generations : K where the run's config does not say it (a flag overrides the config).
     max_bytes : cap on the bytes of the files read (checked before reading).
-    partial_ok : tolerate a file still being written: a cut last record or line is left out.
+    partial_ok : tolerate a file still being written: a cut last record or line is left out, and a run with
+        nothing logged yet is an empty record (zero steps) rather than an error.
 
     Returns a record of :func:`grpo_lab.sims.scalars_record.scalars_record` with ``source`` = ``{format,
     trainer, run, dialect: {column: metric read}, missing, notes, path}``.
@@ -152,6 +153,10 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
         raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
     rs = read_run_scalars(path, fmt=fmt, run=run, max_bytes=max_bytes, partial_ok=partial_ok)
     if not rs.series:
+        if partial_ok:  # a log still being written may hold nothing yet: an empty record, for the next poll
+            source = {"format": rs.fmt, "trainer": trainer, "run": rs.name, "dialect": {},
+                      "missing": list(COLUMNS[1:]), "notes": ["nothing logged yet"], "path": str(path)}
+            return scalars_record(rs.name, [], {}, num_generations=num_generations, source=source)
         raise InputError(f"{path}: run {rs.name!r} holds no scalars")
     d = _dialects.detect(rs.series) if trainer is None else _dialects.dialect(trainer)
     steps, cols, raw, read, missing, notes, K = _dialects.map_run(rs.series, rs.config, d, num_generations)
