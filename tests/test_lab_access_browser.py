@@ -64,15 +64,18 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
                  'spinbutton "Prompts"', 'spinbutton "Beta a"', 'spinbutton "Beta b"', 'spinbutton "Seed"',
                  'button "New draw"', 'button "Reset"', 'checkbox "Difficulty filter'):
         assert line in tree, line
-    # the Tab order: the header's tour link, the tabs, the controls beside the grid, the grid's own (all named)
+    # the Tab order is the screen's: the header's tour link, the tabs, Play and Step, the grid's own controls
+    # (progress, K, the filter and its band), then the rest (Pin, rho, the population); all named
     stops = []
     for _ in range(16):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
                                    "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
     assert stops[:7] == ["guided tour", "Live lab", "Advantages", "Replay", "Samplers", "\u25b6 Play", "Step"], stops
-    assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
-    assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
+    assert stops[7:9] == ["Training progress t", "Group size K"], stops
+    assert stops[9].startswith("Difficulty filter"), stops
+    assert stops[10:12] == ["Filter band, low end", "Filter band, high end"], stops
+    assert "Rollout correlation rho" in stops[12:], stops
     assert all(s for s in stops), stops
     assert page.evaluate(HELP_ICONS) == 0  # help is text under the controls, not a "?" on a label
     # Right arrow on a tab opens the next one

@@ -73,12 +73,13 @@ def test_slider_whole_grid_key_readouts_and_both_plots_share_the_first_screen(br
             assert 0 <= box["top"] and box["bottom"] <= height + 0.5, (name, box)
             assert 0 <= box["left"] and box["right"] <= width + 0.5, (name, box)
         grid, decay = page.evaluate(BOX, "#gx-grid"), page.evaluate(BOX, "#gx-decay")
-        assert grid["width"] >= 300 and decay["width"] >= 240 and decay["height"] >= 100, (grid, decay)
+        # (presentation mode at 1024 px sets the two plots side by side beside a larger grid: test_lab_present_browser)
+        assert grid["width"] >= 300 and decay["width"] >= (200 if query else 240) and decay["height"] >= 100, (grid, decay)
         play = page.get_by_role("button", name="\u25b6 Play").bounding_box()
         assert play["y"] + play["height"] <= height
         if query:  # presentation mode: larger title, caption and plot text; no secondary material
             font = "sel => { " + FIND + " return parseFloat(getComputedStyle(find(document, sel)).fontSize); }"
-            assert page.evaluate(font, "h2") >= 28 and page.evaluate(font, ".gx-plot-title") >= 18
+            assert page.evaluate(font, "h1") >= 22 and page.evaluate(font, ".gx-plot-title") >= 16
             assert page.evaluate(font, ".gx-svg") >= 15
             assert page.evaluate(BOX, ".lab-plots") is None and page.evaluate(BOX, ".lab-side") is None
     finally:

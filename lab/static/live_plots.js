@@ -109,11 +109,12 @@
 
     function drawOutcome(view, values) {
       var s = size(svgOut), split = Math.round(s.h * 0.36), bottom = s.h - 2.7 * s.fs;
-      var top = frame(s, 6, split - 6, [0, 1], fmt, false);
+      var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
+      var top = frame(s, 6, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
       var ymax = Math.max(5, Math.ceil(max / 5) * 5);
-      var low = frame(s, split + 4, bottom, [0, 1], function (v) { return String(Math.round(v * ymax)); }, true,
+      var low = frame(s, split + gap, bottom, [0, 1], function (v) { return String(Math.round(v * ymax)); }, true,
                       "pass rate p now");
       var X = top.X, out = top.svg + low.svg;
       var P = [];
@@ -142,7 +143,7 @@
       var mean = view.summary.mean_pass_rate;
       if (isFinite(mean)) {
         var mx = X(mean).toFixed(1);
-        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - 6) + '" stroke="#555" stroke-dasharray="4 3"/>';
+        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);

@@ -35,7 +35,7 @@ from grpo_lab.grid.pin import pin_values
 from .in_view import InView
 from .jensen import JensenPlot
 from .kcost import KCostTable
-from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
+from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons, present_heading
 from .plot_text import decay_text, described, outcome_text
 from .side_controls import side_controls
 from .play_budget import BUSY_NOTICE, FrameBudget
@@ -51,7 +51,9 @@ REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
 
-    def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False):
+    def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False, heading: str = ""):
+        """``heading``: in presentation mode, the page's heading, shown on Play and Step's row (with the tour's
+        link), so the rows of a projector's screen go to the grid."""
         self.lab, self.play, self._present, self._embed = lab, play, present, embed  # present: fewer panels
         self.controls = Controls(lab, play)
         if present:
@@ -65,7 +67,7 @@ class LiveLab:
         size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
         first = None if embed else self.frame()
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   pin=not embed, css_classes=["lab-grid"],
+                                   pin=not (embed or present), css_classes=["lab-grid"],
                                    plots=None if embed else self._plot_text(first), **size)
         link(lab, self.grid)
         self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
@@ -88,8 +90,9 @@ class LiveLab:
         lab.param.watch(lambda e: self.notices.show("lab-notice", e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
-        if not embed:  # rho, the population, New draw and Reset: one component beside the grid
-            self.side = side_controls(lab, play, sizing_mode="stretch_width")
+        # rho, the population, New draw and Reset: one component beside the grid (not in an embed, nor in presentation
+        # mode, which keeps the controls a lecturer touches: Play / Step, progress, K, the filter and its band)
+        self.side = None if embed or present else side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
             self.panel = pn.Column(self.notices, c.main(), grid_pane, self.caption.panel,
                                    css_classes=["lab-embed"])
@@ -98,9 +101,12 @@ class LiveLab:
             # built when the visitor first gets to them (lab.views.in_view): a visit that never scrolls to them
             # never pays for them, and the first screen is interactive sooner
             # presentation mode drops the secondary material (the formulas, the K-cost table, the Jensen gap)
+            main = c.main()
+            if present:
+                main.append(present_heading(heading))
             self.panel = pn.Column(
                 self.notices,
-                first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
+                first_screen(main, pn.Column(*[p for p in (self.side, self.caption.panel) if p is not None]), grid_pane,
                              None if present else formulas_pane("The arithmetic")),
                 sizing_mode="stretch_width")
             if not present:
