@@ -14,6 +14,9 @@
  *                                curves: Python's curves while rho > 0 (else null)
  *   plots.hover(h)               the hovered prompt ({p, pu}) marked on both panels, or null
  *   plots.pin(pin)               the pinned view's P(useful) curve: {K, useful (Float64Array) or null}, or null
+ *   plots.follow(view, server)   repaint after each of the grid view's paints (view.onDraw), in the same event: the
+ *                                served lab and the exported page both call this; server() -> {rho, curves} while
+ *                                Python paints (the served lab with rho > 0), omitted or {rho: 0, curves: null} else
  *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
  *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
  */
@@ -162,6 +165,15 @@
     }
 
     plots.setData = function (decoded) { d = decoded; curveKey = null; };
+
+    plots.follow = function (view, server) {
+      view.onDraw(function (result, K, decoded) {
+        if (d !== decoded) plots.setData(decoded);
+        var v = view.values, s = server ? server() : null;
+        plots.draw(result, {progress: v.progress, K: K, filter: v.filter, band_lo: v.band_lo, band_hi: v.band_hi,
+                            rho: s ? s.rho : 0}, s ? s.curves : null);
+      });
+    };
 
     plots.draw = function (view, values, curves) {
       if (!view) return;

@@ -30,6 +30,7 @@ from .decay import plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
+from .embed import EMBED_ABOVE_PX
 from .glyphs import AxisParts
 from grpo_lab.grid.pin import pin_values
 from .in_view import InView
@@ -62,13 +63,13 @@ class LiveLab:
         self.population = scenario.population()
         self._pop_key = lab.population_key()
         self._readouts = "main" if embed or present else "full"
-        # an embed follows its iframe's width (down to a phone's); the full page gives the grid and its plots the
-        # page's width
-        size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
-        first = None if embed else self.frame()
+        # an embed follows its iframe's width, and from 480 px sets its controls and readouts beside the grid (the
+        # container gx-embed: lab/static/gridview.css), so a blog's 700x500 frame shows the slider and the whole grid
+        size = {**GRID_SIZE, "css_classes": ["lab-grid", "gx-embed"], "margin": (0, 10),
+                "styles": {"--gx-embed-above": f"{EMBED_ABOVE_PX}px"}} if embed else \
+            {**GRID_SIZE, "css_classes": ["lab-grid"]}
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   pin=not (embed or present), css_classes=["lab-grid"],
-                                   plots=None if embed else self._plot_text(first), **size)
+                                   pin=not (embed or present), plots=self._plot_text(self.frame()), **size)
         link(lab, self.grid)
         self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
         c = self.controls
@@ -162,13 +163,12 @@ class LiveLab:
             update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts)
         if repaint_grid or (new_population and frame.scenario.rho > 0):
             update["view"] = server_view(frame.view, frame.scenario.K)
-        if not self._embed:
-            curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
-            if curves != self.grid.curves:
-                update["curves"] = curves
-            text = self._plot_text(frame)
-            if text != self.grid.plot_text:
-                update["plot_text"] = text
+        curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
+        if curves != self.grid.curves:
+            update["curves"] = curves
+        text = self._plot_text(frame)
+        if text != self.grid.plot_text:
+            update["plot_text"] = text
         if update:
             self.grid.param.update(**update)
         self.caption.update(frame)
