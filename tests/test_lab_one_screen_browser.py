@@ -199,3 +199,22 @@ def test_with_correlated_rollouts_the_plots_draw_pythons_curves_and_view(browser
     finally:
         context.close()
     assert errors == []
+
+
+def test_a_phone_shows_the_slider_the_headline_readouts_and_most_of_the_grid_first(browser, lab_url):
+    """390x844 (issue 34): progress and K side by side, the three main readouts (the others folded away on a phone),
+    the key in two columns, then the grid, at least three quarters of it on the first screen."""
+    context, page, errors = _open(browser, lab_url, 390, 844, mobile=True)
+    try:
+        progress, grid = page.evaluate(BOX, "#gx-progress"), page.evaluate(BOX, "#gx-grid")
+        assert progress["bottom"] <= 844
+        shown = (min(grid["bottom"], 844) - grid["top"]) / grid["height"]
+        assert shown >= 0.75, (grid, shown)
+        for sel in (".readout-useful", ".readout-mean-pass", ".readout-kept"):
+            assert page.evaluate(BOX, sel)["bottom"] <= grid["top"], sel
+        assert page.evaluate(BOX, ".readout-all-pass")["height"] == 0  # folded on a phone
+        k = page.evaluate(BOX, "#gx-K")
+        assert abs(k["top"] - progress["top"]) < 2 and k["left"] > progress["right"]  # side by side
+    finally:
+        context.close()
+    assert errors == []

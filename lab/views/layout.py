@@ -77,6 +77,17 @@ PHONE_CSS = f"""
   .gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; }}  /* numbers' columns: no wider than their text */
   .gx-view .grpo-readouts small {{ font-size: 11px; white-space: nowrap; }}
   .gx-view .grpo-legend {{ line-height: 1.35 !important; }}
+  /* compact, so the slider and most of the grid share the first screen (390x844: 88% of the grid): progress and K
+     side by side, then the filter and its band; the three main readouts (the others are folded away on a phone:
+     rollouts per useful group is in the K-cost table below, the all-pass and all-fail shares in the caption); the
+     key in two columns */
+  .gx-view .gx-controls {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); column-gap: 14px;
+    margin-bottom: .2em; }}
+  .gx-view .gx-check {{ font-size: 13px; }}
+  .gx-view .grpo-readouts tr:not(.main):not(:first-child) {{ display: none; }}
+  .gx-view .grpo-legend {{ display: grid; grid-template-columns: auto auto; column-gap: 8px;
+    font-size: 12px !important; }}
+  .gx-view .grpo-legend > span {{ margin-right: 0 !important; white-space: normal !important; }}
   /* the Advantages tab's table of numbers: its cells wrap and shrink instead of widening the page */
   table.adv-numbers {{ width: 100% !important; table-layout: fixed; font-size: 12px !important; }}
   table.adv-numbers th, table.adv-numbers td {{ white-space: normal !important; overflow-wrap: anywhere;
