@@ -12,6 +12,8 @@ table and the Jensen gap), which is built when the visitor scrolls to it.
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 
 from grpo_lab.debounce import Debounce
@@ -47,6 +49,11 @@ PLOTS_MIN_HEIGHT = 560  #: the plots' space, kept until they are built (no layou
 #: the placeholder where the plots will be, until the visitor gets to them (lab.views.in_view)
 PLOTS_PLACEHOLDER = "The plots are drawn when you scroll to them."
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
+
+
+def section_heading(text: str) -> pn.pane.HTML:
+    """A section's heading: an ``h2`` under the page's ``h1`` (headings go down one level at a time)."""
+    return pn.pane.HTML(f"<h2 style='margin:8px 0 4px;font-size:16px'>{html.escape(text)}</h2>", margin=(0, 10))
 
 
 class LiveLab:
@@ -137,8 +144,8 @@ class LiveLab:
         for plot in self.plots:
             plot.update(frame)
         k, j = self.plots
-        kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
-        self._plots.objects = plot_rows((kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))
+        kcost = pn.Column(section_heading("The cost of bigger groups"), k.panel)
+        self._plots.objects = plot_rows((kcost, pn.Column(section_heading("The Jensen gap"), *j.panel.objects)))
         self._plots.css_classes = ["lab-plots", "lab-plots-ready"]
 
     @staticmethod
