@@ -133,12 +133,12 @@ PRESENT_CSS = f"""
   .gx-view {{ column-gap: 20px !important;
     grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_PX}px), calc(100cqw - {PRESENT_SIDE_PX}px)))
                            minmax(0, 1fr) !important;
-    grid-template-rows: auto auto 1fr auto !important;
+    grid-template-rows: auto auto auto 1fr !important;  /* the plots span a flexible row: the key follows the grid */
     grid-template-areas: "grid controls" "grid readouts" "grid plots" "legend plots" !important; }}
   .gx-view > .gx-grid {{ align-self: start; }}
   .gx-view > .gx-controls {{ display: grid; grid-template-columns: 1fr 1fr; column-gap: 20px; margin: 0; }}
   .gx-view > .gx-readouts {{ margin: .2em 0 .4em; }}
-  .gx-view > .grpo-legend {{ margin-top: .2em; }}
+  .gx-view > .grpo-legend {{ margin-top: .2em; align-self: start; }}
   /* the plots fill the rest of the grid's height: stacked, or side by side on a short window */
   .gx-view > .gx-plots {{ align-self: stretch; display: flex; flex-direction: column; gap: 6px 16px; }}
   .gx-plot {{ flex: 1 1 0; min-height: 0; min-width: 0; display: flex; flex-direction: column; margin: 0; }}
@@ -160,9 +160,10 @@ PRESENT_CSS = f"""
   .grpo-readouts .main td {{ font-size: 17px !important; }}
   .grpo-readouts .main td + td {{ font-size: 22px !important; }}
   .gx-view .grpo-readouts small {{ font-size: 14px; }}
-  .gx-plot-title {{ font-size: 16px !important; }}
+  .gx-plot-title {{ font-size: 18px !important; }}
   .gx-plot-key {{ font-size: 14px !important; }}
   .gx-svg {{ font-size: 15px !important; min-height: 90px; }}
+  .gx-view > .gx-plots {{ min-height: calc(100vh - 450px); }}  /* down to the window's foot, past the key */
 }}
 """
 
