@@ -81,13 +81,13 @@ PHONE_CSS = f"""
      side by side, then the filter and its band; the three main readouts (the others are folded away on a phone:
      rollouts per useful group is in the K-cost table below, the all-pass and all-fail shares in the caption); the
      key in two columns */
-  .gx-view .gx-controls {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); column-gap: 14px;
+  .gx-view > .gx-controls[data-spec] {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); column-gap: 14px;
     margin-bottom: .2em; }}
   .gx-view .gx-check {{ font-size: 13px; }}
-  .gx-view .grpo-readouts tr:not(.main):not(:first-child) {{ display: none; }}
-  .gx-view .grpo-legend {{ display: grid; grid-template-columns: auto auto; column-gap: 8px;
+  #gx-readouts .grpo-readouts tr:not(.main):not(:first-child) {{ display: none; }}
+  .gx-view > .grpo-legend {{ display: grid; grid-template-columns: auto auto; column-gap: 8px;
     font-size: 12px !important; }}
-  .gx-view .grpo-legend > span {{ margin-right: 0 !important; white-space: normal !important; }}
+  .gx-view > .grpo-legend > span {{ margin-right: 0 !important; white-space: normal !important; }}
   /* the Advantages tab's table of numbers: its cells wrap and shrink instead of widening the page */
   table.adv-numbers {{ width: 100% !important; table-layout: fixed; font-size: 12px !important; }}
   table.adv-numbers th, table.adv-numbers td {{ white-space: normal !important; overflow-wrap: anywhere;
