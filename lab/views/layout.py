@@ -11,9 +11,12 @@ tighter grid view (:data:`PHONE_CSS`). Nothing is wider than the window, so the 
 (tested down to 360 px). The page carries ``<meta name="viewport">`` (:data:`VIEWPORT_TEMPLATE`), so a phone
 lays it out at its own width.
 
-``?present=true`` (presentation mode, for a projector) scales every text up (the heading and caption too),
-and leaves out the formulas, the grid's secondary readouts and the secondary plots; :data:`PRESENT_CSS` is its
-stylesheet (adopted by :class:`grpo_lab.access.PageAccess`).
+``?present=true`` (presentation mode, for a projector's back row at 1920x1080 down to 1024x768) puts the grid on
+the left, as tall as the window allows, and beside it the controls a lecturer touches, the three main readouts in
+large type and the two plots; the heading and the tour's link go on Play's row (:func:`present_heading`), and rho,
+the population, Pin, the formulas and the secondary plots are left out; :data:`PRESENT_CSS` is its stylesheet
+(adopted by :class:`grpo_lab.access.PageAccess`). On a phone the grid's controls, readouts and key are compact
+(:data:`PHONE_CSS`), so the slider and most of the grid share the first screen.
 """
 
 from __future__ import annotations
