@@ -44,7 +44,7 @@ from pathlib import Path
 
 from ..errors import InputError
 
-__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record"]
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
 
@@ -221,3 +221,14 @@ def settings_from_record(meta: dict) -> dict | None:
         return {**_grpo_lab(cfg), "source": "the record's own config"}
     except InputError:
         return None
+
+
+def step_settings(meta: dict, settings: dict | None, K: int) -> dict | None:
+    """The dynamic-sampling settings every section of the doctor uses: ``settings`` (a trainer config and/or
+    flags, :func:`read_trainer_config`), else the record's own grpo-lab dynamic-sampling config
+    (:func:`settings_from_record`), else None; ``K`` set to the config's (or the record's ``K`` where the config
+    has none). :func:`grpo_lab.sims.doctor.diagnose.diagnose` computes them here once and hands the same dict to
+    the stall forecast (``train_batch``, ``gen_batch``, ``cap``, ``pool``, ``K``) and to the samplers section
+    (the DAPO row's batch, generation batch and cap, and the K of every row)."""
+    chosen = settings if settings is not None else settings_from_record(meta)
+    return None if chosen is None else {**chosen, "K": int(chosen.get("K") or K)}

@@ -128,10 +128,11 @@ def dapo_rounds(u_bar: float, batch: int, gen: int, max_rounds: int) -> dict:
     r = np.arange(cap)
     needed = special.bdtr(batch - 1, r * gen, u_bar)  # P(round r + 1 is needed): the Binomial cdf ...
     needed[0] = 1.0  # ... and the first round always (bdtr is NaN for n = 0)
+    filled = True  # without a cap: whether the sum's terms fell below 1e-12 within MAX_ROUNDS rounds
     if max_rounds <= 0:
         tail = np.flatnonzero(needed < 1e-12)
-        needed = needed[: tail[0]] if tail.size else needed
-    p_stall = float(special.bdtr(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(needed[-1] >= 1e-12)
+        needed, filled = (needed[: tail[0]], True) if tail.size else (needed, False)
+    p_stall = float(special.bdtr(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(not filled)
     above = np.flatnonzero(needed <= 0.05)
     return {"rounds_expected": float(needed.sum()), "p_stall": p_stall,
             "rounds_p95": int(above[0]) if above.size else None}

@@ -15,6 +15,9 @@ with the budget R = E N K (:mod:`.closed`, :mod:`.simulate`). Per sampler:
                           up to the horizon, 0 when it is already below at t = 0. Past t = 1 the decay
                           model is continued as written, p0 ** (1 / (1 + g t)) (= decay.pass_rate_at
                           (p0, 1, g t)), as the doctor's forecast looks several run lengths ahead
+``mc_se``                 {figure: Monte Carlo standard error} of the figures that are simulated (retirement's and
+                          GRESO's useful_per_1000 and never_trained, DAPO's never_trained: the spread of ``reps``
+                          runs over sqrt(reps); NaN with one run); empty for closed forms
 ``expiry_shift``          expiry_t minus plain GRPO's (progress units; > 0: expires later), and
                           ``expiry_shift_steps`` = shift x ``steps`` when a run length is given
 
@@ -222,6 +225,7 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
                      "never_trained": r["never_trained"], "rate": _rate(r, K),
                      "expiry_t": e, "expiry_shift": shift,
                      "expiry_shift_steps": shift * steps if shift is not None and steps else None,
+                     "mc_se": {k: r[f"{k}_se"] for k in ("useful_per_1000", "never_trained") if f"{k}_se" in r},
                      "details": {k: v for k, v in r.items() if k not in ("useful_per_1000", "never_trained")}})
     settings = {"K": K, "prompts": int(p0.size), "progress": float(t), "gain": float(gain), "steps": steps,
                 **{k: (list(v) if isinstance(v, tuple) else v) for k, v in o.items()},
