@@ -26,6 +26,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
                          split and phantom-gradient groups (:mod:`.audit`)
 ``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``cost_forecast``        prompts and rollouts per trained step over the stall forecast's future steps under the
+                         trainer's own loop (verl V1, OpenRLHF, ... :mod:`.cost`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
@@ -43,6 +45,7 @@ from ..errors import InputError
 from ..record import RunRecord
 from .audit import audit as audit_logged
 from .correlation import within_prompt_correlation
+from .cost import cost_forecast
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
 from .forecast import DEFAULT_THRESHOLD, forecast as run_forecast
 from .groups import run_groups
@@ -171,6 +174,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     timings["audit"] = time.perf_counter() - t
     t = time.perf_counter()
     stall = stall_for_record(record, groups, trend, sizes)
+    cost = cost_forecast(stall, sizes)
     moves = transitions(groups)
     timings["stall_transitions"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
@@ -198,7 +202,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "skip": skip,
         "prompts": lists,
         "audit": logged,
-        "stall_forecast": stall, "transitions": moves,
+        "stall_forecast": stall, "cost_forecast": cost, "transitions": moves,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,

@@ -4,8 +4,8 @@ The population is the preferred fit (single Beta or two-component mixture, as th
 mid-quantile pass rates, one per prompt the run drew (at most :data:`MAX_PROMPTS`); the expiry threshold is
 the forecast's. **Sizes**: with dynamic-sampling settings (:func:`.trainer_config.step_settings`: a
 ``--trainer-config`` and/or the flags, else the record's own grpo-lab dynamic-sampling config; the very dict the
-stall forecast gets) the DAPO row uses their ``train_batch`` (batch), ``gen_batch`` and ``cap``
-(max_num_gen_batches, 0 = none) and every row their K; without, batch = generation batch = the run's groups per
+stall forecast gets) the DAPO row uses their ``train_batch`` (batch), ``gen_batch``, ``cap``
+(max_num_gen_batches, 0 = none) and ``scheme`` (the trainer's loop, :mod:`.cost`) and every row their K; without, batch = generation batch = the run's groups per
 step, the cap :data:`~grpo_lab.sims.samplers.DEFAULTS`' ``max_num_gen_batches`` and the record's K
 (``settings.sizes_from`` says which). A finite pool drawn without replacement (``pool``) is not modelled here
 (the samplers draw prompts independently; the stall forecast models it).
@@ -34,10 +34,11 @@ def sizes(settings: dict | None, K: int, groups_per_step: int) -> dict:
 
     if settings is None:
         return {"K": int(K), "batch": int(groups_per_step), "gen_batch": int(groups_per_step),
-                "max_num_gen_batches": int(DEFAULTS["max_num_gen_batches"]),
+                "max_num_gen_batches": int(DEFAULTS["max_num_gen_batches"]), "scheme": "rounds", "inflight": 1,
                 "sizes_from": "the run's groups per step (no trainer config)"}
     return {"K": int(settings["K"]), "batch": int(settings["train_batch"]), "gen_batch": int(settings["gen_batch"]),
-            "max_num_gen_batches": int(settings["cap"]),
+            "max_num_gen_batches": int(settings["cap"]), "scheme": settings.get("scheme", "rounds"),
+            "inflight": int(settings.get("inflight") or 1),
             "sizes_from": "flags" if settings.get("trainer") == "flags" else
             f"{settings.get('trainer')} config ({settings.get('source', 'flags')})"}
 
@@ -61,7 +62,7 @@ def samplers_section(population, K: int, prompts: int, steps: int, batch: int, t
     sz = sizes(settings, K, batch)
     n = max(1, min(int(prompts), MAX_PROMPTS))
     opts = dict(steps=int(steps), threshold=threshold, batch=sz["batch"], gen_batch=sz["gen_batch"],
-                max_num_gen_batches=sz["max_num_gen_batches"])
+                max_num_gen_batches=sz["max_num_gen_batches"], scheme=sz["scheme"], inflight=sz["inflight"])
     out = compare(beta_pass_rates(population, n), sz["K"], 0.0, reps=max(MIN_REPS, auto_reps(n)), **opts)
     out["settings"]["sizes_from"] = sz["sizes_from"]
     out["population"] = _population_list(population)
