@@ -155,7 +155,15 @@ def test_interval_edge_cases():
     assert hi is None and 0.0 <= lo < 0.5  # beyond the horizon on 9% of them
     v = np.random.default_rng(0).normal(0.98, 0.05, 40)
     lo, hi = interval(0.98, v, 101, (0.0, 1.0))
-    assert hi == 1.0 and lo == pytest.approx(0.98 - stats.norm.ppf(0.975) * np.std(v, ddof=1) * np.sqrt(101 / 100))  # clipped above
+    normal = 0.98 - stats.norm.ppf(0.975) * np.std(v, ddof=1) * np.sqrt(101 / 100)
+    assert hi == 1.0 and lo == pytest.approx(min(normal, np.quantile(v, 0.025)))  # clipped above
+    # a figure that jumps (0 on a few populations): the percentile part reaches down to it
+    jump = np.r_[np.zeros(3), np.random.default_rng(1).normal(0.8, 0.05, 37)]
+    lo, hi = interval(0.8, jump, 150, (0.0, 10.0))
+    assert lo == 0.0 and hi > 0.8
+    # the point's Monte Carlo SE widens the normal part
+    w0 = np.diff(interval(5.0, v + 4.02, 101))[0]
+    assert np.diff(interval(5.0, v + 4.02, 101, mc_se=0.1))[0] > w0
 
 
 def test_report_shows_intervals_and_mc_se(capsys, tmp_path):
