@@ -21,22 +21,11 @@ from grpo_lab.sims.doctor.fit import fit_beta
 from grpo_lab.sims.doctor.groups import run_groups
 from grpo_lab.sims.doctor.honesty import bootstrap_resamples
 from grpo_lab.sims.doctor.samplers import samplers_section
-from grpo_lab.sims.record import RunRecord
+from grpo_lab.testing.beta_record import beta_record
 
 SETTINGS = {"trainer": "flags", "train_batch": 32, "gen_batch": 48, "cap": 3, "pool": None, "K": 8, "enable": True,
             "source": "bench", "scheme": "rounds", "inflight": None}
 FIGURES = ("useful_per_1000", "never_trained", "expiry_t")
-
-
-def record(a0, b0, prompts, draws, K, seed) -> RunRecord:
-    rng = np.random.default_rng(seed)
-    p = rng.beta(a0, b0, prompts)
-    pid = np.tile(np.arange(prompts), draws)
-    r = (rng.random((pid.size, K)) < p[pid, None]).astype(float)
-    return RunRecord(meta={"name": "bench", "n_prompts": prompts, "num_generations": K},
-                     groups={"step": np.repeat(np.arange(draws), prompts).astype(np.int64), "prompt_id": pid,
-                             "rewards": r, "advantages": np.full_like(r, np.nan),
-                             "lengths": np.full(r.shape, -1, np.int64), "kept": np.ones(pid.size, bool)})
 
 
 def main() -> None:
@@ -51,7 +40,7 @@ def main() -> None:
     hits, widths, errors, names = {}, {}, {}, None
     t_with = t_without = 0.0
     for seed in range(args.reps):
-        g = run_groups(record(args.a, args.b, args.prompts, args.draws, K, 1000 + seed))
+        g = run_groups(beta_record(args.a, args.b, args.prompts, args.draws, K, 1000 + seed))
         f = fit_beta(g.counts(), K)
         t = time.perf_counter()
         sec = samplers_section((f["alpha"], f["beta"]), K, g.n_prompts, args.draws, args.prompts, 0.5, SETTINGS,

@@ -27,6 +27,7 @@ from grpo_lab.sims.doctor.sampler_intervals import interval, mixture_refits
 from grpo_lab.sims.doctor.samplers import samplers_section
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
 from grpo_lab.sims.record import RunRecord, read_record
+from grpo_lab.testing.beta_record import beta_record
 
 PLAIN = Path(__file__).parent.parent / "runs" / "broad-g4-dr_grpo-lr0.0008-s1"
 
@@ -81,18 +82,6 @@ def test_one_function_gives_both_sections_their_sizes(monkeypatch):
     assert seen == [4]
     assert (s["batch"], s["gen_batch"], s["max_num_gen_batches"], s["K"]) == (24, 40, 5, 6)
     assert (sf["train_batch"], sf["gen_batch"], sf["cap"], sf["K"]) == (24, 40, 5, 6)
-
-
-def beta_record(a0, b0, prompts, draws, K, seed) -> RunRecord:
-    """``prompts`` prompts from Beta(a0, b0), each drawn ``draws`` times over as many steps (groups of K)."""
-    rng = np.random.default_rng(seed)
-    p = rng.beta(a0, b0, prompts)
-    pid = np.tile(np.arange(prompts), draws)
-    rewards = (rng.random((pid.size, K)) < p[pid, None]).astype(float)
-    return RunRecord(meta={"name": "beta", "n_prompts": prompts, "num_generations": K},
-                     groups={"step": np.repeat(np.arange(draws), prompts).astype(np.int64), "prompt_id": pid,
-                             "rewards": rewards, "advantages": np.full_like(rewards, np.nan),
-                             "lengths": np.full(rewards.shape, -1, np.int64), "kept": np.ones(pid.size, bool)})
 
 
 SETTINGS = {"trainer": "flags", "train_batch": 32, "gen_batch": 48, "cap": 3, "pool": None, "K": 8, "enable": True,
