@@ -175,3 +175,15 @@ def test_v1_cost_forecast_in_diagnose_and_report(tmp_path):
     assert "cost per trained step (verl V1" in text and "at most 1 x 32 prompts in flight" in text
     assert "<h2>Cost per trained step</h2>" in html_report(d)
     assert "cost per trained step" not in text_report(diagnose(read_record(PLAIN)))  # no config: no section
+
+
+def test_samplers_command_takes_a_trainer_config(capsys):
+    """`grpo-lab samplers --trainer-config`: DAPO's row at the config's sizes and loop, K from the config."""
+    code = main(["samplers", "--trainer-config", str(FIX / "skyrl_dapo.yaml"), "--n-prompts", "300", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    s = out["settings"]
+    assert code == 0 and (s["K"], s["batch"], s["gen_batch"], s["max_num_gen_batches"]) == (5, 1024, 1024, 30)
+    assert "skyrl config" in s["sizes_from"]
+    code = main(["samplers", "--trainer-config", str(FIX / "openrlhf_dapo.sh"), "--n-prompts", "300"])
+    out = capsys.readouterr().out
+    assert code == 0 and "K = 8" in out and "sizes: openrlhf config" in out
