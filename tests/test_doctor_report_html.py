@@ -93,8 +93,21 @@ def test_samplers_table_equals_the_json(capped):
         assert cells[0] == r["label"]
         assert close(cells[1], r["useful_per_1000"], 0.05) and close(cells[2], r["rollouts_per_useful"], 0.05)
         assert close(cells[3], r["never_trained"], 0.0005)
+        # expiry and shift in steps of the run (t = 1: its last step), never a t past the run's end
+        steps, t = d["run"]["steps"], r["expiry_t"]
+        assert d["samplers"]["settings"]["steps"] == steps
+        if t is None or t == 0:
+            assert cells[4] == ("beyond the run" if t is None else "already below")
+        else:
+            m = re.fullmatch(r"(?:after ([\d,]+) steps|beyond the run \(([\d,]+) steps\))", cells[4])
+            assert m and (m[1] is not None) == (t <= 1), cells[4]
+            assert abs(int((m[1] or m[2]).replace(",", "")) - t * steps) <= 0.5 + 1e-9
         if r["expiry_shift"] is not None:
-            assert close(cells[5], r["expiry_shift"], 0.0005)
+            m = re.fullmatch(r"([+-]\d+) steps", cells[5])
+            assert m and abs(int(m[1]) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]
+            assert m[1] != "-0"
+        else:
+            assert cells[5] == "-"
 
 
 def test_stall_tables_equal_the_json(capped):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import html
 
-from grpo_lab.sims.formatting import percent
-from grpo_lab.sims.samplers.compare import HORIZON
+from grpo_lab.sims.formatting import percent, signed
 
 from .markup import table
+from .samplers_chart import expiry_words
 
 __all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html", "settings_line", "settings_text"]
 
@@ -20,18 +20,22 @@ def _cell(x, spec) -> str:
 
 
 def table_rows(section: dict) -> list[list[str]]:
-    """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expiry t, shift, shift in
-    steps] as text, one row per sampler (an expiry past the search's horizon reads "> HORIZON")."""
-    def when(t):
-        return "already below" if t == 0 else f"> {HORIZON:g}" if t is None else f"{t:.3f}"
+    """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expires, shift] as text, one
+    row per sampler: the expiry in words (:func:`.samplers_chart.expiry_words`: in steps where the section has a run
+    length, else a progress t within the run, or "beyond the run"); the shift against plain GRPO in steps, else in
+    run lengths."""
+    steps = section["settings"].get("steps")
+
+    def shift(x):
+        return "-" if x is None else f"{signed(x * steps, 0)} steps" if steps else f"{signed(x, 2)} runs"
 
     return [[r["label"], _cell(r["useful_per_1000"], ".1f"), _cell(r["rollouts_per_useful"], ".1f"),
-             percent(r["never_trained"]), when(r["expiry_t"]), _cell(r["expiry_shift"], "+.3f"),
-             _cell(r["expiry_shift_steps"], "+.0f")] for r in section["rows"]]
+             percent(r["never_trained"]), expiry_words(r["expiry_t"], steps), shift(r["expiry_shift"])]
+            for r in section["rows"]]
 
 
-HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never trained", "expires at t",
-        "shift (t)", "shift (steps)"]
+HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never trained", "expires",
+        "later than plain GRPO"]
 
 
 def settings_line(section: dict) -> str:
