@@ -142,7 +142,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
         f"<p>Single Beta: alpha {f['alpha']:.3f} &plusmn; {f['se_alpha']:.3f}, beta {f['beta']:.3f} &plusmn; "
         f"{f['se_beta']:.3f}; chi-square p = {num(f['gof']['p_value'])}"
         f"{' (poor fit)' if f['gof']['poor'] else ''}.</p>",
-        table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"]), check,
+        table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"], "doctor-fit"), check,
         _pooled_html(d["pooled"], r["K"]),
         "<h2>Forecast</h2>", f"<p>{html.escape(fc['status'])}.</p>", eff,
         "<h2>What-ifs</h2>", kplot,
