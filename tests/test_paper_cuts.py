@@ -16,18 +16,13 @@ from grpo_lab.doctor_report.samplers import samplers_text
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.record import read_record
 from grpo_lab.testing.cli import run_cli
+from grpo_lab.testing.no_torch import NO_TORCH
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures"
 
 #: torch made unimportable in a fresh interpreter (as tests/test_core_without_torch.py does)
-BLOCK = """
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name == 'torch' or name.startswith('torch.'):
-            raise ImportError('torch is blocked in this test')
-sys.meta_path.insert(0, Block())
+BLOCK = NO_TORCH + """
 import runpy
 sys.argv = ['reproduce', *sys.argv[1:]]
 runpy.run_module('grpo_lab.train.reproduce', run_name='__main__')
