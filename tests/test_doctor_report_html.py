@@ -103,8 +103,8 @@ def test_samplers_table_equals_the_json(capped):
             assert m and (m[1] is not None) == (t <= 1), cells[4]
             assert abs(int((m[1] or m[2]).replace(",", "")) - t * steps) <= 0.5 + 1e-9
         if r["expiry_shift"] is not None:
-            m = re.fullmatch(r"([+-]\d+) steps", cells[5])
-            assert m and abs(int(m[1]) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]
+            m = re.fullmatch(r"([+-][\d,]+) steps", cells[5])
+            assert m and abs(int(m[1].replace(",", "")) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]
             assert m[1] != "-0"
         else:
             assert cells[5] == "-"

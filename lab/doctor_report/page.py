@@ -17,7 +17,7 @@ from grpo_lab.sims.formatting import percent
 from .audit import audit_html
 from .markup import table
 from .samplers import samplers_html
-from .samplers_chart import samplers_svg, verdict
+from .samplers_chart import about_html, samplers_svg, verdict
 from .stall import stall_html
 from .svg import COLORS, svg
 from .text import num, text_report
@@ -33,7 +33,8 @@ _H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
 
 _STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:1.5em auto;color:#222;padding:0 1em}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse;margin:.5em 0}
-td,th{border:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}th{background:#f4f4f4}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}th{background:#f4f4f4;
+white-space:normal;vertical-align:bottom}th:first-child{text-align:left}
 table{display:block;max-width:100%;overflow-x:auto}svg{max-width:100%;height:auto}
 summary{cursor:pointer}summary h2{display:inline-block;margin:1em 0 .4em}details.doctor-section{margin:0}
 td:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;white-space:pre-wrap}
@@ -150,7 +151,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
                          "effective rate (recent, prompt-pooled)"]),
         table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
         samplers_html(d["samplers"]), f"<p class=\"doctor-samplers-verdict\">{html.escape(verdict(d['samplers']))}</p>",
-        samplers_svg(d["samplers"], "Samplers on the run's fitted population"),
+        samplers_svg(d["samplers"], "Samplers on the run's fitted population"), about_html(d["samplers"]),
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),

@@ -27,7 +27,7 @@ def table_rows(section: dict) -> list[list[str]]:
     steps = section["settings"].get("steps")
 
     def shift(x):
-        return "-" if x is None else f"{signed(x * steps, 0)} steps" if steps else f"{signed(x, 2)} runs"
+        return "-" if x is None else f"{round(x * steps):+,d} steps" if steps else f"{signed(x, 2)} runs"
 
     return [[r["label"], _cell(r["useful_per_1000"], ".1f"), _cell(r["rollouts_per_useful"], ".1f"),
              percent(r["never_trained"]), expiry_words(r["expiry_t"], steps), shift(r["expiry_shift"])]

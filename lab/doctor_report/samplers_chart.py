@@ -9,7 +9,7 @@ One code for the doctor's report (command line page and the lab's Replay tab) an
   the section (never typed)
 - :func:`expiry_words`   when a sampler's useful groups per K rollouts fall below the threshold: "already
   below", a progress t within the run (t <= 1), "after N steps" when a run length is given, or "beyond the run"
-- :data:`ABOUT`          each sampler's settings in words and its source (paper link)
+- :func:`about`, :func:`about_html`  each sampler's settings in words, with its source's link (:data:`PAPERS`)
 
 Edge cases: a row whose value is NaN (no useful group at all) is drawn as an empty bar and written "-"; the
 verdict says "no sampler gives more useful groups than plain GRPO" when none does, and "about as many"
@@ -23,7 +23,7 @@ import math
 
 from grpo_lab.sims.formatting import fixed, percent
 
-__all__ = ["samplers_svg", "verdict", "expiry_words", "interval", "about", "PAPERS", "Z95"]
+__all__ = ["samplers_svg", "verdict", "expiry_words", "interval", "about", "about_html", "PAPERS", "Z95"]
 
 Z95 = 1.959963984540054  #: the normal 97.5% quantile: interval = value +/- Z95 x its standard error over the runs
 
@@ -57,6 +57,15 @@ def about(key: str, s: dict) -> str:
                     "where they most raise the chance of a gradient",
         "pods": f"{s['pods_factor'] * K} rollouts generated a prompt, the {K} of most varied reward trained on",
     }[key]
+
+
+def about_html(section: dict) -> str:
+    """Each sampler's settings in words with a link to its paper: an HTML list (class ``samplers-about``), escaped."""
+    s = section["settings"]
+    items = "".join(f"<li><b>{html.escape(r['label'])}</b>: {html.escape(about(r['sampler'], s))} "
+                    f"(<a href='{html.escape(PAPERS[r['sampler']][1], quote=True)}' target='_blank' rel='noopener'>"
+                    f"{html.escape(PAPERS[r['sampler']][0])}</a>)</li>" for r in section["rows"])
+    return f"<ul class='samplers-about'>{items}</ul>"
 
 
 def interval(row: dict, key: str) -> tuple[float, float] | None:

@@ -26,7 +26,7 @@ import panel as pn
 
 from grpo_lab.doctor_report.markup import table
 from grpo_lab.doctor_report.samplers import HEAD, table_rows
-from grpo_lab.doctor_report.samplers_chart import PAPERS, about, samplers_svg, verdict
+from grpo_lab.doctor_report.samplers_chart import about_html, samplers_svg, verdict
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
@@ -131,24 +131,15 @@ class SamplersView:
         self.table.object = (f"{_STYLE}<p class='samplers-verdict'>{html.escape(verdict(out))}</p>"
                              f"<div class='samplers-row'><div>{samplers_svg(out, _title(out))}</div>"
                              f"<div style='overflow-x:auto'>{grid}</div></div>")
-        self.about.object = _about(out)  # the same text as before: no change sent
+        self.about.object = (f"<style>.samplers-about{{font-size:13px;line-height:1.4;margin:4px 0;padding-left:1.2em}}"
+                             f"p{{font-size:13px;margin:4px 0}}</style>{about_html(out)}<p>Expiry: when a sampler's "
+                             f"useful groups per K rollouts fall below {out['settings']['threshold']:g}, at a training "
+                             "progress t of this lab (0 to 1) or beyond the run. For your own run, the run doctor "
+                             "compares the same samplers on its fitted population: <a class='samplers-doctor-link' "
+                             "href='?tab=replay'>Replay tab, Diagnose this run</a>.</p>")  # unchanged text: not sent
 
 
 def _title(out: dict) -> str:
     s = out["settings"]
     return (f"{s['prompts']:,} prompts, groups of K = {s['K']}, at training progress t = {s['progress']:g}; "
             f"each sampler spends {s['budget_rollouts']:,.0f} rollouts ({s['epochs']:g} epochs of plain GRPO)")
-
-
-def _about(out: dict) -> str:
-    """Each sampler's settings in words with a link to its paper, and where the doctor does this for a run."""
-    s = out["settings"]
-    items = "".join(f"<li><b>{html.escape(r['label'])}</b>: {html.escape(about(r['sampler'], s))} "
-                    f"(<a href='{html.escape(PAPERS[r['sampler']][1], quote=True)}' target='_blank' rel='noopener'>"
-                    f"{html.escape(PAPERS[r['sampler']][0])}</a>)</li>" for r in out["rows"])
-    return (f"<style>.samplers-about{{font-size:13px;line-height:1.4;margin:4px 0;padding-left:1.2em}}"
-            f".samplers-about li{{margin:2px 0}}p{{font-size:13px;margin:4px 0}}</style>"
-            f"<ul class='samplers-about'>{items}</ul><p>Expiry: when a sampler's useful groups per K rollouts fall "
-            f"below {s['threshold']:g}, at a training progress t of this lab (0 to 1) or beyond the run. For your own "
-            "run, the run doctor compares the same samplers on its fitted population: "
-            "<a class='samplers-doctor-link' href='?tab=replay'>Replay tab, Diagnose this run</a>.</p>")
