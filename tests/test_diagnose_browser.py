@@ -19,6 +19,7 @@ from grpo_lab.sims.record import write_record
 from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, open_local, serve_local
 from grpo_lab.testing.page import FIND
+from grpo_lab.testing.report_cells import point_and_interval
 from grpo_lab.testing.synthetic_record import synthetic_record
 
 pytestmark = [pytest.mark.browser]
@@ -77,10 +78,11 @@ def test_diagnose_shows_the_json_figures_as_tables_and_plots(page, run_dir):
     assert tab["head"][4] == "expires" and len(tab["rows"]) == len(d["samplers"]["rows"]) == 7
     steps = d["run"]["steps"]
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
-        assert cells[0] == r["label"] and cells[1] == f"{r['useful_per_1000']:.1f}"
-        assert cells[3] == percent(r["never_trained"])
+        (use, _), (never, _), (expires, _) = (point_and_interval(cells[i]) for i in (1, 3, 4))
+        assert cells[0] == r["label"] and use == f"{r['useful_per_1000']:.1f}"
+        assert never == percent(r["never_trained"])
         t = r["expiry_t"]
-        assert cells[4] == ("beyond the run" if t is None else "already below" if t == 0 else
+        assert expires == ("beyond the run" if t is None else "already below" if t == 0 else
                             f"after {t * steps:,.0f} steps" if t <= 1 else f"beyond the run ({t * steps:,.0f} steps)")
     # the verdict's sampler is the one with the most useful groups per 1,000 rollouts
     best = max((r for r in d["samplers"]["rows"] if r["sampler"] != "plain"), key=lambda r: r["useful_per_1000"])

@@ -21,6 +21,7 @@ from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import read_record
+from grpo_lab.testing.report_cells import point_and_interval
 
 FIX = Path(__file__).parent / "fixtures"
 EVIL = "<script>alert(1)</script>&"
@@ -89,25 +90,32 @@ def test_samplers_table_equals_the_json(capped):
     d, t = capped
     tab = t.tables["doctor-samplers"]
     assert tab["head"] == HEAD and len(tab["rows"]) == len(d["samplers"]["rows"]) >= 7
+    steps = d["run"]["steps"]
+    assert d["samplers"]["settings"]["steps"] == steps
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
         assert cells[0] == r["label"]
-        assert close(cells[1], r["useful_per_1000"], 0.05) and close(cells[2], r["rollouts_per_useful"], 0.05)
-        assert close(cells[3], r["never_trained"], 0.0005)
+        (use, use_iv), (per, _), (never, _) = map(point_and_interval, cells[1:4])
+        assert close(use, r["useful_per_1000"], 0.05) and close(per, r["rollouts_per_useful"], 0.05)
+        assert close(never, r["never_trained"], 0.0005)
+        lo, hi = (float(x) for x in use_iv.split(", "))
+        assert lo == pytest.approx(r["interval"]["useful_per_1000"][0], abs=0.05)
+        assert hi == pytest.approx(r["interval"]["useful_per_1000"][1], abs=0.05)
         # expiry and shift in steps of the run (t = 1: its last step), never a t past the run's end
-        steps, t = d["run"]["steps"], r["expiry_t"]
-        assert d["samplers"]["settings"]["steps"] == steps
+        t = r["expiry_t"]
+        expires, _ = point_and_interval(cells[4])
         if t is None or t == 0:
-            assert cells[4] == ("beyond the run" if t is None else "already below")
+            assert expires == ("beyond the run" if t is None else "already below")
         else:
-            m = re.fullmatch(r"(?:after ([\d,]+) steps|beyond the run \(([\d,]+) steps\))", cells[4])
+            m = re.fullmatch(r"(?:after ([\d,]+) steps|beyond the run \(([\d,]+) steps\))", expires)
             assert m and (m[1] is not None) == (t <= 1), cells[4]
             assert abs(int((m[1] or m[2]).replace(",", "")) - t * steps) <= 0.5 + 1e-9
+        shift, _ = point_and_interval(cells[5])
         if r["expiry_shift"] is not None:
-            m = re.fullmatch(r"([+-][\d,]+) steps", cells[5])
+            m = re.fullmatch(r"([+-][\d,]+) steps", shift)
             assert m and abs(int(m[1].replace(",", "")) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]
             assert m[1] != "-0"
         else:
-            assert cells[5] == "-"
+            assert shift == "-"
 
 
 def test_stall_tables_equal_the_json(capped):

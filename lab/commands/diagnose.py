@@ -43,8 +43,9 @@ def register(sub) -> None:
                    help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
     p.add_argument("--trainer-config", metavar="FILE", default=None,
-                   help="the trainer's config (verl / TRL / slime / grpo-lab; .json, .yaml, .yml) for the stall "
-                        "forecast of dynamic sampling")
+                   help="the trainer's config (verl incl. V1, SkyRL, NeMo-RL, TRL, slime, grpo-lab: .json, .yaml, "
+                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh, .args or .txt) for the stall "
+                        "forecast, the cost per step and the samplers' sizes")
     for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
                        ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
                        ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):

@@ -16,6 +16,7 @@ from grpo_lab.sims.formatting import percent
 
 from .audit import audit_html
 from .markup import table
+from .cost import cost_html
 from .samplers import samplers_html
 from .samplers_chart import about_html, samplers_svg, verdict
 from .stall import stall_html
@@ -155,6 +156,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),
+        cost_html(d),
         audit_html(d["audit"]) if "audit" in d else "",
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "<h2>The report as text</h2>", f"<pre>{html.escape(text_report(d))}</pre>"])

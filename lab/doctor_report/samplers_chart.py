@@ -3,8 +3,9 @@ r"""The samplers comparison (:func:`grpo_lab.sims.samplers.compare`'s dict) as a
 One code for the doctor's report (command line page and the lab's Replay tab) and the lab's Samplers tab:
 
 - :func:`samplers_svg`   an inline SVG (no script): per sampler, a bar of its useful groups per 1,000 rollouts
-  and one of the share of prompts it never trains on, with a 95% Monte Carlo interval where the number is
-  simulated (:func:`interval`); plain GRPO's values drawn as a dashed reference line across each panel
+  and one of the share of prompts it never trains on, with its 95% interval (:func:`interval`: the doctor's over
+  the fit's bootstrap where the section has them, else a Monte Carlo interval where the number is simulated);
+  plain GRPO's values drawn as a dashed reference line across each panel
 - :func:`verdict`        one sentence in plain words for the population compared, every figure taken from
   the section (never typed)
 - :func:`expiry_words`   when a sampler's useful groups per K rollouts fall below the threshold: "already
@@ -68,14 +69,15 @@ def about_html(section: dict) -> str:
     return f"<ul class='samplers-about'>{items}</ul>"
 
 
-def interval(row: dict, key: str) -> tuple[float, float] | None:
-    """The 95% interval of ``row[key]`` (``useful_per_1000`` or ``never_trained``) where it is simulated:
-    ``row[key + '_interval']`` when the section carries one, else value +/- Z95 x the standard error over the
-    simulated runs (``details[key + '_se']``); None for a closed form."""
-    given = row.get(f"{key}_interval")
+def interval(row: dict, key: str, monte_carlo: bool = False) -> tuple[float, float] | None:
+    """The 95% interval of ``row[key]`` (``useful_per_1000`` or ``never_trained``): the doctor's interval over the
+    fit's bootstrap populations (``row['interval'][key]``, :mod:`grpo_lab.sims.doctor.sampler_intervals`) where the
+    row has one and ``monte_carlo`` is False, else, where the figure is simulated, value +/- Z95 x its Monte Carlo
+    standard error (``row['mc_se'][key]``, or ``details[key + '_se']``); None for a closed form without either."""
+    given = None if monte_carlo else (row.get("interval") or {}).get(key)
     if given is not None:
         return float(given[0]), float(given[1])
-    se = row.get("details", {}).get(f"{key}_se")
+    se = (row.get("mc_se") or {}).get(key, row.get("details", {}).get(f"{key}_se"))
     v = row[key]
     if se is None or v is None or not math.isfinite(v) or not math.isfinite(se):
         return None
@@ -113,7 +115,7 @@ def verdict(section: dict) -> str:
         return (f"{budget}, no sampler gives more useful groups per 1,000 rollouts than plain GRPO "
                 f"({fixed(base, 1)}), which never trains on {percent(plain['never_trained'])} of prompts.")
     more = best["useful_per_1000"] / base - 1.0
-    ci = interval(best, "useful_per_1000")
+    ci = interval(best, "useful_per_1000", monte_carlo=True)
     noise = ci is not None and ci[0] <= base
     gain = (f"about as many useful groups as plain GRPO ({fixed(best['useful_per_1000'], 1)} vs {fixed(base, 1)} "
             "per 1,000 rollouts, within its simulation's 95% interval)" if noise else
@@ -179,7 +181,9 @@ def samplers_svg(section: dict, title: str = "Samplers at an equal rollout budge
                   lambda v: percent(v, 1), base["never_trained"], "#c0392b")
     out.append("</svg>")
     if any(interval(r, k) for r in rows for k in ("useful_per_1000", "never_trained")):
-        out.append("<p class='samplers-chart-note' style='font-size:12px;margin:2px 0'>Whiskers: 95% Monte Carlo "
-                   "intervals of the simulated samplers; dashed lines: plain GRPO.</p>")
+        what = ("95% intervals over the fit's bootstrap populations" if any(r.get("interval") for r in rows) else
+                "95% Monte Carlo intervals of the simulated samplers")
+        out.append(f"<p class='samplers-chart-note' style='font-size:12px;margin:2px 0'>Whiskers: {what}; dashed "
+                   "lines: plain GRPO.</p>")
     out.append("</figure>")
     return "".join(out)
