@@ -3,9 +3,9 @@
 Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each size below, waits for the
 grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
 1440x900 (a laptop), 1024x768 (a projector), 390x844 (a phone, with mobile emulation) and ``?present=true`` at
-1024x768; then the Replay tab's Diagnose on the featured shipped run (``replay-diagnose-1440x900.png``, the report's
-box scrolled to its samplers section: table, verdict, chart) and the Samplers tab's chart and verdict (``samplers-1440x900.png``,
-``?tab=samplers``), both at 1440x900.
+1024x768; then, at 1440x900, the Replay tab's Diagnose on the featured shipped run
+(``replay-diagnose-1440x900.png``, the report's box scrolled to its samplers section: table, verdict, chart)
+and the Samplers tab's chart and verdict (``samplers-1440x900.png``, ``?tab=samplers``).
 Needs the test dependencies (Playwright) and ``/usr/bin/chromium``; writes nothing else.
 """
 
@@ -66,7 +66,8 @@ def _diagnose(page, url: str) -> None:
     page.locator(".replay-diagnose-button").scroll_into_view_if_needed()
     page.evaluate(f"() => {{ const r = ({FIND})('.doctor-report'); const box = r.getRootNode().host;"
                   f" window.scrollBy(0, box.getBoundingClientRect().top - 8);"
-                  f" const h = Array.from(r.querySelectorAll('summary')).find(x => x.textContent.startsWith('Samplers'));"
+                  f" const h = Array.from(r.querySelectorAll('summary'))"
+                  f".find(x => x.textContent.startsWith('Samplers'));"
                   f" box.scrollTop += h.getBoundingClientRect().top - box.getBoundingClientRect().top - 4; }}")
 
 

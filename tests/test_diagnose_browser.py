@@ -1,6 +1,6 @@
 """Replay's Diagnose in real Chromium: the doctor's report as tables and inline plots, its figures those of the
 command line's ``grpo-lab diagnose --json``, folded into a box that scrolls (the page stays short), no "-0",
-no script, no request to another host.
+no script, no request to another host, no axe-core violation (WCAG A/AA).
 
 Every expected number is read from the JSON the command line prints for the same record (``run_cli``), never
 from the lab's code; the shown tables are read back from the page cell by cell.
@@ -18,7 +18,7 @@ from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.record import write_record
 from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, open_local, serve_local
-from grpo_lab.testing.page import FIND
+from grpo_lab.testing.page import FIND, axe_violations
 from grpo_lab.testing.report_cells import point_and_interval
 from grpo_lab.testing.synthetic_record import synthetic_record
 
@@ -63,9 +63,10 @@ def test_diagnose_shows_the_json_figures_as_tables_and_plots(page, run_dir):
         page.locator(".doctor-lab-link").wait_for(timeout=60_000)
         got = page.evaluate(REPORT)
         height = page.evaluate("() => document.documentElement.scrollHeight")
+        violations = axe_violations(page)  # WCAG A/AA with the report in (its scroll box reachable by keyboard)
     finally:
         srv.stop()
-    assert outside == [] and page.console_errors == []
+    assert outside == [] and page.console_errors == [] and violations == [], violations
     # pictures: the fit against observed, the forecast, the samplers' chart (and the K what-if, folded)
     assert got["svgs"] >= 4 and got["scripts"] == 0
     assert got["open"][:3] == ["Fit and its check", "Forecast", "Samplers side by side"], got["open"]

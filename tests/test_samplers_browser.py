@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
-from grpo_lab.testing.page import FIND  # the first element matching a selector, through shadow roots
+from grpo_lab.testing.page import FIND, axe_violations  # FIND: the first match, through shadow roots
 from grpo_lab.doctor_report.samplers import HEAD, table_rows
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.population import draw_population
@@ -89,6 +89,7 @@ def test_samplers_tab_shows_the_core_table_and_follows_k(page):
         links = page.evaluate(f"() => Array.from(({FIND})('.samplers-about').querySelectorAll('a')).map(a => a.href)")
         assert len(links) == 7 and all(x.startswith("https://arxiv.org/abs/") for x in links), links
         assert "GRESO p_e" not in page.evaluate(READ_CLASS, "samplers-about")
+        assert axe_violations(page) == []  # WCAG A/AA: the chart, verdict, table and links
         # one step right on the K slider of this tab: K = 7, the table follows
         handle = page.locator(".samplers-controls .noUi-handle").nth(1)
         handle.focus()

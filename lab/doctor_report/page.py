@@ -32,11 +32,12 @@ OPEN = ("Fit and its check", "Forecast", "Samplers", "Stall forecast", "Transiti
 _H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
 
 
-_STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:1.5em auto;color:#222;padding:0 1em}
+_STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.5em auto;color:#222;
+padding:0 1em;overflow-x:auto}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse;margin:.5em 0}
 td,th{border:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}th{background:#f4f4f4;
 white-space:normal;vertical-align:bottom}th:first-child{text-align:left}
-table{display:block;max-width:100%;overflow-x:auto}svg{max-width:100%;height:auto}
+svg{max-width:100%;height:auto}.doctor-samplers td{white-space:normal}
 summary{cursor:pointer}summary h2{display:inline-block;margin:1em 0 .4em}details.doctor-section{margin:0}
 td:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;white-space:pre-wrap}
 figure{margin:.6em 0}figcaption{font-weight:600;font-size:.95em}.caution{background:#fff6e0;padding:.5em}"""

@@ -161,7 +161,8 @@ def samplers_svg(section: dict, title: str = "Samplers at an equal rollout budge
     """The section as an inline SVG figure (class ``samplers-chart``); see the module docstring."""
     rows = section["rows"]
     pw = (_W - _LABEL - 2 * _GAP - 60) / 2  # two panels and room for the last value's label
-    use = [r["useful_per_1000"] for r in rows if r["useful_per_1000"] is not None and math.isfinite(r["useful_per_1000"])]
+    use = [r["useful_per_1000"] for r in rows
+           if r["useful_per_1000"] is not None and math.isfinite(r["useful_per_1000"])]
     hi = [c[1] for c in (interval(r, "useful_per_1000") for r in rows) if c]
     vmax = max([*use, *hi, 1e-9]) * 1.05
     never_hi = [c[1] for c in (interval(r, "never_trained") for r in rows) if c]
