@@ -153,7 +153,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
                          "effective rate (recent, prompt-pooled)"]),
         table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
         samplers_html(d["samplers"]), f"<p class=\"doctor-samplers-verdict\">{html.escape(verdict(d['samplers']))}</p>",
-        samplers_svg(d["samplers"], "Samplers on the run's fitted population"), about_html(d["samplers"]),
+        samplers_svg(d["samplers"], "Samplers on the run's fitted population"), about_html(d["samplers"], links=False),
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),

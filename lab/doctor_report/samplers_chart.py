@@ -60,12 +60,21 @@ def about(key: str, s: dict) -> str:
     }[key]
 
 
-def about_html(section: dict) -> str:
-    """Each sampler's settings in words with a link to its paper: an HTML list (class ``samplers-about``), escaped."""
+def about_html(section: dict, links: bool = True) -> str:
+    """Each sampler's settings in words with its paper: an HTML list (class ``samplers-about``), escaped. ``links``:
+    the paper as a link (the lab); False: its name and arXiv number as text (the doctor's page, which links to
+    nothing outside it)."""
     s = section["settings"]
+
+    def paper(key):
+        name, url = PAPERS[key]
+        if links:
+            return (f"<a href='{html.escape(url, quote=True)}' target='_blank' rel='noopener'>"
+                    f"{html.escape(name)}</a>")
+        return html.escape(f"{name}, arXiv {url.rsplit('/', 1)[-1]}")
+
     items = "".join(f"<li><b>{html.escape(r['label'])}</b>: {html.escape(about(r['sampler'], s))} "
-                    f"(<a href='{html.escape(PAPERS[r['sampler']][1], quote=True)}' target='_blank' rel='noopener'>"
-                    f"{html.escape(PAPERS[r['sampler']][0])}</a>)</li>" for r in section["rows"])
+                    f"({paper(r['sampler'])})</li>" for r in section["rows"])
     return f"<ul class='samplers-about'>{items}</ul>"
 
 
