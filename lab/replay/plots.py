@@ -96,9 +96,10 @@ class Slot:
         self.hist_fig.title.text_font_size = "12px"
         self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation"  # the colour: in the title
         self.hist_fig.yaxis.axis_label = "prompts"
-        # said in words where the record has no evaluation (no pass rate to bin), instead of empty axes
+        # said in words where the record has no evaluation (no pass rate to bin), instead of empty axes; the note
+        # joins the layout the first time it is needed (one model fewer in a first render)
         self.empty = Div(text="", visible=False, css_classes=["replay-hist-empty"], styles=_EMPTY_STYLE)
-        self.layout = column(self.hist_fig, self.empty, sizing_mode="stretch_width", max_width=width)
+        self.layout = column(self.hist_fig, sizing_mode="stretch_width", max_width=width)
         self.view: RunView | None = None
         self._mids = np.zeros(0)
 
@@ -113,6 +114,8 @@ class Slot:
         self.layout.visible = True
         which = "Run" if self.name == "a" else "Compared run"
         drawn = bool(view.has_evals and view.hist.sum() > 0)
+        if not drawn and self.empty not in self.layout.children:
+            self.layout.children = [*self.layout.children, self.empty]
         self.hist_fig.visible, self.empty.visible = drawn, not drawn
         self.empty.text = "" if drawn else (f"{which} {html.escape(view.label)}: no pass-rate histogram, as the "
                                             "record holds no " + ("evaluation." if not view.has_evals else "group."))
@@ -200,10 +203,10 @@ class TimePlots:
         #: its note (``replay-plot-empty``) says so
         self._columns = [("eff", "eff_roll", "pred_real", "pred_iid"), ("all_pass", "all_fail"),
                          ("reward", "eval_pass"), ("gen_cum", "useful_cum")]
-        self.notes = [Div(text="", visible=False, css_classes=["replay-plot-empty"], styles=_EMPTY_STYLE)
-                      for _ in self.figures]
-        self.panels = [column(f, n, sizing_mode="stretch_width", max_width=width) for f, n in zip(self.figures, self.notes)]
-        self.layout = column(*self.panels, sizing_mode="stretch_width", max_width=width)
+        #: the note that names the plots not drawn (class ``replay-plot-empty``): made the first time one is not
+        #: drawn; its holder (the view) shows it where :attr:`note` is not None
+        self.note: Div | None = None
+        self.on_note = lambda note: None  #: called with the note when it is first made (the view places it)
 
     def fit(self, steps: np.ndarray, slots) -> None:
         """Fit the shared time axis to ``steps`` and the rollout axis to the runs shown; show B's lines iff loaded."""
@@ -216,8 +219,16 @@ class TimePlots:
         for r in self.b_renderers:
             r.visible = has_b
         views = [s.view for s in slots if s.view is not None]
-        for f, note, cols in zip(self.figures, self.notes, self._columns):
-            drawn = not views or any(np.isfinite(np.asarray(v.series[c], float)).any() for v in views for c in cols
-                                     if c in v.series)
-            f.visible, note.visible = drawn, not drawn
-            note.text = "" if drawn else f"{html.escape(f.title.text)}: not in {'these records' if len(views) > 1 else 'this record'}."
+        missing = []
+        for f, cols in zip(self.figures, self._columns):
+            f.visible = not views or any(np.isfinite(np.asarray(v.series[c], float)).any() for v in views for c in cols
+                                         if c in v.series)
+            if not f.visible:
+                missing.append(html.escape(f.title.text))
+        if missing and self.note is None:
+            self.note = Div(text="", css_classes=["replay-plot-empty"], styles=_EMPTY_STYLE, sizing_mode="stretch_width")
+            self.on_note(self.note)
+        if self.note is not None:
+            self.note.visible = bool(missing)
+            self.note.text = (f"Not drawn, as {'these records hold' if len(views) > 1 else 'this record holds'} none "
+                              f"of their series: {'; '.join(missing)}." if missing else "")

@@ -197,14 +197,18 @@ class ReplayView(pn.viewable.Viewer):
             _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")
         a, b = self.slots
         wide = {"sizing_mode": "stretch_width"}
-        # the time plots two a row where the column is wide enough (one screen at 1440x900), else one a row
-        plots = pn.Column(_wrap(*[pn.pane.Bokeh(p, **wide) for p in self.plots.panels], basis="380px"),
+        # the time plots two a row where the column is wide enough (one screen at 1440x900), else one a row; a note
+        # above them names any not drawn (made the first time, TimePlots.on_note)
+        plots = pn.Column(_wrap(*[pn.pane.Bokeh(f, **wide) for f in self.plots.figures], basis="380px"),
                           _wrap(pn.pane.Bokeh(a.layout, **wide), pn.pane.Bokeh(b.layout, **wide), basis="300px"),
                           sizing_mode="stretch_width", styles=_item("480px", None))
         left = pn.Column(_wrap(self.run_select, self.compare_select, self.pair_select, self.pair_link),
                          self.view_toggle, self.grid, self.tolerance_pane, upload,
                          pn.pane.Markdown(_HELP, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width", styles=_item("360px", 600), css_classes=["replay-controls"])
+        self.plots.on_note = lambda note: plots.insert(0, pn.pane.Bokeh(note, sizing_mode="stretch_width"))
+        if self.plots.note is not None:  # already made while the runs were first loaded
+            self.plots.on_note(self.plots.note)
         return pn.Column(self.error_pane, self.missing_pane, _wrap(left, plots, basis=None), self.diagnose,
                          css_classes=["replay-tab"], sizing_mode="stretch_width")
 
