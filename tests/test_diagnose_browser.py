@@ -19,7 +19,7 @@ from grpo_lab.sims.record import write_record
 from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, open_local, serve_local
 from grpo_lab.testing.page import FIND, axe_violations
-from grpo_lab.testing.report_cells import point_and_interval
+from grpo_lab.testing.report_cells import figure
 from grpo_lab.testing.synthetic_record import synthetic_record
 
 pytestmark = [pytest.mark.browser]
@@ -79,7 +79,7 @@ def test_diagnose_shows_the_json_figures_as_tables_and_plots(page, run_dir):
     assert tab["head"][4] == "expires" and len(tab["rows"]) == len(d["samplers"]["rows"]) == 7
     steps = d["run"]["steps"]
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
-        (use, _), (never, _), (expires, _) = (point_and_interval(cells[i]) for i in (1, 3, 4))
+        use, never, expires = (figure(cells[i])[0] for i in (1, 3, 4))
         assert cells[0] == r["label"] and use == f"{r['useful_per_1000']:.1f}"
         assert never == percent(r["never_trained"])
         t = r["expiry_t"]

@@ -21,7 +21,7 @@ from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import read_record
-from grpo_lab.testing.report_cells import point_and_interval
+from grpo_lab.testing.report_cells import figure
 
 FIX = Path(__file__).parent / "fixtures"
 EVIL = "<script>alert(1)</script>&"
@@ -94,22 +94,24 @@ def test_samplers_table_equals_the_json(capped):
     assert d["samplers"]["settings"]["steps"] == steps
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
         assert cells[0] == r["label"]
-        (use, use_iv), (per, _), (never, _) = map(point_and_interval, cells[1:4])
-        assert close(use, r["useful_per_1000"], 0.05) and close(per, r["rollouts_per_useful"], 0.05)
-        assert close(never, r["never_trained"], 0.0005)
-        lo, hi = (float(x) for x in use_iv.split(", "))
-        assert lo == pytest.approx(r["interval"]["useful_per_1000"][0], abs=0.05)
-        assert hi == pytest.approx(r["interval"]["useful_per_1000"][1], abs=0.05)
+        (u, u_se, u_iv), (rp, _, _), (nt, nt_se, nt_iv) = map(figure, cells[1:4])
+        assert close(u, r["useful_per_1000"], 0.05) and close(rp, r["rollouts_per_useful"], 0.05)
+        assert close(nt, r["never_trained"], 0.0005)
+        assert all(close(c, x, 0.05) for c, x in zip(u_iv, r["interval"]["useful_per_1000"]))  # the 95% interval
+        assert all(close(c, x, 0.0005) for c, x in zip(nt_iv, r["interval"]["never_trained"]))
+        assert (u_se is None) == ("useful_per_1000" not in r["mc_se"])  # simulated figures carry their MC SE
+        if u_se is not None:
+            assert close(u_se, r["mc_se"]["useful_per_1000"], 0.05)
         # expiry and shift in steps of the run (t = 1: its last step), never a t past the run's end
         t = r["expiry_t"]
-        expires, _ = point_and_interval(cells[4])
+        expires = figure(cells[4])[0]
         if t is None or t == 0:
             assert expires == ("beyond the run" if t is None else "already below")
         else:
             m = re.fullmatch(r"(?:after ([\d,]+) steps|beyond the run \(([\d,]+) steps\))", expires)
             assert m and (m[1] is not None) == (t <= 1), cells[4]
             assert abs(int((m[1] or m[2]).replace(",", "")) - t * steps) <= 0.5 + 1e-9
-        shift, _ = point_and_interval(cells[5])
+        shift = figure(cells[5])[0]
         if r["expiry_shift"] is not None:
             m = re.fullmatch(r"([+-][\d,]+) steps", shift)
             assert m and abs(int(m[1].replace(",", "")) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]

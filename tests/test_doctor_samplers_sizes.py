@@ -27,6 +27,7 @@ from grpo_lab.sims.doctor.sampler_intervals import interval, mixture_refits
 from grpo_lab.sims.doctor.samplers import samplers_section
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
 from grpo_lab.sims.record import RunRecord, read_record
+from grpo_lab.testing.beta_record import beta_record
 
 PLAIN = Path(__file__).parent.parent / "runs" / "broad-g4-dr_grpo-lr0.0008-s1"
 
@@ -81,18 +82,6 @@ def test_one_function_gives_both_sections_their_sizes(monkeypatch):
     assert seen == [4]
     assert (s["batch"], s["gen_batch"], s["max_num_gen_batches"], s["K"]) == (24, 40, 5, 6)
     assert (sf["train_batch"], sf["gen_batch"], sf["cap"], sf["K"]) == (24, 40, 5, 6)
-
-
-def beta_record(a0, b0, prompts, draws, K, seed) -> RunRecord:
-    """``prompts`` prompts from Beta(a0, b0), each drawn ``draws`` times over as many steps (groups of K)."""
-    rng = np.random.default_rng(seed)
-    p = rng.beta(a0, b0, prompts)
-    pid = np.tile(np.arange(prompts), draws)
-    rewards = (rng.random((pid.size, K)) < p[pid, None]).astype(float)
-    return RunRecord(meta={"name": "beta", "n_prompts": prompts, "num_generations": K},
-                     groups={"step": np.repeat(np.arange(draws), prompts).astype(np.int64), "prompt_id": pid,
-                             "rewards": rewards, "advantages": np.full_like(rewards, np.nan),
-                             "lengths": np.full(rewards.shape, -1, np.int64), "kept": np.ones(pid.size, bool)})
 
 
 SETTINGS = {"trainer": "flags", "train_batch": 32, "gen_batch": 48, "cap": 3, "pool": None, "K": 8, "enable": True,
@@ -155,7 +144,15 @@ def test_interval_edge_cases():
     assert hi is None and 0.0 <= lo < 0.5  # beyond the horizon on 9% of them
     v = np.random.default_rng(0).normal(0.98, 0.05, 40)
     lo, hi = interval(0.98, v, 101, (0.0, 1.0))
-    assert hi == 1.0 and lo == pytest.approx(0.98 - stats.norm.ppf(0.975) * np.std(v, ddof=1) * np.sqrt(101 / 100))  # clipped above
+    normal = 0.98 - stats.norm.ppf(0.975) * np.std(v, ddof=1) * np.sqrt(101 / 100)
+    assert hi == 1.0 and lo == pytest.approx(min(normal, np.quantile(v, 0.025)))  # clipped above
+    # a figure that jumps (0 on a few populations): the percentile part reaches down to it
+    jump = np.r_[np.zeros(3), np.random.default_rng(1).normal(0.8, 0.05, 37)]
+    lo, hi = interval(0.8, jump, 150, (0.0, 10.0))
+    assert lo == 0.0 and hi > 0.8
+    # the point's Monte Carlo SE widens the normal part
+    w0 = np.diff(interval(5.0, v + 4.02, 101))[0]
+    assert np.diff(interval(5.0, v + 4.02, 101, mc_se=0.1))[0] > w0
 
 
 def test_report_shows_intervals_and_mc_se(capsys, tmp_path):

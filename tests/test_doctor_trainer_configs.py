@@ -173,5 +173,29 @@ def test_v1_cost_forecast_in_diagnose_and_report(tmp_path):
                                                                                        "train_batch": 32})), rel=1e-9)
     text = text_report(d)
     assert "cost per trained step (verl V1" in text and "at most 1 x 32 prompts in flight" in text
-    assert "<h2>Cost per trained step</h2>" in html_report(d)
+    page = html_report(d)
+    assert "<h2>Cost per trained step</h2>" in page
+    # the HTML table's numbers read back against the JSON: the last logged step, then future steps of the series
+    import re
+    table = page[page.index('<table class="doctor-cost">'):]
+    table = table[:table.index("</table>")]
+    rows = [re.findall(r"<td>([^<]*)</td>", r) for r in table.split("<tr>")[2:]]
+    assert rows[0][0] == f"{cf['now']['step']} (now)" and float(rows[0][2].replace(",", "")) == round(cf["now"]["prompts"])
+    for cells in rows[1:]:
+        i = cf["steps"].index(int(cells[0]))
+        assert float(cells[2].replace(",", "")) == round(cf["prompts"][i])
+        assert float(cells[3].replace(",", "")) == round(cf["rollouts"][i])
+        assert abs(float(cells[4]) - cf["ratio"][i]) <= 0.005 + 1e-9
     assert "cost per trained step" not in text_report(diagnose(read_record(PLAIN)))  # no config: no section
+
+
+def test_samplers_command_takes_a_trainer_config(capsys):
+    """`grpo-lab samplers --trainer-config`: DAPO's row at the config's sizes and loop, K from the config."""
+    code = main(["samplers", "--trainer-config", str(FIX / "skyrl_dapo.yaml"), "--n-prompts", "300", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    s = out["settings"]
+    assert code == 0 and (s["K"], s["batch"], s["gen_batch"], s["max_num_gen_batches"]) == (5, 1024, 1024, 30)
+    assert "skyrl config" in s["sizes_from"]
+    code = main(["samplers", "--trainer-config", str(FIX / "openrlhf_dapo.sh"), "--n-prompts", "300"])
+    out = capsys.readouterr().out
+    assert code == 0 and "K = 8" in out and "sizes: openrlhf config" in out

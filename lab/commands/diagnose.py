@@ -34,7 +34,8 @@ def register(sub) -> None:
     p.add_argument("--stride", type=int, default=None,
                    help="steps between window starts (default: the window; smaller gives rolling windows)")
     p.add_argument("--batch", type=int, default=None,
-                   help="DAPO batch size in groups (default: the run's groups per step)")
+                   help="DAPO batch size in groups of the what-ifs, and of the samplers' DAPO row when no trainer "
+                        "config or batch flag is given (default: the run's groups per step)")
     p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"), default=DEFAULT_BAND,
                    help=f"difficulty band of the what-if (default {DEFAULT_BAND[0]:g} {DEFAULT_BAND[1]:g})")
     p.add_argument("--retire-after", type=int, default=DEFAULT_RETIRE_AFTER,
@@ -44,7 +45,7 @@ def register(sub) -> None:
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
     p.add_argument("--trainer-config", metavar="FILE", default=None,
                    help="the trainer's config (verl incl. V1, SkyRL, NeMo-RL, TRL, slime, grpo-lab: .json, .yaml, "
-                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh, .args or .txt) for the stall "
+                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh or .args) for the stall "
                         "forecast, the cost per step and the samplers' sizes")
     for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
                        ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),

@@ -7,6 +7,7 @@
 - :mod:`grpo_lab.testing.bokeh_visitor`    a visitor speaking BokehJS's websocket protocol (load and memory checks)
 - :mod:`grpo_lab.testing.memory_probe`     a route that reports a server process's memory and sessions
 - :mod:`grpo_lab.testing.synthetic_record` a small run record written by the core's own writer
+- :mod:`grpo_lab.testing.beta_record`      a record of a static Beta population (the doctor's interval checks)
 - :mod:`grpo_lab.testing.grid_twins`       what the grid's cells should show, computed from the core
 - :mod:`grpo_lab.testing.replay_frames`    decoding the Replay tab's frames
 - :mod:`grpo_lab.testing.upload`           the Replay tab's upload input, a file of a given size
@@ -17,7 +18,7 @@
 - :mod:`grpo_lab.testing.inspect_figures`  ``grpo-lab inspect``'s figures recomputed with plain numpy
 - :mod:`grpo_lab.testing.trl_tiny`         a tiny TRL GRPOTrainer on CPU (the fixtures' generator)
 - :mod:`grpo_lab.testing.cli`              ``grpo-lab`` run in process (``run_cli``): stdout, stderr, exit code
-- :mod:`grpo_lab.testing.report_cells`     a cell of the doctor's samplers table read back: value and interval
+- :mod:`grpo_lab.testing.report_cells`     a cell of the doctor's samplers table read back: value, SE, interval
 - :mod:`grpo_lab.testing.no_torch`         Python code that makes ``import torch`` fail (tests of the torch-free parts)
 - :mod:`grpo_lab.testing.ingested_truth`   figures recomputed from an ingest fixture's truth.json (fit, transitions, mixed share)
 

@@ -1,14 +1,13 @@
-"""Reading a cell of the doctor's samplers table back (tests): its value and its interval."""
+"""Reading a cell of the doctor's samplers table back (tests): its value, its Monte Carlo SE and its interval."""
 
 from __future__ import annotations
 
-import re
-
-__all__ = ["point_and_interval"]
+__all__ = ["figure"]
 
 
-def point_and_interval(cell: str) -> tuple[str, str | None]:
-    """A cell split into its value (with its words) and its trailing " [lo, hi]" (None without one); a Monte Carlo
-    SE (" \u00b1 se") is dropped."""
-    m = re.fullmatch(r"(.*?)(?: \u00b1 [\d.]+%?)?(?: \[([^\]]*)\])?", cell)
-    return m[1], m[2]
+def figure(cell: str) -> tuple[str, str | None, list[str] | None]:
+    """A samplers cell "value [\u00b1 se] [[lo, hi]]" split into its value, Monte Carlo SE and interval texts (the
+    value keeps its words: "beyond the run (1,519 steps)")."""
+    value, _, rest = cell.partition(" [")
+    value, _, se = value.partition(" \u00b1 ")
+    return value, se or None, rest.rstrip("]").split(", ") if rest else None

@@ -73,9 +73,11 @@ def samplers_section(population, K: int, prompts: int, steps: int, batch: int, t
     pops, used = si.bootstrap_populations(model, population, resamples, K)  # cells at the record's K
     m = min(n, si.PROMPTS)
     boot = [compare(beta_pass_rates(p, m), sz["K"], 0.0, **opts)["rows"] for p in pops]
-    si.row_intervals(out["rows"], boot, int(resamples["prompts"]))
+    centre = compare(beta_pass_rates(population, m), sz["K"], 0.0, **opts)["rows"] if m < n else None
+    si.row_intervals(out["rows"], boot, int(resamples["prompts"]), centre)
     out["settings"]["intervals"] = {
         "level": si.LEVEL, "populations": used, "prompts_each": m, "model": model,
         "method": f"the comparison re-run on {used} cluster-bootstrap populations of the {model} fit"
-                  + (" (each refitted by Newton from the full fit)" if model == "mixture" else "") + "; normal interval from their spread"}
+                  + (" (each refitted by Newton from the full fit)" if model == "mixture" else "")
+                  + "; the hull of the normal interval from their spread and their percentile interval"}
     return out

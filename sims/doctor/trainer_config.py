@@ -9,7 +9,7 @@ could not model). Flags (``gen_batch_size``, ``train_batch_size``, ``max_num_gen
 values, or stand alone without a file; :func:`step_settings` resolves the one dict every section uses.
 
 Recognised files (JSON by ``.json``; YAML by ``.yaml`` / ``.yml``, read with PyYAML, imported only then; TOML by
-``.toml`` with the standard library's ``tomllib``; a launch command's arguments by ``.sh`` / ``.args`` / ``.txt``,
+``.toml`` with the standard library's ``tomllib``; a launch command's arguments by ``.sh`` / ``.args``,
 split with ``shlex``, never run; at most :data:`MAX_BYTES`). One module per trainer in :mod:`.configs`, each
 citing its source and version:
 
@@ -145,12 +145,12 @@ def settings_from_mapping(d) -> dict:
         return _slime(d)
     if flat & {"num_generations", "generation_batch_size", "per_device_train_batch_size", "steps_per_generation"}:
         return _trl(d)
-    raise InputError("trainer config: no verl, SkyRL, NeMo-RL, prime-rl, TRL, slime or grpo-lab batch keys found "
-                     "(e.g. data.train_batch_size, trainer.train_batch_size, grpo.num_prompts_per_step, "
+    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found, nor SkyRL, NeMo-RL or "
+                     "prime-rl ones (e.g. data.train_batch_size, trainer.train_batch_size, grpo.num_prompts_per_step, "
                      "orchestrator.batch_size, num_generations, rollout_batch_size, prompts_per_step)")
 
 
-ARG_SUFFIXES = (".sh", ".args", ".txt")  #: a launch command's arguments (OpenRLHF)
+ARG_SUFFIXES = (".sh", ".args")  #: a launch command's arguments (OpenRLHF)
 MAX_BYTES = 4 << 20  #: a trainer config larger than this is refused
 
 
@@ -159,7 +159,7 @@ def _load(path: Path):
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml", ".toml", *ARG_SUFFIXES):
         raise InputError(f"trainer config {str(path)!r}: unknown format {suffix or '(no extension)'!r}; "
-                         f"use .json, .yaml, .yml, .toml, or .sh / .args / .txt for command-line arguments")
+                         f"use .json, .yaml, .yml, .toml, or .sh / .args for command-line arguments")
     try:
         if path.stat().st_size > MAX_BYTES:
             raise InputError(f"trainer config {str(path)!r} is larger than {MAX_BYTES >> 20} MB")

@@ -22,7 +22,7 @@ key                                        read as
 from __future__ import annotations
 
 from ...errors import InputError
-from ._keys import as_float, as_int, get
+from ._keys import as_float, as_int
 
 __all__ = ["read", "looks_like"]
 

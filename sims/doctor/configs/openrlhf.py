@@ -2,7 +2,7 @@ r"""OpenRLHF: ``--algo.dynamic_filtering_enable``, each filtered prompt replaced
 
 OpenRLHF takes its settings as command-line arguments (``python -m openrlhf.cli.train_ppo_ray ...``), so its
 "config" is the launch command, e.g. ``examples/scripts/train_dapo_ray_hybrid_engine.sh``: read from a file of
-those arguments (``.sh``, ``.args`` or ``.txt``; split as a shell would, never run). Source: OpenRLHF/OpenRLHF at
+those arguments (``.sh`` or ``.args``; split as a shell would, never run). Source: OpenRLHF/OpenRLHF at
 3c3be62 (2026-08-13, version 0.11.0): ``openrlhf/cli/train_ppo_ray.py`` (the arguments and their checks) and
 ``openrlhf/trainer/ppo_utils/samples_generator.py`` ``_generate_vllm`` (a group whose mean reward is not strictly
 inside the range is dropped and one new prompt dispatched in its place, until the batch's prompts are all kept or
