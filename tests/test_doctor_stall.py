@@ -251,10 +251,10 @@ def test_trl_slime_and_grpo_lab_configs(tmp_path):
 
 
 @pytest.mark.parametrize("name,text,needle", [
-    ("c.txt", "{}", "no OpenRLHF arguments"),  # a .txt is read as an OpenRLHF command line (sizes, d8c536e)
+    ("c.txt", "{}", "unknown format"),
     ("c.json", "{not json", "not valid JSON"),
     ("c.json", "[1, 2]", "expected a mapping"),
-    ("c.json", '{"foo": 1}', "no verl, SkyRL, NeMo-RL, prime-rl, TRL, slime or grpo-lab batch keys"),
+    ("c.json", '{"foo": 1}', "no verl, TRL, slime or grpo-lab batch keys"),
     ("c.json", '{"data": {"gen_batch_size": 8}}', "data.train_batch_size is missing"),
     ("c.json", '{"data": {"train_batch_size": -8}}', "must be an integer >= 1"),
     ("c.json", '{"num_generations": 4, "generation_batch_size": 10}', "not a multiple"),
