@@ -83,12 +83,17 @@ HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never 
 
 def settings_line(section: dict) -> str:
     s = section["settings"]
-    line = (f"{s['prompts']:,} prompts, K = {s['K']}, budget {s['epochs']:g} epochs ({s['budget_rollouts']:,.0f} "
-            f"rollouts); DAPO batch {s['batch']} (gen {s['gen_batch']}, max_num_gen_batches "
-            f"{s['max_num_gen_batches']}{', no cap' if s['max_num_gen_batches'] == 0 else ''}"
-            f"{'; sizes: ' + s['sizes_from'] if s.get('sizes_from') else ''}); band [{s['band'][0]:g}, "
-            f"{s['band'][1]:g}]; retire after {s['n_retire']} all-pass; GRESO p_e {s['p_easy']:g}/{s['p_hard']:g}; "
-            f"PODS n = {s['pods_factor']}K; expiry: rate below {s['threshold']:g}")
+    cap = s["max_num_gen_batches"]
+    line = (f"{s['prompts']:,} prompts, groups of K = {s['K']}, a budget of {s['epochs']:g} epochs of plain GRPO "
+            f"({s['budget_rollouts']:,.0f} rollouts). DAPO: rounds of {s['gen_batch']} prompts until {s['batch']} "
+            f"groups with a gradient fill the step, "
+            f"{'no cap on the rounds' if cap == 0 else f'at most {cap} rounds (max_num_gen_batches)'}"
+            f"{' (sizes: ' + s['sizes_from'] + ')' if s.get('sizes_from') else ''}. Pass-rate band: prompts whose "
+            f"true pass rate lies in [{s['band'][0]:g}, {s['band'][1]:g}]. Retirement: a prompt is dropped after "
+            f"{s['n_retire']} all-pass groups in a row. GRESO: a prompt whose last z groups were unanimous is "
+            f"skipped with probability 1 - {s['p_easy']:g}^z after all-pass, 1 - {s['p_hard']:g}^z after all-fail. "
+            f"PODS: {s['pods_factor']}K rollouts generated a prompt, the K of most varied reward trained on. "
+            f"Expiry: useful groups per K rollouts below {s['threshold']:g}")
     iv = s.get("intervals")
     if iv:
         line += (f"; [{iv['level']:.0%} intervals]: {iv['method']} ({iv['prompts_each']:,} prompts each); "
