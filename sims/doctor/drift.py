@@ -45,19 +45,20 @@ shared.
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 from scipy.special import expit, gammaln, logit, logsumexp
 
 from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "population_table", "step_loglik", "fit_population",
-           "shift_estimates", "fit_shape", "predict", "shape_weights", "measure_drift"]
+           "step_bins", "shift_estimates", "fit_shape", "predict", "shape_weights", "measure_drift"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
 SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit"}  #: shape -> its link
 ORIGINS = (0.5, 0.6, 0.7, 0.8)  #: rolling origins, as shares of the logged steps
+MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
 BB_DRAWS = 200  #: Bayesian-bootstrap reweightings of the pseudo-BMA+ weights
 _P = 1e-12
 
@@ -89,15 +90,34 @@ def population_table(a: float, b: float, K: int, link: str, grid=H_GRID) -> dict
 def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
     """log P(R = r | u) of the rounds a step needs (from a large dataset): P(R <= r) = P(Bin(rB, u) >= T).
     ``r`` (S,) and ``u`` (H,) give (S, H)."""
-    r = np.asarray(r, float)[:, None]
+    r = np.asarray(r, float)
+    vals, inv = np.unique(r, return_inverse=True)
     u = np.clip(np.asarray(u, float)[None, :], 1e-12, 1 - 1e-12)
-    hi = stats.binom.sf(train_batch - 1, r * gen_batch, u)
-    lo = np.where(r > 1, stats.binom.sf(train_batch - 1, (r - 1) * gen_batch, u), 0.0)
-    return np.log(np.maximum(hi - lo, 1e-300))
+    v = vals[:, None]
+    hi = special.bdtrc(train_batch - 1, v * gen_batch, u)  # P(Bin(rB, u) >= T), per distinct r only
+    lo = np.where(v > 1, special.bdtrc(train_batch - 1, np.maximum(v - 1, 1) * gen_batch, u), 0.0)
+    return np.log(np.maximum(hi - lo, 1e-300))[inv]
 
 
-def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, settings: dict | None = None):
-    """``LL`` (steps, len(H_GRID)) of the per-step cell counts ``counts`` (steps, K + 1) (module docstring)."""
+def step_bins(n_steps: int) -> np.ndarray:
+    """Bin index per step: consecutive steps pooled into at most :data:`MAX_POINTS` bins of near-equal size
+    (one step per bin for a record of fewer steps). The shift is taken as constant within a bin."""
+    return (np.arange(n_steps) * min(n_steps, MAX_POINTS)) // max(n_steps, 1)
+
+
+def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, settings: dict | None = None,
+                bins=None):
+    """``LL`` (steps, len(H_GRID)) of the per-step cell counts ``counts`` (steps, K + 1) (module docstring);
+    with ``bins`` (:func:`step_bins`), the rows of each bin summed: (bins, len(H_GRID))."""
+    LL = _step_loglik(table, counts, survivors, rounds, settings)
+    if bins is None:
+        return LL
+    out = np.zeros((int(bins[-1]) + 1, LL.shape[1]))
+    np.add.at(out, bins, LL)
+    return out
+
+
+def _step_loglik(table, counts, survivors, rounds, settings):
     K = table["K"]
     logpmf = np.log(np.maximum(table["pmf"], 1e-300))
     if survivors:
@@ -118,17 +138,19 @@ def _moments(LL: np.ndarray):
     return m, sd
 
 
-def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, settings=None, tau=None) -> dict:
+def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, settings=None, tau=None,
+                   bins=None) -> dict:
     """ML population (a, b) at the first step, jointly with a nuisance linear shift h = beta tau on the link
     scale (module docstring). Returns ``a``, ``b``, ``x`` (log a, log b), ``cov`` (of x, beta profiled out
     of the Hessian; NaN if it is not positive definite)."""
-    tau = np.arange(counts.shape[0], dtype=float) if tau is None else np.asarray(tau, float)
+    bins = np.arange(counts.shape[0]) if bins is None else bins
+    tau = np.arange(int(bins[-1]) + 1, dtype=float) if tau is None else np.asarray(tau, float)
     frac = tau / max(float(tau.max()), 1.0)  # the shift is x[2] at the last step
-    rows = np.arange(counts.shape[0])
+    rows = np.arange(len(tau))
 
     def nll3(x):
         ab = np.exp(np.clip(x[:2], np.log(1e-3), np.log(1e4)))
-        LL = step_loglik(population_table(*ab, K, link), counts, survivors, rounds, settings)
+        LL = step_loglik(population_table(*ab, K, link), counts, survivors, rounds, settings, bins)
         pos = np.clip(np.interp(x[2] * frac, H_GRID, np.arange(len(H_GRID))), 0, len(H_GRID) - 1.000001)
         i = pos.astype(int)
         f = pos - i
@@ -139,8 +161,10 @@ def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, sett
     m = float(np.clip(c @ kk / (K * c.sum()), 0.05, 0.95))
     best = None
     for tot in (1.0, 4.0):  # two starts: a diffuse and a concentrated population of the observed mean
-        res = optimize.minimize(nll3, np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0]), method="Nelder-Mead",
-                                options={"xatol": 1e-3, "fatol": 1e-3, "maxiter": 400})
+        x0 = np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0])
+        if best is not None and nll3(x0) > best.fun + 50:  # far worse from the start: not climbed
+            continue
+        res = optimize.minimize(nll3, x0, method="Nelder-Mead", options={"xatol": 1e-2, "fatol": 1e-2, "maxiter": 300})
         if best is None or res.fun < best.fun:
             best = res
     x = best.x.copy()
@@ -184,32 +208,40 @@ def _starts(shape, tau, h):
     if shape == "linear":
         return [np.array([h[0], slope])]
     if shape == "power":
-        return [np.array([h[0], slope * span / np.log1p(g * span), np.log(g)]) for g in (0.3 / span, 3 / span, 30 / span)]
-    return [np.array([h[0], slope * span / (-np.expm1(-span / lam)), np.log(lam)]) for lam in (span / 3, span, 3 * span)]
+        return [np.array([h[0], slope * span / np.log1p(g * span), np.log(g)]) for g in (1 / span, 20 / span)]
+    return [np.array([h[0], slope * span / (-np.expm1(-span / lam)), np.log(lam)]) for lam in (span / 3, 3 * span)]
 
 
 def _kalman(tau, h, se, sigma):
-    """Local level with drift (state (level, drift), diffuse start): log-likelihood and the last filtered state."""
-    m = np.array([h[0], 0.0])
-    P = np.diag([1e4, 1e2])
+    """Local level with drift (state (level, drift), diffuse start): log-likelihood and the last filtered state
+    (mean (2,), covariance (2, 2)). Written out in scalars: the 2 x 2 algebra costs more in numpy calls."""
+    m0, m1 = float(h[0]), 0.0
+    p00, p01, p11 = float(se[0]) ** 2, 0.0, 1e2  # after the first observation: level known to its error
     ll = 0.0
-    prev = tau[0]
-    first = True
-    for t, y, e in zip(tau, h, se):
-        dt = t - prev
-        if not first:
-            F = np.array([[1.0, dt], [0.0, 1.0]])
-            m = F @ m
-            P = F @ P @ F.T + np.diag([sigma**2 * dt, 0.0])
-        S = P[0, 0] + e**2
-        v = y - m[0]
-        if not first:  # the first observation only initialises the diffuse level
-            ll += -0.5 * (np.log(2 * np.pi * S) + v * v / S)
-        k = P[:, 0] / S
-        m = m + k * v
-        P = P - np.outer(k, P[0, :])
-        prev, first = t, False
-    return ll, m, P
+    s2 = sigma * sigma
+    for i in range(1, len(tau)):
+        dt = float(tau[i] - tau[i - 1])
+        m0 += dt * m1
+        p00, p01 = p00 + 2 * dt * p01 + dt * dt * p11 + s2 * dt, p01 + dt * p11
+        S = p00 + float(se[i]) ** 2
+        v = float(h[i]) - m0
+        ll += -0.5 * (np.log(2 * np.pi * S) + v * v / S)
+        k0, k1 = p00 / S, p01 / S
+        m0, m1 = m0 + k0 * v, m1 + k1 * v
+        p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
+    return ll, np.array([m0, m1]), np.array([[p00, p01], [p01, p11]])
+
+
+def _jac(shape, theta, tau):
+    """d curve / d theta, (len(tau), len(theta))."""
+    one = np.ones_like(tau)
+    if shape == "linear":
+        return np.stack([one, tau], 1)
+    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
+    if shape == "power":
+        return np.stack([one, np.log1p(r * tau), theta[1] * r * tau / (1 + r * tau)], 1)
+    e = np.exp(-tau / r)
+    return np.stack([one, 1 - e, -theta[1] * e * tau / r], 1)
 
 
 def fit_shape(shape: str, tau, h, se) -> dict:
@@ -226,8 +258,9 @@ def fit_shape(shape: str, tau, h, se) -> dict:
         return {"shape": shape, "sigma": sigma, "state": (m, P), "tau_last": float(tau[-1]), "loglik": -float(res.fun)}
     best = None
     for x0 in _starts(shape, tau, h):
-        r = optimize.least_squares(lambda th: (_curve(shape, th, tau) - h) / se, x0, method="lm" if len(tau) > len(x0)
-                                   else "trf", max_nfev=400)
+        r = optimize.least_squares(lambda th: (_curve(shape, th, tau) - h) / se, x0,
+                                   jac=lambda th: _jac(shape, th, tau) / se[:, None],
+                                   method="lm" if len(tau) > len(x0) else "trf", max_nfev=200)
         if best is None or r.cost < best.cost:
             best = r
     dof = max(len(tau) - len(best.x), 1)
@@ -315,15 +348,17 @@ def shape_weights(tau, per_link: dict, rng=None) -> dict:
 def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None) -> dict:
     """Population and per-step shifts for both links, the shapes fitted to all logged steps, and their weights.
 
-    ``counts`` (steps, K + 1) per logged step ``steps`` (increasing); ``rounds`` per step or None."""
+    ``counts`` (steps, K + 1) per logged step ``steps`` (increasing); ``rounds`` per step or None. ``tau``
+    (returned) is the step offset of each bin (:func:`step_bins`) from the first step."""
     steps = np.asarray(steps, float)
-    tau = steps - steps[0]
+    bins = step_bins(len(steps))
+    tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step
     links = {}
     for link in LINKS:
-        pop = fit_population(counts, K, link, survivors, rounds, settings, tau)
-        LL = step_loglik(population_table(pop["a"], pop["b"], K, link), counts, survivors, rounds, settings)
+        pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins)
+        LL = step_loglik(population_table(pop["a"], pop["b"], K, link), counts, survivors, rounds, settings, bins)
         h, se = shift_estimates(LL)
         links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
     weights = shape_weights(tau, {k: (v["LL"], v["h"], v["se"]) for k, v in links.items()})
     fits = {s: fit_shape(s, tau, links[l]["h"], links[l]["se"]) for s, l in SHAPES.items()}
-    return {"links": links, "fits": fits, "weights": weights, "tau": tau, "steps": steps}
+    return {"links": links, "fits": fits, "weights": weights, "tau": tau, "steps": steps, "bins": bins}

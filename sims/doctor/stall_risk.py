@@ -66,7 +66,7 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
     steps_logged = drift["steps"]
     tau, last = drift["tau"], int(steps_logged[-1])
     future = np.arange(last + 1, int(horizon_step) + 1)
-    tau_f = future - steps_logged[0]
+    tau_f = (future - steps_logged[0]).astype(float)
     w = drift["weights"]["weights"]
     alloc = {s: int(round(w[s] * draws)) for s in SHAPES}
     K = counts.shape[1] - 1
@@ -82,7 +82,7 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
             np.repeat(pop["x"][None, :], POPULATIONS, axis=0)
         for i, x in enumerate(xs):
             tab = population_table(*np.exp(np.clip(x, np.log(1e-3), np.log(1e4))), K, link)
-            LL = step_loglik(tab, counts, survivors, rounds, settings)
+            LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
             h, se = shift_estimates(LL)
             for s in shapes:
                 n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
