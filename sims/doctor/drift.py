@@ -57,7 +57,8 @@ H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step li
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
 SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit"}  #: shape -> its link
-ORIGINS = (0.5, 0.6, 0.7, 0.8)  #: rolling origins, as shares of the logged steps
+ORIGINS = (0.5, 0.65, 0.8)  #: rolling origins, as shares of the logged steps
+SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
 MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
 BB_DRAWS = 200  #: Bayesian-bootstrap reweightings of the pseudo-BMA+ weights
 _P = 1e-12
@@ -93,7 +94,7 @@ def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
     r = np.asarray(r, float)
     vals, inv = np.unique(r, return_inverse=True)
     u = np.clip(np.asarray(u, float)[None, :], 1e-12, 1 - 1e-12)
-    v = vals[:, None]
+    v = np.round(vals[:, None]).astype(np.int64)
     hi = special.bdtrc(train_batch - 1, v * gen_batch, u)  # P(Bin(rB, u) >= T), per distinct r only
     lo = np.where(v > 1, special.bdtrc(train_batch - 1, np.maximum(v - 1, 1) * gen_batch, u), 0.0)
     return np.log(np.maximum(hi - lo, 1e-300))[inv]
@@ -187,19 +188,34 @@ def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------------------------------ shapes
 
-_LOG_RATE = (-15.0, 15.0)  #: bounds of log gamma (power) and log lambda (plateau) where a curve is evaluated
+_LOG_RATE = (-15.0, 5.0)  #: bounds of log r (the power's gamma, the plateau's 1 / lambda) where a curve is evaluated
 
 
 def _curve(shape, theta, tau):
+    """The shape's h(tau); power and plateau as c + s f(r tau) / r, so that s is the initial slope and both
+    tend to the linear c + s tau as r -> 0 (a rate the data cannot see stays harmless)."""
     tau = np.asarray(tau, float)
     if shape == "linear":
         return theta[0] + theta[1] * tau
-    r = float(np.clip(theta[2], *_LOG_RATE))
+    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
     if shape == "power":
-        return theta[0] + theta[1] * np.log1p(np.exp(r) * tau)
+        return theta[0] + theta[1] * np.log1p(r * tau) / r
     if shape == "plateau":
-        return theta[0] + theta[1] * (-np.expm1(-tau * np.exp(-r)))
+        return theta[0] + theta[1] * (-np.expm1(-r * tau)) / r
     raise ValueError(shape)
+
+
+def _jac(shape, theta, tau):
+    """d curve / d theta, (len(tau), len(theta))."""
+    one = np.ones_like(tau)
+    if shape == "linear":
+        return np.stack([one, tau], 1)
+    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
+    if shape == "power":
+        f = np.log1p(r * tau) / r
+        return np.stack([one, f, theta[1] * (tau / (1 + r * tau) - f)], 1)
+    f = -np.expm1(-r * tau) / r
+    return np.stack([one, f, theta[1] * (tau * np.exp(-r * tau) - f)], 1)
 
 
 def _starts(shape, tau, h):
@@ -207,9 +223,7 @@ def _starts(shape, tau, h):
     slope = float(np.polyfit(tau, h, 1)[0]) if len(tau) > 1 else 0.0
     if shape == "linear":
         return [np.array([h[0], slope])]
-    if shape == "power":
-        return [np.array([h[0], slope * span / np.log1p(g * span), np.log(g)]) for g in (1 / span, 20 / span)]
-    return [np.array([h[0], slope * span / (-np.expm1(-span / lam)), np.log(lam)]) for lam in (span / 3, 3 * span)]
+    return [np.array([h[0], slope * (1 + k), np.log(k / span)]) for k in (0.1, 3.0)]
 
 
 def _kalman(tau, h, se, sigma):
@@ -230,18 +244,6 @@ def _kalman(tau, h, se, sigma):
         m0, m1 = m0 + k0 * v, m1 + k1 * v
         p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
     return ll, np.array([m0, m1]), np.array([[p00, p01], [p01, p11]])
-
-
-def _jac(shape, theta, tau):
-    """d curve / d theta, (len(tau), len(theta))."""
-    one = np.ones_like(tau)
-    if shape == "linear":
-        return np.stack([one, tau], 1)
-    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
-    if shape == "power":
-        return np.stack([one, np.log1p(r * tau), theta[1] * r * tau / (1 + r * tau)], 1)
-    e = np.exp(-tau / r)
-    return np.stack([one, 1 - e, -theta[1] * e * tau / r], 1)
 
 
 def fit_shape(shape: str, tau, h, se) -> dict:
@@ -272,7 +274,8 @@ def fit_shape(shape: str, tau, h, se) -> dict:
         cov = np.full((len(best.x), len(best.x)), np.nan)
     if not np.all(np.isfinite(cov)):
         cov = np.diag(np.full(len(best.x), 1e2))
-    return {"shape": shape, "theta": best.x, "cov": cov, "chi2": float(chi2), "dof": int(dof)}
+    return {"shape": shape, "theta": best.x, "cov": cov, "chi2": float(chi2), "dof": int(dof),
+            "scale": max(1.0, chi2 / dof), "_data": (tau, h, se)}
 
 
 def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
@@ -301,11 +304,27 @@ def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
         d = np.diff(np.concatenate([[fit["tau_last"]], tau_future]))
         noise = np.cumsum(rng.standard_normal((n, len(d))) * fit["sigma"] * np.sqrt(np.maximum(d, 0))[None, :], axis=1)
         return st[:, :1] + st[:, 1:] * (tau_future - fit["tau_last"])[None, :] + noise
-    cov = fit["cov"]
-    cov = (cov + cov.T) / 2
-    vals, vecs = np.linalg.eigh(cov)
-    th = fit["theta"][None, :] + (rng.standard_normal((n, len(vals))) * np.sqrt(np.maximum(vals, 0))) @ vecs.T
+    th = _posterior_draws(fit, n, rng)
     return np.stack([_curve(fit["shape"], t, tau_future) for t in th])
+
+
+def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
+    """``n`` parameter draws by sampling-importance-resampling: :data:`SIR_FACTOR` x n proposals from the normal
+    approximation with its covariance doubled, weighted by exp(-chi^2 / (2 scale)) (the fit's own, misfit-scaled
+    likelihood of the logged shifts) over the proposal's density, resampled. The normal approximation alone
+    misplaces a nonlinear shape whose rate is unidentified (a plateau on a flat path): such draws are given
+    the weight of their fit to the logged steps, not their normal weight."""
+    tau, h, se = fit["_data"]
+    cov = (fit["cov"] + fit["cov"].T) / 2
+    vals, vecs = np.linalg.eigh(cov)
+    sd = np.sqrt(np.maximum(vals, 1e-18)) * np.sqrt(2.0)
+    m = SIR_FACTOR * n
+    z = rng.standard_normal((m, len(vals)))
+    th = fit["theta"][None, :] + (z * sd) @ vecs.T
+    chi2 = np.array([np.sum(((_curve(fit["shape"], t, tau) - h) / se) ** 2) for t in th])
+    logw = -0.5 * chi2 / fit["scale"] + 0.5 * np.sum(z * z, axis=1)
+    w = np.exp(logw - logw.max())
+    return th[rng.choice(m, size=n, p=w / w.sum())]
 
 
 def _score(LL_rows: np.ndarray, mean, var) -> np.ndarray:

@@ -30,10 +30,11 @@ from scipy.special import ndtr
 
 from .drift import LINKS, SHAPES, draw_paths, fit_shape, population_table, shift_estimates, step_loglik, H_GRID
 
-__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "step_hazard", "stall_risk"]
+__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+           "risk_for_groups", "population_risk"]
 
-DRAWS = 400  #: draws of (shape, population, path)
-POPULATIONS = 16  #: population draws per link
+DRAWS = 240  #: draws of (shape, population, path)
+POPULATIONS = 8  #: population draws per link
 LEVEL = 0.9  #: the first stall's reported interval
 
 
@@ -134,16 +135,27 @@ def step_counts(groups) -> tuple[np.ndarray, np.ndarray]:
     return steps, counts
 
 
+SURVIVORS = 0.75  #: a record holding under this share of the groups its logged rounds drew holds the survivors only
+
+
 def survivors_only(groups, observed_rounds, settings: dict) -> tuple[bool, str]:
-    """(True, why) where the record holds only the groups that trained (the survivors of the filter): no group
-    is unanimous while dynamic sampling is on, and (where the rounds are logged) a step drew more than one round
-    (more prompts than it recorded). verl's rollout dump is such a record (:mod:`grpo_lab.sims.ingest.verl`)."""
-    unanimous = int(np.sum((groups.successes == 0) | (groups.successes == groups.K)))
-    if unanimous or not settings.get("enable", True):
+    """(True, why) where the record holds only the groups that trained (the survivors of the filter; verl's
+    rollout dump, :mod:`grpo_lab.sims.ingest.verl`): where rounds are logged (verl's ``train/num_gen_batches``)
+    and some step drew more than one, the record holds under :data:`SURVIVORS` of the groups the rounds drew
+    (rounds x gen_batch, over the logged steps); else, under dynamic sampling, no group is unanimous."""
+    if not settings.get("enable", True):
         return False, ""
     if observed_rounds is not None and np.any(observed_rounds[1] > 1):
-        return True, (f"no unanimous group among {groups.n:,} while train/num_gen_batches > 1 at "
-                      f"{int(np.sum(observed_rounds[1] > 1))} steps: the record holds only the trained groups")
+        s, r = observed_rounds
+        recorded = int(np.sum(np.isin(groups.step, s)))
+        drawn = int(np.sum(r)) * int(settings["gen_batch"])
+        if recorded < SURVIVORS * drawn:
+            return True, (f"the record holds {recorded:,} groups where the logged rounds (train/num_gen_batches > 1 at "
+                          f"{int(np.sum(r > 1))} steps) drew {drawn:,}: it holds only the trained groups")
+        return False, ""
+    unanimous = int(np.sum((groups.successes == 0) | (groups.successes == groups.K)))
+    if unanimous:
+        return False, ""
     return True, (f"no unanimous group among {groups.n:,} under dynamic sampling: the record is taken to hold only "
                   "the trained groups")
 
@@ -175,3 +187,29 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     out["survivors_reason"] = why
     out["rounds_informative"] = bool(rounds is not None and np.any(rounds > 1))
     return out
+
+
+def population_risk(a: float, b: float, K: int, settings: dict, shape: str, params: dict, steps,
+                    n_prompts: int | None = None) -> dict:
+    """The risk for a known population and drift (no fit, no draws): per step of ``steps`` (offsets t from the
+    population's step, increasing) the mean P(mixed) u, the per-step P(stall) q (:func:`step_hazard`) and
+    P(first stall by the step) = 1 - prod (1 - q). ``shape``/``params`` as :func:`.loop_sim.drift` (logit link
+    for ``logit``, ``plateau``, ``step``; the power map on the log-log link; ``static``): what the lab's own
+    population gives without a record."""
+    from .drift import population_table
+    from .loop_sim import drift
+
+    t = np.asarray(steps, float)
+    link = "loglog" if shape == "power" else "logit"
+    if shape == "power":
+        h = np.log1p(params["g"] * t)
+    elif shape == "static":
+        h = np.zeros_like(t)
+    else:  # the shift the logit-link shapes give every prompt: where p = 1/2 (logit 0) moves to
+        p = drift(np.full(len(t), 0.5), t, shape, **params)  # elementwise in t
+        h = np.log(p / (1 - p))
+    grid = np.unique(np.clip(h, H_GRID[0], H_GRID[-1]))
+    tab = population_table(a, b, K, link, grid)
+    u, m2 = np.interp(h, grid, tab["u"]), np.interp(h, grid, tab["u2"])
+    q = step_hazard(u, m2, settings, n_prompts)
+    return {"step": t, "u": u, "p_stall": q, "cumulative": 1.0 - np.cumprod(1.0 - q)}
