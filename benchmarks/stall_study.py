@@ -1,12 +1,7 @@
 """Simulation study of the stall forecast (issue 32): does the 90% interval for the first stall hold the truth?
 
-Each cell is a drift regime x a logging mode; each seed draws a prompt set of 500 pass rates from the regime's
-Beta, runs verl's DAPO loop on it (:mod:`grpo_lab.sims.doctor.loop_sim`: rounds of 64 prompts, 40 mixed groups
-of K = 8 a step, cap 3 rounds) until it first raises at its cap or completes :data:`MAX_STEPS` steps (the
-truth), and gives the doctor the first :data:`LOGGED` steps under the mode (every generated group; the trained
-groups only, verl's dump; those and ``train/num_gen_batches``). The doctor's forecast
-(:func:`grpo_lab.sims.doctor.stall_risk.risk_for_groups`, the code ``diagnose`` runs) is asked for the first
-stall up to the same :data:`MAX_STEPS`; "none by then" counts as the value MAX_STEPS + 1 on both sides.
+The setup (regimes, loop sizes, logging modes, the truth, what counts as covered) is
+:mod:`grpo_lab.testing.stall_study`'s, shared with ``tests/test_stall_study.py``, which runs a slice of it.
 
 Per cell: seeds whose loop stalled within the logged steps (the record shows it; not forecast), coverage of the
 truth by the central 90% interval (target 90% +- 5; its binomial standard error beside), the median absolute
