@@ -9,7 +9,8 @@ error of the point forecast (the median of the forecast distribution) in steps, 
 false-alarm rate (a median within the horizon: a stall called more likely than not) and the mean P(stall by the
 horizon).
 
-Resumable: every (cell, seed) result is appended to ``--cache`` (JSON lines) and skipped when already there.
+Resumable: every (cell, seed) result is appended to ``--cache`` (JSON lines) and skipped when already there; a
+second worker on the same cache (``--reverse``: seeds from the last down) skips what the first has written.
 
     nice python benchmarks/stall_study.py [--seeds 20] [--cache benchmarks/results/stall_study.jsonl] [--table]
 """
@@ -24,6 +25,15 @@ from grpo_lab.sims.doctor.loop_sim import MODES
 from grpo_lab.testing.stall_study import REGIMES, one, summarise, table
 
 
+def _load(cache: Path) -> list[dict]:
+    """The cached rows, one per (regime, mode, seed) (the first where two workers both wrote one)."""
+    rows = {}
+    for line in cache.read_text().splitlines() if cache.exists() else []:
+        r = json.loads(line)
+        rows.setdefault((r["regime"], r["mode"], r["seed"]), r)
+    return list(rows.values())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
@@ -31,22 +41,26 @@ def main() -> None:
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES))
     ap.add_argument("--modes", nargs="*", default=list(MODES))
     ap.add_argument("--table", action="store_true", help="only print the table of what the cache holds")
+    ap.add_argument("--reverse", action="store_true", help="seeds from the last down (a second worker, same cache)")
     args = ap.parse_args()
     args.cache.parent.mkdir(parents=True, exist_ok=True)
-    rows = [json.loads(x) for x in args.cache.read_text().splitlines()] if args.cache.exists() else []
+    rows = _load(args.cache)
     done = {(r["regime"], r["mode"], r["seed"]) for r in rows}
     if not args.table:
-        for seed in range(args.seeds):  # seed-major: every cell fills up evenly, so a partial run is usable
+        order = range(args.seeds - 1, -1, -1) if args.reverse else range(args.seeds)
+        for seed in order:  # seed-major: every cell fills up evenly, so a partial run is usable
             for regime in args.regimes:
                 for mode in args.modes:
                     if (regime, mode, seed) in done:
                         continue
+                    if (regime, mode, seed) in {(r["regime"], r["mode"], r["seed"]) for r in _load(args.cache)}:
+                        continue  # done meanwhile by another worker on the same cache
                     row = one(regime, mode, seed)
                     rows.append(row)
                     with args.cache.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                     print(json.dumps(row), flush=True)
-    print(table(summarise(rows)))
+    print(table(summarise(_load(args.cache))))
 
 
 if __name__ == "__main__":

@@ -185,3 +185,9 @@ def test_risk_reads_the_dump_as_survivors_and_holds_verls_stop(verl):
     assert rk["cause"] == "all-pass saturation"
     F = np.asarray(rk["cumulative"])
     assert np.all(np.diff(F) >= -1e-12) and F[-1] <= 1  # a distribution function
+    i = int(np.searchsorted(rk["step"], rk["first_stall"]["median"]))
+    assert F[i] >= 0.5 > (F[i - 1] if i else 0.0)  # the median is where the cumulative passes one half
+    page = stall_html(d)  # the report: the risk's table, its band plot, the survivors said
+    assert 'id="doctor-stall-risk"' in page or "doctor-stall-risk" in page
+    assert "<polygon" in page and "Stall risk: cumulative and per step" in page
+    assert "holds only the trained groups: fitted with the likelihood truncated to 0 &lt; k &lt; K" in page

@@ -75,6 +75,8 @@ def stall_lines(d: dict) -> list[str]:
                    f"{percent(c['now']['p_stall'])}" + ("; P(stall) > 0.5 first at step "
                    f"{_step(c['stall']['0.5'])}, > 0.05 at {_step(c['stall']['0.05'])}" if s["cap_effective"] else ""))
     cr = sf.get("calibrated_rounds", {"available": False})
+    if cr.get("identifiable") is False:
+        out.append(f"  calibrated to the logged rounds: {cr['reason']}")
     if cr["available"]:
         out.append(f"  calibrated to the logged rounds of steps {cr['steps'][0]}-{cr['steps'][1]} ({cr['observed']:.2f} "
                    f"logged vs {cr['model']:.2f} model, u x{cr['factor']:.2f}"
@@ -111,12 +113,14 @@ def _upper(x, horizon) -> str:
 
 
 def risk_rows(sf: dict) -> list[int]:
-    """Indices into ``sf['risk']['step']`` the report shows: :data:`AHEAD` run lengths past the last step and the
-    horizon."""
+    """Indices into ``sf['risk']['step']`` the report shows: :data:`AHEAD` run lengths past the last step, the
+    first stall's interval ends and median, and the horizon."""
     rk, now = sf["risk"], sf["now"]
     steps = np.asarray(rk["step"])
     span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
-    want = [now["step"] + f * span for f in AHEAD] + [steps[-1]]
+    fs = rk["first_stall"]
+    marks = [x for x in (*fs["interval"], fs["median"]) if x is not None]  # where the risk passes 5%, 50%, 95%
+    want = [now["step"] + f * span for f in AHEAD] + marks + [steps[-1]]
     return sorted({int(np.argmin(np.abs(steps - w))) for w in want})
 
 
