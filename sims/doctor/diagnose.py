@@ -24,7 +24,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
 ``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
                          split and phantom-gradient groups (:mod:`.audit`)
-``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`), and ``risk``:
+                         P(first stall by step n) with the whole fit's uncertainty (:mod:`.stall_risk`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
