@@ -188,7 +188,8 @@ def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------------------------------------ shapes
 
-_LOG_RATE = (-15.0, 5.0)  #: bounds of log r (the power's gamma, the plateau's 1 / lambda) where a curve is evaluated
+_LOG_RATE = (-15.0, 0.0)  #: bounds of log r (the power's gamma, the plateau's 1 / lambda; r <= 1 per step: a
+#: faster bend is a jump at the first step, which no shape should extrapolate from)
 
 
 def _curve(shape, theta, tau):
@@ -313,7 +314,8 @@ def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
     approximation with its covariance doubled, weighted by exp(-chi^2 / (2 scale)) (the fit's own, misfit-scaled
     likelihood of the logged shifts) over the proposal's density, resampled. The normal approximation alone
     misplaces a nonlinear shape whose rate is unidentified (a plateau on a flat path): such draws are given
-    the weight of their fit to the logged steps, not their normal weight."""
+    the weight of their fit to the logged steps, not their normal weight. The fit itself is one proposal, so
+    that where every proposal fits badly the draws fall back on it, not on the least bad wild one."""
     tau, h, se = fit["_data"]
     cov = (fit["cov"] + fit["cov"].T) / 2
     vals, vecs = np.linalg.eigh(cov)
@@ -321,10 +323,12 @@ def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
     m = SIR_FACTOR * n
     z = rng.standard_normal((m, len(vals)))
     th = fit["theta"][None, :] + (z * sd) @ vecs.T
+    th = np.vstack([th, fit["theta"][None, :]])  # the fit itself among the proposals: never only wild ones
+    z = np.vstack([z, np.zeros((1, len(vals)))])
     chi2 = np.array([np.sum(((_curve(fit["shape"], t, tau) - h) / se) ** 2) for t in th])
     logw = -0.5 * chi2 / fit["scale"] + 0.5 * np.sum(z * z, axis=1)
     w = np.exp(logw - logw.max())
-    return th[rng.choice(m, size=n, p=w / w.sum())]
+    return th[rng.choice(m + 1, size=n, p=w / w.sum())]
 
 
 def _score(LL_rows: np.ndarray, mean, var) -> np.ndarray:
