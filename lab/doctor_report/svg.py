@@ -30,8 +30,8 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> np.ndarray:
 
 def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", ylabel="share",
          hline=None, xlog2=False) -> str:
-    """An inline SVG plot: ``series`` items have name, x, y, color, kind ('line' or 'points'), and
-    optionally lo/hi (vertical interval bars)."""
+    """An inline SVG plot: ``series`` items have name, x, y, color, kind ('line', 'points' or 'band': the area
+    between lo and hi, y unused but for its finite points), and optionally lo/hi (vertical interval bars)."""
     x0, x1 = xlim
     tx = (lambda v: np.log2(v)) if xlog2 else (lambda v: np.asarray(v, float))
     X = lambda v: _scale(tx(v), tx(x0), tx(x1), _PAD, _W - 10)  # noqa: E731
@@ -57,6 +57,12 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
         x, y = np.asarray(s["x"], float), np.asarray(s["y"], float)
         ok = np.isfinite(x) & np.isfinite(y)
         color = s["color"]
+        if s.get("kind") == "band":  # a shaded band between lo and hi
+            lo, hi = np.asarray(s["lo"], float)[ok], np.asarray(s["hi"], float)[ok]
+            pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(np.concatenate([x[ok], x[ok][::-1]]),
+                                                                   np.concatenate([hi, lo[::-1]])))
+            out.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.2" stroke="none"/>')
+            continue
         if "lo" in s:
             for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
                 out.append(f'<line x1="{X(xi):.1f}" x2="{X(xi):.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" '
