@@ -49,6 +49,11 @@ def register(sub) -> None:
                        ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
                        ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):
         p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
+    p.add_argument("--num-generations", type=int, default=None,
+                   help="K, rollouts per prompt, for a record of tracker scalars that does not say it")
+    p.add_argument("--groups-per-step", type=int, default=None,
+                   help="groups each step's logged shares are over, for a record of tracker scalars that does not "
+                        "say it (default: the trainer config's generation batch)")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -75,8 +80,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print("\n".join(audit_text(result) or ["audit: the record carries no trainer scalar and no correctness score"]))
         return 0
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
-                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings)
+                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings,
+                      num_generations=args.num_generations, groups_per_step=args.groups_per_step)
     written = {}
+    if args.lists and result.get("scalars_only"):
+        raise InputError("--lists needs each prompt's groups; the record holds per-step scalars only")
     if args.lists:
         written.update(write_prompt_lists(result["prompts"], args.lists))
     if args.html:

@@ -16,6 +16,7 @@ from grpo_lab.sims.formatting import percent
 from .audit import audit_html
 from .markup import table
 from .samplers import samplers_html
+from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
 from .svg import COLORS, svg
 from .text import num, text_report
@@ -60,8 +61,11 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
     """The report's content (its own ``<style>``, headings, SVG plots, tables) for embedding in a page.
 
     ``lab_href``: where the "open this population in the lab" link points (the lab's address with
-    :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None.
+    :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None. A scalars-only diagnosis has its own
+    content (:func:`.scalars.scalars_html`).
     """
+    if d.get("scalars_only"):
+        return f"<div class=\"doctor-report\"><style>{_STYLE}</style>{scalars_html(d)}</div>"
     r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))
@@ -133,7 +137,7 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         samplers_html(d["samplers"]),
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
-        stall_html(d),
+        stall_html(d), side_by_side_html(d),
         audit_html(d["audit"]) if "audit" in d else "",
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "</div>"])
