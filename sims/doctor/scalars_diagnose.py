@@ -34,7 +34,7 @@ from ..record import RunRecord
 from .audit import audit as audit_logged
 from .forecast import DEFAULT_THRESHOLD
 from .samplers import MAX_PROMPTS, samplers_section
-from .scalars_fit import MODELS, fit_scalars, population_moments, step_shares
+from .scalars_fit import MODELS, POWER_MAX_K, fit_scalars, population_moments, step_shares
 from .scalars_forecast import expiry_forecast, stall_forecast
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
@@ -111,7 +111,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     d = step_shares(record, num_generations=int(K), groups_per_step=gps)
     t = time.perf_counter()
     fits = {}
-    for m in MODELS:
+    for m in MODELS if d.K <= POWER_MAX_K else MODELS[:1]:
         fits[m] = fit_scalars(d, m)
     model = max(fits, key=lambda m: fits[m]["loglik"])
     fit = fits[model]

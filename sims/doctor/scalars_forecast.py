@@ -16,7 +16,8 @@ the first step with P(stall) > q for each of :data:`.stall.LEVELS` (interval ove
 the expiry), and the **first cap hit**: the run stops at the first step whose rounds exceed the cap, so
 P(no stall through s) = prod over steps s' <= s of (1 - P(stall at s')); its median and its 2.5% / 97.5%
 quantiles (the trainer's own randomness at the fitted parameters), with the median's 95% interval over the
-draws (the fit's uncertainty). The cause at the stall: all-fail collapse when the fitted all-fail share
+draws (the fit's uncertainty), and the ``predictive`` 95% interval (2.5% and 97.5% quantiles of the first hit
+averaged over the draws: both uncertainties). The cause at the stall: all-fail collapse when the fitted all-fail share
 exceeds the all-pass share there, else all-pass saturation; "not identified" when only the zero-std share
 was logged. The K of the trainer's config is used where it gives one (the population is K-free).
 """
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .forecast import DEFAULT_THRESHOLD, HORIZON
-from .scalars_fit import draws, population_moments, shares_at
+from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution
 
 __all__ = ["GRID", "expiry_forecast", "stall_forecast", "future_grid"]
@@ -98,18 +99,32 @@ def _stall_curve(fit, theta, grid, settings):
     return np.asarray(d["p_stall"], float), np.asarray(d["expected"], float), mo
 
 
-def _first_hit(grid, p_stall, start):
-    """Quantiles (2.5%, 50%, 97.5%) of the first step whose rounds exceed the cap (inf beyond the grid).
-    Steps between grid points take the later point's P(stall)."""
+def _stall_curves(fit, thetas, grid, settings) -> np.ndarray:
+    """P(stall) on ``grid`` for each parameter vector (one :func:`rounds_distribution` call for all)."""
+    if not len(thetas):
+        return np.zeros((0, len(grid)))
+    mixed = np.concatenate([_mixed(fit, th, grid, settings["K"])[0] for th in thetas])
+    d = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
+                            settings.get("pool"))
+    return np.asarray(d["p_stall"], float).reshape(len(thetas), len(grid))
+
+
+def _hit_cdf(grid, p_stall, start) -> np.ndarray:
+    """P(the run has exceeded its cap by each grid step) from P(stall) per step (rows: curves). Steps between
+    grid points take the later point's P(stall)."""
     width = np.diff(np.concatenate([[start - 1], grid]))
-    survive = np.exp(np.cumsum(width * np.log1p(-np.clip(p_stall, 0.0, 1 - 1e-15))))
-    hit = 1 - survive
-    return [float(grid[i]) if (i := np.searchsorted(hit, q)) < len(grid) else np.inf for q in (0.025, 0.5, 0.975)]
+    return 1 - np.exp(np.cumsum(width * np.log1p(-np.clip(p_stall, 0.0, 1 - 1e-15)), axis=-1))
 
 
-def stall_forecast(fit: dict, settings: dict | None, seed: int = 0) -> dict:
+def _quantiles(grid, cdf, qs=(0.025, 0.5, 0.975)) -> list:
+    """Steps at which ``cdf`` first reaches each q (inf beyond the grid)."""
+    return [float(grid[i]) if (i := np.searchsorted(cdf, q)) < len(grid) else np.inf for q in qs]
+
+
+def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """The stall forecast for the trainer's ``settings`` (:func:`.trainer_config.read_trainer_config`);
-    ``{"available": False, "reason"}`` without them (see the module docstring)."""
+    ``{"available": False, "reason"}`` without them (see the module docstring). ``n_draws``: parameter draws
+    of the intervals."""
     if settings is None:
         return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
                                               "or --gen-batch-size and --train-batch-size)"}
@@ -121,15 +136,17 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0) -> dict:
     grid = future_grid(fit)
     p, expected, mo = _stall_curve(fit, fit["theta"], grid, settings)
     now_p, now_e, _ = _stall_curve(fit, fit["theta"], [s1], settings)
-    th = draws(fit, seed=seed)
-    curves = [_stall_curve(fit, x, grid, settings)[0] for x in th]
+    th = draws(fit, n_draws, seed=seed)
+    curves = _stall_curves(fit, th, grid, settings)
     levels = {}
     for q in LEVELS:
         step = _first(grid, p > q)
         levels[str(q)] = {"step": _step(step), "interval": _interval([_first(grid, c > q) for c in curves]),
                           "already": bool(now_p[0] > q)}
-    hit = _first_hit(grid, p, s1 + 1)
-    hit_draws = [_first_hit(grid, c, s1 + 1)[1] for c in curves]
+    hit = _quantiles(grid, _hit_cdf(grid, p, s1 + 1))
+    cdfs = _hit_cdf(grid, curves, s1 + 1)
+    hit_draws = [_quantiles(grid, c, (0.5,))[0] for c in cdfs]
+    pred = _quantiles(grid, cdfs.mean(axis=0)) if len(cdfs) else [np.inf] * 3
     at = levels[str(LEVELS[0])]["step"]
     i = int(np.searchsorted(grid, at)) if at is not None else 0
     ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
@@ -139,5 +156,6 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0) -> dict:
                                                              "expected": float(now_e[0])},
             "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,
             "first_cap_hit": {"median": _step(hit[1]), "range": [_step(hit[0]), _step(hit[2])],
-                              "median_interval": _interval(hit_draws)},
+                              "median_interval": _interval(hit_draws),
+                              "predictive": [_step(pred[0]), _step(pred[2])]},
             "horizon_step": float(grid[-1]), "series": {"step": grid, "p_stall": p, "expected": expected}}
