@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
 
-from ._args import add_runs_argument, run_path
+from ._args import add_runs_argument, add_trainer_config_arguments, run_path, trainer_settings
 from ._io import print_json
 
 
@@ -42,13 +42,7 @@ def register(sub) -> None:
     p.add_argument("--audit", action="store_true",
                    help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
-    p.add_argument("--trainer-config", metavar="FILE", default=None,
-                   help="the trainer's config (verl / TRL / slime / grpo-lab; .json, .yaml, .yml) for the stall "
-                        "forecast of dynamic sampling")
-    for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
-                       ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
-                       ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):
-        p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
+    add_trainer_config_arguments(p)
     p.add_argument("--num-generations", type=int, default=None,
                    help="K, rollouts per prompt, for a record of tracker scalars that does not say it")
     p.add_argument("--groups-per-step", type=int, default=None,
@@ -62,12 +56,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.prompts import write_prompt_lists
     from grpo_lab.doctor_report import html_report, text_report
-    from grpo_lab.sims.doctor.trainer_config import read_trainer_config
     from grpo_lab.sims.record import atomic_write_bytes, read_record
 
     band = check_band(*args.band)
-    settings = read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
-                                   train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
+    settings = trainer_settings(args)
     record = read_record(run_path(args.run, args))
     if args.audit:
         from grpo_lab.doctor_report.audit import audit_text

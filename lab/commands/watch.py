@@ -17,6 +17,8 @@ from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
 
+from ._args import add_trainer_config_arguments, trainer_settings
+
 __all__ = ["register", "watch", "read_tracker", "signature"]
 
 DEFAULT_INTERVAL = 10.0  #: seconds between two polls
@@ -31,12 +33,7 @@ def register(sub) -> None:
                                    "dynamic sampling first exceeds its cap, with its 95% interval, and a warning a "
                                    "chosen number of steps before it.")
     p.add_argument("path", help="the tracker's log folder or file")
-    p.add_argument("--trainer-config", metavar="FILE", default=None,
-                   help="the trainer's config (verl / TRL / slime / grpo-lab; .json, .yaml, .yml)")
-    for flag, what in (("--gen-batch-size", "prompts per generation round"),
-                       ("--train-batch-size", "mixed groups a step needs"),
-                       ("--max-num-gen-batches", "most rounds per step, 0 = no cap")):
-        p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
+    add_trainer_config_arguments(p)
     p.add_argument("--format", default="auto", help="tracker format (default auto: detected from the files)")
     p.add_argument("--run", default=None, help="the run to follow where the folder holds several")
     p.add_argument("--num-generations", type=int, default=None, help="K where neither the log nor the config says it")
@@ -159,10 +156,7 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from grpo_lab.sims.doctor.trainer_config import read_trainer_config
-
-    settings = read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
-                                   train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
+    settings = trainer_settings(args)
 
     def write(line):
         print(line, flush=True)
