@@ -3,8 +3,8 @@ r"""Expiry and stall forecasts from a scalars-only fit (:mod:`.scalars_fit`).
 **Expiry.** The fitted mixed share at future step s is 1 - E[p(s)^K] - E[(1 - p(s))^K] (the drift
 continued past the last step). The expiry step is the first step after the last logged one at which it
 falls below the threshold (default :data:`~.forecast.DEFAULT_THRESHOLD`), searched up to
-:data:`~.forecast.HORIZON` run lengths ahead on a grid of at most :data:`GRID` steps (integer steps when the
-horizon is shorter). Its 95% interval: the 2.5% and 97.5% quantiles of the same step over :data:`~.scalars_fit.DRAWS`
+:data:`~.forecast.HORIZON` run lengths ahead on a grid of :data:`NEAR` steps within the next run length and
+:data:`FAR` beyond (:func:`future_grid`). Its 95% interval: the 2.5% and 97.5% quantiles of the same step over :data:`~.scalars_fit.DRAWS`
 parameter vectors from the fit's normal approximation (a draw that never crosses counts as beyond the
 horizon; an upper bound beyond it is None).
 
@@ -30,18 +30,35 @@ from .forecast import DEFAULT_THRESHOLD, HORIZON
 from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution
 
-__all__ = ["GRID", "expiry_forecast", "stall_forecast", "future_grid"]
+__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
 
-GRID = 400  #: most future steps evaluated by a search
+NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
+FAR = 80  #: future steps evaluated from one run length to the horizon
 
 
-def future_grid(fit: dict, horizon: float = HORIZON, points: int = GRID) -> np.ndarray:
-    """Future steps s_last + 1 .. s_last + horizon run lengths: every step, or ``points`` evenly spread."""
+def future_grid(fit: dict, horizon: float = HORIZON) -> np.ndarray:
+    """Future steps from s_last + 1 to s_last + ``horizon`` run lengths: :data:`NEAR` points over the first run
+    length (every step where it is shorter), :data:`FAR` evenly spread beyond."""
     s0, s1 = fit["steps"]
-    stop = int(np.ceil(s1 + horizon * max(s1 - s0, 1)))
-    if stop - s1 <= points:
-        return np.arange(s1 + 1, stop + 1, dtype=float)
-    return np.unique(np.round(np.linspace(s1 + 1, stop, points)))
+    span = max(s1 - s0, 1)
+    near = np.linspace(s1 + 1, s1 + span, min(NEAR, span))
+    far = np.linspace(s1 + span, s1 + horizon * span, FAR)
+    return np.unique(np.round(np.concatenate([near, far])))
+
+
+_CACHE: dict = {}
+
+
+def _draw_mixed(fit: dict, grid: np.ndarray, K: int, n_draws: int, seed: int) -> np.ndarray:
+    """Mixed share on ``grid`` per parameter draw (draws x grid); the last two results are kept, as the expiry
+    and the stall forecast of one diagnosis ask for the same curves."""
+    key = (fit["theta"].tobytes(), fit["cov"].tobytes(), fit["model"], tuple(fit["steps"]), grid.tobytes(), K,
+           n_draws, seed)
+    if key not in _CACHE:
+        th = draws(fit, n_draws, seed=seed)
+        _CACHE.clear() if len(_CACHE) >= 2 else None
+        _CACHE[key] = np.array([_mixed(fit, x, grid, K)[0] for x in th]).reshape(len(th), len(grid))
+    return _CACHE[key]
 
 
 def _t(fit, steps):
@@ -72,7 +89,7 @@ def _step(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
 
-def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0) -> dict:
+def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """``threshold``, ``mixed_now`` (fitted, last step), ``step``, ``interval``, ``status``, ``horizon_step``,
     ``projection`` {step, mixed} (see the module docstring)."""
     grid = future_grid(fit)
@@ -80,7 +97,7 @@ def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int =
     now = shares_at(fit, [fit["steps"][1]])["mixed"][0]
     mixed, _ = _mixed(fit, fit["theta"], grid, K)
     step = _first(grid, mixed < threshold)
-    found = [_first(grid, _mixed(fit, th, grid, K)[0] < threshold) for th in draws(fit, seed=seed)]
+    found = [_first(grid, c < threshold) for c in _draw_mixed(fit, grid, K, n_draws, seed)]
     if now < threshold:
         status, step = "already below the threshold at the last step (fit)", np.inf
     elif not np.isfinite(step):
@@ -99,14 +116,14 @@ def _stall_curve(fit, theta, grid, settings):
     return np.asarray(d["p_stall"], float), np.asarray(d["expected"], float), mo
 
 
-def _stall_curves(fit, thetas, grid, settings) -> np.ndarray:
-    """P(stall) on ``grid`` for each parameter vector (one :func:`rounds_distribution` call for all)."""
-    if not len(thetas):
+def _stall_curves(fit, grid, settings, n_draws, seed) -> np.ndarray:
+    """P(stall) on ``grid`` per parameter draw (one :func:`rounds_distribution` call for all)."""
+    mixed = _draw_mixed(fit, grid, settings["K"], n_draws, seed)
+    if not mixed.size:
         return np.zeros((0, len(grid)))
-    mixed = np.concatenate([_mixed(fit, th, grid, settings["K"])[0] for th in thetas])
-    d = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
+    d = rounds_distribution(mixed.reshape(-1, 1), settings["gen_batch"], settings["train_batch"], settings["cap"],
                             settings.get("pool"))
-    return np.asarray(d["p_stall"], float).reshape(len(thetas), len(grid))
+    return np.asarray(d["p_stall"], float).reshape(mixed.shape)
 
 
 def _hit_cdf(grid, p_stall, start) -> np.ndarray:
@@ -136,8 +153,7 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
     grid = future_grid(fit)
     p, expected, mo = _stall_curve(fit, fit["theta"], grid, settings)
     now_p, now_e, _ = _stall_curve(fit, fit["theta"], [s1], settings)
-    th = draws(fit, n_draws, seed=seed)
-    curves = _stall_curves(fit, th, grid, settings)
+    curves = _stall_curves(fit, grid, settings, n_draws, seed)
     levels = {}
     for q in LEVELS:
         step = _first(grid, p > q)
