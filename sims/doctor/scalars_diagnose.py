@@ -184,7 +184,7 @@ def side_by_side(record: RunRecord, groups, result: dict, settings: dict | None,
     per_step = fit["drift"] / max(s1 - s0, 1)
     mean_fit = float(np.sum(fit["series"]["groups"] * fit["series"]["fitted_mean"]) / np.sum(fit["series"]["groups"]))
     g_stall = (gst.get("stall") or {}).get("0.5", {}) if gst.get("available") else {}
-    s_stall = st["stall"]["0.5"] if st.get("available") else {}
+    s_stall = st["stall"].get("0.5", {}) if st.get("available") else {}
     return {
         "available": True, "fit": fit, "expiry": exp, "stall_forecast": st,
         "rows": [

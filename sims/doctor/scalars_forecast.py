@@ -32,6 +32,7 @@ from .stall import LEVELS, rounds_distribution
 
 __all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
 
+MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
 FAR = 80  #: future steps evaluated from one run length to the horizon
 
@@ -138,6 +139,21 @@ def _quantiles(grid, cdf, qs=(0.025, 0.5, 0.975)) -> list:
     return [float(grid[i]) if (i := np.searchsorted(cdf, q)) < len(grid) else np.inf for q in qs]
 
 
+def _uncapped(fit, grid, settings) -> dict:
+    """No cap: no stall, only the rounds a step needs, per step (inf beyond :data:`MAX_NEED` rounds expected)."""
+    steps = np.concatenate([[fit["steps"][1]], grid])
+    mixed, _ = _mixed(fit, fit["theta"], steps, settings["K"])
+    B, T = settings["gen_batch"], settings["train_batch"]
+    expected = np.full(len(steps), np.inf)
+    for i, u in enumerate(mixed):  # one step at a time: the rounds' range follows each step's own need
+        if u > 0 and T / (B * u) <= MAX_NEED:
+            expected[i] = rounds_distribution(np.array([u]), B, T, 0)["expected"]
+    return {"available": True, "settings": settings, "now": {"step": int(fit["steps"][1]), "p_stall": 0.0,
+                                                             "expected": float(expected[0])},
+            "stall": {}, "first_cap_hit": None, "cause": None, "horizon_step": float(grid[-1]),
+            "series": {"step": grid, "p_stall": np.zeros(len(grid)), "expected": expected[1:]}}
+
+
 def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """The stall forecast for the trainer's ``settings`` (:func:`.trainer_config.read_trainer_config`);
     ``{"available": False, "reason"}`` without them (see the module docstring). ``n_draws``: parameter draws
@@ -151,6 +167,8 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
     settings = {**settings, "K": int(settings.get("K") or fit["K"])}
     s1 = fit["steps"][1]
     grid = future_grid(fit)
+    if not settings["cap"] and not settings.get("pool"):
+        return _uncapped(fit, grid, settings)
     p, expected, mo = _stall_curve(fit, fit["theta"], grid, settings)
     now_p, now_e, _ = _stall_curve(fit, fit["theta"], [s1], settings)
     curves = _stall_curves(fit, grid, settings, n_draws, seed)
