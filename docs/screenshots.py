@@ -3,7 +3,8 @@
 Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each size below, waits for the
 grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
 1440x900 (a laptop), 1024x768 (a projector), 390x844 (a phone, with mobile emulation) and ``?present=true`` at
-1024x768.
+1920x1080 and 1024x768; then the exported page (``grpo-lab export``) in a blog's 700x500 iframe, with no script on
+the host page (``embed-700x500.png``, shown in ``docs/export.md``).
 Needs the test dependencies (Playwright) and ``/usr/bin/chromium``; writes nothing else.
 """
 
@@ -19,7 +20,12 @@ from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
 OUT = ROOT / "docs" / "img"
 #: (file name, URL query, width, height)
 SHOTS = [("lab-1440x900.png", "", 1440, 900), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
-         ("lab-present-1024x768.png", "?present=true", 1024, 768)]
+         ("lab-present-1920x1080.png", "?present=true", 1920, 1080), ("lab-present-1024x768.png", "?present=true", 1024, 768)]
+#: the blog post framing the exported page: its text, then a 700x500 iframe (no script)
+BLOG = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>A post</title></head>"
+        "<body style='margin:16px;font:16px/1.5 Georgia,serif;max-width:740px'><p>... and this is what happens to the "
+        "groups as training goes on (drag the slider):</p><iframe src='decay.html' width='700' height='500' "
+        "style='border:1px solid #bbb' title='The lab'></iframe><p>The rest of the post.</p></body></html>")
 PHONE_PX = 500  #: narrower windows are phones: mobile emulation (touch, device pixels 2x)
 
 
@@ -41,8 +47,30 @@ def main() -> int:
             page.screenshot(path=str(OUT / name))
             print(f"wrote {OUT / name}")
             context.close()
+        embed_shot(browser)
         browser.close()
     return 0
+
+
+def embed_shot(browser) -> None:
+    """The default exported page in a blog's 700x500 iframe (``embed-700x500.png``)."""
+    import tempfile
+
+    from grpo_lab.testing.cli import run_cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        proc = run_cli("export", "--out", str(folder / "decay.html"))
+        assert proc.returncode == 0, proc.stderr
+        (folder / "post.html").write_text(BLOG, encoding="utf-8")
+        context = browser.new_context(viewport={"width": 780, "height": 640})
+        page = context.new_page()
+        page.goto((folder / "post.html").as_uri())
+        page.frame_locator("iframe").locator("#grpo-export[data-ready=true]").wait_for(state="attached")
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(OUT / "embed-700x500.png"))
+        print(f"wrote {OUT / 'embed-700x500.png'}")
+        context.close()
 
 
 if __name__ == "__main__":

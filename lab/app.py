@@ -53,7 +53,7 @@ class Session:
 
 
 def _live_tab(s: Session):
-    return LiveLab(s.lab, s.play, present=s.present).panel
+    return LiveLab(s.lab, s.play, present=s.present, heading=TITLE).panel
 
 
 def _advantages_tab(s: Session):
@@ -113,17 +113,21 @@ def build_app(query: dict[str, str] | None = None):
         pn.state.on_session_destroyed(release_soon)  # memory back to the system once a room has left (grpo_lab.memory)
     if session.embed:
         return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query), PageAccess())
-    header = pn.pane.HTML(
-        f"<h2 style='margin:4px 0'>{TITLE}</h2><p style='margin:0 0 6px;font-size:14px'>Each cell is one prompt's "
-        "group of K rollouts. Drag training progress and watch the groups that carry a gradient drain away. "
-        "Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>", sizing_mode="stretch_width",
-        css_classes=["lab-header"])
+    header = [] if session.present else [pn.pane.HTML(_header_html(), sizing_mode="stretch_width", css_classes=["lab-header"])]
     tabs = _lazy_tabs(session)
     tour_panel.on_step = lambda: setattr(tabs, "active", 0)  # a tour step talks about the Live lab tab
     access = PageAccess(css=PAGE_CSS + PHONE_CSS + (PRESENT_CSS if session.present else ""))
     # the tour's box only where a tour runs: a tour starts from its link (?tour=N), which builds a new page
     touring = [tour_panel.panel] if tour.step else []
-    return pn.Column(header, *touring, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+    return pn.Column(*header, *touring, tabs, access, sizing_mode="stretch_width", css_classes=["grpo-lab"])
+
+
+def _header_html() -> str:
+    """The page's heading (its one ``h1``) and introduction (in presentation mode the Live lab's Play row carries
+    the heading instead: lab.views.layout.present_heading)."""
+    return (f"<h1 style='margin:4px 0;font-size:1.5em'>{TITLE}</h1><p style='margin:0 0 6px;font-size:14px'>Each cell is "
+            "one prompt's group of K rollouts. Drag training progress and watch the groups that carry a gradient drain "
+            "away. Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>")
 
 
 def _lazy_tabs(session: Session) -> pn.Tabs:

@@ -25,13 +25,21 @@ import json
 
 from .embed import caption_html
 from .grid.markup import STATIC, STYLE_PATH, controls_html, grid_html
+from .grid.plots import plots_html
 from .grid.readouts import TEMPLATES, readout_html
 from .grid.spec import EXPORT_PROGRESS_STEP, control_spec
 
 STATE_ID = "grpo-export-state"
 CAPTION_ID = "gx-embed-caption"
 POLICY_META = "grpo-lab:content-security-policy"  #: the meta naming the page's strictest policy
-SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "export_page.js")  #: in lab/static, in this order
+SCRIPTS = ("kernel.js", "cells.js", "gridview.js", "live_plots.js", "export_page.js")  #: in lab/static, in this order
+#: the plots' text alternatives: the page has no Python to rewrite them as the controls move, so they say what the
+#: plots show in words (the numbers are the readouts')
+PLOT_LABELS = {"decay": "Chart: the share of groups with a gradient as training progress t goes from 0 to 1, expected "
+                        "(lines) and realised (dots), over all prompts and over the filter's band; a vertical line "
+                        "marks the current t.",
+               "outcome": "Chart: the chance that a group of K has a gradient, against the pass rate p, over a "
+                          "histogram of the prompts' current pass rates split by their group's outcome."}
 
 TIPS = {
     "play": "Animate training progress from here up to 1 (press again to pause)",
@@ -114,7 +122,7 @@ def page_html(spec, state: dict, summary: dict) -> str:
     canvas, scripts. ``spec`` is a validated :class:`grpo_lab.export.ExportSpec`, ``state`` its page state."""
     sources = [f"\n{(STATIC / name).read_text(encoding='utf-8')}\n" for name in SCRIPTS]
     scripts = "\n".join(f"<script>{text}</script>" for text in sources)
-    css = STYLE_PATH.read_text(encoding="utf-8") + (STATIC / "export.css").read_text(encoding="utf-8")
+    css = "".join((STATIC / name).read_text(encoding="utf-8") for name in (STYLE_PATH.name, "live_layout.css", "export.css"))
     values = {"progress": spec.progress, "K": spec.K, "filter": spec.filter_on, "band_lo": spec.band[0],
               "band_hi": spec.band[1]}
     controls = controls_html(values, control_spec(EXPORT_PROGRESS_STEP))
@@ -137,6 +145,7 @@ def page_html(spec, state: dict, summary: dict) -> str:
 {_buttons(len(state["draws"]), state["draws"][0]["seed"])}
 {controls}
 {grid}
+{plots_html(PLOT_LABELS["decay"], PLOT_LABELS["outcome"])}
 <noscript><p class="gx-noscript">The controls need JavaScript; the numbers above are the starting view.</p></noscript>
 </div>
 {_shell_bottom(spec, state)}

@@ -31,7 +31,7 @@ import numpy as np
 from .errors import InputError
 from .record import RunRecord
 
-__all__ = ["SHARES", "COLUMNS", "scalars_record", "is_scalars_only"]
+__all__ = ["SHARES", "COLUMNS", "scalars_record", "is_scalars_only", "summarise_scalars"]
 
 SHARES = ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean")  #: per-step shares
 COLUMNS = ("step", *SHARES, "groups_per_step")  #: the standard columns of a scalars-only record
@@ -85,3 +85,18 @@ def is_scalars_only(record: RunRecord) -> bool:
     """True for a record that holds per-step scalars but no group."""
     return bool(record.meta.get("scalars_only")) or (len(record.groups.get("step", ())) == 0
                                                       and len(record.steps.get("step", ())) > 0)
+
+
+def summarise_scalars(record: RunRecord) -> dict:
+    """What ``grpo-lab inspect`` shows of a scalars-only record: each standard column's mean over the steps
+    that logged it (None where none did), the steps that did, and the source's trainer, format, dialect and
+    missing columns."""
+    out = {}
+    for col in COLUMNS[1:]:
+        v = np.asarray(record.steps.get(col, ()), dtype=float)
+        v = v[np.isfinite(v)]
+        out[col] = float(v.mean()) if v.size else None
+        out[f"{col}_steps"] = int(v.size)
+    src = record.meta.get("source") if isinstance(record.meta.get("source"), dict) else {}
+    out.update({k: src.get(k) for k in ("trainer", "format", "run", "dialect", "missing", "notes")})
+    return out

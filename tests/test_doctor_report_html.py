@@ -85,16 +85,29 @@ def capped():
     return d, tables(html_report(d))
 
 
+def figure(cell: str) -> tuple[str, str | None, list[str] | None]:
+    """A samplers cell "value [\u00b1 se] [[lo, hi]]" split into its value, Monte Carlo SE and interval texts."""
+    value, _, rest = cell.partition(" [")
+    value, _, se = value.partition(" \u00b1 ")
+    return value, se or None, rest.rstrip("]").split(", ") if rest else None
+
+
 def test_samplers_table_equals_the_json(capped):
     d, t = capped
     tab = t.tables["doctor-samplers"]
     assert tab["head"] == HEAD and len(tab["rows"]) == len(d["samplers"]["rows"]) >= 7
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
         assert cells[0] == r["label"]
-        assert close(cells[1], r["useful_per_1000"], 0.05) and close(cells[2], r["rollouts_per_useful"], 0.05)
-        assert close(cells[3], r["never_trained"], 0.0005)
+        (u, u_se, u_iv), (rp, _, _), (nt, nt_se, nt_iv) = map(figure, cells[1:4])
+        assert close(u, r["useful_per_1000"], 0.05) and close(rp, r["rollouts_per_useful"], 0.05)
+        assert close(nt, r["never_trained"], 0.0005)
+        assert all(close(c, x, 0.05) for c, x in zip(u_iv, r["interval"]["useful_per_1000"]))  # the 95% interval
+        assert all(close(c, x, 0.0005) for c, x in zip(nt_iv, r["interval"]["never_trained"]))
+        assert (u_se is None) == ("useful_per_1000" not in r["mc_se"])  # simulated figures carry their MC SE
+        if u_se is not None:
+            assert close(u_se, r["mc_se"]["useful_per_1000"], 0.05)
         if r["expiry_shift"] is not None:
-            assert close(cells[5], r["expiry_shift"], 0.0005)
+            assert close(figure(cells[5])[0], r["expiry_shift"], 0.0005)
 
 
 def test_stall_tables_equal_the_json(capped):

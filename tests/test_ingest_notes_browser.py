@@ -6,6 +6,8 @@ step (a step without groups), TRL with two generation batches per step (the parq
 the last batch: the logged reward disagrees with them) and TRL with ``logging_steps = 3`` (batches
 between logging steps not written). In the verl copy the ambiguous prompt's text is markup
 (``<i>e4</i>=``), which the note quotes: the tab must show those characters, never an element.
+Beside them, two tracker records (scalars only, zero groups; sims/ingest/trackers) that the tab must list,
+open, and say what their trainer metrics lacked.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import pytest
 from grpo_lab.testing.lab_server import TEXTS_OF_CLASS, block_outside, serve_local
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.ingest import ingest
+from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.record import write_record
 
 FIX = Path(__file__).parent / "fixtures" / "ingest"
+TRACKERS = Path(__file__).parent / "fixtures" / "trackers"
 MARKUP = "<i>e4</i>="  #: the prompt text the verl copy uses for the prompt drawn twice in step 2
 
 TEXT_OF = f"(cls) => ({TEXTS_OF_CLASS})(cls).join('\\n')"  # every element's text, one per line
@@ -52,7 +56,11 @@ def runs(tmp_path_factory):
                "trl-logging-steps": ingest(FIX / "trl_matrix" / "logging_steps" / "run", "trl")}
     for label, rec in records.items():
         write_record(root / label, rec)
-    return root, records
+    trackers = {"tb-trl": read_scalars(TRACKERS / "tensorboard", run="trl"),
+                "trackio-miles": read_scalars(TRACKERS / "trackio")}
+    for label, rec in trackers.items():
+        write_record(root / label, rec)
+    return root, records, trackers
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +71,7 @@ def server(runs):
 
 
 def test_the_readers_notes_and_warnings_are_listed_as_text(page, server, runs):
-    _, records = runs
+    _, records, _ = runs
     verl = records["verl-ambiguous"]
     assert any(MARKUP in n for n in verl.meta["notes"]), "the ambiguous-groups note quotes the prompt"
     assert any("validation only" in n for n in verl.meta["notes"])
@@ -86,4 +94,17 @@ def test_the_readers_notes_and_warnings_are_listed_as_text(page, server, runs):
     page.locator(".replay-run select").select_option("verl-ambiguous")
     page.wait_for_function(f"(want) => ({TEXT_OF})('replay-missing').includes(want)", arg=MARKUP)
     assert page.evaluate(ELEMENTS_IN, ["replay-missing", "i"]) == 0  # the prompt's markup stayed characters
+    assert outside == [] and page.console_errors == []
+
+
+def test_tracker_records_open_and_name_what_their_trainer_metrics_lacked(page, server, runs):
+    origin = server.rstrip("/")
+    outside = block_outside(page, lambda u: u.startswith(origin) or u.startswith(origin.replace("http", "ws")))
+    page.goto(server)
+    for label, rec in runs[2].items():
+        src = rec.meta["source"]
+        page.locator(".replay-run select").select_option(label)
+        want = f"{label}: not in the {src['trainer']} metrics read: {', '.join(src['missing'])}"
+        page.wait_for_function(f"(want) => ({TEXT_OF})('replay-missing').includes(want)", arg=want)
+        assert f"{label}: per-group rewards (scalars only)" in page.evaluate(TEXT_OF, "replay-missing")
     assert outside == [] and page.console_errors == []

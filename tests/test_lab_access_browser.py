@@ -1,7 +1,8 @@
 """The served lab in real Chromium, by keyboard and through the accessibility tree, and checked with axe-core.
 
 axe-core is the copy the ``axe-playwright-python`` package ships (test extra), loaded into the page with
-``page.add_script_tag``: no download at test time. Rules run: WCAG 2.0 / 2.1 / 2.2, levels A and AA.
+``page.add_script_tag``: no download at test time. Rules run: WCAG 2.0 / 2.1 / 2.2, levels A and AA, and axe's
+best-practice rules.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from grpo_lab.testing.lab_server import PAGE_TEXT, wait_readout
+from grpo_lab.testing.lab_server import PAGE_TEXT, show_plots, wait_readout
 from grpo_lab.testing.page import FIND, axe_violations, contrast
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -35,22 +36,38 @@ def ready(page) -> None:
     page.get_by_role("tab", name="Live lab").wait_for(timeout=15_000)  # the page's access fixes are in
 
 
-def test_axe_finds_no_wcag_aa_violation_in_any_tab(page, lab_url):
+def test_axe_finds_no_wcag_aa_or_best_practice_violation_in_any_tab(page, lab_url):
+    """WCAG 2.x A/AA and axe's best-practice rules (one main landmark holding all content, a level-one heading,
+    headings one level at a time, no empty table header) on every tab, the Live lab's secondary plots built."""
     page.goto(lab_url)
     ready(page)
+    show_plots(page)
     page.wait_for_timeout(500)
-    assert axe_violations(page) == []
+    assert axe_violations(page, best_practice=True) == []
     tab = page.get_by_role("tab", name="Advantages")
     tab.focus()
     page.keyboard.press("Enter")  # opened by keyboard
     page.wait_for_function(f"({PAGE_TEXT})().includes('dr_grpo')", timeout=60_000)
     page.wait_for_timeout(500)
-    assert axe_violations(page) == []
+    assert axe_violations(page, best_practice=True) == []
     page.get_by_role("tab", name="Advantages").focus()
     page.keyboard.press("ArrowRight")  # the Replay tab: its step control (Panel's Player) is named too
     wait_readout(page, "replay-step", timeout=90_000)
     page.wait_for_timeout(500)
-    assert axe_violations(page) == []
+    assert axe_violations(page, best_practice=True) == []
+    page.get_by_role("tab", name="Samplers").click()
+    page.wait_for_function("() => !!(" + FIND + ")('.samplers-tab')", timeout=60_000)  # built (lab.views.samplers)
+    page.wait_for_timeout(2000)
+    page.wait_for_timeout(500)
+    assert axe_violations(page, best_practice=True) == []
+    assert page.console_errors == []
+
+
+def test_axe_finds_no_violation_in_presentation_mode(page, lab_url):
+    page.goto(lab_url + "?present=true")
+    ready(page)
+    page.wait_for_timeout(500)
+    assert axe_violations(page, best_practice=True) == []
     assert page.console_errors == []
 
 
@@ -64,15 +81,18 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
                  'spinbutton "Prompts"', 'spinbutton "Beta a"', 'spinbutton "Beta b"', 'spinbutton "Seed"',
                  'button "New draw"', 'button "Reset"', 'checkbox "Difficulty filter'):
         assert line in tree, line
-    # the Tab order: the header's tour link, the tabs, the controls beside the grid, the grid's own (all named)
+    # the Tab order is the screen's: the header's tour link, the tabs, Play and Step, the grid's own controls
+    # (progress, K, the filter and its band), then the rest (Pin, rho, the population); all named
     stops = []
     for _ in range(16):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
                                    "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
     assert stops[:7] == ["guided tour", "Live lab", "Advantages", "Replay", "Samplers", "\u25b6 Play", "Step"], stops
-    assert "Rollout correlation rho" in stops and "Training progress t" in stops, stops
-    assert stops.index("Rollout correlation rho") < stops.index("Training progress t")
+    assert stops[7:9] == ["Training progress t", "Group size K"], stops
+    assert stops[9].startswith("Difficulty filter"), stops
+    assert stops[10:12] == ["Filter band, low end", "Filter band, high end"], stops
+    assert "Rollout correlation rho" in stops[12:], stops
     assert all(s for s in stops), stops
     assert page.evaluate(HELP_ICONS) == 0  # help is text under the controls, not a "?" on a label
     # Right arrow on a tab opens the next one

@@ -10,7 +10,7 @@ import pytest
 from grpo_lab.testing.lab_server import READ_CLASS, wait_readout
 from grpo_lab.sims.formatting import percent
 from grpo_lab.sims.scenario import Scenario, evaluate
-from grpo_lab.views.tour import HIGHLIGHT_CLASS, TOUR, tour_figures
+from grpo_lab.views.tour import HIGHLIGHT_CLASS, TOUR, step_text, tour_figures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -94,6 +94,42 @@ def test_the_story_is_told_from_zero_and_ends_with_the_practitioners_question():
     assert figures["useful_t0"] == useful(progress=0.0) and figures["useful_t1"] == useful(progress=1.0)
     want = evaluate(Scenario(progress=0.4, band=(0.2, 0.8))).summary["kept_share"]
     assert figures["kept_t04"] == percent(want) and 0.3 < want < 0.8  # the filter's step shows kept prompts
+    # the last step says in words what the filter costs: the prompts it drops (figures from the core)
+    end = evaluate(Scenario(progress=1.0, band=(0.2, 0.8))).summary
+    text = step_text(len(TOUR))
+    dropped = end["n_prompts"] - end["n_kept"]
+    assert f"drops {percent(1 - end['kept_share'])} ({dropped:,} prompts)" in text, text
+    assert f"keeps {percent(end['kept_share'])}" in text and percent(end["useful_share_realised"]) in text
+    assert "does not stop the environment from expiring" in text
+
+
+#: JavaScript: the boxes of the tour's box, the Play button and the progress slider (through shadow roots)
+NAMED = """() => { const roots = [document];
+  for (let i = 0; i < roots.length; i++) for (const e of roots[i].querySelectorAll('*')) if (e.shadowRoot) roots.push(e.shadowRoot);
+  const box = sel => { for (const r of roots) { const e = r.querySelector(sel);
+    if (e) { const b = e.getBoundingClientRect(); return {top: b.top, bottom: b.bottom}; } } return null; };
+  return {tour: box('.tour'), play: box('.lab-play'), progress: box('#gx-progress'), h: innerHeight}; }"""
+
+
+@pytest.mark.parametrize("width, height, n", [(1440, 900, 3), (1024, 768, 3), (390, 844, 3), (1024, 768, 8)])
+def test_the_tours_box_never_covers_the_controls_its_step_names(browser, lab_url, width, height, n):
+    """Step 3 says "press Play" and "drag training progress"; step 8 "drag training progress": once the step has
+    brought its subject into view, those controls lie in the window, below the tour's box (issue 34)."""
+    mobile = {"is_mobile": True, "has_touch": True} if width < 500 else {}
+    context = browser.new_context(viewport={"width": width, "height": height}, **mobile)
+    page = context.new_page()
+    try:
+        page.goto(f"{lab_url}?tour={n}")
+        wait_readout(page)
+        wait_subject_in_view(page, n)
+        page.wait_for_timeout(1500)  # the tour's settling pass (tour.js recheck) has run
+        named = [c for c in ("play", "progress") if (n == 3 or c == "progress")]
+        got = page.evaluate(NAMED)
+        for c in named:
+            assert got[c]["top"] >= got["tour"]["bottom"] - 1 and got[c]["bottom"] <= got["h"] + 1, (c, got)
+        wait_subject_in_view(page, n)  # and the subject is still in view
+    finally:
+        context.close()
 
 
 def test_each_step_brings_its_subject_into_view_and_outlines_it(page, lab_url):

@@ -40,8 +40,9 @@ def add_trainer_config_arguments(p) -> None:
     """--trainer-config FILE and the batch flags that override it (the stall forecast's settings:
     grpo_lab.sims.doctor.trainer_config.read_trainer_config)."""
     p.add_argument("--trainer-config", metavar="FILE", default=None,
-                   help="the trainer's config (verl / TRL / slime / grpo-lab; .json, .yaml, .yml) for the stall "
-                        "forecast of dynamic sampling")
+                   help="the trainer's config (verl incl. V1, SkyRL, NeMo-RL, TRL, slime, grpo-lab: .json, .yaml, "
+                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh or .args) for the stall "
+                        "forecast, the cost per step and the samplers' sizes")
     for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
                        ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
                        ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):

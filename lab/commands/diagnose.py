@@ -34,7 +34,8 @@ def register(sub) -> None:
     p.add_argument("--stride", type=int, default=None,
                    help="steps between window starts (default: the window; smaller gives rolling windows)")
     p.add_argument("--batch", type=int, default=None,
-                   help="DAPO batch size in groups (default: the run's groups per step)")
+                   help="DAPO batch size in groups of the what-ifs, and of the samplers' DAPO row when no trainer "
+                        "config or batch flag is given (default: the run's groups per step)")
     p.add_argument("--band", type=float, nargs=2, metavar=("LO", "HI"), default=DEFAULT_BAND,
                    help=f"difficulty band of the what-if (default {DEFAULT_BAND[0]:g} {DEFAULT_BAND[1]:g})")
     p.add_argument("--retire-after", type=int, default=DEFAULT_RETIRE_AFTER,

@@ -1,4 +1,5 @@
-"""``grpo-lab ingest``: convert a TRL, verl or plain-JSONL run into a run record (see docs/ingest.md)."""
+"""``grpo-lab ingest``: convert a TRL, verl or plain-JSONL run, or a tracker's per-step scalars (TensorBoard,
+W&B, MLflow, trackio, metrics.jsonl), into a run record (see docs/ingest.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from pathlib import Path
 from grpo_lab.sims.errors import InputError
 
 from ._io import print_json
+
+from grpo_lab.sims.ingest import FORMATS  # group dumps: trl, verl, jsonl
+from grpo_lab.sims.ingest.trackers import FORMATS as _TRACKER_FORMATS
+from grpo_lab.sims.ingest.trackers.dialects import TRAINERS
+
+TRACKERS = tuple(f for f in _TRACKER_FORMATS if f not in FORMATS)  # jsonl is either kind, told by its lines
 
 
 def _weights(text: str):
@@ -41,11 +48,21 @@ def _csv(kind):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("ingest", help="convert a TRL, verl or plain-JSONL run into a run record",
+    p = sub.add_parser("ingest", help="convert a TRL, verl or plain-JSONL run, or a tracker log, into a run record",
                        description="Read a real run's logs (an output folder, a file, or a .zip of a folder) and "
-                                   "write a grpo-lab run record that `inspect` and the lab's replay tab read.")
-    p.add_argument("path", help="TRL output_dir, verl rollout_data_dir, a JSONL file, or a .zip of a folder")
-    p.add_argument("--format", required=True, choices=("trl", "verl", "jsonl"), dest="fmt", help="source format")
+                                   "write a grpo-lab run record that `inspect` and the lab's replay tab read. "
+                                   "Tracker logs (TensorBoard, W&B offline or history export, MLflow mlruns, "
+                                   "trackio, metrics.jsonl) give a scalars-only record: per-step shares of "
+                                   "unanimous groups in the trainer's own metric names (docs/ingest.md).")
+    p.add_argument("path", help="TRL output_dir, verl rollout_data_dir, a JSONL file, a .zip of a folder, or a "
+                                "tracker's log folder or file")
+    p.add_argument("--format", default="auto", choices=("auto", *FORMATS, *TRACKERS), dest="fmt",
+                   help="source format (default auto: a tracker format detected from the files, or a JSONL of "
+                        "groups or of per-step scalars; trl and verl dumps need --format); jsonl is a groups "
+                        "JSONL or a metrics.jsonl of scalars, told apart by its lines")
+    p.add_argument("--run", help="tracker logs: the run to read where the folder holds several")
+    p.add_argument("--trainer", choices=TRAINERS,
+                   help="tracker logs: the trainer whose metric names to read (default: detected from them)")
     p.add_argument("--out", help="record directory to write, e.g. runs/NAME (default: NAME in your runs folder, "
                                  "$XDG_DATA_HOME/grpo-lab/runs or ~/.local/share/grpo-lab/runs, NAME being --name "
                                  "or the source's name), where grpo-lab runs, inspect, diagnose and the lab find it")
@@ -83,6 +100,52 @@ def default_out(source: str, name: str | None) -> Path:
     return user_runs_dir() / label
 
 
+def _tracker_format(path: str, fmt: str) -> str | None:
+    """The tracker format ``path`` is read as, or None for a group dump (trl, verl, a groups JSONL)."""
+    from grpo_lab.sims.ingest.trackers import detect_format
+    from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl
+
+    if fmt in ("trl", "verl"):
+        return None
+    if fmt == "auto":
+        p = Path(path)
+        if p.is_file() and p.suffix.lower() == ".zip":
+            raise InputError(f"{path}: a .zip is read as a TRL or verl dump or a groups JSONL: pass --format")
+        try:
+            fmt = detect_format(path)
+        except InputError as exc:
+            raise InputError(f"{exc}; for a TRL or verl dump pass --format trl or --format verl") from None
+    if fmt == "jsonl":
+        p = Path(path)
+        return "jsonl" if p.name == "trainer_state.json" or is_metrics_jsonl(p) else None
+    return fmt
+
+
+def _cmd_tracker(args: argparse.Namespace, fmt: str, out: Path) -> int:
+    from grpo_lab.sims.ingest.trackers import read_scalars
+    from grpo_lab.sims.record import write_record
+
+    rec = read_scalars(args.path, fmt=fmt, run=args.run, trainer=args.trainer, num_generations=args.num_generations,
+                       max_bytes=int(args.max_mb * 1024 * 1024))
+    rec.meta["name"] = args.name or out.name
+    write_record(out, rec)
+    src = rec.meta["source"]
+    steps = rec.steps["step"]
+    if args.json:
+        print_json({"out": str(out), "name": rec.meta["name"], "steps": int(len(steps)), "groups": 0,
+                    "num_generations": rec.meta["num_generations"], **{k: src[k] for k in
+                    ("format", "trainer", "run", "dialect", "missing", "notes")}})
+        return 0
+    print(f"wrote {out}: scalars only, {len(steps)} steps of {src['trainer']} metrics from {fmt} run {src['run']!r} "
+          f"(K = {rec.meta['num_generations'] or 'unknown'})")
+    for col, name in src["dialect"].items():
+        print(f"  {col} <- {name}")
+    print(f"missing: {', '.join(src['missing']) or 'nothing'}")
+    for n in src["notes"]:
+        print(f"note: {n}")
+    return 0
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
     from grpo_lab.sims.ingest import ingest
     from grpo_lab.sims.record import summarise, write_record
@@ -91,11 +154,21 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise InputError(f"--workers must be a positive integer, got {args.workers}")
     if not math.isfinite(args.max_mb) or args.max_mb <= 0:
         raise InputError(f"--max-mb must be a positive number, got {args.max_mb:g}")
-    out = Path(args.out) if args.out else default_out(args.path, args.name)
+    # a run picked from a tracker's folder of several is named after the run, not the folder
+    label = args.name or (args.run.strip("/").replace("/", "-") if args.run else None)
+    out = Path(args.out) if args.out else default_out(args.path, label)
     if (out / "run.json").exists() and not args.force:
         raise InputError(f"{out} already holds a run record; pass --force to replace it")
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} exists and is not a directory")
+    tracker = _tracker_format(args.path, args.fmt)
+    if tracker is not None:
+        return _cmd_tracker(args, tracker, out)
+    if args.run or args.trainer:
+        raise InputError("--run and --trainer are for tracker logs (tensorboard, wandb, mlflow, trackio, "
+                         "metrics.jsonl)")
+    if args.fmt == "auto":
+        args.fmt = "jsonl"  # auto reached a groups JSONL
     rec = ingest(args.path, args.fmt, tolerance=args.tolerance, max_bytes=int(args.max_mb * 1024 * 1024),
                  name=args.name or out.name, num_generations=args.num_generations,
                  reward_columns=args.reward_columns, reward_weights=args.reward_weights,

@@ -38,6 +38,9 @@ def register(sub) -> None:
                    help=f"GRESO exploration probability after all-fail (default {D['p_hard']:g})")
     p.add_argument("--pods-factor", type=int, default=D["pods_factor"],
                    help=f"PODS generates this many times K and trains on K (default {D['pods_factor']})")
+    p.add_argument("--trainer-config", metavar="FILE", default=None,
+                   help="take DAPO's batch, generation batch, cap and loop (and K, if the config has it) from a "
+                        "trainer's config, as `grpo-lab diagnose --trainer-config` reads it; overrides the flags above")
     p.add_argument("--steps", type=int, default=None, help="steps of a run whose end is t = 1 (shift in steps)")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(func=cmd_samplers)
@@ -51,11 +54,21 @@ def cmd_samplers(args: argparse.Namespace) -> int:
 
     if args.steps is not None and args.steps < 1:
         raise InputError(f"--steps must be a positive integer, got {args.steps}")
+    sizes = {"K": args.K, "batch": args.batch, "gen_batch": args.gen_batch,
+             "max_num_gen_batches": args.max_num_gen_batches, "scheme": "rounds", "inflight": 1}
+    if args.trainer_config:
+        from grpo_lab.sims.doctor.samplers import sizes as config_sizes
+        from grpo_lab.sims.doctor.trainer_config import read_trainer_config, step_settings
+
+        sizes = config_sizes(step_settings({}, read_trainer_config(args.trainer_config), args.K), args.K, args.batch)
     pop = draw_population(args.n_prompts, args.a, args.b, args.seed)
-    out = compare(pop.pass_rates, args.K, args.progress, steps=args.steps, epochs=args.epochs,
-                  threshold=args.threshold, batch=args.batch, gen_batch=args.gen_batch,
-                  max_num_gen_batches=args.max_num_gen_batches, band=tuple(args.band), n_retire=args.retire_after,
-                  p_easy=args.p_easy, p_hard=args.p_hard, pods_factor=args.pods_factor)
+    out = compare(pop.pass_rates, sizes["K"], args.progress, steps=args.steps, epochs=args.epochs,
+                  threshold=args.threshold, batch=sizes["batch"], gen_batch=sizes["gen_batch"],
+                  max_num_gen_batches=sizes["max_num_gen_batches"], scheme=sizes["scheme"], inflight=sizes["inflight"],
+                  band=tuple(args.band), n_retire=args.retire_after, p_easy=args.p_easy, p_hard=args.p_hard,
+                  pods_factor=args.pods_factor)
+    if args.trainer_config:
+        out["settings"]["sizes_from"] = sizes["sizes_from"]
     if args.json:
         print_json(out)
         return 0

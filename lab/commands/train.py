@@ -134,6 +134,7 @@ def _fmt(v) -> str:
 
 def _summary(path):
     from grpo_lab.sims.record import read_record, summarise
+    from grpo_lab.sims.scalars_record import is_scalars_only, summarise_scalars
 
     rec = read_record(path)
     s = summarise(rec)
@@ -143,6 +144,8 @@ def _summary(path):
     s["seed"] = rec.meta.get("seed")
     s["path"] = str(path)
     s["trained"] = _trained_shares(rec)
+    if is_scalars_only(rec):  # a tracker's scalars, no group (sims/scalars_record.py)
+        s["scalars"] = summarise_scalars(rec)
     return s
 
 
@@ -167,6 +170,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 "reward_mean", "final_eval_pass_rate"):
         v = s.get(key)
         print(f"{key:>24}  {v:.4f}" if isinstance(v, float) else f"{key:>24}  {'-' if v is None else v}")
+    if s.get("scalars"):
+        sc = s["scalars"]
+        print(f"scalars only: {sc['trainer']} metrics from {sc['format']} run {sc['run']!r} (means over the steps "
+              "that logged each)")
+        for col in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step"):
+            v = sc[col]
+            print(f"{col:>24}  " + ("-" if v is None else f"{v:.4f} over {sc[col + '_steps']} steps"))
+        print(f"{'missing':>24}  {', '.join(sc['missing'] or []) or 'nothing'}")
     for kind in ("warnings", "notes"):  # ingested runs: what the source could not tell (sims.ingest)
         for text in s.get(kind) or []:
             print(f"{kind[:-1]}: {text}")

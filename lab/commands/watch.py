@@ -10,7 +10,6 @@ polls (0: until interrupted), exit status 0; bad input is one line, exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -47,47 +46,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_watch)
 
 
-#: the stand-in reader's metric names (tinker-cookbook's by-group shares) -> standard columns
-_STAND_IN = {"env/all/by_group/frac_all_good": "frac_all_pass", "env/all/by_group/frac_all_bad": "frac_all_fail"}
-
-
-def _stand_in(path: Path, num_generations):
-    """A metrics.jsonl of per-step lines ({"step": N, ...} or verl's {"step": N, "data": {...}}) with the standard
-    column names or tinker-cookbook's by-group shares: the tracker readers' stand-in until they land."""
-    from grpo_lab.sims.scalars_record import COLUMNS, scalars_record
-
-    f = path if path.is_file() else path / "metrics.jsonl"
-    try:
-        data = f.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {str(f)!r}: {exc.strerror}") from None
-    rows = {}
-    for line in data.split(b"\n")[:-1]:  # a cut last line (no newline yet) waits for the next poll
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            raise InputError(f"{f}: a line is not JSON") from None
-        vals = obj.get("data", obj) if isinstance(obj, dict) else {}
-        if not isinstance(obj, dict) or "step" not in obj:
-            continue
-        row = {_STAND_IN.get(k, k): float(v) for k, v in vals.items()
-               if isinstance(v, (int, float)) and _STAND_IN.get(k, k) in COLUMNS[1:]}
-        rows[int(obj["step"])] = row
-    steps = sorted(rows)
-    cols = {c: [rows[s].get(c, float("nan")) for s in steps] for c in COLUMNS[1:]}
-    return scalars_record(f.parent.name, steps, cols, num_generations=num_generations,
-                          source={"format": "jsonl", "trainer": "unknown", "run": f.parent.name, "dialect": {},
-                                  "missing": [], "notes": []})
-
-
 def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None):
-    """The run's scalars-only record, tolerating a file still being written."""
-    try:
-        from grpo_lab.sims.ingest.trackers import read_scalars
-    except ImportError:
-        return _stand_in(Path(path), num_generations)
+    """The run's scalars-only record (:func:`grpo_lab.sims.ingest.trackers.read_scalars`), tolerating a file still
+    being written."""
+    from grpo_lab.sims.ingest.trackers import read_scalars
+
     return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True)
 
 

@@ -5,7 +5,7 @@ The core (``grpo_lab.sims.doctor``) computes numbers and JSON-able dicts only; t
 - :mod:`.text`     the command line's plain-text report
 - :mod:`.page`     the self-contained HTML page and the fragment the lab's Replay tab embeds
 - :mod:`.svg`      inline SVG plots;  :mod:`.markup` escaped HTML tables
-- :mod:`.audit`, :mod:`.honesty`, :mod:`.samplers`, :mod:`.stall`  one section each
+- :mod:`.audit`, :mod:`.honesty`, :mod:`.samplers`, :mod:`.stall`, :mod:`.cost`  one section each
 """
 
 from .page import html_fragment, html_report

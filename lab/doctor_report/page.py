@@ -15,6 +15,7 @@ from grpo_lab.sims.formatting import percent
 
 from .audit import audit_html
 from .markup import table
+from .cost import cost_html
 from .samplers import samplers_html
 from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
@@ -137,7 +138,8 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
         samplers_html(d["samplers"]),
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
-        stall_html(d), side_by_side_html(d),
+        stall_html(d),
+        cost_html(d), side_by_side_html(d),
         audit_html(d["audit"]) if "audit" in d else "",
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "</div>"])

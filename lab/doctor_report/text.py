@@ -7,6 +7,7 @@ import math
 from grpo_lab.sims.formatting import percent
 
 from .audit import audit_text
+from .cost import cost_lines
 from .honesty import intervals_text
 from .samplers import samplers_text
 from .scalars import scalars_text, side_by_side_lines
@@ -123,6 +124,6 @@ def text_report(d: dict) -> str:
                  f"hard {pc['hard']:,} (never solved), live {pc['live']:,}, never drawn {pc['never_drawn']:,}")
     lines.append(f"  caution: {d['prompts']['caution']}")
     lines += audit_text(d["audit"]) if "audit" in d else []
-    lines.extend(stall_lines(d) + transitions_lines(d) + side_by_side_lines(d))
+    lines.extend(stall_lines(d) + cost_lines(d) + transitions_lines(d) + side_by_side_lines(d))
     lines.append(f"open in the lab: ?{d['lab_query']}")
     return "\n".join(lines)

@@ -96,7 +96,7 @@ def pin_html() -> str:
   rollout budget</span>
 </div>
 <section class="gx-ghost" id="gx-ghost" aria-labelledby="gx-ghost-title" hidden>
-  <h3 class="gx-ghost-title" id="gx-ghost-title">Pinned view</h3>
+  <h2 class="gx-ghost-title" id="gx-ghost-title">Pinned view</h2>
   <div class="gx-ghost-body">
     <div class="gx-ghost-grid"><canvas class="gx-ghost-canvas" width="1" height="1" role="img"
       aria-label="The pinned view's prompts"></canvas></div>

@@ -29,17 +29,23 @@ def _swatch(color: str, label: str, kind: str = "box", extra: str = "") -> str:
     return f'<span class="gx-k"{extra}>{mark}{html.escape(label)}</span>'
 
 
+def _title(long: str, short: str) -> str:
+    """A plot's title, with the short form presentation mode shows instead (lab.views.layout.PRESENT_CSS)."""
+    return (f'<span class="gx-title-long">{html.escape(long)}</span>'
+            f'<span class="gx-title-short" style="display:none">{html.escape(short)}</span>')
+
+
 def plots_html(decay_label: str = "", outcome_label: str = "") -> str:
     """Both plots: a title, a key and an empty ``<svg>`` each (``aria-label``: the given text alternatives)."""
     colors = html.escape(json.dumps(PLOT_COLORS), quote=True)
     return f"""<div class="gx-plots" data-colors="{colors}">
 <figure class="gx-plot gx-plot-decay">
-  <figcaption class="gx-plot-title">Groups with a gradient as training progresses</figcaption>
+  <figcaption class="gx-plot-title">{_title("Groups with a gradient as training progresses", "Groups with a gradient over training")}</figcaption>
   <div class="gx-plot-key">{_swatch(MIXED_COLOR, "all prompts", "line")}{_swatch(ALL_PASS_COLOR, "with the filter's band", "dash")}<span class="gx-k gx-note">lines expected, dots realised; black line: t now</span></div>
   <svg id="gx-decay" class="gx-svg gx-svg-decay" role="img" aria-label="{html.escape(decay_label, quote=True)}"></svg>
 </figure>
 <figure class="gx-plot gx-plot-outcome">
-  <figcaption class="gx-plot-title">P(group has a gradient) at this K, over the prompts by pass rate now</figcaption>
+  <figcaption class="gx-plot-title">{_title("P(group has a gradient) at this K, over the prompts by pass rate now", "P(gradient) and prompts by pass rate")}</figcaption>
   <div class="gx-plot-key">{_swatch(MIXED_COLOR, "mixed")}{_swatch(ALL_PASS_COLOR, "all pass")}{_swatch(ALL_FAIL_COLOR, "all fail")}{_swatch(FILTERED_COLOR, FILTERED_LABEL)}<span class="gx-k gx-note">dashed: mean pass rate</span>{_swatch("#767676", "pinned view", "dash", ' id="gx-pin-key" hidden')}</div>
   <svg id="gx-outcome" class="gx-svg gx-svg-outcome" role="img" aria-label="{html.escape(outcome_label, quote=True)}"></svg>
 </figure>

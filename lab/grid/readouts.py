@@ -27,6 +27,7 @@ _CSS = """
 .grpo-readouts table{border-collapse:collapse;font:13px/1.35 system-ui,sans-serif;width:100%}
 .grpo-readouts th,.grpo-readouts td{padding:2px 6px;text-align:right;border-bottom:1px solid #eee}
 .grpo-readouts th:first-child,.grpo-readouts td:first-child{text-align:left}
+.grpo-readouts .gx-sr{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%);white-space:nowrap}
 .grpo-readouts .main td{font-size:15px}
 .grpo-readouts span[class^=readout-]{font-variant-numeric:tabular-nums;font-weight:600}
 .grpo-readouts .set-kept,.gx-view:has(#gx-filter:checked) .grpo-readouts .set-all{display:none}
@@ -48,7 +49,7 @@ def _readout_template(which: str) -> str:
         cls = ' class="main"' if stem in _MAIN else ""
         label += _SET if stem == "mean-pass" else ""
         body.append(f"<tr{cls}><td>{label}</td><td>{e}</td><td>{r}{extra}</td></tr>")
-    head = "<tr><th></th><th>expected</th><th>realised</th></tr>"
+    head = '<tr><th><span class="gx-sr">readout</span></th><th>expected</th><th>realised</th></tr>'
     return f'{_CSS}<div class="grpo-readouts"><table>{head}{"".join(body)}</table></div>'
 
 

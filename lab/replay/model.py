@@ -149,6 +149,11 @@ class RunView:
             out.append("also not in the source: " + ", ".join(map(str, listed)))
         # ingested runs: what the reader could not know, and where the source disagreed (sims.ingest)
         out += [str(t) for key in ("warnings", "notes") for t in meta.get(key) or []]
+        src = meta.get("source") if isinstance(meta.get("source"), dict) else {}
+        if src.get("kind") == "tracker":  # a tracker's scalars (sims.ingest.trackers): its columns not found
+            if src.get("missing"):
+                out.append(f"not in the {src.get('trainer')} metrics read: " + ", ".join(map(str, src["missing"])))
+            out += [str(t) for t in src.get("notes") or []]
         return out
 
     def summary(self, row: int) -> dict:

@@ -11,7 +11,10 @@
  *             text, cleaned and cut as lab/embed.py's clean_caption does), and, inside a frame, the page's
  *             height posted to the parent as {type: "grpo-lab:height", height} whenever it changes
  *             (lab/embed.py; the host's snippet is in docs/export.md). The page listens to no message.
- * window.grpoExport exposes drawShown(), playing() and readyAt for tests and scripting.
+ *   plots     the decay curve and P(useful) over the histogram by outcome, drawn by the served lab's plot code
+ *             (lab/static/live_plots.js's grpoPlots) after every paint of the grid
+ * window.grpoExport exposes drawShown(), playing() and readyAt for tests and scripting; the main element's
+ * __grpoPlots is the plots (their data: what is drawn now).
  */
 (function () {
   "use strict";
@@ -85,6 +88,10 @@
     state = JSON.parse($(STATE_ID).textContent);
     applyUrlOptions(state.embed);
     view = window.grpoGridView($("grpo-export"));
+    /* the two plots beside the grid, drawn by the served lab's own code (lab/static/live_plots.js) from the kernel,
+       in the same event as the grid */
+    var plots = window.grpoPlots($("grpo-export"));
+    if (plots) { plots.follow(view); $("grpo-export").__grpoPlots = plots; }
     play = $("gx-play");
     view.setData(state.draws[0]);
     view.onInput(function () { repaint(); });  /* grabbing the progress slider also pauses play (the view's) */

@@ -40,12 +40,7 @@ export function render({ model, el }) {
   var plots = window.grpoPlots(box);
   box.__grpoPlots = plots;  /* for tests and benchmarks: plots.data is what is drawn */
   if (plots) {
-    view.onDraw(function (result, K, decoded) {
-      if (plots.d !== decoded) { plots.setData(decoded); plots.d = decoded; }
-      var v = view.values;
-      plots.draw(result, {progress: v.progress, K: K, filter: v.filter, band_lo: v.band_lo, band_hi: v.band_hi,
-                          rho: serverPaints() ? model.rho : 0}, model.curves);
-    });
+    plots.follow(view, function () { return {rho: serverPaints() ? model.rho : 0, curves: model.curves}; });
     model.on("curves", function () { plots.redraw(model.curves); pinCurve(); });
     model.on("plot_text", function () {
       var t = model.plot_text || {};

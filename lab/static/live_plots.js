@@ -14,6 +14,9 @@
  *                                curves: Python's curves while rho > 0 (else null)
  *   plots.hover(h)               the hovered prompt ({p, pu}) marked on both panels, or null
  *   plots.pin(pin)               the pinned view's P(useful) curve: {K, useful (Float64Array) or null}, or null
+ *   plots.follow(view, server)   repaint after each of the grid view's paints (view.onDraw), in the same event: the
+ *                                served lab and the exported page both call this; server() -> {rho, curves} while
+ *                                Python paints (the served lab with rho > 0), omitted or {rho: 0, curves: null} else
  *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
  *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
  */
@@ -109,11 +112,12 @@
 
     function drawOutcome(view, values) {
       var s = size(svgOut), split = Math.round(s.h * 0.36), bottom = s.h - 2.7 * s.fs;
-      var top = frame(s, 6, split - 6, [0, 1], fmt, false);
+      var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
+      var top = frame(s, 6, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
       var ymax = Math.max(5, Math.ceil(max / 5) * 5);
-      var low = frame(s, split + 4, bottom, [0, 1], function (v) { return String(Math.round(v * ymax)); }, true,
+      var low = frame(s, split + gap, bottom, [0, 1], function (v) { return String(Math.round(v * ymax)); }, true,
                       "pass rate p now");
       var X = top.X, out = top.svg + low.svg;
       var P = [];
@@ -142,7 +146,7 @@
       var mean = view.summary.mean_pass_rate;
       if (isFinite(mean)) {
         var mx = X(mean).toFixed(1);
-        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - 6) + '" stroke="#555" stroke-dasharray="4 3"/>';
+        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);
@@ -161,6 +165,15 @@
     }
 
     plots.setData = function (decoded) { d = decoded; curveKey = null; };
+
+    plots.follow = function (view, server) {
+      view.onDraw(function (result, K, decoded) {
+        if (d !== decoded) plots.setData(decoded);
+        var v = view.values, s = server ? server() : null;
+        plots.draw(result, {progress: v.progress, K: K, filter: v.filter, band_lo: v.band_lo, band_hi: v.band_hi,
+                            rho: s ? s.rho : 0}, s ? s.curves : null);
+      });
+    };
 
     plots.draw = function (view, values, curves) {
       if (!view) return;

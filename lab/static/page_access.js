@@ -59,6 +59,11 @@ export function render({ model, el }) {
   function text(node) { return node ? node.textContent.replace(/\s+/g, " ").trim() : ""; }
 
   function patch(root) {
+    /* the page's content is its main landmark (one per page: the lab's outermost column) */
+    if (root === document) {
+      var top = document.querySelector(".grpo-lab");
+      if (top && !top.hasAttribute("role")) top.setAttribute("role", "main");
+    }
     tabs(root);
     sliders(root);
     spinners(root);

@@ -4,7 +4,8 @@
  * selectors) that matches an element with a size, searched in the document and every shadow root, so
  * the subject is found wherever the layout puts it. While none is on the page it scrolls to the first
  * of `reveal` (parts built when the visitor gets to them) and looks again. It then scrolls the window
- * so the subject sits below the tour's sticky box (centred in the room left when it fits), and
+ * so the subject, with the controls the step's text names (`controls`: lists of selectors, e.g. Play and the
+ * progress slider for "press Play"), sits below the tour's sticky box (centred in the room left when it fits), and
  * outlines it: the class `highlight` and an outline and halo set on the element itself (its stylesheet
  * may live in a shadow root the page's CSS does not reach). The previous subject loses both.
  *
@@ -79,8 +80,23 @@ export function render({ model, el }) {
     return box.getBoundingClientRect().height;
   }
 
+  /* the subject's box, grown to hold the controls the step names (while they fit in the room under the tour's box) */
+  function region(target) {
+    var r = target.getBoundingClientRect(), out = {top: r.top, bottom: r.bottom, left: r.left, right: r.right};
+    var room = window.innerHeight - boxHeight() - 24;
+    (model.controls || []).forEach(function (selectors) {
+      var c = find(selectors);
+      if (!c) return;
+      var b = c.getBoundingClientRect(), top = Math.min(out.top, b.top), bottom = Math.max(out.bottom, b.bottom);
+      if (bottom - top > room) return;
+      out = {top: top, bottom: bottom, left: Math.min(out.left, b.left), right: Math.max(out.right, b.right)};
+    });
+    out.height = out.bottom - out.top;
+    return out;
+  }
+
   function bringIntoView(target, smooth) {
-    var r = target.getBoundingClientRect(), top = boxHeight() + 12, room = window.innerHeight - top - 12;
+    var r = region(target), top = boxHeight() + 12, room = window.innerHeight - top - 12;
     var want = r.height <= room ? top + (room - r.height) / 2 : top;
     var dx = r.left < 0 ? r.left - 12 : (r.right > window.innerWidth ? Math.min(r.left - 12, r.right - window.innerWidth + 12) : 0);
     var dy = r.top - want;
@@ -119,7 +135,7 @@ export function render({ model, el }) {
   /* a part built meanwhile (the plots, the K-cost table) may have moved the subject: bring it back while the
      step is fresh, unless it is already in view */
   function inView(target) {
-    var r = target.getBoundingClientRect();
+    var r = region(target);
     return r.top >= boxHeight() && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
   }
   function recheck(id, target, n) {

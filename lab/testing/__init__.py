@@ -7,6 +7,7 @@
 - :mod:`grpo_lab.testing.bokeh_visitor`    a visitor speaking BokehJS's websocket protocol (load and memory checks)
 - :mod:`grpo_lab.testing.memory_probe`     a route that reports a server process's memory and sessions
 - :mod:`grpo_lab.testing.synthetic_record` a small run record written by the core's own writer
+- :mod:`grpo_lab.testing.beta_record`      a record of a static Beta population (the doctor's interval checks)
 - :mod:`grpo_lab.testing.grid_twins`       what the grid's cells should show, computed from the core
 - :mod:`grpo_lab.testing.replay_frames`    decoding the Replay tab's frames
 - :mod:`grpo_lab.testing.upload`           the Replay tab's upload input, a file of a given size

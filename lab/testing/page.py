@@ -1,7 +1,8 @@
 """Reading the served page in Chromium: elements through shadow roots, axe-core's WCAG checks, colour contrast.
 
 axe-core is the copy the ``axe-playwright-python`` package ships (test extra), loaded into the page with
-``page.add_script_tag``: no download at test time. Rules run: WCAG 2.0 / 2.1 / 2.2, levels A and AA.
+``page.add_script_tag``: no download at test time. Rules run: WCAG 2.0 / 2.1 / 2.2, levels A and AA, and on request
+axe's best-practice rules.
 """
 
 from __future__ import annotations
@@ -16,14 +17,20 @@ FIND = """sel => { function find(root) { const el = root.querySelector(sel); if 
   return null; } return find(document); }"""
 
 
-def axe_violations(page) -> list[dict]:
+#: axe-core's best-practice rules (landmarks, one main, a heading one, heading order, empty table headers, ...)
+BEST_PRACTICE = ["best-practice"]
+
+
+def axe_violations(page, best_practice: bool = False) -> list[dict]:
+    """axe-core's violations of WCAG 2.x A/AA on ``page`` (``best_practice``: and of its best-practice rules)."""
     import axe_playwright_python
 
-    page.add_script_tag(path=str(Path(axe_playwright_python.__file__).with_name("axe.min.js")))
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(Path(axe_playwright_python.__file__).with_name("axe.min.js")))
     return page.evaluate("""async tags => {
       const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
       return r.violations.map(v => ({id: v.id, help: v.help, nodes: v.nodes.map(n => n.target.join(' > '))}));
-    }""", WCAG_AA)
+    }""", WCAG_AA + (BEST_PRACTICE if best_practice else []))
 
 
 def luminance(rgb) -> float:

@@ -88,7 +88,7 @@ class AdvantageExplorer:
         self.refresh()
         self.refresh_curves()
         self.panel = pn.Column(
-            pn.pane.Markdown("### Advantage explorer\nChoose a group of K binary rollouts (or type any rewards) and "
+            pn.pane.Markdown("## Advantage explorer\nChoose a group of K binary rollouts (or type any rewards) and "
                              "compare how the four estimators turn them into advantages."),
             pn.FlexBox(pn.Column(_hinted(self.G, p.G.doc), _hinted(self.correct, p.correct.doc), self.rewards,
                                  _hint("Rewards from:"), self.source, self.error, width=320),

@@ -37,7 +37,7 @@ class Controls:
     def __init__(self, lab: LabState, play: PlayState):
         self.lab, self.play = lab, play
         self.play_button = pn.widgets.Toggle.from_param(play.param.playing, label=_PLAY_LABEL[play.playing],
-                                                        color="primary", width=110)
+                                                        color="primary", width=110, css_classes=["lab-play"])
         play.param.watch(lambda e: setattr(self.play_button, "label", _PLAY_LABEL[e.new]), "playing")
         self.step_button = pn.widgets.Button(label="Step", description=TIPS["step"], width=70)
         self.step_button.on_click(lambda _e: lab.step(0.05))

@@ -11,7 +11,13 @@ from panel.custom import JSComponent
 
 from grpo_lab.embed import HEIGHT_MESSAGE, EmbedOptions, caption_html
 
-__all__ = ["EmbedHeight", "embed_page"]
+__all__ = ["EmbedHeight", "embed_page", "EMBED_ABOVE_PX", "CAPTION_PX"]
+
+EMBED_ABOVE_PX = 72  #: Play and Step above the embed's grid, and a margin (``--gx-embed-above``, lab/static/gridview.css)
+CAPTION_PX = 66  #: the most a caption takes above them in a blog's column (three lines of 15 px type)
+#: under a caption the grid takes at most this share of the embed's width (52% without), so in a 700 px column the
+#: caption, Play, the grid and its key share 500 px even when the host sizes the frame to its content
+CAPTIONED_GRID_WIDTH = "42cqw"
 
 
 class EmbedHeight(JSComponent):
@@ -33,7 +39,10 @@ def embed_page(content, options: EmbedOptions, *extras):
     """The served lab's ``?embed=true`` page: the caption (if any, as text), ``content``, ``extras`` (the
     page's access fixes) and the height poster. The lab's embed has neither title nor footer."""
     parts = []
-    if options.caption:
+    if options.caption:  # the grid leaves the caption room in the frame's height (lab/static/gridview.css)
+        for grid in content.select(lambda obj: "gx-embed" in getattr(obj, "css_classes", [])):
+            grid.styles = {**grid.styles, "--gx-embed-above": f"{EMBED_ABOVE_PX + CAPTION_PX}px",
+                           "--gx-embed-width": CAPTIONED_GRID_WIDTH}
         parts.append(pn.pane.HTML(caption_html(options.caption), sizing_mode="stretch_width", margin=(4, 10, 0, 10),
                                   styles={"font-size": "15px", "line-height": "1.4"}))
     return pn.Column(*parts, content, *extras, EmbedHeight(), css_classes=["grpo-lab", "embed"],

@@ -50,5 +50,5 @@ FORMULAS = (
 def formulas_pane(heading: str = "") -> pn.pane.HTML:
     """All formulas, each with its caption, under ``heading`` (a fourth-level heading; none when empty)."""
     html = "".join(f"<p style='margin:8px 0 0'>{cap}</p>{math}" for cap, math in FORMULAS)
-    top = f"<h4 style='margin:8px 0 4px'>{escape(heading)}</h4>" if heading else ""
+    top = f"<h2 style='margin:8px 0 4px;font-size:16px'>{escape(heading)}</h2>" if heading else ""  # under the page's h1
     return pn.pane.HTML(f"{top}<div class='formulas' style='font-size:14px'>{html}</div>", sizing_mode="stretch_width")

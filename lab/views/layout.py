@@ -11,17 +11,22 @@ tighter grid view (:data:`PHONE_CSS`). Nothing is wider than the window, so the 
 (tested down to 360 px). The page carries ``<meta name="viewport">`` (:data:`VIEWPORT_TEMPLATE`), so a phone
 lays it out at its own width.
 
-``?present=true`` (presentation mode, for a projector) scales every text up (the heading and caption too),
-and leaves out the formulas, the grid's secondary readouts and the secondary plots; :data:`PRESENT_CSS` is its
-stylesheet (adopted by :class:`grpo_lab.access.PageAccess`).
+``?present=true`` (presentation mode, for a projector's back row at 1920x1080 down to 1024x768) puts the grid on
+the left, as tall as the window allows, and beside it the controls a lecturer touches, the three main readouts in
+large type and the two plots; the heading and the tour's link go on Play's row (:func:`present_heading`), and rho,
+the population, Pin, the formulas and the secondary plots are left out; :data:`PRESENT_CSS` is its stylesheet
+(adopted by :class:`grpo_lab.access.PageAccess`). On a phone the grid's controls, readouts and key are compact
+(:data:`PHONE_CSS`), so the slider and most of the grid share the first screen.
 """
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 
 __all__ = ["first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
-           "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_plots", "VIEWPORT_TEMPLATE",
+           "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_heading", "present_plots", "VIEWPORT_TEMPLATE",
            "page_template"]
 
 #: the page's template (Panel's, extended): a ``<meta name="viewport">``, so a phone lays the page out at its
@@ -64,7 +69,7 @@ div[id^="flexbox"] {{ display: grid !important; align-items: start !important; c
 #: key and the top of the grid share the first screen (adopted into every shadow root, like PRESENT_CSS)
 PHONE_CSS = f"""
 @media (max-width: {NARROW_PX}px) {{
-  :host(.lab-header) h2 {{ font-size: 18px !important; margin: 2px 0 !important; }}
+  :host(.lab-header) h1 {{ font-size: 18px !important; margin: 2px 0 !important; }}
   :host(.lab-header) p {{ font-size: 13px !important; line-height: 1.35 !important; margin: 0 0 4px !important; }}
   .gx-view .gx-field {{ margin-bottom: .15em; }}
   .gx-view .gx-check {{ margin: 0 0 .25em; line-height: 1.3; }}
@@ -75,6 +80,17 @@ PHONE_CSS = f"""
   .gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; }}  /* numbers' columns: no wider than their text */
   .gx-view .grpo-readouts small {{ font-size: 11px; white-space: nowrap; }}
   .gx-view .grpo-legend {{ line-height: 1.35 !important; }}
+  /* compact, so the slider and most of the grid share the first screen (390x844: 88% of the grid): progress and K
+     side by side, then the filter and its band; the three main readouts (the others are folded away on a phone:
+     rollouts per useful group is in the K-cost table below, the all-pass and all-fail shares in the caption); the
+     key in two columns */
+  .gx-view > .gx-controls[data-spec] {{ display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); column-gap: 14px;
+    margin-bottom: .2em; }}
+  .gx-view .gx-check {{ font-size: 13px; }}
+  #gx-readouts .grpo-readouts tr:not(.main):not(:first-child) {{ display: none; }}
+  .gx-view > .grpo-legend {{ display: grid; grid-template-columns: auto auto; column-gap: 8px;
+    font-size: 12px !important; }}
+  .gx-view > .grpo-legend > span {{ margin-right: 0 !important; white-space: normal !important; }}
   /* the Advantages tab's table of numbers: its cells wrap and shrink instead of widening the page */
   table.adv-numbers {{ width: 100% !important; table-layout: fixed; font-size: 12px !important; }}
   table.adv-numbers th, table.adv-numbers td {{ white-space: normal !important; overflow-wrap: anywhere;
@@ -89,26 +105,69 @@ PHONE_CSS = f"""
 }}
 """
 
-#: presentation mode: larger type everywhere in the lab (Panel's widgets and the grid view read these)
-PRESENT_CSS = """
-.gx-view, .kcost p, .kcost-table, .bk-btn, .bk-slider-title, .side-controls, .sc-btn, .sc-hint { font-size: 18px !important; }
-.grpo-legend, .grpo-legend span { font-size: 17px !important; }
-.grpo-readouts table { font-size: 18px !important; }
-.grpo-readouts .main td { font-size: 21px !important; }
-.gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th { width: 1%; white-space: nowrap; }
-.gx-view .grpo-readouts th, .gx-view .grpo-readouts td { padding: 1px 4px !important; line-height: 1.2 !important; }
-.gx-view .gx-field { margin-bottom: .2em; }
-:host(.lab-header) h2 { font-size: 30px !important; }
-:host(.lab-header) p, .state-caption { font-size: 20px !important; line-height: 1.35 !important; }
-.gx-plot-title { font-size: 18px !important; }
-.gx-plot-key { font-size: 15px !important; }
-.gx-plot-key .gx-note { display: none; }
-.gx-svg { font-size: 15px !important; height: 118px !important; }
-.gx-svg-outcome { height: 160px !important; }
-@container (min-width: 880px) {
-  .gx-view { --gx-above: 330px; grid-template-columns: minmax(270px, 330px)
-             minmax(260px, min(640px, calc(100vh - var(--gx-above)))) minmax(240px, 1fr) !important; }
-}
+#: presentation mode (a projector's back row, 1920x1080 down to 1024x768): the grid on the left, as tall as the window
+#: allows (at most the component's width less PRESENT_SIDE_PX); beside it the controls a lecturer touches (two
+#: columns), the three main readouts in large type, the key, then the two plots, which fill the rest of the window's
+#: height (stacked on a tall window, side by side on a short one). Every text is larger; rho, the population, Pin
+#: and the secondary material are not built (lab.views.live)
+PRESENT_ABOVE_PX = 175  #: the tabs and Play / Step above the grid, the key under it (two lines), and a margin
+PRESENT_ABOVE_SHORT_PX = 172  #: the same on a short window (up to 900 px), where the key takes three lines
+PRESENT_SIDE_PX = 440  #: the least width the column beside the grid keeps
+PRESENT_CSS = f"""
+:host(.lab-header) h1 {{ font-size: 26px !important; margin: 2px 0 !important; }}
+.bk-tab {{ font-size: 17px !important; }}
+.bk-btn {{ font-size: 20px !important; }}
+.state-caption {{ font-size: 20px !important; line-height: 1.35 !important; }}
+.gx-view {{ font-size: 18px !important; }}
+.grpo-legend, .grpo-legend span {{ font-size: 18px !important; }}
+.grpo-readouts table {{ font-size: 19px !important; }}
+.grpo-readouts .main td {{ font-size: clamp(19px, 1.5vw, 28px) !important; }}
+.grpo-readouts .main td + td {{ font-size: clamp(22px, 2vw, 38px) !important; }}
+.gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; white-space: nowrap; }}
+.gx-view .grpo-readouts th, .gx-view .grpo-readouts td {{ padding: 2px 6px !important; line-height: 1.2 !important; }}
+.gx-view .grpo-readouts small {{ font-size: 16px; }}
+.gx-view .gx-field {{ margin-bottom: .2em; }}
+.gx-plot-title {{ font-size: 18px !important; }}
+.gx-plot-key {{ font-size: 16px !important; }}
+.gx-plot-key .gx-note, .gx-title-long {{ display: none; }}
+.gx-title-short {{ display: inline !important; }}
+.gx-svg {{ font-size: 18px !important; }}
+@container (min-width: 880px) {{
+  .gx-view {{ column-gap: 20px !important;
+    grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_PX}px), calc(100cqw - {PRESENT_SIDE_PX}px)))
+                           minmax(0, 1fr) !important;
+    grid-template-rows: auto auto auto 1fr !important;  /* the plots span a flexible row: the key follows the grid */
+    grid-template-areas: "grid controls" "grid readouts" "grid plots" "legend plots" !important; }}
+  .gx-view > .gx-grid {{ align-self: start; }}
+  .gx-view > .gx-controls {{ display: grid; grid-template-columns: 1fr 1fr; column-gap: 20px; margin: 0; }}
+  .gx-view > .gx-readouts {{ margin: .2em 0 .4em; }}
+  .gx-view > .grpo-legend {{ margin-top: .2em; align-self: start; }}
+  /* the plots fill the rest of the grid's height: stacked, or side by side on a short window */
+  .gx-view > .gx-plots {{ align-self: stretch; display: flex; flex-direction: column; gap: 6px 16px; }}
+  .gx-plot {{ flex: 1 1 0; min-height: 0; min-width: 0; display: flex; flex-direction: column; margin: 0; }}
+  .gx-svg {{ flex: 1 1 0; height: auto !important; min-height: 100px; }}
+}}
+@media (max-height: 900px) {{
+  @container (min-width: 880px) {{
+    .gx-view > .gx-plots {{ flex-direction: row; }}
+    .grpo-legend, .grpo-legend span {{ font-size: 16px !important; }}
+    .gx-view {{ grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px),
+      calc(100cqw - {PRESENT_SIDE_PX}px))) minmax(0, 1fr) !important; }}
+  }}
+}}
+/* a 1024 px projector: the same, with a little less type beside a grid that keeps 30% of the screen */
+@container (min-width: 880px) and (max-width: 1100px) {{
+  .gx-view {{ font-size: 16px !important; grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px),
+    calc(100cqw - {PRESENT_SIDE_PX + 40}px))) minmax(0, 1fr) !important; }}
+  .grpo-legend, .grpo-legend span {{ font-size: 16px !important; }}
+  .grpo-readouts .main td {{ font-size: 17px !important; }}
+  .grpo-readouts .main td + td {{ font-size: 22px !important; }}
+  .gx-view .grpo-readouts small {{ font-size: 14px; }}
+  .gx-plot-title {{ font-size: 18px !important; }}
+  .gx-plot-key {{ font-size: 14px !important; }}
+  .gx-svg {{ font-size: 15px !important; min-height: 90px; }}
+  .gx-view > .gx-plots {{ min-height: calc(100vh - 450px); }}  /* down to the window's foot, past the key */
+}}
 """
 
 
@@ -140,11 +199,26 @@ def first_screen(main, controls, grid, side=None) -> pn.FlexBox:
     then the rest, so Play and the grid share the first screen."""
     grid.css_classes = list(dict.fromkeys([*grid.css_classes, "lab-grid"]))
     grid.margin = (0, 10)
-    boxes = [_box(main, "auto", 0, "lab-main-controls", reuse=True), _box(controls, "auto", 0, "lab-controls-col", reuse=True), grid]
+    # the document's order is the screen's (and the keyboard's): Play and Step, the grid's own controls, then the rest
+    boxes = [_box(main, "auto", 0, "lab-main-controls", reuse=True), grid, _box(controls, "auto", 0, "lab-controls-col", reuse=True)]
     if side is not None:
         boxes.append(_box(side, "auto", 0, "lab-side", reuse=True))
     return pn.FlexBox(*boxes, sizing_mode="stretch_width", stylesheets=[_FIRST_CSS],
                       css_classes=[] if side is not None else ["lab-no-side"])
+
+
+def present_heading(title: str) -> pn.pane.HTML:
+    """Presentation mode: the page's heading (its ``h1``) and the guided tour's link, on Play and Step's row."""
+    return pn.pane.HTML(f"<div class='present-heading'><a href='?present=true&amp;tour=1'>Guided tour</a>"
+                        f"<h1>{html.escape(title)}</h1></div>", css_classes=["present-heading"], margin=(0, 10),
+                        stylesheets=[_HEADING_CSS])
+
+
+_HEADING_CSS = """
+.present-heading { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 28px; }
+.present-heading a { font-size: 20px; }
+.present-heading h1 { font-size: 22px; margin: 0; color: #333; }
+"""
 
 
 def present_buttons(*buttons) -> None:

@@ -12,6 +12,8 @@ table and the Jensen gap), which is built when the visitor scrolls to it.
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 
 from grpo_lab.debounce import Debounce
@@ -30,12 +32,13 @@ from .decay import plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
+from .embed import EMBED_ABOVE_PX
 from .glyphs import AxisParts
 from grpo_lab.grid.pin import pin_values
 from .in_view import InView
 from .jensen import JensenPlot
 from .kcost import KCostTable
-from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons
+from .layout import GRID_SIZE, first_screen, plot_rows, present_buttons, present_heading
 from .plot_text import decay_text, described, outcome_text
 from .side_controls import side_controls
 from .play_budget import BUSY_NOTICE, FrameBudget
@@ -48,10 +51,17 @@ PLOTS_PLACEHOLDER = "The plots are drawn when you scroll to them."
 REDRAW_DELAY_MS = 300  #: plots redraw this long after the last control change (the grid needs no wait)
 
 
+def section_heading(text: str) -> pn.pane.HTML:
+    """A section's heading: an ``h2`` under the page's ``h1`` (headings go down one level at a time)."""
+    return pn.pane.HTML(f"<h2 style='margin:8px 0 4px;font-size:16px'>{html.escape(text)}</h2>", margin=(0, 10))
+
+
 class LiveLab:
     """One session's live lab. ``panel`` is the full tab, ``embed()`` the iframe view."""
 
-    def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False):
+    def __init__(self, lab: LabState, play: PlayState, embed: bool = False, present: bool = False, heading: str = ""):
+        """``heading``: in presentation mode, the page's heading, shown on Play and Step's row (with the tour's
+        link), so the rows of a projector's screen go to the grid."""
         self.lab, self.play, self._present, self._embed = lab, play, present, embed  # present: fewer panels
         self.controls = Controls(lab, play)
         if present:
@@ -60,13 +70,13 @@ class LiveLab:
         self.population = scenario.population()
         self._pop_key = lab.population_key()
         self._readouts = "main" if embed or present else "full"
-        # an embed follows its iframe's width (down to a phone's); the full page gives the grid and its plots the
-        # page's width
-        size = {"sizing_mode": "stretch_width", "max_width": 600} if embed else GRID_SIZE
-        first = None if embed else self.frame()
+        # an embed follows its iframe's width, and from 480 px sets its controls and readouts beside the grid (the
+        # container gx-embed: lab/static/gridview.css), so a blog's 700x500 frame shows the slider and the whole grid
+        size = {**GRID_SIZE, "css_classes": ["lab-grid", "gx-embed"], "margin": (0, 10),
+                "styles": {"--gx-embed-above": f"{EMBED_ABOVE_PX}px"}} if embed else \
+            {**GRID_SIZE, "css_classes": ["lab-grid"]}
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   pin=not embed, css_classes=["lab-grid"],
-                                   plots=None if embed else self._plot_text(first), **size)
+                                   pin=not (embed or present), plots=self._plot_text(self.frame()), **size)
         link(lab, self.grid)
         self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
         c = self.controls
@@ -88,8 +98,9 @@ class LiveLab:
         lab.param.watch(lambda e: self.notices.show("lab-notice", e.new), "notice")
         self.refresh(repaint_grid=lab.rho > 0)
         grid_pane = self.grid
-        if not embed:  # rho, the population, New draw and Reset: one component beside the grid
-            self.side = side_controls(lab, play, sizing_mode="stretch_width")
+        # rho, the population, New draw and Reset: one component beside the grid (not in an embed, nor in presentation
+        # mode, which keeps the controls a lecturer touches: Play / Step, progress, K, the filter and its band)
+        self.side = None if embed or present else side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
             self.panel = pn.Column(self.notices, c.main(), grid_pane, self.caption.panel,
                                    css_classes=["lab-embed"])
@@ -98,9 +109,12 @@ class LiveLab:
             # built when the visitor first gets to them (lab.views.in_view): a visit that never scrolls to them
             # never pays for them, and the first screen is interactive sooner
             # presentation mode drops the secondary material (the formulas, the K-cost table, the Jensen gap)
+            main = c.main()
+            if present:
+                main.append(present_heading(heading))
             self.panel = pn.Column(
                 self.notices,
-                first_screen(c.main(), pn.Column(self.side, self.caption.panel), grid_pane,
+                first_screen(main, pn.Column(*[p for p in (self.side, self.caption.panel) if p is not None]), grid_pane,
                              None if present else formulas_pane("The arithmetic")),
                 sizing_mode="stretch_width")
             if not present:
@@ -130,8 +144,8 @@ class LiveLab:
         for plot in self.plots:
             plot.update(frame)
         k, j = self.plots
-        kcost = pn.Column(pn.pane.Markdown("#### The cost of bigger groups"), k.panel)
-        self._plots.objects = plot_rows((kcost, pn.Column(pn.pane.Markdown("#### The Jensen gap"), *j.panel.objects)))
+        kcost = pn.Column(section_heading("The cost of bigger groups"), k.panel)
+        self._plots.objects = plot_rows((kcost, pn.Column(section_heading("The Jensen gap"), *j.panel.objects)))
         self._plots.css_classes = ["lab-plots", "lab-plots-ready"]
 
     @staticmethod
@@ -156,13 +170,12 @@ class LiveLab:
             update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts)
         if repaint_grid or (new_population and frame.scenario.rho > 0):
             update["view"] = server_view(frame.view, frame.scenario.K)
-        if not self._embed:
-            curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
-            if curves != self.grid.curves:
-                update["curves"] = curves
-            text = self._plot_text(frame)
-            if text != self.grid.plot_text:
-                update["plot_text"] = text
+        curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
+        if curves != self.grid.curves:
+            update["curves"] = curves
+        text = self._plot_text(frame)
+        if text != self.grid.plot_text:
+            update["plot_text"] = text
         if update:
             self.grid.param.update(**update)
         self.caption.update(frame)

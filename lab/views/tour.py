@@ -48,6 +48,7 @@ FILTER = (".gx-check:has(#gx-filter)", "#gx-filter")
 DECAY = (".gx-plot-decay", ".lab-decay")
 HISTOGRAM = (".gx-plot-outcome", ".lab-outcome")
 KCOST = (".kcost",)
+PLAY = (".lab-play",)  #: the Play button (lab.views.controls.Controls gives it the class)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class Step:
     targets: tuple[str, ...]
     drain: bool = False
     reveal: tuple[str, ...] = field(default=(".lab-plots",))  #: scrolled to first when no target is on the page yet
+    #: the controls the text tells the reader to use (each a tuple of selectors): brought into the window with the
+    #: subject, never under the tour's box
+    controls: tuple[tuple[str, ...], ...] = ()
 
 
 _BASE = {"K": 8, "filter": False, "band_lo": 0.2, "band_hi": 0.8, "rho": 0.0}
@@ -90,7 +94,7 @@ TOUR = (
          "rate rises, and green cells turn orange: the prompts become too easy for their group to disagree. "
          "The readouts follow: groups with a gradient fall from {useful_t0} to {useful_t1}. Drag training "
          "progress yourself, or press Play, to see it again.",
-         READOUTS, drain=True),
+         READOUTS, drain=True, controls=(PLAY, PROGRESS)),
     Step("Where the gradient lives",
          {**_BASE, "progress": 0.5},
          "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K. "
@@ -122,10 +126,14 @@ TOUR = (
          "out the rest. At t = 0.4 it keeps {kept_t04} of the prompts, and nearly all kept groups carry a "
          "gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
          "rollouts but runs out of prompts.",
-         FILTER),
+         FILTER, controls=(PROGRESS,)),
     Step("Your own run",
          {**_BASE, "progress": 1.0, "filter": True},
-         "That leaves a practitioner's questions: which K, which filter, and when does my environment expire? "
+         "With the filter on, its dashed decay line stays near {useful_band_t1}, but that share counts only the prompts "
+         "the filter keeps. At t = 1 it keeps {kept_t1} of them ({n_kept_t1} of {n_prompts}) and drops {dropped_t1} "
+         "({n_dropped_t1} prompts), which no longer teach the model anything: the filter saves rollouts, it does not "
+         "stop the environment from expiring. That leaves a practitioner's questions: which K, which filter, and when "
+         "does my environment expire? "
          "The decay curve, with and without the filter, is the answer for this population; the Replay tab shows "
          "the same picture for a real run (ours, or your TRL, verl or JSONL logs), and grpo-lab doctor fits your "
          "run and forecasts when its groups stop teaching.",
@@ -142,11 +150,14 @@ def tour_figures() -> dict[str, str]:
         return evaluate(Scenario(**kw)).summary
 
     t0, t1, k32 = summary(progress=0.0), summary(progress=1.0), summary(progress=1.0, K=32)
+    band_t1 = summary(progress=1.0, band=(0.2, 0.8))
     return {"useful_t0": percent(t0["useful_share_realised"]), "useful_t1": percent(t1["useful_share_realised"]),
             "all_pass_t1": percent(t1["all_pass_share"]), "useful_k32": percent(k32["useful_share_realised"]),
             "rpu_k8": fixed(t1["rollouts_per_useful_realised"], 1), "rpu_k32": fixed(k32["rollouts_per_useful_realised"], 1),
             "kept_t04": percent(summary(progress=0.4, band=(0.2, 0.8))["kept_share"]),
-            "kept_t1": percent(summary(progress=1.0, band=(0.2, 0.8))["kept_share"])}
+            "kept_t1": percent(band_t1["kept_share"]), "useful_band_t1": percent(band_t1["useful_share_realised"]),
+            "dropped_t1": percent(1 - band_t1["kept_share"]), "n_kept_t1": f"{band_t1['n_kept']:,}",
+            "n_dropped_t1": f"{band_t1['n_prompts'] - band_t1['n_kept']:,}", "n_prompts": f"{band_t1['n_prompts']:,}"}
 
 
 def step_text(step: int) -> str:
@@ -176,6 +187,9 @@ class TourDriver(JSComponent):
 
     targets = param.List(default=[], item_type=str, doc="CSS selectors of the step's subject; the first on the page wins.")
     reveal = param.List(default=[], item_type=str, doc="Scrolled to while no target is on the page (lazily built parts).")
+    controls = param.List(default=[], item_type=list, doc=(
+        "The controls the step's text names, each a list of selectors: brought into view with the subject, never "
+        "under the tour's box."))
     drain = param.Boolean(default=False, doc="Move the grid's progress slider from its minimum to its maximum.")
     drain_seconds = param.Number(default=DRAIN_SECONDS, bounds=(0.1, None), doc="The drain's length, in seconds.")
     highlight = param.String(default=HIGHLIGHT_CLASS, doc="The class put on the step's subject.")
@@ -232,7 +246,7 @@ class TourPanel:
         self.panel.visible = bool(step)
         if not step:
             if self.driver is not None:
-                self.driver.param.update(targets=[], reveal=[], drain=False, nonce=self.driver.nonce + 1)
+                self.driver.param.update(targets=[], reveal=[], controls=[], drain=False, nonce=self.driver.nonce + 1)
             return
         if self.text is None:
             self._build()
@@ -244,5 +258,6 @@ class TourPanel:
         self.next.disabled = step == len(TOUR)
         if self.on_step is not None:
             self.on_step()
-        self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), drain=s.drain,
+        self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), controls=[list(c) for c in s.controls],
+                                 drain=s.drain,
                                  nonce=self.driver.nonce + 1)

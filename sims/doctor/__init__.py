@@ -14,9 +14,12 @@ One module per stage (see docs/doctor.md):
 - :mod:`.transitions` per-prompt moves between all-fail, mixed and all-pass from one visit to the next
 - :mod:`.stall`       when a dynamic-sampling run stalls: generation rounds per step, forecast from its trend
 - :mod:`.trainer_config` the trainer config's keys that decide a dynamic-sampling step, as one settings dict
+                      (one reader per trainer in :mod:`.configs`: verl and its V1, SkyRL, OpenRLHF, prime-rl, NeMo-RL)
+- :mod:`.cost`        prompts and rollouts per trained step under each trainer's loop, and how they rise
 - :mod:`.audit`       the trainer's logged scalars recomputed from the record's groups
 - :mod:`.honesty`     refusing a population the record cannot identify; intervals that hold when prompts repeat
-- :mod:`.samplers`    the samplers' comparison on the run's fitted population
+- :mod:`.samplers`    the samplers' comparison on the run's fitted population at the trainer's sizes
+- :mod:`.sampler_intervals` the comparison re-run on the cluster bootstrap's populations: an interval per figure
 - :mod:`.diagnose`    all of it in one dict of numbers; its text and HTML are :mod:`grpo_lab.doctor_report`'s
 """
 

@@ -18,13 +18,16 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
                          preferred model; ``dapo``, ``band``, ``coverage`` (:mod:`.whatif`);
                          ``what_if_recent`` on the last window's Beta, ``what_if_pooled`` on the
                          pooled model
-``samplers``             seven samplers side by side on the preferred population (:mod:`.samplers`)
+``samplers``             seven samplers side by side on the preferred population at the trainer's sizes, with
+                         intervals from the cluster bootstrap's populations (:mod:`.samplers`)
 ``forecast``             trend, crossing step, interval and backtest (:mod:`.forecast`)
 ``skip``                 temporal consistency, skip-rule backtest, allocation (:mod:`.skip`)
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
 ``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
                          split and phantom-gradient groups (:mod:`.audit`)
 ``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``cost_forecast``        prompts and rollouts per trained step over the stall forecast's future steps under the
+                         trainer's own loop (verl V1, OpenRLHF, ... :mod:`.cost`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``scalars_fit``          the record's per-step shares fitted alone (:mod:`.scalars_fit`) beside the group-level
@@ -48,16 +51,18 @@ from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 from .audit import audit as audit_logged
 from .correlation import within_prompt_correlation
+from .cost import cost_forecast
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
 from .forecast import DEFAULT_THRESHOLD, forecast as run_forecast
 from .groups import run_groups
-from .honesty import check_population, cluster_bootstrap
+from .honesty import bootstrap_resamples, check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .samplers import samplers_section
 from .scalars_diagnose import diagnose_scalars, side_by_side
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .stall import for_record as stall_for_record
+from .trainer_config import step_settings
 from .transitions import transitions
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
 from .windows import window_fits
@@ -97,8 +102,9 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     batch : DAPO batch size in groups (default: the run's mean groups per step).
     band : (lo, hi) difficulty band of the what-if.
     retire_after : all-pass draws in a row that make a retire candidate.
-    trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast
-        (default: the record's own config when it is a grpo-lab dynamic-sampling run).
+    trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast and the
+        samplers' sizes (default: the record's own config when it is a grpo-lab dynamic-sampling run), resolved
+        once by :func:`.trainer_config.step_settings`.
     num_generations, groups_per_step : K and the groups per step of a scalars-only record where it does not
         say them (ignored for a record with groups).
     """
@@ -137,7 +143,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     pooled = pooled_fit(groups)
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    fit["cluster"] = cluster_bootstrap(groups, fit["alpha"], fit["beta"])
+    resamples = bootstrap_resamples(groups)
+    fit["cluster"] = cluster_bootstrap(groups, fit["alpha"], fit["beta"], resamples=resamples)
     timings["intervals"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -157,7 +164,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     timings["what_if"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    samplers = samplers_section(pop, K, groups.n_prompts, len(steps), batch, threshold)
+    sizes = step_settings(record.meta, trainer_config, K)  # one dict for the samplers and the stall forecast
+    samplers = samplers_section(pop, K, groups.n_prompts, len(steps), batch, threshold, sizes, resamples)
     timings["samplers"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -178,12 +186,13 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     logged = audit_logged(record)
     timings["audit"] = time.perf_counter() - t
     t = time.perf_counter()
-    stall = stall_for_record(record, groups, trend, trainer_config)
+    stall = stall_for_record(record, groups, trend, sizes)
+    cost = cost_forecast(stall, sizes)
     moves = transitions(groups)
     timings["stall_transitions"] = time.perf_counter() - t
     t = time.perf_counter()
     partial = {"forecast": fc, "fit": fit, "stall_forecast": stall}
-    beside = side_by_side(record, groups, partial, trainer_config, threshold)
+    beside = side_by_side(record, groups, partial, sizes, threshold)
     timings["scalars_fit"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
@@ -210,7 +219,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "skip": skip,
         "prompts": lists,
         "audit": logged,
-        "stall_forecast": stall, "transitions": moves, "scalars_fit": beside,
+        "stall_forecast": stall, "cost_forecast": cost, "transitions": moves, "scalars_fit": beside,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,

@@ -43,7 +43,7 @@ from .fit import LOG_BOUNDS
 from .groups import RunGroups
 
 __all__ = ["MAX_REL_SE", "MIN_PROMPTS", "N_BOOT", "check_population", "fit_beta_batch", "prompt_cells",
-           "cluster_bootstrap"]
+           "bootstrap_resamples", "cluster_bootstrap"]
 
 MAX_REL_SE = 0.5  #: the largest relative standard error of the between-prompt variance the doctor accepts
 MIN_PROMPTS = 1 + math.ceil(2.0 / MAX_REL_SE**2)  #: distinct prompts a population fit needs (9; module docstring)
@@ -153,23 +153,38 @@ def prompt_cells(groups: RunGroups) -> np.ndarray:
     return np.bincount(inv * (K + 1) + groups.successes, minlength=P * (K + 1)).reshape(P, K + 1).astype(float)
 
 
-def cluster_bootstrap(groups: RunGroups, alpha: float, beta: float, n_boot: int = N_BOOT, seed: int = 0,
-                      level: float = LEVEL) -> dict:
-    """Prompt-level bootstrap of the single-Beta fit (see the module docstring).
+def bootstrap_resamples(groups: RunGroups, n_boot: int = N_BOOT, seed: int = 0) -> dict:
+    """The cluster bootstrap's resamples and their single-Beta ML fits (see the module docstring).
 
-    ``alpha``, ``beta``: the ML fit of all groups, the intervals' centre (on the log scale). Returns ``{method, prompts, repeated_prompts, max_draws, n_boot, se_alpha, se_beta,
-    interval_alpha, interval_beta, level}``.
-    """
+    Returns ``{cells, alpha, beta, prompts, draws}``: ``cells`` (n_boot, K + 1), the resampled groups' cell counts
+    (P prompts drawn with replacement, all their groups with them); ``alpha``, ``beta`` (n_boot,), their
+    :func:`fit_beta_batch` fits; ``prompts`` P; ``draws`` (P,), groups per distinct prompt. Other sections of the
+    doctor refit their own models on the same ``cells`` (:mod:`.sampler_intervals`)."""
     cells = prompt_cells(groups)
     P = cells.shape[0]
-    draws = cells.sum(axis=1)
     rng = np.random.default_rng(seed)
     resampled = []
     for start in range(0, n_boot, _CHUNK):  # chunks bound the memory: (chunk, P) weights at a time
         reps = min(_CHUNK, n_boot - start)
         pick = rng.integers(0, P, size=(reps, P)) + P * np.arange(reps)[:, None]  # P prompts drawn per resample
         resampled.append(np.bincount(pick.ravel(), minlength=reps * P).reshape(reps, P).astype(float) @ cells)
-    a, b = fit_beta_batch(np.concatenate(resampled), groups.K)
+    boot = np.concatenate(resampled)
+    a, b = fit_beta_batch(boot, groups.K)
+    return {"cells": boot, "alpha": a, "beta": b, "prompts": int(P), "draws": cells.sum(axis=1)}
+
+
+def cluster_bootstrap(groups: RunGroups, alpha: float, beta: float, n_boot: int = N_BOOT, seed: int = 0,
+                      level: float = LEVEL, resamples: dict | None = None) -> dict:
+    """Prompt-level bootstrap of the single-Beta fit (see the module docstring).
+
+    ``alpha``, ``beta``: the ML fit of all groups, the intervals' centre (on the log scale); ``resamples``:
+    :func:`bootstrap_resamples`' result for the same groups when the caller has it (else drawn here with
+    ``n_boot`` and ``seed``). Returns ``{method, prompts, repeated_prompts, max_draws, n_boot, se_alpha, se_beta,
+    interval_alpha, interval_beta, level}``.
+    """
+    res = bootstrap_resamples(groups, n_boot, seed) if resamples is None else resamples
+    P, draws, a, b = res["prompts"], res["draws"], res["alpha"], res["beta"]
+    n_boot = int(a.size)
     z = float(special.ndtri(0.5 + level / 2))
     adj = math.sqrt(P / (P - 1)) if P > 1 else float("nan")  # the small-sample factor of cluster-robust variances
     out = {"method": f"cluster bootstrap over prompts ({n_boot} resamples; normal interval on the log scale)",

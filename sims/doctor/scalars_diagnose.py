@@ -36,6 +36,7 @@ from .forecast import DEFAULT_THRESHOLD
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import MODELS, POWER_MAX_K, fit_scalars, population_moments, step_shares
 from .scalars_forecast import expiry_forecast, stall_forecast
+from .trainer_config import step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
 
@@ -129,7 +130,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))
     prompts = int(meta.get("n_prompts") or 0) or int(min(MAX_PROMPTS, fit["groups"]))
-    samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold)
+    samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
+                                step_settings(meta, trainer_config, fit["K"]))
     timings["samplers"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
     return {

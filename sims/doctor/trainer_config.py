@@ -1,21 +1,31 @@
 r"""The keys of a trainer's config that decide a dynamic-sampling step, read into one settings dict.
 
 ``read_trainer_config(path, **flags)`` returns ``{trainer, gen_batch, train_batch, cap, pool, K, enable,
-source}`` for :mod:`.stall` (prompts per generation round, mixed groups a step needs, most rounds with
-0 = none, prompts drawn without replacement within a step or None, rollouts per prompt or None = the
-record's K, whether dynamic sampling is on). Flags (``gen_batch_size``, ``train_batch_size``,
-``max_num_gen_batches``) override the file's values, or stand alone without a file.
+scheme, inflight, note, source}`` for :mod:`.stall`, :mod:`.samplers` and :mod:`.cost` (prompts per generation
+round, mixed groups a step needs, most rounds with 0 = none, prompts drawn without replacement within a step or
+None, rollouts per prompt or None = the record's K, whether dynamic sampling is on, the trainer's loop
+(``rounds``, ``replace`` or ``verl-v1``, :mod:`.cost`), verl V1's ``max_inflight_gen_batches``, what the reading
+could not model). Flags (``gen_batch_size``, ``train_batch_size``, ``max_num_gen_batches``) override the file's
+values, or stand alone without a file; :func:`step_settings` resolves the one dict every section uses.
 
-Recognised files (JSON by ``.json``; YAML by ``.yaml`` / ``.yml``, read with PyYAML, imported only then):
+Recognised files (JSON by ``.json``; YAML by ``.yaml`` / ``.yml``, read with PyYAML, imported only then; TOML by
+``.toml`` with the standard library's ``tomllib``; a launch command's arguments by ``.sh`` / ``.args``,
+split with ``shlex``, never run; at most :data:`MAX_BYTES`). One module per trainer in :mod:`.configs`, each
+citing its source and version:
 
-* **verl** (a nested ``data`` / ``algorithm`` / ``actor_rollout_ref`` config, or the same keys dotted as in
-  Hydra overrides): ``data.train_batch_size`` (T), ``data.gen_batch_size`` (B; verl's
-  ``recipe/dapo/config/dapo_trainer.yaml`` defaults it to ``${data.train_batch_size}``),
-  ``algorithm.filter_groups.max_num_gen_batches`` (the cap; "Non-positive values mean no upper limit",
-  ``verl/trainer/config/algorithm.py`` ``FilterGroupsConfig``), ``algorithm.filter_groups.enable``
-  (default False there), ``actor_rollout_ref.rollout.n`` (K). The loop is verl's
-  ``recipe/dapo/dapo_ray_trainer.py`` (``num_gen_batches`` counts rounds; when the kept prompts are still
-  fewer than ``train_batch_size`` and ``num_gen_batches >= max_num_gen_batches`` it raises).
+* **verl** (:mod:`.configs.verl`): the DAPO recipe (rounds of ``data.gen_batch_size``, cap
+  ``algorithm.filter_groups.max_num_gen_batches``) and the V1 trainer (``trainer.use_v1``;
+  ``max_inflight_gen_batches``, no cap). The recipe's loop is ``recipe/dapo/dapo_ray_trainer.py``
+  (``num_gen_batches`` counts rounds; when the kept prompts are still fewer than ``train_batch_size`` and
+  ``num_gen_batches >= max_num_gen_batches`` it raises).
+* **SkyRL** (:mod:`.configs.skyrl`): ``trainer.train_batch_size``, ``generator.n_samples_per_prompt``,
+  ``trainer.algorithm.dynamic_sampling.{type, max_sample_batches}``.
+* **OpenRLHF** (:mod:`.configs.openrlhf`): the launch command's ``--rollout.batch_size``,
+  ``--rollout.n_samples_per_prompt``, ``--algo.dynamic_filtering_enable``, ``--algo.dynamic_filtering_range``.
+* **prime-rl** (:mod:`.configs.prime_rl`): the orchestrator's ``batch_size``, ``group_size``, admission gates,
+  difficulty pools and ``filter_zero_advantages`` (TOML).
+* **NeMo-RL** (:mod:`.configs.nemo_rl`): ``grpo.{num_prompts_per_step, num_generations_per_prompt,
+  use_dynamic_sampling, dynamic_sampling_max_gen_batches, batch_multiplier}``.
 * **TRL** (``GRPOConfig`` keys, ``trl/trainer/grpo_config.py``): ``num_generations`` (K),
   ``generation_batch_size`` (completions per generation batch) or ``per_device_train_batch_size`` x
   ``num_processes`` (default 1) x ``steps_per_generation`` (default ``gradient_accumulation_steps``, 1);
@@ -31,8 +41,8 @@ Recognised files (JSON by ``.json``; YAML by ``.yaml`` / ``.yml``, read with PyY
   ``max_num_gen_batches``, ``dynamic_sampling``, ``num_generations`` (K) and ``n_prompts`` (the pool,
   drawn without replacement within a step).
 
-Refused with :class:`~grpo_lab.sims.errors.InputError` (one line): an unknown extension, an unreadable or
-malformed file, a file that is not a mapping or matches none of the above, a missing batch size, and
+Refused with :class:`~grpo_lab.sims.errors.InputError` (one line): an unknown extension, an unreadable,
+oversized or malformed file, a file that is not a mapping or matches none of the above, a missing batch size, and
 batch sizes, caps or K that are not non-negative integers (batch sizes and K must be positive; a
 negative verl ``max_num_gen_batches`` means no cap, as in verl).
 """
@@ -43,16 +53,12 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
+from .configs import nemo_rl, openrlhf, prime_rl, skyrl, verl
+from .configs._keys import as_int as _int
 
-__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record"]
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
-
-
-def _int(value, what: str, lo: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < lo:
-        raise InputError(f"trainer config: {what} must be an integer >= {lo}, got {value!r}")
-    return int(value)
 
 
 def _undot(d: dict) -> dict:
@@ -72,31 +78,6 @@ def _undot(d: dict) -> dict:
     return out
 
 
-def _get(d: dict, path: str, default=None):
-    node = d
-    for p in path.split("."):
-        if not isinstance(node, dict) or p not in node:
-            return default
-        node = node[p]
-    return node
-
-
-def _verl(d: dict) -> dict:
-    T = _get(d, "data.train_batch_size")
-    if T is None:
-        raise InputError("trainer config (verl): data.train_batch_size is missing")
-    T = _int(T, "data.train_batch_size")
-    B = _get(d, "data.gen_batch_size", T)
-    B = T if isinstance(B, str) and "train_batch_size" in B else _int(B, "data.gen_batch_size")
-    cap = _get(d, "algorithm.filter_groups.max_num_gen_batches", 0)
-    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or cap != int(cap):
-        raise InputError(f"trainer config: algorithm.filter_groups.max_num_gen_batches must be an integer, got {cap!r}")
-    K = _get(d, "actor_rollout_ref.rollout.n")
-    return {"trainer": "verl", "train_batch": T, "gen_batch": B, "cap": max(int(cap), 0), "pool": None,
-            "K": None if K is None else _int(K, "actor_rollout_ref.rollout.n", 2),
-            "enable": bool(_get(d, "algorithm.filter_groups.enable", False))}
-
-
 def _trl(d: dict) -> dict:
     if "num_generations" not in d:
         raise InputError("trainer config (TRL): num_generations is missing")
@@ -114,7 +95,7 @@ def _trl(d: dict) -> dict:
         raise InputError(f"trainer config (TRL): the generation batch ({rows} completions) is not a multiple of "
                          f"num_generations ({K})")
     return {"trainer": "trl", "train_batch": rows // K, "gen_batch": rows // K, "cap": 0, "pool": None, "K": K,
-            "enable": True}
+            "enable": True, "scheme": "rounds"}
 
 
 def _slime(d: dict) -> dict:
@@ -127,7 +108,7 @@ def _slime(d: dict) -> dict:
     K = d.get("n_samples_per_prompt")
     enable = d.get("dynamic_sampling_filter_path") is not None if "dynamic_sampling_filter_path" in d else True
     return {"trainer": "slime", "train_batch": T, "gen_batch": B, "cap": 0, "pool": None,
-            "K": None if K is None else _int(K, "n_samples_per_prompt", 2), "enable": enable}
+            "K": None if K is None else _int(K, "n_samples_per_prompt", 2), "enable": enable, "scheme": "rounds"}
 
 
 def _grpo_lab(d: dict) -> dict:
@@ -136,7 +117,7 @@ def _grpo_lab(d: dict) -> dict:
             "cap": _int(d.get("max_num_gen_batches", 0), "max_num_gen_batches", 0),
             "pool": _int(d["n_prompts"], "n_prompts") if d.get("n_prompts") is not None else None,
             "K": _int(d["num_generations"], "num_generations", 2) if d.get("num_generations") else None,
-            "enable": bool(d.get("dynamic_sampling", False)),
+            "enable": bool(d.get("dynamic_sampling", False)), "scheme": "rounds",
             "note": ("the run retires prompts or draws from a hard buffer (retire_after / hard_buffer_frac): "
                      "the pool it draws from changes, which the forecast does not model")
             if (d.get("retire_after") or d.get("hard_buffer_frac")) else None}
@@ -151,31 +132,57 @@ def settings_from_mapping(d) -> dict:
     if "prompts_per_step" in d:
         return _grpo_lab(d)
     nested = _undot(d)
-    if any(isinstance(nested.get(k), dict) for k in ("data", "algorithm", "actor_rollout_ref")):
-        return _verl(nested)
+    if nemo_rl.looks_like(nested):
+        return nemo_rl.read(nested)
+    if skyrl.looks_like(nested):
+        return skyrl.read(nested)
+    if verl.looks_like(nested):
+        return verl.read(nested)
+    if prime_rl.looks_like(nested):
+        return prime_rl.read(nested)
     flat = {str(k).replace("-", "_").lstrip("_") for k in d}
     if flat & {"rollout_batch_size", "over_sampling_batch_size", "n_samples_per_prompt"}:
         return _slime(d)
     if flat & {"num_generations", "generation_batch_size", "per_device_train_batch_size", "steps_per_generation"}:
         return _trl(d)
-    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found (e.g. data.train_batch_size, "
-                     "num_generations, rollout_batch_size, prompts_per_step)")
+    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found, nor SkyRL, NeMo-RL or "
+                     "prime-rl ones (e.g. data.train_batch_size, trainer.train_batch_size, grpo.num_prompts_per_step, "
+                     "orchestrator.batch_size, num_generations, rollout_batch_size, prompts_per_step)")
 
 
-def _load(path: Path) -> dict:
+ARG_SUFFIXES = (".sh", ".args")  #: a launch command's arguments (OpenRLHF)
+MAX_BYTES = 4 << 20  #: a trainer config larger than this is refused
+
+
+def _load(path: Path):
+    """The parsed file: a mapping (JSON, YAML, TOML) or, for a launch command, {"--name": value} (OpenRLHF)."""
     suffix = path.suffix.lower()
-    if suffix not in (".json", ".yaml", ".yml"):
+    if suffix not in (".json", ".yaml", ".yml", ".toml", *ARG_SUFFIXES):
         raise InputError(f"trainer config {str(path)!r}: unknown format {suffix or '(no extension)'!r}; "
-                         f"use .json, .yaml or .yml")
+                         f"use .json, .yaml, .yml, .toml, or .sh / .args for command-line arguments")
     try:
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"trainer config {str(path)!r} is larger than {MAX_BYTES >> 20} MB")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read trainer config {str(path)!r}: {getattr(exc, 'strerror', None) or exc}") from None
+    if suffix in ARG_SUFFIXES:
+        args = openrlhf.parse_args(text)
+        if not openrlhf.looks_like(args):
+            raise InputError(f"trainer config {str(path)!r}: no OpenRLHF arguments (--rollout.* / --algo.*) found")
+        return args
     if suffix == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(f"trainer config {str(path)!r} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    if suffix == ".toml":
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"trainer config {str(path)!r} is not valid TOML: {str(exc).splitlines()[0]}") from None
     try:
         import yaml
     except ImportError:
@@ -197,18 +204,31 @@ def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None
     if path is None and not given:
         return None
     if path is not None:
-        settings = settings_from_mapping(_load(Path(path)))
+        loaded = _load(Path(path))
+        is_args = Path(path).suffix.lower() in ARG_SUFFIXES
+        settings = openrlhf.read_args(loaded) if is_args else settings_from_mapping(loaded)
         settings["source"] = str(path)
     else:
         if "train_batch_size" not in given:
             raise InputError("--train-batch-size is needed without --trainer-config")
         settings = {"trainer": "flags", "train_batch": given["train_batch_size"], "gen_batch":
-                    given["train_batch_size"], "cap": 0, "pool": None, "K": None, "enable": True, "source": "flags"}
+                    given["train_batch_size"], "cap": 0, "pool": None, "K": None, "enable": True, "source": "flags",
+                    "scheme": "rounds"}
+    if "train_batch_size" in given and "gen_batch_size" not in given and settings.get("gen_per_train"):
+        # the file's generation batch was derived from its train batch (e.g. verl's ${data.train_batch_size}):
+        # it follows the flag's
+        settings["gen_batch"] = max(1, int(given["train_batch_size"] * settings["gen_per_train"]))
     settings.update({"gen_batch": given.get("gen_batch_size", settings["gen_batch"]),
                      "train_batch": given.get("train_batch_size", settings["train_batch"]),
                      "cap": given.get("max_num_gen_batches", settings["cap"])})
     if given and path is not None:
         settings["source"] += " + flags"
+        if "max_num_gen_batches" in given or "gen_batch_size" in given:
+            settings["scheme"] = "rounds"  # rounds of gen_batch_size with a cap: the flags' own loop
+    settings.setdefault("scheme", "rounds")
+    settings.setdefault("inflight", None)
+    settings.setdefault("note", None)
+    settings.pop("gen_per_train", None)
     return settings
 
 
@@ -221,3 +241,14 @@ def settings_from_record(meta: dict) -> dict | None:
         return {**_grpo_lab(cfg), "source": "the record's own config"}
     except InputError:
         return None
+
+
+def step_settings(meta: dict, settings: dict | None, K: int) -> dict | None:
+    """The dynamic-sampling settings every section of the doctor uses: ``settings`` (a trainer config and/or
+    flags, :func:`read_trainer_config`), else the record's own grpo-lab dynamic-sampling config
+    (:func:`settings_from_record`), else None; ``K`` set to the config's (or the record's ``K`` where the config
+    has none). :func:`grpo_lab.sims.doctor.diagnose.diagnose` computes them here once and hands the same dict to
+    the stall forecast (``train_batch``, ``gen_batch``, ``cap``, ``pool``, ``K``) and to the samplers section
+    (the DAPO row's batch, generation batch and cap, and the K of every row)."""
+    chosen = settings if settings is not None else settings_from_record(meta)
+    return None if chosen is None else {**chosen, "K": int(chosen.get("K") or K)}

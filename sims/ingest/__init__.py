@@ -5,6 +5,10 @@ Two entry points, one pipeline:
 - :func:`ingest` reads a path (an output folder, one file, or a ``.zip`` of a folder);
 - :func:`ingest_upload` reads the bytes of a file a user uploaded to the lab.
 
+A run known only from its tracker's per-step scalars (TensorBoard, W&B, MLflow, trackio, a
+``metrics.jsonl``) is read by :mod:`.trackers` (:func:`.trackers.read_scalars`, a scalars-only record
+with zero groups; every trainer's metric names in :mod:`.trackers.dialects`).
+
 Both enforce the untrusted-input rules of :mod:`grpo_lab.sims.ingest.common` (size cap,
 no unpickling, errors that name the file and line) and raise
 :class:`sims.errors.InputError` on any defect. Per-format details (and where each

@@ -125,23 +125,39 @@ def dapo_rounds(u_bar: float, batch: int, gen: int, max_rounds: int) -> dict:
     cap = int(max_rounds) if max_rounds > 0 else 100_000
     if u_bar <= 0.0:
         return {"rounds_expected": float(cap), "rounds_p95": None, "p_stall": 1.0}
-    r = np.arange(cap)
-    needed = special.bdtr(batch - 1, r * gen, u_bar)  # P(round r + 1 is needed): the Binomial cdf ...
+    need = batch / (gen * u_bar)  # without a cap the terms vanish long before 100,000 rounds: sum up to a bound ...
+    bound = cap if max_rounds > 0 else int(min(cap, 3 * need + 20 * np.sqrt(need) + 50))
+    needed = special.bdtr(batch - 1, np.arange(bound) * gen, u_bar)  # P(round r + 1 is needed): the Binomial cdf ...
+    if needed[-1] >= 1e-12 and bound < cap:  # ... or over the whole range where they have not vanished by then
+        needed = special.bdtr(batch - 1, np.arange(cap) * gen, u_bar)
     needed[0] = 1.0  # ... and the first round always (bdtr is NaN for n = 0)
+    filled = True  # without a cap: whether the sum's terms fell below 1e-12 within MAX_ROUNDS rounds
     if max_rounds <= 0:
         tail = np.flatnonzero(needed < 1e-12)
-        needed = needed[: tail[0]] if tail.size else needed
-    p_stall = float(special.bdtr(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(needed[-1] >= 1e-12)
+        needed, filled = (needed[: tail[0]], True) if tail.size else (needed, False)
+    p_stall = float(special.bdtr(batch - 1, cap * gen, u_bar)) if max_rounds > 0 else float(not filled)
     above = np.flatnonzero(needed <= 0.05)
     return {"rounds_expected": float(needed.sum()), "p_stall": p_stall,
             "rounds_p95": int(above[0]) if above.size else None}
 
 
-def dapo(p: np.ndarray, K: int, epochs: float, batch: int, gen: int, max_rounds: int) -> dict:
-    """DAPO dynamic sampling, verl's filter_groups (see the module docstring)."""
+def dapo(p: np.ndarray, K: int, epochs: float, batch: int, gen: int, max_rounds: int, scheme: str = "rounds",
+         inflight: int = 1) -> dict:
+    """DAPO dynamic sampling, verl's filter_groups (see the module docstring). ``scheme`` "replace" (OpenRLHF,
+    prime-rl: each filtered prompt replaced by one) or "verl-v1" (verl's V1 trainer, ``inflight`` =
+    max_inflight_gen_batches): the prompts per step from :func:`grpo_lab.sims.doctor.cost.prompts_per_step`, no
+    stall; ``rounds_expected`` is then those prompts / gen."""
     u = p_useful(p, K)
     u_bar = float(u.mean())
-    rd = dapo_rounds(u_bar, batch, gen, max_rounds)
+    if scheme == "rounds":
+        rd = dapo_rounds(u_bar, batch, gen, max_rounds)
+    else:
+        from ..doctor.cost import prompts_per_step
+
+        prompts = prompts_per_step(u_bar, {"scheme": scheme, "train_batch": batch, "gen_batch": gen, "cap": 0,
+                                           "inflight": inflight})
+        rd = {"rounds_expected": prompts / gen, "p_stall": 0.0 if np.isfinite(prompts) else 1.0, "rounds_p95": None,
+              "scheme": scheme}
     rollouts_step = rd["rounds_expected"] * gen * K
     trained_step = batch * (1.0 - rd["p_stall"])
     budget = p.size * K * epochs

@@ -15,6 +15,9 @@ with the budget R = E N K (:mod:`.closed`, :mod:`.simulate`). Per sampler:
                           up to the horizon, 0 when it is already below at t = 0. Past t = 1 the decay
                           model is continued as written, p0 ** (1 / (1 + g t)) (= decay.pass_rate_at
                           (p0, 1, g t)), as the doctor's forecast looks several run lengths ahead
+``mc_se``                 {figure: Monte Carlo standard error} of the figures that are simulated (retirement's and
+                          GRESO's useful_per_1000 and never_trained, DAPO's never_trained: the spread of ``reps``
+                          runs over sqrt(reps); NaN with one run); empty for closed forms
 ``expiry_shift``          expiry_t minus plain GRPO's (progress units; > 0: expires later), and
                           ``expiry_shift_steps`` = shift x ``steps`` when a run length is given
 
@@ -54,6 +57,7 @@ SAMPLERS = {
 
 #: every parameter's default, declared once (the command line, the doctor and the lab read these)
 DEFAULTS = {"epochs": 4.0, "threshold": 0.5, "batch": 32, "gen_batch": 32, "max_num_gen_batches": 10,
+            "scheme": "rounds", "inflight": 1,
             "band": (0.2, 0.8), "n_retire": 3, "p_easy": 0.5, "p_hard": 0.5, "pods_factor": 2, "k_max_factor": 2,
             "reps": 0, "seed": 0}  # reps 0: auto_reps(N)
 
@@ -93,7 +97,8 @@ def _one(name: str, p: np.ndarray, K: int, o: dict, reps: int) -> dict:
     if name == "plain":
         return closed.plain(p, K, o["epochs"])
     if name == "dapo":
-        return closed.dapo(p, K, o["epochs"], o["batch"], o["gen_batch"], o["max_num_gen_batches"])
+        return closed.dapo(p, K, o["epochs"], o["batch"], o["gen_batch"], o["max_num_gen_batches"], o["scheme"],
+                           o["inflight"])
     if name == "band":
         return closed.band(p, K, o["epochs"], lo, hi)
     if name == "retire":
@@ -175,6 +180,9 @@ def _options(K, **kw) -> dict:
         raise InputError("pods factor must be at least 2 (generate n = factor x K), k_max factor at least 1")
     if not isinstance(o["max_num_gen_batches"], (int, np.integer)) or o["max_num_gen_batches"] < 0:
         raise InputError(f"max_num_gen_batches must be an integer >= 0 (0: no cap), got {o['max_num_gen_batches']!r}")
+    if o["scheme"] not in ("rounds", "replace", "verl-v1"):
+        raise InputError(f"DAPO scheme must be rounds, replace or verl-v1, got {o['scheme']!r}")
+    o["inflight"] = int(as_group_size(o["inflight"], "max_inflight_gen_batches"))
     if not isinstance(o["reps"], (int, np.integer)) or o["reps"] < 0:
         raise InputError(f"reps must be an integer >= 0 (0: auto), got {o['reps']!r}")
     o["band"] = check_band(*o["band"])
@@ -199,7 +207,8 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
             expiry_t: dict | None = None, **options) -> dict:
     """All samplers on the pass rates ``p0`` (at progress 0) evaluated at progress ``t``.
 
-    ``options`` override :data:`DEFAULTS` (epochs, threshold, batch, gen_batch, max_num_gen_batches, band,
+    ``options`` override :data:`DEFAULTS` (epochs, threshold, batch, gen_batch, max_num_gen_batches, scheme and
+    inflight (DAPO's loop: :func:`.closed.dapo`), band,
     n_retire, p_easy, p_hard, pods_factor, k_max_factor, reps (0: :func:`auto_reps`), seed). ``expiry_t``: :func:`expiries`' result
     for the same p0, K, gain and options, when the caller has it. Returns ``{"settings": ..., "rows": [...]}``,
     one row per :data:`SAMPLERS` entry in order. Raises InputError for bad input.
@@ -222,6 +231,7 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
                      "never_trained": r["never_trained"], "rate": _rate(r, K),
                      "expiry_t": e, "expiry_shift": shift,
                      "expiry_shift_steps": shift * steps if shift is not None and steps else None,
+                     "mc_se": {k: r[f"{k}_se"] for k in ("useful_per_1000", "never_trained") if f"{k}_se" in r},
                      "details": {k: v for k, v in r.items() if k not in ("useful_per_1000", "never_trained")}})
     settings = {"K": K, "prompts": int(p0.size), "progress": float(t), "gain": float(gain), "steps": steps,
                 **{k: (list(v) if isinstance(v, tuple) else v) for k, v in o.items()},

@@ -1,0 +1,129 @@
+r"""What the tracker readers share: one run's scalar series, the size cap, config flattening, run choice.
+
+Every reader turns its tracker's files into :class:`RunScalars`: ``series`` maps a metric name *as logged*
+to ``(steps, values)`` (steps int64 sorted without repeats; where a step was logged twice, the later value
+wins, as TensorBoard and W&B show it), ``config`` is the run's configuration flattened to dotted keys
+(``actor_rollout_ref.rollout.n``), where the tracker stores one.
+
+Untrusted-input rules (docs/ingest.md): the bytes a reader may look at are capped (``max_bytes``, checked
+on the files' sizes *before* a library opens them); nothing is unpickled; every defect is one
+:class:`~grpo_lab.sims.errors.InputError` line naming the file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import InputError
+
+__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number"]
+
+
+@dataclass
+class RunScalars:
+    """One run's per-step scalars as its tracker holds them (see the module docstring)."""
+
+    name: str
+    series: dict[str, tuple[np.ndarray, np.ndarray]]
+    config: dict = field(default_factory=dict)
+    fmt: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def steps(self) -> np.ndarray:
+        """Every step any series was logged at (sorted, unique)."""
+        if not self.series:
+            return np.zeros(0, np.int64)
+        return np.unique(np.concatenate([s for s, _ in self.series.values()]))
+
+
+def series_from_rows(rows: dict[str, tuple[list, list]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{name: (steps, values)}`` lists in log order -> arrays sorted by step, the last value of a repeated
+    step kept (a resumed run re-logs the steps after its checkpoint; the later write is the one shown)."""
+    out = {}
+    for name, (steps, values) in rows.items():
+        s = np.asarray(steps, dtype=np.int64)
+        v = np.asarray(values, dtype=float)
+        if len(s) == 0:
+            continue
+        # stable sort by step; then the last of each run of equal steps
+        order = np.argsort(s, kind="stable")
+        s, v = s[order], v[order]
+        last = np.ones(len(s), bool)
+        last[:-1] = s[1:] != s[:-1]
+        out[name] = (s[last], v[last])
+    return out
+
+
+def number(value) -> float | None:
+    """A logged value as a float (bools count 0/1), None for anything that is not a number."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return float(value)
+    return None
+
+
+def add_row(rows: dict, step: int, values: dict, skip=()) -> None:
+    """Append one logged step's numbers to ``rows`` ({name: (steps, values)}): numbers and bools as floats,
+    ``None`` as NaN; strings, lists and objects skipped, as are the keys in ``skip``."""
+    for k, v in values.items():
+        if k in skip:
+            continue
+        x = number(v) if v is not None else math.nan
+        if x is None:
+            continue
+        entry = rows.get(k)
+        if entry is None:
+            entry = rows[k] = ([], [])
+        entry[0].append(step)
+        entry[1].append(x)
+
+
+def flatten(config, prefix: str = "") -> dict:
+    """A nested config as ``{"a.b.c": value}``; W&B's ``{"value": x, "desc": ...}`` wrappers are unwrapped."""
+    out = {}
+    if isinstance(config, dict):
+        if set(config) <= {"value", "desc"} and "value" in config:
+            return flatten(config["value"], prefix)
+        for k, v in config.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            out.update(flatten(v, key))
+    elif prefix:
+        out[prefix] = config
+    return out
+
+
+def charge_files(files, max_bytes: int, label: str) -> int:
+    """Sum the sizes of ``files``; InputError when they pass ``max_bytes`` (checked before any is opened)."""
+    if not isinstance(max_bytes, (int, np.integer)) or isinstance(max_bytes, bool) or max_bytes <= 0:
+        raise InputError(f"the size cap must be a positive number of bytes, got {max_bytes!r}")
+    total = 0
+    for f in files:
+        try:
+            total += Path(f).stat().st_size
+        except OSError as exc:
+            raise InputError(f"{f}: cannot be read ({exc.strerror or exc})") from None
+    if total > max_bytes:
+        raise InputError(f"{label}: {total} bytes is over the size cap of {max_bytes} bytes "
+                         "(raise --max-mb if you trust the files)")
+    return total
+
+
+def pick_run(runs: dict, run: str | None, where: str, fmt: str):
+    """The one run to read: ``run`` by name, or the only one; else InputError listing them."""
+    if not runs:
+        raise InputError(f"{where}: no {fmt} run found")
+    if run is not None:
+        if run not in runs:
+            raise InputError(f"{where}: no run named {run!r}; the runs are: {', '.join(sorted(runs))}")
+        return run, runs[run]
+    if len(runs) > 1:
+        names = sorted(runs)
+        shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        raise InputError(f"{where} holds {len(names)} {fmt} runs; pick one with --run NAME: {shown}")
+    (name, handle), = runs.items()
+    return name, handle

@@ -1,0 +1,123 @@
+"""The embed in a blog column (issue 34), in real Chromium: a 700x500 and a 640x480 iframe, and no script on the host.
+
+The exported page (``grpo-lab export``) and the served lab's ``?embed=true`` choose a compact layout by their width
+(CSS alone, ``lab/static/gridview.css``: the controls and readouts beside the grid), so the progress slider and the
+whole grid lie in the iframe's first screen. The exported page carries the served lab's two plots, drawn by the same
+browser code (``lab/static/live_plots.js``, inlined verbatim), whose data after a control's input equals the core's;
+the default file stays under 1.5 MB, and the page makes no request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grpo_lab.export_page import SCRIPTS
+from grpo_lab.grid.markup import STATIC
+from grpo_lab.sims.scenario import Scenario, evaluate, outcome_histogram
+from grpo_lab.sims.sweep import useful_share_curve
+from grpo_lab.testing.cli import run_cli
+from grpo_lab.testing.lab_server import SET_CONTROLS_JS, block_outside
+from grpo_lab.testing.page import FIND
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+FRAMES = [(700, 500), (640, 480)]
+#: JavaScript (in the frame): the box of the first element matching a selector, through shadow roots
+BOX = "sel => { const e = (" + FIND + """)(sel); if (!e) return null; const r = e.getBoundingClientRect();
+  return {left: r.left, top: r.top, right: r.right, bottom: r.bottom, width: r.width, height: r.height}; }"""
+MAX_BYTES = 1_500_000  #: the default exported file's ceiling (issue 34)
+
+
+@pytest.fixture(scope="module")
+def blog(tmp_path_factory):
+    """A folder holding the default export (``decay.html``) and a blog page per frame size that frames it."""
+    folder = tmp_path_factory.mktemp("blog")
+    proc = run_cli("export", "--out", str(folder / "decay.html"))
+    assert proc.returncode == 0, proc.stderr
+    for w, h in FRAMES:
+        (folder / f"post-{w}x{h}.html").write_text(
+            f'<!DOCTYPE html><html lang="en"><head><title>A post</title></head><body><main><p>Some text of the '
+            f'post.</p><iframe src="decay.html" width="{w}" height="{h}" title="The lab"></iframe></main></body></html>',
+            encoding="utf-8")
+    return folder
+
+
+def _in_frame(frame, width: int, height: int, selectors) -> None:
+    assert frame.evaluate("() => [innerWidth, document.documentElement.scrollWidth <= innerWidth]") == [width, True]
+    for sel in selectors:
+        box = frame.evaluate(BOX, sel)
+        assert box is not None and box["width"] > 0, sel
+        assert box["top"] >= 0 and box["bottom"] <= height + 0.5, (sel, box)  # the frame's first screen
+        assert box["left"] >= 0 and box["right"] <= width + 0.5, (sel, box)
+
+
+@pytest.mark.parametrize("width, height", FRAMES)
+def test_an_exported_page_in_a_blog_frame_shows_the_slider_and_the_whole_grid(browser, blog, width, height):
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    try:
+        post = (blog / f"post-{width}x{height}.html").as_uri()
+        outside = block_outside(page, lambda u: u.startswith(blog.as_uri()))
+        page.goto(post)
+        frame = page.frame_locator("iframe")
+        frame.locator("#grpo-export[data-ready=true]").wait_for(state="attached", timeout=20_000)
+        inner = page.frames[1]
+        inner.wait_for_function("() => !!document.getElementById('grpo-export').__grpoPlots.data")
+        _in_frame(inner, width, height, ["#gx-play", "#gx-progress", "#gx-K", "#gx-grid", ".readout-useful"])
+        grid = inner.evaluate(BOX, "#gx-grid")
+        assert grid["width"] >= 0.4 * width, grid  # beside the controls, not shrunk to a stamp
+        assert outside == []
+    finally:
+        page.close()
+
+
+def test_the_exported_plots_are_the_served_labs_code_with_the_cores_values(browser, blog):
+    text = (blog / "decay.html").read_text(encoding="utf-8")
+    assert len(text.encode()) < MAX_BYTES
+    assert "live_plots.js" in SCRIPTS and (STATIC / "live_plots.js").read_text(encoding="utf-8") in text  # one plot code
+    page = browser.new_page(viewport={"width": 700, "height": 500})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        path = blog / "decay.html"
+        outside = block_outside(page, lambda u: u == path.as_uri())
+        page.goto(path.as_uri())
+        page.wait_for_selector("#grpo-export[data-ready=true]", state="attached", timeout=20_000)
+        page.evaluate(SET_CONTROLS_JS, {"K": 16, "progress": 0.5})
+        got = page.evaluate("""() => { const d = document.getElementById('grpo-export').__grpoPlots.data;
+          return {t: d.t, K: d.K, hist: d.hist, exp: Array.from(d.decay.exp),
+                  paths: document.querySelectorAll('#gx-decay path, #gx-outcome path').length}; }""")
+        assert got["t"] == 0.5 and got["K"] == 16 and got["paths"] >= 4
+        scenario = Scenario(progress=0.5, K=16)
+        view = evaluate(scenario)
+        hist = outcome_histogram(view.pass_rate, np.where(view.kept, view.outcome, 3), 25, 4).ravel().tolist()
+        assert got["hist"] == hist
+        curve = useful_share_curve(scenario.population(), np.linspace(0, 1, 41), 16, 0.0, None, scenario.gain)
+        np.testing.assert_allclose(got["exp"], curve["expected"], rtol=1e-12)
+        assert outside == []
+    finally:
+        page.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("width, height", FRAMES)
+def test_the_served_embed_in_a_blog_frame_shows_the_slider_and_the_whole_grid(browser, lab_url, width, height):
+    page = browser.new_page(viewport={"width": 1000, "height": 800})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.set_content(f'<main><p>A post.</p><iframe src="{lab_url}?embed=true" width="{width}" height="{height}" '
+                         'title="The lab"></iframe></main>')
+        page.wait_for_function("() => document.querySelector('iframe').contentWindow.length >= 0")
+        inner = page.frames[1]
+        inner.wait_for_load_state()
+        inner.wait_for_function("() => { const v = (" + FIND + ")('.gx-view');"
+                                " return !!(v && v.__grpoPlots && v.__grpoPlots.data); }", timeout=30_000)
+        inner.wait_for_timeout(800)  # Panel's layout settles
+        _in_frame(inner, width, height, ["#gx-progress", "#gx-K", "#gx-grid", ".readout-useful", ".grpo-legend"])
+        play = inner.get_by_role("button", name="\u25b6 Play").bounding_box()  # in page coordinates
+        frame_box = page.locator("iframe").bounding_box()
+        assert play["y"] + play["height"] <= frame_box["y"] + height
+    finally:
+        page.close()
+    assert errors == []
