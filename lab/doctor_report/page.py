@@ -66,7 +66,7 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
     content (:func:`.scalars.scalars_html`).
     """
     if d.get("scalars_only"):
-        return f"<div class=\"doctor-report\"><style>{_STYLE}</style>{scalars_html(d)}</div>"
+        return f"<div class=\"doctor-report\"><style>{_STYLE}</style>{scalars_html(d, lab_href)}</div>"
     r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))

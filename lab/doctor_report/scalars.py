@@ -109,13 +109,18 @@ def _shares_plot(f: dict, e: dict) -> str:
                hline=e["threshold"])
 
 
-def scalars_html(d: dict) -> str:
-    """The HTML content of a scalars-only diagnosis (the text report, its plot, the samplers table)."""
+def scalars_html(d: dict, lab_href: str | None = None) -> str:
+    """The HTML content of a scalars-only diagnosis (the text report, its plot, the samplers table); ``lab_href``:
+    where the link that opens the last step's population in the lab points (no link when None)."""
     from .text import text_report  # the text report dispatches to scalars_text
 
     r, f = d["run"], d["fit"]
     sf = d["stall_forecast"]
-    parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>",
+    a, b = d["samplers_population"]
+    link = (f'<p><a class="doctor-lab-link" href="{html.escape(lab_href, quote=True)}" target="_blank" '
+            f'rel="noopener">Open this population in the lab</a> (Beta({a:.3g}, {b:.3g}) at K = {r["K"]}, the last '
+            f'step\'s)</p>' if lab_href is not None else "")
+    parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link,
              f"<pre>{html.escape(text_report(d))}</pre>", "<h2>Fit from the per-step shares</h2>",
              _shares_plot(f, d["expiry"])]
     if sf["available"] and sf["settings"]["cap"]:

@@ -6,7 +6,8 @@ thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_
 the fit and its check, the forecast and its backtest, what-ifs, skipping, prompt lists; every text from the
 record escaped) with an *Open this population in the lab* link: the page's own address with the query
 ``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
-notice (plain text) and the page keeps working.
+notice (plain text) and the page keeps working. A record of per-step tracker scalars only gets the doctor on
+scalars (docs/doctor.md, "The doctor on scalars"), or the one line saying what it lacks (K, the groups per step).
 
 Stable CSS classes: ``replay-diagnose-button``, ``replay-diagnose`` (the report), ``replay-diagnose-notice``;
 inside the report the link has class ``doctor-lab-link``.
@@ -64,10 +65,7 @@ class DiagnoseView(pn.viewable.Viewer):
         self._record = record
         self.report.object = ""
         self._note("")
-        has_groups = record is not None and len(record.groups.get("step", ())) > 0
-        self.button.disabled = not has_groups
-        if record is not None and not has_groups:
-            self._note("This record has per-step scalars only; the doctor needs each group's rewards.")
+        self.button.disabled = record is None
 
     def _note(self, text: str) -> None:
         self.notice.object = html.escape(text)

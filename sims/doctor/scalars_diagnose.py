@@ -15,6 +15,7 @@ the group-level fit where a record has both (:func:`side_by_side`).
                    mean reward within [all-pass, 1 - all-fail])
 ``audit``          :func:`.audit.audit` (a trainer scalar recomputed from groups: none here, so it lists nothing)
 ``unavailable``    what needs each group's rewards, one line each
+``lab_query``      URL query that opens the last step's population (``samplers_population``) at K in the lab
 ``timings``        seconds per stage
 
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
@@ -26,6 +27,7 @@ unknown: InputError, one line.
 from __future__ import annotations
 
 import time
+from urllib.parse import urlencode
 
 import numpy as np
 
@@ -145,6 +147,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         "model": model, "expiry": expiry, "stall_forecast": stall,
         "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,
+        "lab_query": urlencode({"a": f"{pop[0]:.4g}", "b": f"{pop[1]:.4g}", "K": fit["K"]}),
     }
 
 
