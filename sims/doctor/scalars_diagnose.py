@@ -51,7 +51,7 @@ UNAVAILABLE = (
     "the beta-binomial shape check (chi-square over the K + 1 success counts) and the two-component mixture: "
     "need the success count of each group; the shares give two moments per step",
 )
-BESIDE_DRAWS = 100  #: parameter draws of the intervals beside a group-level diagnosis (kept cheap: every diagnosis pays)
+BESIDE_DRAWS = 60  #: parameter draws of the intervals beside a group-level diagnosis (kept cheap: every diagnosis pays)
 CONSISTENCY_TOL = 1e-3  #: a logged zero-std share further than this from all-pass + all-fail is reported
 
 
@@ -169,16 +169,18 @@ def side_by_side(record: RunRecord, groups, result: dict, settings: dict | None,
     step at P(stall) > 0.5 with their intervals. ``{"available": False, "reason"}`` where the record logs no
     per-step shares.
     """
+    fc = result["forecast"]
+    g0 = result["fit"]
+    start = np.log([max(g0["alpha"], 1e-2), max(g0["beta"], 1e-2)]).tolist() + [float(fc["beta"])]
     try:
         d = step_shares(record)
-        fit = fit_scalars(d)
+        fit = fit_scalars(d, start=start)  # from the groups' Beta and trend slope (falls back to the cold starts)
     except InputError as exc:
         return {"available": False, "reason": f"not available: {exc}"}
     exp = expiry_forecast(fit, threshold, n_draws=BESIDE_DRAWS)
     gst = result.get("stall_forecast") or {}
     used = gst.get("settings") if gst.get("available") else settings
     st = stall_forecast(fit, used, n_draws=BESIDE_DRAWS)
-    fc = result["forecast"]
     last = _last_observed(groups)
     in_last = (fit["series"]["step"] >= last["steps"][0]) & (fit["series"]["step"] <= last["steps"][1])
     w = fit["series"]["groups"][in_last]
