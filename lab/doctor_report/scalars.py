@@ -14,7 +14,9 @@ from .markup import table
 from .samplers import samplers_html, samplers_text
 from .svg import COLORS, svg
 
-__all__ = ["scalars_text", "scalars_html", "side_by_side_lines", "side_by_side_html"]
+__all__ = ["scalars_text", "scalars_html", "side_by_side_lines", "side_by_side_html", "PLOT_AHEAD"]
+
+PLOT_AHEAD = 3.0  #: the shares plot shows the projection this many run lengths past the last step
 
 
 def _step(x) -> str:
@@ -96,14 +98,18 @@ def scalars_text(d: dict) -> str:
 
 def _shares_plot(f: dict, e: dict) -> str:
     s = f["series"]
-    x0, x1 = float(s["step"][0]), float(e["projection"]["step"][-1])
+    s0, s1 = f["steps"]
+    x0 = float(s["step"][0])
+    x1 = min(float(e["projection"]["step"][-1]), s1 + PLOT_AHEAD * max(s1 - s0, 1))
+    keep = np.asarray(e["projection"]["step"]) <= x1
     series = []
     for key, col in (("all_pass", COLORS["pass"]), ("all_fail", COLORS["fail"]), ("mixed", COLORS["obs"])):
         series.append({"name": f"{key.replace('_', '-')} logged", "x": s["step"], "y": s[f"observed_{key}"],
                        "kind": "points", "color": col})
-        series.append({"name": f"{key.replace('_', '-')} fitted", "x": s["step"], "y": s[f"fitted_{key}"],
-                       "color": col, "dashed": True})
-    series.append({"name": "mixed, projected", "x": e["projection"]["step"], "y": e["projection"]["mixed"],
+        series.append({"name": "fitted (dashed)" if key == "mixed" else "", "x": s["step"],
+                       "y": s[f"fitted_{key}"], "color": col, "dashed": True})
+    series.append({"name": "projected", "x": np.asarray(e["projection"]["step"])[keep],
+                   "y": np.asarray(e["projection"]["mixed"])[keep],
                    "color": COLORS["proj"], "dashed": True})
     return svg("Per-step shares: logged and fitted, the mixed share projected", series, (x0, x1),
                hline=e["threshold"])
