@@ -158,3 +158,16 @@ def test_step_shares_refuses_a_record_without_shares():
     rec = simulate_shares(1.0, 1.0, 0.0, 4, 5, 8, seed=0, logged=())
     with pytest.raises(InputError, match="logs none of"):
         step_shares(rec)
+
+
+def test_a_never_solved_share_is_found_and_preferred():
+    """A population with 30% of prompts never solved: the logit_stuck fit's interval holds 0.3 and its drift's holds
+    the truth, and the AIC prefers it to the plain logit drift (which has no place for a stuck mass)."""
+    a, b, rate, K = 1.5, 1.5, 0.03, 8
+    rec = simulate_shares(a, b, rate, K, 60, 128, seed=11, stuck=0.3)
+    d = step_shares(rec)
+    f = fit_scalars(d, "logit_stuck")
+    assert f["intervals"]["stuck"][0] <= 0.3 <= f["intervals"]["stuck"][1]
+    assert f["intervals"]["drift"][0] <= rate * 59 <= f["intervals"]["drift"][1]
+    assert f["aic"] < fit_scalars(d, "logit")["aic"] - 10
+    assert diagnose(rec)["model"] == "logit_stuck"

@@ -37,6 +37,9 @@ def _fit_lines(f: dict) -> list[str]:
            f"  population at step {f['steps'][0]}: Beta(alpha {f['alpha']:.3f} [{iv['alpha'][0]:.3f}, "
            f"{iv['alpha'][1]:.3f}], beta {f['beta']:.3f} [{iv['beta'][0]:.3f}, {iv['beta'][1]:.3f}]); drift "
            f"g {f['drift']:+.3f} [{iv['drift'][0]:+.3f}, {iv['drift'][1]:+.3f}] over the run (95% Wald)"]
+    if "stuck" in f:
+        out.append(f"  never solved (p = 0 throughout): {percent(f['stuck'])} [{percent(iv['stuck'][0])}, "
+                   f"{percent(iv['stuck'][1])}] of the prompts; the Beta and its drift are the rest's")
     obs = last["observed"]
     for k in ("all_pass", "all_fail", "mixed"):
         lo, hi = last[f"{k}_interval"]
@@ -81,8 +84,8 @@ def scalars_text(d: dict) -> str:
     lines += _fit_lines(d["fit"])
     other = [m for m in d["fits"] if m != d["model"]]
     if other:
-        lines.append("  drift model by likelihood: " + ", ".join(
-            f"{m} {d['fits'][m]['loglik']:.1f}" for m in d["fits"]) + f" (log-lik; chosen: {d['model']})")
+        lines.append("  drift model by AIC: " + ", ".join(
+            f"{m} {d['fits'][m]['aic']:.1f}" for m in d["fits"]) + f" (chosen: {d['model']})")
     lines.append(f"expiry: {e['status']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
                  f"{_step(e['step'])} {_iv(e['interval'])}")
     lines += _stall_lines(d["stall_forecast"])

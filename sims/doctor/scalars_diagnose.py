@@ -5,8 +5,9 @@ the group-level fit where a record has both (:func:`side_by_side`).
 
 ``scalars_only``   True (the report renderers dispatch on it)
 ``run``            name, steps, K (and where it came from), groups per step (and where from), prompts
-``fit``            the preferred drift model's fit (:func:`.scalars_fit.fit_scalars`, the larger likelihood of
-                   the logit and power maps: both have 3 parameters); ``fits`` both models' log-likelihoods
+``fit``            the preferred drift model's fit (:func:`.scalars_fit.fit_scalars`: the logit map, the power map
+                   and the logit map beside a never-solved share, the smallest AIC); ``fits`` each model's
+                   log-likelihood and AIC
 ``expiry``         the step the mixed share falls below the threshold (:func:`.scalars_forecast.expiry_forecast`)
 ``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`)
 ``samplers``       :func:`.samplers.samplers_section` on the population at the last step (the Beta with the same
@@ -115,9 +116,9 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     d = step_shares(record, num_generations=int(K), groups_per_step=gps)
     t = time.perf_counter()
     fits = {}
-    for m in MODELS if d.K <= POWER_MAX_K else MODELS[:1]:
+    for m in MODELS if d.K <= POWER_MAX_K else [x for x in MODELS if x != "power"]:
         fits[m] = fit_scalars(d, m)
-    model = max(fits, key=lambda m: fits[m]["loglik"])
+    model = min(fits, key=lambda m: fits[m]["aic"])
     fit = fits[model]
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -143,7 +144,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
                 "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
                 "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
                 "source": meta.get("source", {})},
-        "fit": fit, "fits": {m: {"loglik": f["loglik"], "drift": f["drift"]} for m, f in fits.items()},
+        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"]} for m, f in fits.items()},
         "model": model, "expiry": expiry, "stall_forecast": stall,
         "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,

@@ -59,10 +59,11 @@ CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta 
 PAD = 25.0  #: the cells reach this far in logit p past where the drifted pass rate's moments are constant
 T_GRID = 512  #: more distinct times than this: moments on this many, interpolated (error < 1e-5 for |g| <= 5)
 POWER_MAX_K = 24  #: the power map's closed form is used up to this K
-MODELS = ("logit", "power")  #: drift maps (see the module docstring)
+MODELS = ("logit", "power", "logit_stuck")  #: drift maps (see the module docstring)
 MIN_STEPS = 3  #: fewer usable steps than this: no fit
 LOG_BOUNDS = (np.log(1e-2), np.log(1e3))  #: bounds of log alpha, log beta
-DRIFT_BOUNDS = {"logit": (-25.0, 25.0), "power": (-0.95, 60.0)}  #: bounds of g
+DRIFT_BOUNDS = {"logit": (-25.0, 25.0), "power": (-0.95, 60.0), "logit_stuck": (-25.0, 25.0)}  #: bounds of g
+STUCK_BOUNDS = (-12.0, 3.0)  #: bounds of logit w0, the never-solved share of ``logit_stuck``
 Z95 = 1.959963984540054  #: standard normal 97.5% quantile
 Y_FLOOR = 0.25  #: variance floor (successes^2) of a step's total successes: the rounding of a logged mean
 DRAWS = 400  #: parameter draws from the fit's normal approximation for the forecasts' intervals
@@ -242,6 +243,11 @@ def population_moments(theta, t, K: int, model: str = "logit") -> dict:
         return {k: np.interp(t, at, v) for k, v in m.items()}
     if model == "power":
         return _power_moments(a, b, t, g, K)
+    if model == "logit_stuck":  # a share w0 of the prompts never solved (p = 0), the rest under the logit drift
+        w0 = float(expit(theta[3]))
+        m = population_moments(theta[:3], t, K, "logit")
+        return {"all_pass": (1 - w0) * m["all_pass"], "all_fail": w0 + (1 - w0) * m["all_fail"],
+                "mean": (1 - w0) * m["mean"], "second": (1 - w0) * m["second"]}
     if g >= 0:
         return _logit_moments(a, b, g * t, K)
     m = _logit_moments(b, a, -g * t, K)  # p -> 1 - p: the cells stay where floats are fine (p small)
@@ -306,6 +312,11 @@ def _start_points(P, K):
             yield np.array([np.log(m * spread), np.log((1 - m) * spread), g])
 
 
+def _bounds(model: str) -> list:
+    """Bounds of theta per parameter: log alpha, log beta, g (and logit w0 for ``logit_stuck``)."""
+    return [LOG_BOUNDS, LOG_BOUNDS, DRIFT_BOUNDS[model]] + ([STUCK_BOUNDS] if model == "logit_stuck" else [])
+
+
 def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
     """ML fit of the population and its drift from the per-step shares (see the module docstring).
 
@@ -321,7 +332,7 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
         raise InputError(f"scalars fit: the power map's closed form is kept to K <= {POWER_MAX_K}, got K = {d.K}")
     P = _prepare(d)
     K = d.K
-    bounds = [LOG_BOUNDS, LOG_BOUNDS, DRIFT_BOUNDS[model]]
+    bounds = _bounds(model)
 
     lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
 
@@ -329,6 +340,8 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
         return -_loglik(np.clip(x, lo, hi), P["t"], K, model, P["masks"], P["counts"], P["y"], P["y_on"])
 
     starts = list(_start_points(P, K)) if start is None else [np.asarray(start, float)]
+    if model == "logit_stuck":
+        starts = [np.append(x0[:3], -3.0) if len(x0) == 3 else x0 for x0 in starts]
     best = None
     for x0 in starts:
         res = optimize.minimize(nll, np.clip(x0, lo, hi), method="BFGS", options={"gtol": 1e-5 * (1 + P["n"].sum())})
@@ -338,12 +351,12 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
     if start is not None and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
         return fit_scalars(d, model)  # a warm start that landed on a bound: the cold starts too
     at_bound = bool(np.any([min(abs(x[i] - lo), abs(x[i] - hi)) < 1e-6 for i, (lo, hi) in enumerate(bounds)]))
-    H = _hessian(nll, x, np.array([1e-3, 1e-3, 1e-3]))
+    H = _hessian(nll, x, np.full(len(x), 1e-3))
     try:
         np.linalg.cholesky(H)
         cov = np.linalg.inv(H)
     except np.linalg.LinAlgError:
-        cov = np.full((3, 3), np.nan)
+        cov = np.full((len(x), len(x)), np.nan)
     se = np.sqrt(np.diag(cov))
     kinds = {k: int(np.sum(P["kind"] == k)) for k in _KINDS if np.any(P["kind"] == k)}
     split = any(k in kinds for k in ("trinomial", "all_pass", "all_fail")) or bool(P["y_on"].any())
@@ -360,9 +373,13 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
            "intervals": {"alpha": [float(np.exp(x[0] - Z95 * se[0])), float(np.exp(x[0] + Z95 * se[0]))],
                          "beta": [float(np.exp(x[1] - Z95 * se[1])), float(np.exp(x[1] + Z95 * se[1]))],
                          "drift": [float(x[2] - Z95 * se[2]), float(x[2] + Z95 * se[2])]},
+           "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
            "steps": [P["s0"], P["s1"]], "n_steps": int(len(P["step"])), "groups": float(P["n"].sum()),
            "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
            "identified": identified, "notes": notes}
+    if model == "logit_stuck":
+        out["stuck"] = float(expit(x[3]))
+        out["intervals"]["stuck"] = [float(expit(x[3] - Z95 * se[3])), float(expit(x[3] + Z95 * se[3]))]
     out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
                    "step": P["s1"], "observed": _observed_last(d, P)}
     fitted = shares_at(out, P["step"])
@@ -406,8 +423,8 @@ def shares_at(fit: dict, steps, *, intervals: bool = False, theta=None, scalar: 
         cov = fit["cov"]
         h = 1e-5
         grads = {k: [] for k in ("all_pass", "all_fail", "mixed")}
-        for i in range(3):
-            e = np.eye(3)[i] * h
+        for i in range(len(th)):
+            e = np.eye(len(th))[i] * h
             up, dn = f(th + e), f(th - e)
             for k in grads:
                 lu = logit(np.clip(up[k], 1e-12, 1 - 1e-12))
@@ -427,8 +444,8 @@ def draws(fit: dict, n: int = DRAWS, seed: int = 0) -> np.ndarray:
     """``n`` parameter vectors theta from the fit's normal approximation (empty where it has no covariance)."""
     cov = fit["cov"]
     if not np.all(np.isfinite(cov)):
-        return np.zeros((0, 3))
+        return np.zeros((0, len(fit["theta"])))
     rng = np.random.default_rng(seed)
-    lo = [LOG_BOUNDS[0], LOG_BOUNDS[0], DRIFT_BOUNDS[fit["model"]][0]]
-    hi = [LOG_BOUNDS[1], LOG_BOUNDS[1], DRIFT_BOUNDS[fit["model"]][1]]
+    b = _bounds(fit["model"])
+    lo, hi = [x[0] for x in b], [x[1] for x in b]
     return np.clip(rng.multivariate_normal(fit["theta"], cov, size=n, method="eigh"), lo, hi)

@@ -29,10 +29,14 @@ MAX_ROUNDS = 1000  #: an uncapped step that has not filled after this many round
 
 def pass_rates_at(p0, elapsed, rate: float, model: str = "logit"):
     """Pass rates p0 moved ``elapsed`` steps by the drift ``rate`` per step."""
-    p0 = np.clip(np.asarray(p0, float), 1e-12, 1 - 1e-12)
+    p0 = np.asarray(p0, float)
+    zero = p0 <= 0
+    p0 = np.clip(p0, 1e-12, 1 - 1e-12)
     if model == "power":
-        return p0 ** (1.0 / np.maximum(1.0 + rate * np.asarray(elapsed, float), 1e-6))
-    return expit(logit(p0) + rate * np.asarray(elapsed, float))
+        p = p0 ** (1.0 / np.maximum(1.0 + rate * np.asarray(elapsed, float), 1e-6))
+    else:
+        p = expit(logit(p0) + rate * np.asarray(elapsed, float))
+    return np.where(zero, 0.0, p)
 
 
 def _shares(S: np.ndarray, K: int) -> dict:
@@ -42,19 +46,21 @@ def _shares(S: np.ndarray, K: int) -> dict:
 
 
 def simulate_shares(alpha: float, beta: float, rate: float, K: int, n_steps: int, groups: int, *,
-                    model: str = "logit", seed: int = 0, logged=None, first_step: int = 1, name: str = "simulated"):
+                    model: str = "logit", seed: int = 0, logged=None, first_step: int = 1, name: str = "simulated",
+                    stuck: float = 0.0):
     """A scalars-only record of ``n_steps`` steps (see the module docstring). ``logged``: the share columns
-    kept (default all four); the others are left NaN as a run that did not log them. ``meta['truth']`` holds
-    the generating parameters."""
+    kept (default all four); the others are left NaN as a run that did not log them. ``stuck``: the share of
+    prompts never solved (p = 0 at every step). ``meta['truth']`` holds the generating parameters."""
     rng = np.random.default_rng(seed)
     p0 = rng.beta(alpha, beta, size=(n_steps, groups))
+    p0[rng.random((n_steps, groups)) < stuck] = 0.0
     p = pass_rates_at(p0, np.arange(n_steps)[:, None], rate, model)
     S = rng.binomial(K, p)
     cols = _shares(S, K)
     if logged is not None:
         cols = {k: v for k, v in cols.items() if k in logged}
     cols["groups_per_step"] = np.full(n_steps, float(groups))
-    truth = {"alpha": alpha, "beta": beta, "rate": rate, "model": model, "K": K, "groups": groups}
+    truth = {"alpha": alpha, "beta": beta, "rate": rate, "model": model, "K": K, "groups": groups, "stuck": stuck}
     return scalars_record(name, np.arange(first_step, first_step + n_steps), cols, num_generations=K,
                           source={"format": "simulated", "trainer": "simulated", "run": name, "dialect": {},
                                   "missing": [], "notes": []}, extra_meta={"truth": truth})
