@@ -19,6 +19,7 @@ process's peak resident set size (``getrusage``) after reading the record and af
 
     python benchmarks/bench_doctor.py [--groups 100000] [--K 8] [--repeats 3] [--prompts 5000] [--per-step 200]
     python benchmarks/bench_doctor.py --groups 1000000 --per-step 2000 --repeats 1
+    python benchmarks/bench_doctor.py --groups 200000 --repeats 1 --stall   # issue 32: with the stall risk (< 30 s)
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ from grpo_lab.sims.record import RunRecord, read_record, summarise, write_record
 
 TARGET_S = 5.0
 TARGET_1M_S = 60.0  #: issue 26: everything on a 1M-group record
+TARGET_STALL_S = 30.0  #: issue 32: diagnose with the stall risk's bootstrap on a 200,000-group record
+#: issue 32's --stall: verl's DAPO keys (128 trained groups from rounds of 200 prompts, cap 4)
+STALL_CONFIG = {"trainer": "verl", "gen_batch": 200, "train_batch": 128, "cap": 4, "pool": None, "K": None,
+                "enable": True, "source": "bench_doctor", "note": None}
 BEFORE_26 = ("fit", "correlation", "what_if", "forecast", "skip", "prompts")  #: diagnose's stages before issue 26
 
 
@@ -78,6 +83,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=5000)
     ap.add_argument("--per-step", type=int, default=200)
+    ap.add_argument("--stall", action="store_true", help="also diagnose with a verl config (the stall risk)")
     args = ap.parse_args()
     target = TARGET_1M_S if args.groups >= 1_000_000 else TARGET_S
     print(f"cores visible: {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine: figures under load)")
@@ -110,6 +116,17 @@ def main() -> None:
             print(f"  today's diagnose (the stages before issue 26, same call): {before:.2f} s; added by issue 26: "
                   + (", ".join(f"{k} {v:.2f} s" for k, v in added.items()) or "nothing yet"))
             print(f"  peak RSS: {rss_read:.0f} MB after reading, {_peak_mb():.0f} MB after diagnosing")
+            if args.stall:  # issue 32: the same call with a verl config, so that the stall risk's bootstrap runs
+                c3, t4 = time.process_time(), time.perf_counter()
+                d2 = diagnose(rec, trainer_config=STALL_CONFIG)
+                c4, t5 = time.process_time(), time.perf_counter()
+                fs = d2["stall_forecast"]["risk"]["first_stall"]
+                print(f"  with a verl config (stall risk, {d2['stall_forecast']['risk']['draws']} bootstrap draws): "
+                      f"diagnose {t5 - t4:.2f} s wall, {c4 - c3:.2f} s CPU (target {TARGET_STALL_S:g} s: "
+                      f"{'met' if t5 - t4 < TARGET_STALL_S else 'MISSED'}; without it, above: {t2 - t1:.2f} s); "
+                      f"stall + transitions stage {d2['timings']['stall_transitions']:.2f} s; first stall "
+                      f"{fs['median']} {fs['interval']}")
+                del d2
             del rec, d
 
 

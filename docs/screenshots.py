@@ -4,7 +4,9 @@ Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each 
 grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
 1440x900 (a laptop), 1024x768 (a projector), 390x844 (a phone, with mobile emulation) and ``?present=true`` at
 1920x1080 and 1024x768; then the exported page (``grpo-lab export``) in a blog's 700x500 iframe, with no script on
-the host page (``embed-700x500.png``, shown in ``docs/export.md``).
+the host page (``embed-700x500.png``, shown in ``docs/export.md``); then, at 1440x900, the Replay tab's Diagnose
+on the featured shipped run (``replay-diagnose-1440x900.png``, the report's box scrolled to its samplers section:
+table, verdict, chart) and the Samplers tab's chart and verdict (``samplers-1440x900.png``, ``?tab=samplers``).
 Needs the test dependencies (Playwright) and ``/usr/bin/chromium``; writes nothing else.
 """
 
@@ -16,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from grpo_lab.testing.chromium import launch
-from grpo_lab.testing.lab_server import serve, show_plots, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, serve, show_plots, wait_readout
+from grpo_lab.testing.page import FIND
 OUT = ROOT / "docs" / "img"
 #: (file name, URL query, width, height)
 SHOTS = [("lab-1440x900.png", "", 1440, 900), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
@@ -48,8 +51,38 @@ def main() -> int:
             print(f"wrote {OUT / name}")
             context.close()
         embed_shot(browser)
+        for name, shoot in (("replay-diagnose-1440x900.png", _diagnose), ("samplers-1440x900.png", _samplers)):
+            context = browser.new_context(viewport={"width": 1440, "height": 900})
+            page = context.new_page()
+            shoot(page, url)
+            page.wait_for_function("() => document.fonts.status === 'loaded'")
+            page.wait_for_timeout(1000)
+            page.screenshot(path=str(OUT / name))
+            print(f"wrote {OUT / name}")
+            context.close()
         browser.close()
     return 0
+
+
+def _diagnose(page, url: str) -> None:
+    """The Replay tab, Diagnose this run, the report's box scrolled to its samplers section."""
+    page.goto(url + "?tab=replay")
+    wait_readout(page, "replay-step", timeout=60_000)
+    page.locator(".replay-diagnose-button button").click()
+    page.locator(".doctor-lab-link").wait_for(timeout=180_000)
+    page.locator(".replay-diagnose-button").scroll_into_view_if_needed()
+    page.evaluate(f"() => {{ const r = ({FIND})('.doctor-report'); const box = r.getRootNode().host;"
+                  f" window.scrollBy(0, box.getBoundingClientRect().top - 8);"
+                  f" const h = Array.from(r.querySelectorAll('summary'))"
+                  f".find(x => x.textContent.startsWith('Samplers'));"
+                  f" box.scrollTop += h.getBoundingClientRect().top - box.getBoundingClientRect().top - 4; }}")
+
+
+def _samplers(page, url: str) -> None:
+    """The Samplers tab, opened from the URL, once its expiries are in."""
+    page.goto(url + "?tab=samplers")
+    page.locator(".samplers-chart").first.wait_for(timeout=60_000)
+    page.wait_for_function(f"() => !({READ_CLASS})('samplers-table').includes('\u2026')", timeout=60_000)
 
 
 def embed_shot(browser) -> None:

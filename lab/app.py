@@ -50,6 +50,7 @@ class Session:
     embed: bool = False
     present: bool = False  #: presentation mode (``?present=true``): larger type, fewer panels
     replay: str | None = None  #: ``?replay=NAME``: open the Replay tab on that side-by-side view (lab.replay.catalog)
+    tab: str | None = None  #: ``?tab=replay`` (any tab's title, any case): open on that tab
 
 
 def _live_tab(s: Session):
@@ -99,7 +100,7 @@ def build_app(query: dict[str, str] | None = None):
     """Build one session's page from its URL query (read from the request when not given)."""
     query = session_query() if query is None else query
     session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")),
-                      present=_is_true(query.get("present")), replay=query.get("replay"))
+                      present=_is_true(query.get("present")), replay=query.get("replay"), tab=query.get("tab"))
     values, notices = sanitize(query)
     session.lab.param.update(**values)
     if notices:
@@ -133,7 +134,8 @@ def _header_html() -> str:
 def _lazy_tabs(session: Session) -> pn.Tabs:
     """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone (the
     others hold an empty column until then)."""
-    first = next((i for i, (title, _) in enumerate(TABS) if title == "Replay"), 0) if session.replay else 0
+    want = "replay" if session.replay else (session.tab or "").strip().lower()
+    first = next((i for i, (title, _) in enumerate(TABS) if title.lower() == want), 0)
     built = {first}
     holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width") for i in range(len(TABS))]
     tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width",

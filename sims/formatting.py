@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["fixed", "percent"]
+__all__ = ["fixed", "percent", "signed"]
 
 
 def fixed(x: float, digits: int = 1) -> str:
@@ -29,3 +29,10 @@ def percent(x: float, digits: int = 1) -> str:
     if x is None or not math.isfinite(x):
         return "\u2013"
     return fixed(100.0 * float(x), digits) + "%"
+
+
+def signed(x: float, digits: int = 1) -> str:
+    """``x`` as :func:`fixed` with its sign always written: '+0.50', '-3', '+0' (never '-0': a value that rounds
+    to zero is '+0'); an en dash for None/NaN/inf."""
+    s = fixed(x, digits)
+    return s if s.startswith("-") or s == "\u2013" else "+" + s

@@ -26,7 +26,8 @@ A record is a directory::
                   ``ds/dropped_all_pass`` / ``_all_fail`` / ``_surplus``, figures of the
                   groups drawn, kept apart from the trained-group figures of plain runs)
     evals-*.npz   periodic evaluations of every prompt: ``step`` (m), ``pass_rate`` (m x N),
-                  ``samples`` (m) samples per prompt
+                  ``samples`` (m) samples per prompt; a record without evaluations has no such
+                  file (run.json lists its evals as an empty list of chunks)
 
 A table may also be listed in run.json as a list of chunk files (same columns,
 concatenated row-wise in order): :mod:`grpo_lab.sims.record_append` writes a
@@ -180,6 +181,9 @@ def write_record(path, record: RunRecord) -> Path:
         raise InputError(f"run directory {str(path)!r} is not writable")
     files = {}
     for table in ("groups", "steps", "evals"):
+        if table == "evals" and not any(np.size(v) for v in record.evals.values()):
+            files[table] = []  # no evaluation: no file (an empty list of chunks, as grpo_lab.sims.record_append writes)
+            continue
         data = _npz_bytes(getattr(record, table))
         digest = hashlib.sha256(data).hexdigest()
         name = f"{table}-{digest[:16]}.npz"
@@ -190,7 +194,7 @@ def write_record(path, record: RunRecord) -> Path:
     meta.update(format=FORMAT, format_version=FORMAT_VERSION, files=files)
     text = json.dumps(jsonable(meta), indent=2, allow_nan=False) + "\n"
     atomic_write_bytes(path / "run.json", text.encode())
-    keep = {f["name"] for f in files.values()}
+    keep = {f["name"] for f in files.values() if isinstance(f, dict)}
     for old in path.glob("*.npz"):
         if old.name not in keep and old.name.split("-")[0] in ("groups", "steps", "evals"):
             old.unlink(missing_ok=True)

@@ -7,20 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grpo_lab.testing.no_torch import NO_TORCH as BLOCK
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the core's own tests, run again with torch made unimportable
 CORE_TESTS = ["test_outcomes.py", "test_population.py", "test_advantages.py", "test_kcost.py", "test_sweep.py",
               "test_record.py", "test_record_append.py", "test_montecarlo.py"]
-
-BLOCK = """
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name == 'torch' or name.startswith('torch.'):
-            raise ImportError('torch is blocked in this test')
-sys.meta_path.insert(0, Block())
-"""
 
 
 def run(code: str) -> subprocess.CompletedProcess:

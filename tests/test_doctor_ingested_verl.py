@@ -167,3 +167,27 @@ def test_ingest_says_the_dump_holds_the_survivors_and_no_extras(verl):
     assert "the dump holds only the groups that trained" in said and "correctness split is not in this record" in said
     rows = [json.loads(line) for line in (VERL / "run" / "rollouts" / "1.jsonl").read_text().splitlines()]
     assert not {"acc", "overlong_reward"} & set(rows[0])
+
+
+def test_risk_reads_the_dump_as_survivors_and_holds_verls_stop(verl):
+    """The risk (issue 32): the dump is recognised as the survivors of the filter from the logged rounds (208
+    groups recorded where the rounds drew 592 = sum of the truth's rounds x 8), the likelihood truncated and the
+    rounds used; its 90% interval for the first stall holds the step at which verl raised (53), and the cause is
+    saturation (the truth's prompts drift to all-pass: every group of the stalled step but 3 is all-pass)."""
+    _, truth, d, _ = verl
+    rk = d["stall_forecast"]["risk"]
+    drawn = sum(truth["rounds"][str(s)] for s in range(1, 53)) * 8
+    assert rk["available"] and rk["survivors"] and rk["rounds_used"] and rk["rounds_informative"]
+    assert f"holds 208 groups where the logged rounds" in rk["survivors_reason"] and f"drew {drawn}" in rk["survivors_reason"]
+    lo, hi = rk["first_stall"]["interval"]
+    stop = truth["stopped"]["step"]
+    assert lo <= stop <= hi
+    assert rk["cause"] == "all-pass saturation"
+    F = np.asarray(rk["cumulative"])
+    assert np.all(np.diff(F) >= -1e-12) and F[-1] <= 1  # a distribution function
+    i = int(np.searchsorted(rk["step"], rk["first_stall"]["median"]))
+    assert F[i] >= 0.5 > (F[i - 1] if i else 0.0)  # the median is where the cumulative passes one half
+    page = stall_html(d)  # the report: the risk's table, its band plot, the survivors said
+    assert 'id="doctor-stall-risk"' in page or "doctor-stall-risk" in page
+    assert "<polygon" in page and "Stall risk: cumulative and per step" in page
+    assert "holds only the trained groups: fitted with the likelihood truncated to 0 &lt; k &lt; K" in page

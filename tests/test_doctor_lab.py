@@ -117,7 +117,7 @@ def test_browser_diagnose_then_open_the_population_in_the_lab(page, tmp_path):
         link = page.locator(".doctor-lab-link")
         link.wait_for(timeout=60_000)
         href = link.get_attribute("href")
-        assert EVIL in page.locator(".doctor-report pre").inner_text()  # the run's name shown as text, not run
+        assert EVIL in page.locator(".doctor-report h1").inner_text()  # the run's name shown as text, not run
         query = parse_qs(href.lstrip("?"))
         a, b, K = float(query["a"][0]), float(query["b"][0]), int(query["K"][0])
         assert K == 8

@@ -21,6 +21,7 @@ from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.audit import audit
 from grpo_lab.sims.ingest import ingest
 from grpo_lab.sims.record import read_record
+from grpo_lab.testing.report_cells import figure
 
 FIX = Path(__file__).parent / "fixtures"
 EVIL = "<script>alert(1)</script>&"
@@ -85,17 +86,12 @@ def capped():
     return d, tables(html_report(d))
 
 
-def figure(cell: str) -> tuple[str, str | None, list[str] | None]:
-    """A samplers cell "value [\u00b1 se] [[lo, hi]]" split into its value, Monte Carlo SE and interval texts."""
-    value, _, rest = cell.partition(" [")
-    value, _, se = value.partition(" \u00b1 ")
-    return value, se or None, rest.rstrip("]").split(", ") if rest else None
-
-
 def test_samplers_table_equals_the_json(capped):
     d, t = capped
     tab = t.tables["doctor-samplers"]
     assert tab["head"] == HEAD and len(tab["rows"]) == len(d["samplers"]["rows"]) >= 7
+    steps = d["run"]["steps"]
+    assert d["samplers"]["settings"]["steps"] == steps
     for cells, r in zip(tab["rows"], d["samplers"]["rows"]):
         assert cells[0] == r["label"]
         (u, u_se, u_iv), (rp, _, _), (nt, nt_se, nt_iv) = map(figure, cells[1:4])
@@ -106,8 +102,22 @@ def test_samplers_table_equals_the_json(capped):
         assert (u_se is None) == ("useful_per_1000" not in r["mc_se"])  # simulated figures carry their MC SE
         if u_se is not None:
             assert close(u_se, r["mc_se"]["useful_per_1000"], 0.05)
+        # expiry and shift in steps of the run (t = 1: its last step), never a t past the run's end
+        t = r["expiry_t"]
+        expires = figure(cells[4])[0]
+        if t is None or t == 0:
+            assert expires == ("beyond the run" if t is None else "already below")
+        else:
+            m = re.fullmatch(r"(?:after ([\d,]+) steps|beyond the run \(([\d,]+) steps\))", expires)
+            assert m and (m[1] is not None) == (t <= 1), cells[4]
+            assert abs(int((m[1] or m[2]).replace(",", "")) - t * steps) <= 0.5 + 1e-9
+        shift = figure(cells[5])[0]
         if r["expiry_shift"] is not None:
-            assert close(figure(cells[5])[0], r["expiry_shift"], 0.0005)
+            m = re.fullmatch(r"([+-][\d,]+) steps", shift)
+            assert m and abs(int(m[1].replace(",", "")) - r["expiry_shift"] * steps) <= 0.5 + 1e-9, cells[5]
+            assert m[1] != "-0"
+        else:
+            assert shift == "-"
 
 
 def test_stall_tables_equal_the_json(capped):

@@ -164,7 +164,8 @@ def test_report_shows_intervals_and_mc_se(capsys, tmp_path):
     assert f"{plain['useful_per_1000']:.1f} [{lo:.1f}, {hi:.1f}]" in text
     retire = next(r for r in d["samplers"]["rows"] if r["sampler"] == "retire")
     assert retire["mc_se"]["useful_per_1000"] > 0 and f"\u00b1 {retire['mc_se']['useful_per_1000']:.1f}" in text
-    assert "DAPO batch 16 (gen 24, max_num_gen_batches 2; sizes: flags)" in text
+    assert ("rounds of 24 prompts until 16 groups with a gradient fill the step, at most 2 rounds "
+            "(max_num_gen_batches) (sizes: flags)") in " ".join(text.split())
     page = html_report(d)
     assert f"{plain['useful_per_1000']:.1f} [{lo:.1f}, {hi:.1f}]" in page and "95% intervals" in page
     code = main(["diagnose", str(PLAIN), "--train-batch-size", "16", "--json"])

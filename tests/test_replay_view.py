@@ -143,3 +143,28 @@ def test_sessions_share_a_record_on_disk_until_it_changes(tmp_path):
     third = ReplayView(runs_root=tmp_path)
     assert third.slots[0].view is not first.slots[0].view and len(third.slots[0].view.steps) == 5
     assert len(first.slots[0].view.steps) == 3  # what the first visitor shows is left alone
+
+
+def test_plots_without_data_say_so_instead_of_empty_axes(tmp_path):
+    """A scalars-only record (TRL's trainer_state.json): the plots whose series it does not hold are not drawn and a
+    note names them; the pass-rate histogram, with no evaluation to bin, is a sentence too. Which series are empty is
+    read from what the grid component sends the browser."""
+    view = ReplayView(runs_root=tmp_path)
+    upload(view, FIXTURES / "trl_run" / "trainer_state.json", "trl")
+    drawn = {f.title.text: f.visible for f in view.plots.figures}
+    series = {"Groups with a gradient: measured vs predicted": ("eff", "eff_roll", "pred_real", "pred_iid"),
+              "Both tails: unanimous groups": ("all_pass", "all_fail"),
+              "Reward and evaluation pass rate": ("reward", "eval_pass"),
+              "Rollouts: generated vs with a gradient": ("gen_cum", "useful_cum")}
+    want = {title: any(np.isfinite(sent(view, k)).any() for k in keys) for title, keys in series.items()}
+    assert drawn == want and not all(want.values()) and any(want.values()), (drawn, want)
+    note = view.plots.note
+    assert note is not None and note.visible
+    assert all((title in note.text) == (not ok) for title, ok in want.items()), note.text
+    hist = view.slots[0]
+    assert not hist.hist_fig.visible and hist.empty.visible and "no evaluation" in hist.empty.text
+    # a run with evaluations and groups: every plot drawn, no note made
+    write_record(tmp_path / "full" / "run", synthetic_record(steps=4))
+    full = ReplayView(runs_root=tmp_path / "full")
+    assert all(f.visible for f in full.plots.figures) and full.plots.note is None
+    assert full.slots[0].hist_fig.visible and not full.slots[0].empty.visible

@@ -83,7 +83,7 @@ def test_samplers_tab_is_lazy_and_follows_the_lab_state():
     first = view.table.object
     assert "plain GRPO" in first and "K = 6" in first
     lab.progress = 0.5
-    assert view.table.object != first and "at t = 0.5" in view.table.object
+    assert view.table.object != first and "at training progress t = 0.5" in view.table.object
     rows = samplers_for(lab)["rows"]
     assert f"{rows[0]['useful_per_1000']:.1f}" in view.table.object
     lab.a = 0.05  # still valid; a bound the core accepts

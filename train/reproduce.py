@@ -101,7 +101,6 @@ def reproduce(path, steps: int = DEFAULT_STEPS, overrides: dict | None = None, o
     or the warm start to see the comparison fail) into ``out`` (default a temporary folder) and compare."""
     from grpo_lab.sims.record import read_record
     from .config import GRPOConfig
-    from .loop import train
 
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise InputError(f"steps must be an integer >= 1, got {steps!r}")
@@ -117,6 +116,13 @@ def reproduce(path, steps: int = DEFAULT_STEPS, overrides: dict | None = None, o
         setattr(cfg, k, v)
     cfg = cfg.validate()
     threads = int(record.meta.get("torch_threads") or 1)
+    try:  # torch is needed from here on only: the record's checks above speak first
+        from .loop import train
+    except ImportError as exc:  # ModuleNotFoundError where torch is not installed; ImportError where it is broken
+        if (exc.name or "").split(".")[0] != "torch" and "torch" not in str(exc):
+            raise
+        raise InputError("rerunning a run needs PyTorch, which is not installed: pip install 'grpo-lab[train]'") \
+            from None
     with tempfile.TemporaryDirectory(prefix="grpo-lab-rerun-") as tmp:
         rerun = train(cfg, Path(out) if out else Path(tmp) / "rerun", device="cpu", threads=threads, sft_cache=None,
                       command="grpo_lab.train.reproduce")

@@ -15,6 +15,16 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
+def column_format(values: Iterable, digits: int = 6) -> str:
+    """One format for a column of numbers: fixed with ``digits`` decimals when every finite non-zero value lies in
+    [1e-4, 1e6) in size (0.656100, 0.000100), else scientific with ``digits - 2`` (6.561000e-01 ... 1.0000e-08), so
+    that no column mixes 0.6561, 0.430467 and 1e-08."""
+    vals = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v)) and float(v) != 0]
+    if all(1e-4 <= v < 1e6 for v in vals):
+        return f".{digits}f"
+    return f".{max(digits - 2, 1)}e"
+
+
 def print_table(rows: Iterable[dict], columns: list[str], formats: dict[str, str] | None = None,
                 left: Iterable[str] = ()) -> None:
     """Print rows as an aligned text table (columns right-aligned, those in ``left`` left-aligned)."""

@@ -12,7 +12,7 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario, evaluate
 
 from ._args import add_view_arguments
-from ._io import print_json, print_table
+from ._io import column_format, print_json, print_table
 
 
 def register(sub) -> None:
@@ -62,8 +62,10 @@ def cmd_table(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"rows": rows})
     else:
-        fmt = {c: ".6g" for c in ("p_all_pass", "p_all_fail", "p_unanimous", "p_useful", "rollouts_per_useful")}
-        fmt.update(p="g", rho="g")
+        # one format per column (fixed, or scientific where a column spans more than 1e-4 to 1e6)
+        fmt = {c: column_format(r[c] for r in rows)
+               for c in ("p_all_pass", "p_all_fail", "p_unanimous", "p_useful", "rollouts_per_useful")}
+        fmt.update(p="g", rho="g")  # the inputs, as given
         print_table(rows, ["p", "K", "rho", "p_all_pass", "p_all_fail", "p_unanimous", "p_useful", "rollouts_per_useful"], fmt)
     return 0
 

@@ -8,6 +8,7 @@ prompt texts) is escaped with :func:`html.escape`.
 from __future__ import annotations
 
 import html
+import re
 
 import numpy as np
 
@@ -17,19 +18,28 @@ from .audit import audit_html
 from .markup import table
 from .cost import cost_html
 from .samplers import samplers_html
+from .samplers_chart import about_html, samplers_svg, verdict
 from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
 from .svg import COLORS, svg
 from .text import num, text_report
 
-__all__ = ["html_fragment", "html_report", "LIST_PREVIEW"]
+__all__ = ["html_fragment", "html_report", "LIST_PREVIEW", "OPEN"]
 
 LIST_PREVIEW = 20  #: prompts of each list shown in the page (the JSONL files hold all)
+#: the sections open in a folded report (the lab's): the fit against observed, the forecast, the samplers' chart,
+#: the stall forecast and the transitions; what-ifs, skipping, the audit, the prompt lists and the text start folded
+OPEN = ("Fit and its check", "Forecast", "Samplers", "Stall forecast", "Transitions")
+_H2 = re.compile(r"<h2>(.*?)</h2>", re.S)
 
 
-_STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:1.5em auto;color:#222;padding:0 1em}
+_STYLE = """.doctor-report{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:1.5em auto;color:#222;
+padding:0 1em;overflow-x:auto}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em}table{border-collapse:collapse;margin:.5em 0}
-td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}th{background:#f4f4f4}
+td,th{border:1px solid #ddd;padding:2px 8px;text-align:right;white-space:nowrap}th{background:#f4f4f4;
+white-space:normal;vertical-align:bottom}th:first-child{text-align:left}
+svg{max-width:100%;height:auto}.doctor-samplers td{white-space:normal}
+summary{cursor:pointer}summary h2{display:inline-block;margin:1em 0 .4em}details.doctor-section{margin:0}
 td:first-child{text-align:left}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;white-space:pre-wrap}
 figure{margin:.6em 0}figcaption{font-weight:600;font-size:.95em}.caution{background:#fff6e0;padding:.5em}"""
 
@@ -58,15 +68,30 @@ def html_report(d: dict) -> str:
         f"<title>{html.escape(title)}</title></head><body>", html_fragment(d), "</body></html>"])
 
 
-def html_fragment(d: dict, lab_href: str | None = None) -> str:
+def _fold(body: str, open_titles: tuple[str, ...] | None) -> str:
+    """Each ``<h2>`` section of ``body`` (from its heading to the next) as a ``<details class="doctor-section">``
+    whose summary is the heading; open when ``open_titles`` is None or its title starts with one of them."""
+    parts = _H2.split(body)
+    out = [parts[0]]
+    for title, rest in zip(parts[1::2], parts[2::2]):
+        is_open = open_titles is None or title.startswith(open_titles)
+        out.append(f'<details class="doctor-section"{" open" if is_open else ""}><summary><h2>{title}</h2></summary>'
+                   f"{rest}</details>")
+    return "".join(out)
+
+
+def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) -> str:
     """The report's content (its own ``<style>``, headings, SVG plots, tables) for embedding in a page.
 
     ``lab_href``: where the "open this population in the lab" link points (the lab's address with
-    :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None. A scalars-only diagnosis has its own
-    content (:func:`.scalars.scalars_html`).
+    :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None. Every section is a ``<details>`` under its
+    heading; ``folded``: only the pictures' sections (:data:`OPEN`) start open (the lab's Replay tab), else all do.
+    The plain-text report (the command line's) is the last section. A scalars-only diagnosis has its own content
+    (:func:`.scalars.scalars_html`), folded the same way.
     """
     if d.get("scalars_only"):
-        return f"<div class=\"doctor-report\"><style>{_STYLE}</style>{scalars_html(d, lab_href)}</div>"
+        return (f"<div class=\"doctor-report\"><style>{_STYLE}</style>"
+                f"{_fold(scalars_html(d, lab_href), OPEN if folded else None)}</div>")
     r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))
@@ -120,26 +145,26 @@ def html_fragment(d: dict, lab_href: str | None = None) -> str:
     link = (f'<p><a class="doctor-lab-link" href="{html.escape(lab_href, quote=True)}" target="_blank" '
             f'rel="noopener">Open this population in the lab</a> (Beta({f["alpha"]:.3g}, {f["beta"]:.3g}) at '
             f'K = {r["K"]})</p>' if lab_href is not None else "")
-    return "\n".join([
-        f"<div class=\"doctor-report\"><style>{_STYLE}</style>",
-        f"<h1>{html.escape(title)}</h1>", link,
-        f"<pre>{html.escape(text_report(d))}</pre>",
+    body = "\n".join([
         "<h2>Fit and its check</h2>",
         f"<p>Single Beta: alpha {f['alpha']:.3f} &plusmn; {f['se_alpha']:.3f}, beta {f['beta']:.3f} &plusmn; "
         f"{f['se_beta']:.3f}; chi-square p = {num(f['gof']['p_value'])}"
         f"{' (poor fit)' if f['gof']['poor'] else ''}.</p>",
-        table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"]), check,
+        table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"], "doctor-fit"), check,
         _pooled_html(d["pooled"], r["K"]),
         "<h2>Forecast</h2>", f"<p>{html.escape(fc['status'])}.</p>", eff,
         "<h2>What-ifs</h2>", kplot,
         table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail",
                          "effective rate (recent, prompt-pooled)"]),
         table(dapo_rows, ["K", "batch (groups)", "DAPO amplification", "95th percentile (rounds)"]),
-        samplers_html(d["samplers"]),
+        samplers_html(d["samplers"]), f"<p class=\"doctor-samplers-verdict\">{html.escape(verdict(d['samplers']))}</p>",
+        samplers_svg(d["samplers"], "Samplers on the run's fitted population"), about_html(d["samplers"], links=False),
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),
         cost_html(d), side_by_side_html(d),
         audit_html(d["audit"]) if "audit" in d else "",
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
-        "</div>"])
+        "<h2>The report as text</h2>", f"<pre>{html.escape(text_report(d))}</pre>"])
+    return "\n".join([f"<div class=\"doctor-report\"><style>{_STYLE}</style>", f"<h1>{html.escape(title)}</h1>", link,
+                      _fold(body, OPEN if folded else None), "</div>"])

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import html
 
-from grpo_lab.sims.formatting import percent
-from grpo_lab.sims.samplers.compare import HORIZON
+from grpo_lab.sims.formatting import fixed, percent, signed
 
 from .markup import table
+from .samplers_chart import expiry_words
 
 __all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html", "settings_line", "settings_text"]
 
@@ -34,12 +34,13 @@ def _figure(row: dict, key: str, text: str, spec: str, above: str = "-") -> str:
 
 
 def table_rows(section: dict) -> list[list[str]]:
-    """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expiry t, shift, shift in
-    steps] as text, one row per sampler (an expiry past the search's horizon reads "> HORIZON"). A simulated
-    figure carries its Monte Carlo SE (" \u00b1 se", ``mc_se``) and, in the doctor's table, every figure its interval
-    (" [lo, hi]", ``interval``; shares in percent)."""
-    def when(t):
-        return "already below" if t == 0 else f"> {HORIZON:g}" if t is None else f"{t:.3f}"
+    """[sampler, useful per 1,000 rollouts, rollouts per useful group, never trained, expires, shift] as text, one
+    row per sampler: the expiry in words (:func:`.samplers_chart.expiry_words`: in steps where the section has a run
+    length, else a progress t within the run, or "beyond the run"); the shift against plain GRPO in steps, else in
+    run lengths. A simulated figure carries its Monte Carlo SE (" \u00b1 se", ``mc_se``) and, in the doctor's
+    table, every figure its interval (" [lo, hi]", ``interval``; shares in percent; the expiry's and the shift's in
+    the column's unit, an upper end past the search's horizon "beyond")."""
+    steps = section["settings"].get("steps")
 
     def share(row):
         se = row.get("mc_se", {}).get("never_trained")
@@ -49,26 +50,50 @@ def table_rows(section: dict) -> list[list[str]]:
             text += f" \u00b1 {100 * se:.1f}%"
         return text + (f" [{percent(iv[0])}, {percent(iv[1])}]" if iv and text != "-" else "")
 
+    def unit(x, sign: bool = False) -> str:
+        """A t (or a shift of t) in the table's unit: steps where a run length is given, else t."""
+        if steps:
+            return f"{round(x * steps):{'+' if sign else ''},d}"
+        return signed(x, 2) if sign else fixed(x, 2)
+
+    def between(iv, sign: bool = False) -> str:  # nothing for an interval of one point (all already below)
+        if iv is None or (iv[1] is not None and unit(iv[0], sign) == unit(iv[1], sign)):
+            return ""
+        return f" [{unit(iv[0], sign)}, {'beyond' if iv[1] is None else unit(iv[1], sign)}]"
+
+    def expires(row):
+        return expiry_words(row["expiry_t"], steps) + between(row.get("interval", {}).get("expiry_t"))
+
+    def shift(row):
+        x = row["expiry_shift"]
+        if x is None:
+            return "-"
+        return f"{unit(x, True)} {'steps' if steps else 'runs'}" + between(row.get("interval", {}).get("expiry_shift"),
+                                                                          True)
+
     return [[r["label"], _figure(r, "useful_per_1000", _cell(r["useful_per_1000"], ".1f"), ".1f"),
              _figure(r, "rollouts_per_useful", _cell(r["rollouts_per_useful"], ".1f"), ".1f"),
-             share(r), _figure(r, "expiry_t", when(r["expiry_t"]), ".3f", f"> {HORIZON:g}"),
-             _figure(r, "expiry_shift", _cell(r["expiry_shift"], "+.3f"), "+.3f", "beyond"),
-             _figure(r, "expiry_shift_steps", _cell(r["expiry_shift_steps"], "+.0f"), "+.0f", "beyond")]
+             share(r), expires(r), shift(r)]
             for r in section["rows"]]
 
 
-HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never trained", "expires at t",
-        "shift (t)", "shift (steps)"]
+HEAD = ["sampler", "useful / 1,000 rollouts", "rollouts / useful group", "never trained", "expires",
+        "later than plain GRPO"]
 
 
 def settings_line(section: dict) -> str:
     s = section["settings"]
-    line = (f"{s['prompts']:,} prompts, K = {s['K']}, budget {s['epochs']:g} epochs ({s['budget_rollouts']:,.0f} "
-            f"rollouts); DAPO batch {s['batch']} (gen {s['gen_batch']}, max_num_gen_batches "
-            f"{s['max_num_gen_batches']}{', no cap' if s['max_num_gen_batches'] == 0 else ''}"
-            f"{'; sizes: ' + s['sizes_from'] if s.get('sizes_from') else ''}); band [{s['band'][0]:g}, "
-            f"{s['band'][1]:g}]; retire after {s['n_retire']} all-pass; GRESO p_e {s['p_easy']:g}/{s['p_hard']:g}; "
-            f"PODS n = {s['pods_factor']}K; expiry: rate below {s['threshold']:g}")
+    cap = s["max_num_gen_batches"]
+    line = (f"{s['prompts']:,} prompts, groups of K = {s['K']}, a budget of {s['epochs']:g} epochs of plain GRPO "
+            f"({s['budget_rollouts']:,.0f} rollouts). DAPO: rounds of {s['gen_batch']} prompts until {s['batch']} "
+            f"groups with a gradient fill the step, "
+            f"{'no cap on the rounds' if cap == 0 else f'at most {cap} rounds (max_num_gen_batches)'}"
+            f"{' (sizes: ' + s['sizes_from'] + ')' if s.get('sizes_from') else ''}. Pass-rate band: prompts whose "
+            f"true pass rate lies in [{s['band'][0]:g}, {s['band'][1]:g}]. Retirement: a prompt is dropped after "
+            f"{s['n_retire']} all-pass groups in a row. GRESO: a prompt whose last z groups were unanimous is "
+            f"skipped with probability 1 - {s['p_easy']:g}^z after all-pass, 1 - {s['p_hard']:g}^z after all-fail. "
+            f"PODS: {s['pods_factor']}K rollouts generated a prompt, the K of most varied reward trained on. "
+            f"Expiry: useful groups per K rollouts below {s['threshold']:g}")
     iv = s.get("intervals")
     if iv:
         line += (f"; [{iv['level']:.0%} intervals]: {iv['method']} ({iv['prompts_each']:,} prompts each); "

@@ -16,7 +16,7 @@ from grpo_lab.sims.formatting import percent
 from .markup import table
 from .svg import COLORS, svg
 
-__all__ = ["stall_lines", "transitions_lines", "stall_html", "ahead_rows"]
+__all__ = ["stall_lines", "transitions_lines", "stall_html", "ahead_rows", "risk_lines", "risk_rows"]
 
 AHEAD = (0.1, 0.5, 1.0)  #: the text shows the forecast this many run lengths past the last step
 _SHORT = {"all_fail": "fail", "mixed": "mixed", "all_pass": "pass"}
@@ -62,8 +62,12 @@ def stall_lines(d: dict) -> list[str]:
         out.append(f"  P(stall) > {float(level):g} first at step {_step(st['step'])} [{_step(lo)}, {_step(hi)}]"
                    + (" (already above at the last step)" if st["already"] else "")
                    + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']})"))
-    out.append(f"  cause: {sf['cause']} ({percent(sf['cause_share_all_fail'])} of dropped groups all-fail at step "
-               f"{sf['cause_at_step']})")
+    if sf["cause"] is None:
+        out.append(f"  cause: none (no stall forecast within the horizon, step {sf['horizon_step']})")
+    else:
+        out.append(f"  cause: {sf['cause']} ({percent(sf['cause_share_all_fail'])} of dropped groups all-fail at step "
+                   f"{sf['cause_at_step']})")
+    out.extend(risk_lines(sf))
     c = sf["calibrated"]
     if c["observed"] is not None:
         out.append(f"  calibrated to steps {c['steps'][0]}-{c['steps'][1]} (mixed {percent(c['observed'])} observed vs "
@@ -71,6 +75,8 @@ def stall_lines(d: dict) -> list[str]:
                    f"{percent(c['now']['p_stall'])}" + ("; P(stall) > 0.5 first at step "
                    f"{_step(c['stall']['0.5'])}, > 0.05 at {_step(c['stall']['0.05'])}" if s["cap_effective"] else ""))
     cr = sf.get("calibrated_rounds", {"available": False})
+    if cr.get("identifiable") is False:
+        out.append(f"  calibrated to the logged rounds: {cr['reason']}")
     if cr["available"]:
         out.append(f"  calibrated to the logged rounds of steps {cr['steps'][0]}-{cr['steps'][1]} ({cr['observed']:.2f} "
                    f"logged vs {cr['model']:.2f} model, u x{cr['factor']:.2f}"
@@ -99,6 +105,49 @@ def stall_lines(d: dict) -> list[str]:
             out.append(f"  backtest: {b['reason']}")
     else:
         out.append(f"  check: {v['reason']}")
+    return out
+
+
+def _upper(x, horizon) -> str:
+    return f"beyond step {horizon}" if x is None else f"{x:.0f}"
+
+
+def risk_rows(sf: dict) -> list[int]:
+    """Indices into ``sf['risk']['step']`` the report shows: :data:`AHEAD` run lengths past the last step, the
+    first stall's interval ends and median, and the horizon."""
+    rk, now = sf["risk"], sf["now"]
+    steps = np.asarray(rk["step"])
+    span = max(now["step"] - float(np.min(sf["validation"].get("steps", [0]))), 10.0)
+    fs = rk["first_stall"]
+    marks = [x for x in (*fs["interval"], fs["median"]) if x is not None]  # where the risk passes 5%, 50%, 95%
+    want = [now["step"] + f * span for f in AHEAD] + marks + [steps[-1]]
+    return sorted({int(np.argmin(np.abs(steps - w))) for w in want})
+
+
+def risk_lines(sf: dict) -> list[str]:
+    """Text lines of ``sf['risk']`` (the first stall's distribution, the cumulative risk, the shapes' weights)."""
+    rk = sf.get("risk")
+    if not rk:
+        return []
+    if not rk["available"]:
+        return [f"  risk: not available: {rk['reason']}"]
+    fs = rk["first_stall"]
+    lo, hi = fs["interval"]
+    out = [f"  risk ({rk['draws']} bootstrap draws over the drift's shape, the population, the drift's parameters and "
+           f"the loop's rounds): first stall at step {_upper(fs['median'], fs['horizon_step'])} (median), "
+           f"{100 * rk['level']:.0f}% interval [{_step(lo)}, {_upper(hi, fs['horizon_step'])}]; P(stall by step "
+           f"{fs['horizon_step']}) {percent(fs['p_by_horizon'])}; mean first step, counted as {fs['horizon_step'] + 1} "
+           f"where beyond: {fs['expected_restricted']:.0f}",
+           "  P(stall by step n) [90% band], per-step hazard: " + ", ".join(
+               f"{rk['step'][i]:.0f}: {percent(rk['cumulative'][i])} [{percent(rk['cumulative_band'][0][i])}, "
+               f"{percent(rk['cumulative_band'][1][i])}], {percent(rk['hazard'][i])}" for i in risk_rows(sf)),
+           "  drift shapes (rolling-origin weights): " + ", ".join(
+               f"{k} {percent(v)}" for k, v in rk["shapes"]["weights"].items())]
+    if rk["survivors"]:
+        out.append(f"  survivors only: {rk['survivors_reason']}; the population and the level are fitted with the "
+                   "groups' likelihood truncated to 0 < k < K" + (
+                       "; train/num_gen_batches enters the likelihood" if rk["rounds_used"] else
+                       "; no logged rounds to add"))
     return out
 
 
@@ -156,6 +205,19 @@ def _rounds_svg(sf: dict) -> str:
                 hline=cap or None)
 
 
+def _risk_svg(rk: dict) -> str:
+    """P(stall by step n) with its 90% band over the draws, and the per-step P(stall) (median, band)."""
+    x = np.asarray(rk["step"], float)
+    cb, pb = np.asarray(rk["cumulative_band"]), np.asarray(rk["p_stall_band"])
+    lines = [{"name": "", "x": x, "y": rk["cumulative"], "lo": cb[0], "hi": cb[1], "kind": "band", "color": COLORS["proj"]},
+             {"name": "P(stall by step)", "x": x, "y": rk["cumulative"], "color": COLORS["proj"]},
+             {"name": "", "x": x, "y": rk["p_stall_median"], "lo": pb[0], "hi": pb[1], "kind": "band",
+              "color": COLORS["fail"]},
+             {"name": "P(stall) at the step", "x": x, "y": rk["p_stall_median"], "color": COLORS["fail"], "dashed": True}]
+    return svg("Stall risk: cumulative and per step (bands: 90% over the bootstrap draws)", lines,
+               (float(x[0]), float(x[-1])), ylabel="probability")
+
+
 def ahead_rows(sf: dict) -> list[int]:
     """Indices into ``sf['series']`` the report shows: the last step and :data:`AHEAD` run lengths past it."""
     ser, now = sf["series"], sf["now"]
@@ -175,8 +237,23 @@ def _stall_tables(sf: dict) -> str:
         out.append(table([[f"{float(level):g}", _step(st["step"]), _step(st["interval"][0]), _step(st["interval"][1])]
                           for level, st in sf["stall"].items()],
                          ["P(stall) above", "first at step", "95% interval from", "to"], "doctor-stall-levels"))
-    out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
-               f"all-fail).</p>")
+    if sf["cause"] is None:
+        out.append("<p>Cause: none (no stall forecast within the horizon).</p>")
+    else:
+        out.append(f"<p>Cause: {html.escape(sf['cause'])} ({percent(sf['cause_share_all_fail'])} of dropped groups "
+                   f"all-fail).</p>")
+    rk = sf.get("risk")
+    if rk and rk["available"]:
+        fs = rk["first_stall"]
+        out.append(table([[f"{rk['step'][i]:.0f}", percent(rk["cumulative"][i]),
+                           f"{percent(rk['cumulative_band'][0][i])} - {percent(rk['cumulative_band'][1][i])}",
+                           percent(rk["hazard"][i])] for i in risk_rows(sf)],
+                         ["step", "P(stall by step)", "90% band over draws", "hazard at the step"], "doctor-stall-risk"))
+        out.append(f"<p class=\"doctor-stall-first\">First stall: step {_upper(fs['median'], fs['horizon_step'])} "
+                   f"(median), {100 * rk['level']:.0f}% interval {_step(fs['interval'][0])} to "
+                   f"{_upper(fs['interval'][1], fs['horizon_step'])}"
+                   + (f". {html.escape(rk['survivors_reason'])}: fitted with the likelihood truncated to 0 &lt; k &lt; K"
+                      if rk["survivors"] else "") + ".</p>")
     cr = sf.get("calibrated_rounds", {"available": False})
     if cr["available"]:
         out.append(f"<p class=\"doctor-stall-rounds\">Calibrated to the logged rounds of steps {cr['steps'][0]}-"
@@ -195,6 +272,8 @@ def stall_html(d: dict) -> str:
     sf = d.get("stall_forecast")
     if sf and sf["available"]:
         parts.append(_rounds_svg(sf))
+        if sf.get("risk", {}).get("available"):
+            parts.append(_risk_svg(sf["risk"]))
         parts.append(_stall_tables(sf))
     else:
         parts.append(f"<p>{html.escape(sf['reason'] if sf else 'not computed')}.</p>")

@@ -6,7 +6,7 @@ import html
 
 import numpy as np
 
-__all__ = ["svg", "COLORS"]
+__all__ = ["svg", "COLORS", "nice_ticks"]
 
 _W, _H, _PAD = 640, 260, 44  #: plot size and margin in px
 COLORS = {"obs": "#444", "pass": "#2a7ab0", "fail": "#c0392b", "fit": "#e67e22", "proj": "#8e44ad",
@@ -17,10 +17,21 @@ def _scale(v, lo, hi, a, b):
     return a + (np.asarray(v, float) - lo) / ((hi - lo) or 1.0) * (b - a)
 
 
+def nice_ticks(lo: float, hi: float, n: int = 5) -> np.ndarray:
+    """Ticks at round numbers (1, 2 or 5 times a power of ten apart) inside [lo, hi], about ``n`` of them."""
+    span = hi - lo
+    if not np.isfinite(span) or span <= 0:
+        return np.array([lo])
+    raw = span / max(n - 1, 1)
+    mag = 10.0 ** np.floor(np.log10(raw))
+    step = mag * min((m for m in (1, 2, 5, 10) if m * mag >= raw), default=10)
+    return np.arange(np.ceil(lo / step) * step, hi + step * 1e-9, step)
+
+
 def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", ylabel="share",
          hline=None, xlog2=False) -> str:
-    """An inline SVG plot: ``series`` items have name, x, y, color, kind ('line' or 'points'), and
-    optionally lo/hi (vertical interval bars)."""
+    """An inline SVG plot: ``series`` items have name, x, y, color, kind ('line', 'points' or 'band': the area
+    between lo and hi, y unused but for its finite points), and optionally lo/hi (vertical interval bars)."""
     x0, x1 = xlim
     tx = (lambda v: np.log2(v)) if xlog2 else (lambda v: np.asarray(v, float))
     X = lambda v: _scale(tx(v), tx(x0), tx(x1), _PAD, _W - 10)  # noqa: E731
@@ -29,11 +40,11 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
            f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{_H}" viewBox="0 0 {_W} {_H}" '
            f'role="img" aria-label="{html.escape(title)}">',
            f'<rect x="{_PAD}" y="10" width="{_W - 10 - _PAD}" height="{_H - 40}" fill="#fff" stroke="#ccc"/>']
-    for yv in np.linspace(ylim[0], ylim[1], 5):
-        out.append(f'<text x="{_PAD - 4}" y="{Y(yv) + 4:.1f}" text-anchor="end" font-size="10">{yv:.2g}</text>')
-    ticks = [k for k in (4, 8, 16, 32, 64) if x0 <= k <= x1] if xlog2 else np.linspace(x0, x1, 5)
+    for yv in nice_ticks(*ylim, n=6):
+        out.append(f'<text x="{_PAD - 4}" y="{Y(yv) + 4:.1f}" text-anchor="end" font-size="10">{yv + 0.0:.4g}</text>')
+    ticks = [k for k in (4, 8, 16, 32, 64) if x0 <= k <= x1] if xlog2 else nice_ticks(x0, x1)
     for xv in ticks:
-        out.append(f'<text x="{X(xv):.1f}" y="{_H - 16}" text-anchor="middle" font-size="10">{xv:.4g}</text>')
+        out.append(f'<text x="{X(xv):.1f}" y="{_H - 16}" text-anchor="middle" font-size="10">{xv + 0.0:.4g}</text>')
     out.append(f'<text x="{(_W + _PAD) / 2}" y="{_H - 2}" text-anchor="middle" font-size="11">'
                f'{html.escape(xlabel)}</text>')
     out.append(f'<text x="10" y="{_H / 2}" transform="rotate(-90 10 {_H / 2})" text-anchor="middle" '
@@ -46,6 +57,12 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
         x, y = np.asarray(s["x"], float), np.asarray(s["y"], float)
         ok = np.isfinite(x) & np.isfinite(y)
         color = s["color"]
+        if s.get("kind") == "band":  # a shaded band between lo and hi
+            lo, hi = np.asarray(s["lo"], float)[ok], np.asarray(s["hi"], float)[ok]
+            pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(np.concatenate([x[ok], x[ok][::-1]]),
+                                                                   np.concatenate([hi, lo[::-1]])))
+            out.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.2" stroke="none"/>')
+            continue
         if "lo" in s:
             for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
                 out.append(f'<line x1="{X(xi):.1f}" x2="{X(xi):.1f}" y1="{Y(lo):.1f}" y2="{Y(hi):.1f}" '

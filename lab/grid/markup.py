@@ -139,15 +139,16 @@ def grid_data(population: Population, gain: float, *, readouts: str = "main", wi
 
 def frames_html(grey_label: str, rate_key: str, runs: tuple[str, ...] = ("a", "b")) -> str:
     """The view's frames mode (``grpoGridView.frames``, the Replay tab): Play and one step slider for the
-    shared time axis, then per run a block with its caption, readouts (a polite live region), the outcome
-    legend (grey: ``grey_label``) or the pass-rate key (``rate_key``: its HTML), the canvas and the tip.
+    shared time axis, then per run a block with its caption, the outcome legend (grey: ``grey_label``) or the
+    pass-rate key (``rate_key``: its HTML), the canvas and the tip, and its readouts (a polite live region) under
+    the canvas, so that slider and grid share the first screen.
     The captions, readouts and canvas labels are filled by the browser from the frames' data (as text)."""
     blocks = "".join(f"""<section class="gx-run" data-run="{r}" hidden>
   <p class="gx-caption"></p>
-  <div class="gx-readouts" aria-live="polite"></div>
   <div class="gx-key-outcome">{legend_html(grey_label)}</div><div class="gx-key-rate">{rate_key}</div>
   <div class="gx-grid"><canvas class="gx-canvas" width="1" height="1" role="img"></canvas>
     <div class="gx-tip" role="tooltip" hidden></div></div>
+  <div class="gx-readouts" aria-live="polite"></div>
 </section>""" for r in runs)
     return f"""<div class="gx-frames-view">
 <div class="gx-controls gx-row">

@@ -2,9 +2,11 @@
 
 ``DiagnoseView()`` is a ``pn.viewable.Viewer``; the replay view hands it the chosen run with
 ``set_record(label, record)``. *Diagnose this run* runs :func:`grpo_lab.sims.doctor.diagnose` in a worker
-thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.doctor_report.html_fragment`:
-the fit and its check, the forecast and its backtest, what-ifs, skipping, prompt lists; every text from the
-record escaped) with an *Open this population in the lab* link: the page's own address with the query
+thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.doctor_report.html_fragment`,
+folded: the pictures' sections open (the fit against observed, the forecast, the samplers' chart, the stall
+forecast, the transitions), what-ifs, skipping, the audit, the prompt lists and the plain text folded; inline SVG,
+no script, every text from the record escaped; in a box that scrolls, at most :data:`REPORT_HEIGHT` tall) with an
+*Open this population in the lab* link: the page's own address with the query
 ``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
 notice (plain text) and the page keeps working. A record of per-step tracker scalars only gets the doctor on
 scalars (docs/doctor.md, "The doctor on scalars"), or the one line saying what it lacks (K, the groups per step).
@@ -30,6 +32,7 @@ _HELP = ("**Diagnose.** Fit this run's difficulty from its groups, check the fit
          "group rate falls below 0.5, and price K, dynamic sampling and a difficulty band on it "
          "(docs/doctor.md). The link opens the fitted population in the live lab.")
 _IDLE, _BUSY = "Diagnose this run", "Diagnosing..."
+REPORT_HEIGHT = "85vh"  #: the report's box; it scrolls within
 
 
 def diagnose_html(record) -> tuple[str | None, str | None]:
@@ -38,7 +41,7 @@ def diagnose_html(record) -> tuple[str | None, str | None]:
         d = diagnose(record)
     except InputError as exc:
         return None, f"Cannot diagnose this run: {exc}"
-    return html_fragment(d, lab_href="?" + d["lab_query"]), None
+    return html_fragment(d, lab_href="?" + d["lab_query"], folded=True), None
 
 
 class DiagnoseView(pn.viewable.Viewer):
@@ -51,7 +54,9 @@ class DiagnoseView(pn.viewable.Viewer):
                                         css_classes=["replay-diagnose-button"])
         self.notice = pn.pane.HTML("", visible=False, css_classes=["replay-diagnose-notice"],
                                    styles={"color": "#8a4b00", "background": "#fff6e0", "padding": "4px 8px"})
-        self.report = pn.pane.HTML("", css_classes=["replay-diagnose"], sizing_mode="stretch_width")
+        # the report scrolls in a box of at most REPORT_HEIGHT of the window: the page does not grow by thousands of px
+        self.report = pn.pane.HTML("", css_classes=["replay-diagnose"], sizing_mode="stretch_width",
+                                   styles={"max-height": REPORT_HEIGHT, "overflow-y": "auto"})
         self.button.on_click(self._on_click)
         # the notice joins the section the first time it has something to say (one model fewer in a first render)
         self._layout = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width", max_width=560), self.button,

@@ -8,9 +8,11 @@ histograms and the plots' step markers follow the step slider once it pauses.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 from bokeh.layouts import column
-from bokeh.models import ColumnDataSource, NumeralTickFormatter, Range1d, Span, VBar
+from bokeh.models import ColumnDataSource, Div, NumeralTickFormatter, Range1d, Span, VBar
 from bokeh.palettes import Cividis256
 
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
@@ -94,6 +96,9 @@ class Slot:
         self.hist_fig.title.text_font_size = "12px"
         self.hist_fig.xaxis.axis_label = "pass rate at the nearest evaluation"  # the colour: in the title
         self.hist_fig.yaxis.axis_label = "prompts"
+        # said in words where the record has no evaluation (no pass rate to bin), instead of empty axes; the note
+        # joins the layout the first time it is needed (one model fewer in a first render)
+        self.empty = Div(text="", visible=False, css_classes=["replay-hist-empty"], styles=_EMPTY_STYLE)
         self.layout = column(self.hist_fig, sizing_mode="stretch_width", max_width=width)
         self.view: RunView | None = None
         self._mids = np.zeros(0)
@@ -108,6 +113,12 @@ class Slot:
             return
         self.layout.visible = True
         which = "Run" if self.name == "a" else "Compared run"
+        drawn = bool(view.has_evals and view.hist.sum() > 0)
+        if not drawn and self.empty not in self.layout.children:
+            self.layout.children = [*self.layout.children, self.empty]
+        self.hist_fig.visible, self.empty.visible = drawn, not drawn
+        self.empty.text = "" if drawn else (f"{which} {html.escape(view.label)}: no pass-rate histogram, as the "
+                                            "record holds no " + ("evaluation." if not view.has_evals else "group."))
         self.hist_fig.title.text = f"{which}: pass rates (colour: group at this step)"
         self.series.data = {**{k: np.asarray(v, float) for k, v in view.series.items()}, "ev_row": view.ev_row}
         self._mids = (view.hist_edges[:-1] + view.hist_edges[1:]) / 2
@@ -121,6 +132,11 @@ class Slot:
         counts = view.hist[row] if row >= 0 else np.zeros(view.hist.shape[1:], np.int64)
         bars = stacked_bars(counts, self._mids)
         self.hist.data.update(bottom=bars["bottom"], top=bars["top"])  # only these columns change, and are sent
+
+
+#: the note that stands in for a plot without data
+_EMPTY_STYLE = {"font": "13px/1.4 system-ui,sans-serif", "color": "#555", "padding": "8px", "border": "1px dashed #bbb",
+                "margin": "4px 0"}
 
 
 #: the histogram's stacks' colours, in the order of HIST_COLUMNS (bottom to top)
@@ -159,13 +175,13 @@ class TimePlots:
             self.b_renderers.append(add_line(f, b.series, "step", col, color, width=width, dash="dashdot"))
 
         green, orange, red = OUTCOME_COLORS[MIXED], OUTCOME_COLORS[ALL_PASS], OUTCOME_COLORS[ALL_FAIL]
-        e = self.effective = fig("Groups with a gradient per step: measured vs predicted", "share of groups")
+        e = self.effective = fig("Groups with a gradient: measured vs predicted", "share of groups")
         legend(e, [("measured", add_dots(e, a.series, "step", "eff", green, size=3, alpha=0.5)),
                    ("rolling mean", add_line(e, a.series, "step", "eff_roll", green)),
                    ("1 - D_real", add_line(e, a.series, "step", "pred_real", "#0072B2", width=1.5)),
                    ("1 - D_iid", add_line(e, a.series, "step", "pred_iid", "#CC79A7", width=1.5, dash="dashed"))])
         b_line(e, "eff_roll", "#000000", 2)
-        t = self.tails = fig("Both tails: unanimous groups per step", "share of groups")
+        t = self.tails = fig("Both tails: unanimous groups", "share of groups")
         legend(t, [("all pass", add_line(t, a.series, "step", "all_pass", orange, width=2)),
                    ("all fail", add_line(t, a.series, "step", "all_fail", red, width=2))])
         for col, color in (("all_pass", orange), ("all_fail", red)):
@@ -175,7 +191,7 @@ class TimePlots:
                    ("eval pass rate", add_line(r, a.series, "step", "eval_pass", "#000000", width=2))])
         for col, color in (("reward", "#56B4E9"), ("eval_pass", "#000000")):
             b_line(r, col, color, 1.5)
-        g = self.rollouts = fig("Rollouts generated vs rollouts that carried a gradient", "rollouts (cumulative)",
+        g = self.rollouts = fig("Rollouts: generated vs with a gradient", "rollouts (cumulative)",
                                 y_range=Range1d(0, 1))
         g.yaxis.formatter = NumeralTickFormatter(format="0,0")  # 100,000 rather than 1.000e+5
         legend(g, [("generated", add_line(g, a.series, "step", "gen_cum", "#999999", width=2)),
@@ -183,7 +199,14 @@ class TimePlots:
         for col, color in (("gen_cum", "#999999"), ("useful_cum", green)):
             b_line(g, col, color, 1.5)
         self.figures = [self.effective, self.tails, self.reward, self.rollouts]
-        self.layout = column(*self.figures, sizing_mode="stretch_width", max_width=width)
+        #: each figure's columns: a figure none of whose columns has a finite value in a run shown is hidden and
+        #: its note (``replay-plot-empty``) says so
+        self._columns = [("eff", "eff_roll", "pred_real", "pred_iid"), ("all_pass", "all_fail"),
+                         ("reward", "eval_pass"), ("gen_cum", "useful_cum")]
+        #: the note that names the plots not drawn (class ``replay-plot-empty``): made the first time one is not
+        #: drawn; its holder (the view) shows it where :attr:`note` is not None
+        self.note: Div | None = None
+        self.on_note = lambda note: None  #: called with the note when it is first made (the view places it)
 
     def fit(self, steps: np.ndarray, slots) -> None:
         """Fit the shared time axis to ``steps`` and the rollout axis to the runs shown; show B's lines iff loaded."""
@@ -195,3 +218,17 @@ class TimePlots:
         has_b = slots[1].view is not None
         for r in self.b_renderers:
             r.visible = has_b
+        views = [s.view for s in slots if s.view is not None]
+        missing = []
+        for f, cols in zip(self.figures, self._columns):
+            f.visible = not views or any(np.isfinite(np.asarray(v.series[c], float)).any() for v in views for c in cols
+                                         if c in v.series)
+            if not f.visible:
+                missing.append(html.escape(f.title.text))
+        if missing and self.note is None:
+            self.note = Div(text="", css_classes=["replay-plot-empty"], styles=_EMPTY_STYLE, sizing_mode="stretch_width")
+            self.on_note(self.note)
+        if self.note is not None:
+            self.note.visible = bool(missing)
+            self.note.text = (f"Not drawn, as {'these records hold' if len(views) > 1 else 'this record holds'} none "
+                              f"of their series: {'; '.join(missing)}." if missing else "")

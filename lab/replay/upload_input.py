@@ -6,7 +6,9 @@ session without a word. This component checks ``file.size`` against ``max_bytes`
 it is over, says so beside the input and sends nothing. A file within the limit is sent with
 ``model.send_msg`` (base64) and lands in ``filename`` / ``value`` on the Python side, which the
 replay view watches as it watched ``FileInput``'s. ``status`` is the server's word on the upload
-(shown beside the input: reading, rows so far, done); ``busy`` disables the input meanwhile.
+(shown beside the input: reading, rows so far, done); ``busy`` disables the input meanwhile. The file last sent
+is named under the input (class ``upload-file``; the browser's own "No file chosen" is hidden, as the input is
+emptied after each send so that the same file can be chosen again).
 
 All text the component shows is set as ``textContent`` (a file name is never markup), and it
 adds no inline handlers, so it runs under the lab's Content-Security-Policy (grpo_lab.server).
@@ -30,11 +32,20 @@ export function render({ model, el }) {
   input.type = "file";
   input.accept = model.accept;
   input.setAttribute("aria-label", model.label);
+  // the browser's own "No file chosen" beside the button is hidden (the input is emptied after each send, so it
+  // would say so after every upload); the file last sent is named in its own line instead
+  const style = document.createElement("style");
+  style.textContent = "input[type=file]{color:transparent;max-width:8.5em}" +
+    "input[type=file]::file-selector-button{color:#000}";
+  const chosen = document.createElement("div");
+  chosen.className = "upload-file";
+  chosen.style.cssText = "font-size:13px;overflow-wrap:anywhere";
+  chosen.textContent = "No file read yet.";
   const note = document.createElement("div");
   note.className = "upload-status";
   note.setAttribute("role", "status");
   note.style.cssText = "font-size:13px;margin-top:4px;overflow-wrap:anywhere";
-  el.append(input, note);
+  el.append(style, input, chosen, note);
   const mb = (n) => (n / 1048576).toFixed(1) + " MB";
   const show = () => { note.textContent = model.status; input.disabled = model.busy; };
   model.on(["status", "busy"], show);
@@ -49,6 +60,7 @@ export function render({ model, el }) {
       return;
     }
     note.textContent = `Sending ${file.name} (${mb(file.size)})\u2026`;
+    chosen.textContent = `File: ${file.name} (${mb(file.size)})`;
     const reader = new FileReader();
     reader.addEventListener("load", () => {
       const url = String(reader.result);

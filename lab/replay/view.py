@@ -69,8 +69,9 @@ alone); their gap is the Jensen gap. Pick a second run under *Compare with* to d
 #: reads and prepares its runs once); keyed by the folder and its run.json's time and size, so a record still being
 #: written is read again once it changes. Shared values: never modified (RunView is built once and only read).
 #: Dropped when the room has left (``room=True``: grpo_lab.memory.release), so their memory goes back.
-#: the run pickers: two share a row where it is wide enough, else one a row; never wider than 320 px
-_PICK = {"sizing_mode": "stretch_width", "min_width": 200, "max_width": 320, "styles": {"flex": "1 1 220px"}}
+#: the run pickers: all three share a row where it is wide enough (the run's grows twice as fast), else wrap;
+#: never wider than 320 px
+_PICK = {"sizing_mode": "stretch_width", "min_width": 160, "max_width": 320, "styles": {"flex": "1 1 170px"}}
 
 
 def _item(basis: str, max_width: int | None) -> dict:
@@ -125,8 +126,9 @@ class ReplayView(pn.viewable.Viewer):
         self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
                                            "row_b": np.zeros(0, np.int32)}, name="replay_axis")
 
-        self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"], **_PICK)
-        self.compare_select = pn.widgets.Select(label="Compare with (same time axis)", css_classes=["replay-compare"],
+        self.run_select = pn.widgets.Select(label="Run", css_classes=["replay-run"],
+                                            **{**_PICK, "styles": {"flex": "2 1 220px"}})
+        self.compare_select = pn.widgets.Select(label="Compare with", css_classes=["replay-compare"],
                                                 **_PICK)
         self.pair_select = pn.widgets.Select(label="Side by side, one start", css_classes=["replay-pair"], **_PICK,
                                              options={NONE: NONE, **{t: name for name, (t, _, _) in self.pairs.items()}},
@@ -185,6 +187,9 @@ class ReplayView(pn.viewable.Viewer):
 
     # --- layout (it wraps: from a 360 px phone, one column, to a wide screen, controls beside the plots) ---------
     def _build_layout(self):
+        """One screen at 1440x900 and 1024x768, as the Live lab: the pickers, the view, the grid with its step slider
+        and Play at the top of the left column, the plots beside it; the tolerance, the upload and the help under
+        the grid (tests/test_replay_screen_browser.py)."""
         upload = pn.Column(
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
@@ -192,12 +197,18 @@ class ReplayView(pn.viewable.Viewer):
             _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")
         a, b = self.slots
         wide = {"sizing_mode": "stretch_width"}
-        plots = pn.Column(pn.pane.Bokeh(self.plots.layout, **wide),
+        # the time plots two a row where the column is wide enough (one screen at 1440x900), else one a row; a note
+        # above them names any not drawn (made the first time, TimePlots.on_note)
+        plots = pn.Column(_wrap(*[pn.pane.Bokeh(f, **wide) for f in self.plots.figures], basis="380px"),
                           _wrap(pn.pane.Bokeh(a.layout, **wide), pn.pane.Bokeh(b.layout, **wide), basis="300px"),
                           sizing_mode="stretch_width", styles=_item("480px", None))
-        left = pn.Column(pn.pane.Markdown(_HELP, sizing_mode="stretch_width"), _wrap(self.run_select, self.compare_select),
-                         _wrap(self.pair_select, self.pair_link), self.view_toggle, self.tolerance_pane, upload, self.grid,
+        left = pn.Column(_wrap(self.run_select, self.compare_select, self.pair_select, self.pair_link),
+                         self.view_toggle, self.grid, self.tolerance_pane, upload,
+                         pn.pane.Markdown(_HELP, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width", styles=_item("360px", 600), css_classes=["replay-controls"])
+        self.plots.on_note = lambda note: plots.insert(0, pn.pane.Bokeh(note, sizing_mode="stretch_width"))
+        if self.plots.note is not None:  # already made while the runs were first loaded
+            self.plots.on_note(self.plots.note)
         return pn.Column(self.error_pane, self.missing_pane, _wrap(left, plots, basis=None), self.diagnose,
                          css_classes=["replay-tab"], sizing_mode="stretch_width")
 

@@ -18,7 +18,10 @@
 - :mod:`grpo_lab.testing.inspect_figures`  ``grpo-lab inspect``'s figures recomputed with plain numpy
 - :mod:`grpo_lab.testing.trl_tiny`         a tiny TRL GRPOTrainer on CPU (the fixtures' generator)
 - :mod:`grpo_lab.testing.cli`              ``grpo-lab`` run in process (``run_cli``): stdout, stderr, exit code
+- :mod:`grpo_lab.testing.report_cells`     a cell of the doctor's samplers table read back: value, SE, interval
+- :mod:`grpo_lab.testing.no_torch`         Python code that makes ``import torch`` fail (tests of the torch-free parts)
 - :mod:`grpo_lab.testing.ingested_truth`   figures recomputed from an ingest fixture's truth.json (fit, transitions, mixed share)
+- :mod:`grpo_lab.testing.stall_study`      the stall forecast's simulation study: regimes, one seed of a cell, coverage
 
 Nothing here is imported by the lab or the core; Playwright, psutil and the like are imported where used.
 """

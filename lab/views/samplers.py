@@ -1,14 +1,21 @@
 """The Samplers tab: seven samplers side by side on the live lab's population at an equal rollout budget.
 
 Reads the session's :class:`~grpo_lab.state.LabState` (the population: n_prompts, a, b, seed; progress; K;
-the filter's band, used as the band sampler's) and shows :func:`grpo_lab.sims.samplers.compare`'s table,
-formatted as the doctor's report formats it (:mod:`grpo_lab.doctor_report.samplers`). Its two sliders are
-the lab's own progress and K (moving them here moves them in the Live lab too). The population is drawn
-once per population key and the expiries once per (population, K, band): moving the progress recomputes the
-table alone. When K or the band moves in a served session, the table is sent at once with its two expiry
-cells pending and the expiry search (the slow part) runs on the next tick, then the table again
+the filter's band, used as the band sampler's) and shows :func:`grpo_lab.sims.samplers.compare`'s result as a
+picture with a verdict: one sentence in plain words (:func:`grpo_lab.doctor_report.samplers_chart.verdict`), the
+chart of useful groups per 1,000 rollouts and of prompts never trained on with the simulated samplers' 95%
+Monte Carlo intervals (:func:`~grpo_lab.doctor_report.samplers_chart.samplers_svg`, the doctor report's own
+chart), the table as the doctor's report formats it (:mod:`grpo_lab.doctor_report.samplers`; the expiry as a
+progress t within the run or "beyond the run"), and each sampler's settings in words with a link to its paper.
+Its two sliders are the lab's own progress and K (moving them here moves them in the Live lab too). The
+population is drawn once per population key and the expiries once per (population, K, band): moving the
+progress recomputes the rest alone. When K or the band moves in a served session, the tab is sent at once with
+its expiry cells pending and the expiry search (the slow part) runs on the next tick, then the tab again
 (benchmarks/bench_samplers.py for the computation; benchmarks/bench_samplers_browser.py for control change ->
 table painted in Chromium). Built only when the tab is opened.
+
+Stable CSS classes: ``samplers-verdict``, ``samplers-chart``, ``samplers-table``, ``samplers-about`` (the
+settings in words), ``samplers-doctor-link``, ``samplers-notice``.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import html
 import panel as pn
 
 from grpo_lab.doctor_report.markup import table
-from grpo_lab.doctor_report.samplers import HEAD, settings_text, table_rows
+from grpo_lab.doctor_report.samplers import HEAD, table_rows
+from grpo_lab.doctor_report.samplers_chart import about_html, samplers_svg, verdict
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
@@ -26,11 +34,11 @@ from grpo_lab.sims.samplers.compare import expiries
 
 __all__ = ["SamplersView", "WATCHED", "LAB_COLUMNS", "samplers_for"]
 
-#: the report's columns the tab shows: all but the shift in steps (the lab's progress has no run length)
-LAB_COLUMNS = 6
+#: the report's columns the tab shows: all but the shift (the lab's progress has no run length; the expiry says it)
+LAB_COLUMNS = 5
 
-#: the table's expiry columns (expires at t, shift): searched after the rest is shown when K or the band moves
-EXPIRY_COLUMNS = (4, 5)
+#: the table's expiry column: searched after the rest is shown when K or the band moves
+EXPIRY_COLUMNS = (4,)
 PENDING = "\u2026"  #: what those cells show meanwhile
 
 #: the LabState parameters the table depends on
@@ -40,7 +48,13 @@ _STYLE = ("<style>.samplers-table{border-collapse:collapse;width:100%;text-align
           ".samplers-table th,.samplers-table td{padding:3px 8px;border-bottom:1px solid #ddd}"
           ".samplers-table th{font-weight:600;vertical-align:bottom}"
           ".samplers-table th:first-child,.samplers-table td:first-child{text-align:left}"
-          ".samplers p{margin:0 0 6px;font-size:14px;line-height:1.45}</style>")
+          ".samplers p{margin:0 0 6px;font-size:14px;line-height:1.45}"
+          "p.samplers-verdict{font-size:17px;line-height:1.4;margin:4px 0 8px;max-width:60em}"
+          ".samplers-row{display:flex;flex-wrap:wrap;gap:8px 24px;align-items:flex-start}"
+          ".samplers-row>div{flex:1 1 420px;min-width:0}.samplers-row>div:first-child{flex:1 1 600px}"
+          "figure.samplers-chart{margin:0}figure.samplers-chart figcaption{font-weight:600;font-size:14px}"
+          ".samplers-table td{white-space:nowrap}.samplers-table td:first-child{white-space:normal}"
+          "</style>")
 
 
 def samplers_for(lab, population=None, expiry_t=None) -> dict:
@@ -63,12 +77,14 @@ class SamplersView:
                           pn.widgets.IntSlider.from_param(lab.param.K),
                           css_classes=["samplers-controls"])
         intro = pn.pane.HTML(
-            "<p style='font-size:14px;margin:0 0 6px'>Seven samplers on this population at the same rollout budget: "
-            "useful groups (rollouts that disagree, trained on) per 1,000 rollouts generated, the share of prompts "
-            "never trained on, and how much later (in training progress t) each one's useful groups per K "
-            "rollouts fall below 0.5 than plain GRPO's. Formulas and Monte Carlo checks: docs/doctor.md, "
-            "\u201cSamplers side by side\u201d.</p>", sizing_mode="stretch_width")
-        self.panel = pn.Column(intro, controls, self.table, sizing_mode="stretch_width", css_classes=["samplers-tab"])
+            "<p style='font-size:14px;margin:0 0 6px'>Seven ways of spending the same rollout budget on this "
+            "population (the Live lab's): how many useful groups (rollouts that disagree, so GRPO gets a gradient) "
+            "each one trains on per 1,000 rollouts generated, how many prompts it never trains on, and when its "
+            "useful groups per K rollouts fall below half.</p>", sizing_mode="stretch_width")
+        # the settings in words change with K and the band only: a pane of their own, sent when they change
+        self.about = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["samplers-words"])
+        self.panel = pn.Column(intro, controls, self.table, self.about, sizing_mode="stretch_width",
+                               css_classes=["samplers-tab"])
         lab.param.watch(lambda *_events: self.update(), list(WATCHED))
         self.update()
 
@@ -107,10 +123,23 @@ class SamplersView:
                 out = samplers_for(self.lab, pop, self._expiries(pop))
         except InputError as exc:
             self.table.object = f"<p class='samplers-notice'>{html.escape(str(exc))}</p>"
+            self.about.object = ""
             return
-        rows = [r[:EXPIRY_COLUMNS[0]] + [PENDING] * len(EXPIRY_COLUMNS) + r[EXPIRY_COLUMNS[-1] + 1:] if pending else r
+        rows = [[PENDING if i in EXPIRY_COLUMNS else c for i, c in enumerate(r)] if pending else r
                 for r in table_rows(out)]
         grid = table([row[:LAB_COLUMNS] for row in rows], HEAD[:LAB_COLUMNS], "samplers-table")  # the report's, escaped
-        settings = html.escape(settings_text(out))
-        self.table.object = (f"{_STYLE}<p class='samplers-settings'>{settings} (at t = {self.lab.progress:g})</p>"
-                             f"<div style='overflow-x:auto'>{grid}</div>")
+        self.table.object = (f"{_STYLE}<p class='samplers-verdict'>{html.escape(verdict(out))}</p>"
+                             f"<div class='samplers-row'><div>{samplers_svg(out, _title(out))}</div>"
+                             f"<div style='overflow-x:auto'>{grid}</div></div>")
+        self.about.object = (f"<style>.samplers-about{{font-size:13px;line-height:1.4;margin:4px 0;padding-left:1.2em}}"
+                             f"p{{font-size:13px;margin:4px 0}}</style>{about_html(out)}<p>Expiry: when a sampler's "
+                             f"useful groups per K rollouts fall below {out['settings']['threshold']:g}, at a training "
+                             "progress t of this lab (0 to 1) or beyond the run. For your own run, the run doctor "
+                             "compares the same samplers on its fitted population: <a class='samplers-doctor-link' "
+                             "href='?tab=replay'>Replay tab, Diagnose this run</a>.</p>")  # unchanged text: not sent
+
+
+def _title(out: dict) -> str:
+    s = out["settings"]
+    return (f"{s['prompts']:,} prompts, groups of K = {s['K']}, at training progress t = {s['progress']:g}; "
+            f"each sampler spends {s['budget_rollouts']:,.0f} rollouts ({s['epochs']:g} epochs of plain GRPO)")

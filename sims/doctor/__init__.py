@@ -13,6 +13,9 @@ One module per stage (see docs/doctor.md):
 - :mod:`.prompts`     retire / hard / live prompt lists as JSONL
 - :mod:`.transitions` per-prompt moves between all-fail, mixed and all-pass from one visit to the next
 - :mod:`.stall`       when a dynamic-sampling run stalls: generation rounds per step, forecast from its trend
+- :mod:`.drift`       the level's path measured: a population, per-step shifts, four shapes weighted out of sample
+- :mod:`.stall_risk`  P(first stall by step n) from a parametric bootstrap; the survivors-only dump's likelihood
+- :mod:`.loop_sim`    verl's DAPO loop simulated on a drifting prompt set (the stall risk's validation)
 - :mod:`.trainer_config` the trainer config's keys that decide a dynamic-sampling step, as one settings dict
                       (one reader per trainer in :mod:`.configs`: verl and its V1, SkyRL, OpenRLHF, prime-rl, NeMo-RL)
 - :mod:`.cost`        prompts and rollouts per trained step under each trainer's loop, and how they rise

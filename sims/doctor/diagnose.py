@@ -25,7 +25,8 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``prompts``              retire / hard / live lists and counts (:mod:`.prompts`)
 ``audit``                the trainer's logged scalars recomputed, disagreements with causes, the correctness
                          split and phantom-gradient groups (:mod:`.audit`)
-``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`)
+``stall_forecast``       dynamic-sampling rounds per future step and the stall step (:mod:`.stall`), and ``risk``:
+                         P(first stall by step n) with the whole fit's uncertainty (:mod:`.stall_risk`)
 ``cost_forecast``        prompts and rollouts per trained step over the stall forecast's future steps under the
                          trainer's own loop (verl V1, OpenRLHF, ... :mod:`.cost`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)

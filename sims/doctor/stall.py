@@ -30,7 +30,16 @@ The **stall step** at level q is the first future step with p_stall > q (q = 0.5
 a grid up to :data:`~.forecast.HORIZON` run lengths ahead and refined by bisection to one step; its
 interval repeats the search with the slope at its 95% bounds (intercepts refitted, as :mod:`.forecast`).
 The **cause** at a step is the unanimity that the dropped groups mostly are: all-fail collapse when
-mean P(all fail) > mean P(all pass) over the prompts, else all-pass saturation (``share_all_fail``).
+mean P(all fail) > mean P(all pass) over the prompts, else all-pass saturation (``share_all_fail``). It is
+given only where a stall is forecast: at the median of the risk's first-stall distribution, else at the first
+step with P(stall) > 0.5; None (``cause``, ``cause_share_all_fail``, ``cause_at_step``) where neither lies
+within the horizon.
+
+**Risk** (``risk``, with a cap; :mod:`.stall_risk`): the drift measured with several shapes (:mod:`.drift`)
+and the first stall's distribution from a parametric bootstrap over the shape, the population, the drift's
+parameters and the loop's own rounds: P(stall by step n), the hazard, the median, the 90% interval. It models
+the record's population and the level's path, not per-prompt trends, and handles a record of the survivors only
+(verl's dump) with the truncated likelihood. The per-prompt trend below is kept beside it.
 
 **Calibrated variant** (``calibrated``): the same with every u_x(s) scaled by c = the observed mixed share
 over the last :data:`CALIBRATION_STEPS` steps / the trend's mean P(useful) there (a level correction: the
@@ -60,6 +69,7 @@ from scipy.special import expit
 
 from .forecast import HORIZON, Z95, _newton, _scale, fit_trend
 from .groups import RunGroups
+from .stall_risk import risk_for_groups
 
 __all__ = ["POOL_EXACT", "LEVELS", "poisson_binomial", "rounds_distribution", "step_rounds", "stall_forecast",
            "rounds_calibration", "simulate_rounds"]
@@ -195,6 +205,10 @@ def rounds_calibration(groups: RunGroups, trend: dict, settings: dict, observed)
         return {"available": False, "reason": "not available: needs a record that logs rounds per step"}
     s, r = observed
     s, r = s[-CALIBRATION_STEPS:], r[-CALIBRATION_STEPS:]
+    if np.all(r <= 1):  # E[R | filled] = 1 for every level high enough: the rounds bound u from below, no more
+        return {"available": False, "identifiable": False,
+                "reason": f"not identifiable: every logged round of steps {int(s[0])}-{int(s[-1])} is 1, which any "
+                          "mixed share high enough gives (the rounds bound the level from below only)"}
     target = float(np.mean(r))
 
     def mean_rounds(c):  # inf where a step can never be filled within the cap at this c
@@ -347,12 +361,20 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
     series = step_rounds(trend, grid, settings)
     stall = _stall_steps(trend, settings, start, stop, bounds, now["p_stall"][0])
     first = stall[str(LEVELS[0])]["step"]
+    risk = risk_for_groups(groups, settings, observed, stop) if settings["cap_effective"] else \
+        {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
     at = step_rounds(trend, [first], settings) if first is not None else now
-    cause = "all-fail collapse" if at["share_all_fail"][0] > 0.5 else "all-pass saturation"
+    if risk["available"]:  # the cause only where a stall is forecast (the risk's median within the horizon)
+        cause, share, at_step = risk["cause"], risk["cause_share_all_fail"], risk["first_stall"]["median"]
+    elif first is not None:
+        cause = "all-fail collapse" if at["share_all_fail"][0] > 0.5 else "all-pass saturation"
+        share, at_step = at["share_all_fail"][0], first
+    else:
+        cause, share, at_step = None, None, None
     return {"available": True, "settings": settings, "slope": trend["beta"], "se_slope": trend["se_beta"],
             "now": {"step": int(trend["s1"]), **{k: v[0] for k, v in now.items()}},
-            "stall": stall, "cause": cause, "cause_share_all_fail": at["share_all_fail"][0],
-            "cause_at_step": first if first is not None else int(trend["s1"]),
+            "stall": stall, "cause": cause, "cause_share_all_fail": share, "risk": risk,
+            "cause_at_step": at_step,
             "horizon_step": stop, "series": {"step": grid, **series}, "calibrated": cal,
             "calibrated_rounds": by_rounds, "validation": _validation(groups, trend, settings, observed, end_step)}
 

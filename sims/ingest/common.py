@@ -22,6 +22,7 @@ group's rewards is at most the tolerance).
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import math
@@ -61,15 +62,37 @@ def describe(data: bytes) -> str:
     text = head.lstrip()
     if text.startswith(b"{") or text.startswith(b"["):
         return "JSON"
-    if b"\x00" in head:
+    if b"\x00" in head or not _utf8(head):
         return "a binary file"
     return "text"
 
 
+def _utf8(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes, maybe cut inside a character) is UTF-8."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _refuse_pickle(name: str, head: bytes) -> None:
-    if describe(head) == "a Python pickle" or name.lower().endswith(_PICKLE_SUFFIXES):
-        raise InputError(f"{name}: refusing a pickle/torch/numpy object file; grpo-lab never unpickles input "
-                         "(give the trainer's JSON, JSONL or parquet logs)")
+    """Refuse a Python pickle (by its first bytes ``head``) and any file named as a pickle, torch or numpy object
+    file (``head`` empty: checked by its name before it is read), saying what its bytes are where known: "a Python
+    pickle", "a zip archive" (a torch checkpoint is one), "a numpy array file", "a binary file" (random bytes are
+    never called a pickle)."""
+    kind = describe(head) if head else ""
+    suffix = name.lower().endswith(_PICKLE_SUFFIXES)
+    if kind != "a Python pickle" and not suffix:
+        return
+    if kind == "a Python pickle":
+        what = "a Python pickle"
+    else:
+        ext = "." + name.rsplit(".", 1)[-1]
+        what = (f"{kind} named {ext}" if kind else f"a file named {ext}") + \
+            " (the name of a pickle, torch or numpy object file)"
+    raise InputError(f"{name}: refusing {what}; grpo-lab never unpickles input (give the trainer's JSON, JSONL or "
+                     "parquet logs)")
 
 
 @dataclass

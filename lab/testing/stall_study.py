@@ -1,0 +1,112 @@
+"""The stall forecast's simulation study (issue 32), shared by ``benchmarks/stall_study.py`` (the full study)
+and ``tests/test_stall_study.py`` (a slice of it).
+
+Each cell is a drift regime x a logging mode; each seed draws a prompt set of 500 pass rates from the regime's
+Beta, runs verl's DAPO loop on it (:mod:`grpo_lab.sims.doctor.loop_sim`: rounds of 64 prompts, 40 mixed groups
+of K = 8 a step, cap 3 rounds) until it first raises at its cap or completes :data:`MAX_STEPS` steps (the
+truth), and gives the doctor the first :data:`LOGGED` steps under the mode (every generated group; the trained
+groups only, verl's dump; those and ``train/num_gen_batches``). The doctor's forecast
+(:func:`grpo_lab.sims.doctor.stall_risk.risk_for_groups`, the code ``diagnose`` runs) is asked for the first
+stall up to the same :data:`MAX_STEPS`; "none by then" counts as the value MAX_STEPS + 1 on both sides
+(:func:`covered`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from grpo_lab.sims.doctor.groups import run_groups
+from grpo_lab.sims.doctor.loop_sim import MODES, simulate_loop, to_record
+from grpo_lab.sims.doctor.stall_risk import risk_for_groups
+
+__all__ = ["REGIMES", "SETTINGS", "LOGGED", "MAX_STEPS", "one", "covered", "summarise", "table"]
+
+N_PROMPTS, K, GEN_BATCH, TRAIN_BATCH, CAP = 500, 8, 64, 40, 3
+LOGGED, MAX_STEPS = 60, 600
+#: regime -> (drift shape, its parameters, the Beta of the base pass rates, what it shows)
+REGIMES = {
+    "power": ("power", {"g": 0.3}, (1.5, 2.5), "saturation, p_t = p_0^(1/(1+0.3 t))"),
+    "logit-up": ("logit", {"beta": 0.02}, (1.5, 1.5), "saturation, logit drift +0.02 per step"),
+    "logit-down": ("logit", {"beta": -0.02}, (1.5, 1.5), "collapse, logit drift -0.02 per step"),
+    "plateau": ("plateau", {"A": 4.0, "lam": 40.0}, (1.5, 1.5), "saturation that levels off, 4 (1 - e^(-t/40))"),
+    "step": ("step", {"beta": 0.012, "J": 0.8, "t_jump": 30}, (1.5, 1.5), "step change +0.8 at step 31 on +0.012"),
+    "static": ("static", {}, (0.2, 2.0), "static hard set, Beta(0.2, 2.0)"),
+    "never": ("logit", {"beta": 0.002}, (1.5, 1.5), "never stalls, logit drift +0.002"),
+}
+SETTINGS = {"trainer": "verl", "gen_batch": GEN_BATCH, "train_batch": TRAIN_BATCH, "cap": CAP, "cap_effective": CAP,
+            "pool": None, "K": K, "enable": True, "source": "study"}
+
+
+def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
+    """One seed of one cell: the truth and the doctor's forecast."""
+    shape, params, ab, _ = REGIMES[regime]
+    p0 = np.random.default_rng(10_000 + seed).beta(*ab, N_PROMPTS)  # the same prompt set in every mode
+    sim = simulate_loop(p0, K, GEN_BATCH, TRAIN_BATCH, CAP, shape, params, MAX_STEPS, seed=seed, record_until=LOGGED)
+    truth = sim["stall_step"]
+    out = {"regime": regime, "mode": mode, "seed": seed, "truth": truth}
+    if truth is not None and truth <= LOGGED:
+        return {**out, "stalled_in_log": True}
+    rec = to_record(sim, mode, LOGGED)
+    groups = run_groups(rec)
+    observed = None
+    if rec.steps:
+        observed = (rec.steps["step"], rec.steps["scalar/train/num_gen_batches"])
+    t = time.process_time()
+    kw = {} if draws is None else {"draws": draws}
+    r = risk_for_groups(groups, SETTINGS, observed, MAX_STEPS, seed=seed, **kw)
+    fs = r["first_stall"]
+    return {**out, "stalled_in_log": False, "median": fs["median"], "lo": fs["interval"][0], "hi": fs["interval"][1],
+            "p_by_horizon": fs["p_by_horizon"], "survivors": r["survivors"], "cause": r["cause"],
+            "weights": r["shapes"]["weights"], "cpu_s": time.process_time() - t}
+
+
+def covered(row: dict) -> bool:
+    """The truth inside the interval, "none by MAX_STEPS" read as MAX_STEPS + 1 on both sides."""
+    big = MAX_STEPS + 1
+    truth = big if row["truth"] is None else row["truth"]
+    lo = big if row["lo"] is None else row["lo"]
+    hi = big if row["hi"] is None else row["hi"]
+    return lo <= truth <= hi
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Per cell: n, stalled in the log, coverage and its SE, median |error| of the point forecast, false alarms."""
+    out = []
+    big = MAX_STEPS + 1
+    for regime in REGIMES:
+        for mode in MODES:
+            cell = [r for r in rows if r["regime"] == regime and r["mode"] == mode]
+            if not cell:
+                continue
+            fc = [r for r in cell if not r["stalled_in_log"]]
+            cov = float(np.mean([covered(r) for r in fc])) if fc else float("nan")
+            err = [abs((big if r["median"] is None else r["median"]) - (big if r["truth"] is None else r["truth"]))
+                   for r in fc]
+            truths = [r["truth"] for r in cell if r["truth"] is not None]
+            out.append({"regime": regime, "mode": mode, "seeds": len(cell), "stalled_in_log": len(cell) - len(fc),
+                        "forecast": len(fc), "coverage": cov,
+                        "coverage_se": float(np.sqrt(0.9 * 0.1 / len(fc))) if fc else float("nan"),
+                        "median_abs_error": float(np.median(err)) if err else float("nan"),
+                        "truth_range": [min(truths), max(truths)] if truths else None,
+                        "no_stall_by_horizon": sum(r["truth"] is None for r in cell),
+                        "false_alarm": float(np.mean([r["median"] is not None for r in fc])) if regime == "never" and fc
+                        else None,
+                        "mean_p_by_horizon": float(np.mean([r["p_by_horizon"] for r in fc])) if fc else float("nan"),
+                        "cpu_s": float(np.mean([r["cpu_s"] for r in fc])) if fc else float("nan")})
+    return out
+
+
+def table(summary: list[dict]) -> str:
+    lines = ["| regime | logged | seeds (stalled in the log) | truth: first stall | 90% interval covers | "
+             "median abs. error (steps) | P(stall by 600), mean | CPU s / fit |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for c in summary:
+        tr = c["truth_range"]
+        truth = (f"{tr[0]}-{tr[1]}" if tr else "none") + (f", none x{c['no_stall_by_horizon']}"
+                                                          if tr and c["no_stall_by_horizon"] else "")
+        cov = f"{100 * c['coverage']:.0f}% ({round(c['coverage'] * c['forecast'])}/{c['forecast']})"
+        fa = f"; false alarm {100 * c['false_alarm']:.0f}%" if c["false_alarm"] is not None else ""
+        lines.append(f"| {c['regime']} | {c['mode']} | {c['seeds']} ({c['stalled_in_log']}) | {truth} | {cov}{fa} | "
+                     f"{c['median_abs_error']:.0f} | {c['mean_p_by_horizon']:.2f} | {c['cpu_s']:.1f} |")
+    return "\n".join(lines)

@@ -1,0 +1,387 @@
+r"""The level's path, measured: a population at the first step, a per-step shift, and several shapes fitted to it.
+
+**Model.** Prompts' pass rates at the first logged step s0 follow p ~ Beta(a, b). At step s every prompt's pass
+rate moves by the same shift h(s) on a link scale: ``g(p_s) = g(p) + h(s)``, h(s0) = 0, with g = logit (a
+logit-linear drift is h linear in s) or g(p) = -log(-log p) (the power map p_s = p^(1 / (1 + gamma t)) is
+h = log(1 + gamma t) exactly). A group at step s has k ~ Binomial(K, p_s), p drawn from the population
+(prompts within a step are distinct). The population is represented by :data:`NODES` quantile nodes of the
+Beta (midpoints), shifted on a grid of h (:data:`H_GRID`): the table of the group pmf per h is exact for the
+nodes, so P(k | h) = mean over nodes of Binomial(k; K, g^-1(g(p_j) + h)).
+
+**Per-step likelihood** ``LL[s, h]`` = sum over the step's groups of log P(k | h), and
+
+* where the record holds only the groups that trained (the survivors of DAPO's filter, verl's rollout dump):
+  a group is in the record only if 0 < k < K, so P(k | h) is replaced by P(k | h) / (1 - P(0 | h) - P(K | h))
+  (the beta-binomial truncated at both ends); and, where the record logs ``train/num_gen_batches`` R_s, the
+  rounds add log P(R = r | u(h)), P(R <= r) = P(Binomial(r B, u) >= T) (u = the mixed share at h). The rounds
+  carry nothing where every logged R is 1 beyond a lower bound on u;
+* where every generated group is recorded, the stopping rule of dynamic sampling is ignorable and the groups
+  alone are the likelihood (the rounds are a function of them).
+
+**Population** (a, b): maximises LL[s0, 0] + sum_{s > s0} log sum_h exp(LL[s, h]) (each later step's shift
+integrated out on the grid, flat), Nelder-Mead on (log a, log b); its covariance from the numerical Hessian
+(:func:`.fit._hessian`) there. **Per-step shift**: ``h_hat[s]`` and ``se[s]``, the mean and standard
+deviation of h under exp(LL[s, .]) on the grid.
+
+**Shapes** fitted to (s, h_hat, se) (weighted least squares, each with a free intercept c; their covariance
+scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
+
+* ``linear`` (logit link): c + beta tau (tau = s - s0);
+* ``power`` (log-log link): c + A log(1 + gamma tau), gamma > 0 (A = 1 is the power map; A free);
+* ``plateau`` (logit link): c + A (1 - exp(-tau / lambda)), lambda > 0;
+* ``walk`` (logit link, the flexible one): a local level with drift, h_s = h_{s-1} + d + eta, eta ~ N(0, sigma^2)
+  per step, observed with error se_s (Kalman filter over the state (h, d), diffuse start; sigma by maximum
+  likelihood). It follows any path and extrapolates the recent slope with a variance that grows with the
+  distance ahead.
+
+**Choosing among them** (:func:`shape_weights`): rolling-origin out of sample on the logged steps. Each shape is
+fitted on the steps up to an origin (:data:`ORIGINS`, shares of the logged steps) and scores every later logged
+step by log of the integral of exp(LL[s, h]) times its predictive density of h (the data's own likelihood, so
+the two links compare); weights are pseudo-BMA+ (Yao et al. 2018): softmax of the summed scores, averaged over
+Bayesian-bootstrap (Dirichlet) reweightings of the scored steps, so that a choice the data cannot make stays
+shared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, special, stats
+from scipy.special import expit, gammaln, logit, logsumexp
+
+from .fit import _hessian
+
+__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "population_table", "step_loglik", "fit_population",
+           "step_bins", "shift_estimates", "fit_shape", "predict", "shape_weights", "measure_drift"]
+
+H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
+NODES = 48  #: quantile nodes of the Beta population
+LINKS = ("logit", "loglog")
+SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit"}  #: shape -> its link
+ORIGINS = (0.5, 0.65, 0.8)  #: rolling origins, as shares of the logged steps
+SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
+MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
+BB_DRAWS = 200  #: Bayesian-bootstrap reweightings of the pseudo-BMA+ weights
+_P = 1e-12
+
+
+def _g(p, link):
+    p = np.clip(p, _P, 1 - _P)
+    return logit(p) if link == "logit" else -np.log(-np.log(p))
+
+
+def _ginv(z, link):
+    return expit(z) if link == "logit" else np.exp(-np.exp(-z))
+
+
+def population_table(a: float, b: float, K: int, link: str, grid=H_GRID) -> dict:
+    """Per shift h of ``grid``: ``pmf`` (len(grid), K + 1) the group pmf, ``u`` the mixed share, ``u2`` the mean
+    squared P(mixed) over prompts (for the between-prompt variance of u), ``fail`` / ``pass`` the shares of
+    all-fail / all-pass groups."""
+    p = np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
+    P = np.clip(_ginv(_g(p, link)[None, :] + grid[:, None], link), _P, 1 - _P)  # (H, nodes)
+    k = np.arange(K + 1)
+    logc = gammaln(K + 1) - gammaln(k + 1) - gammaln(K - k + 1)
+    pmf_j = np.exp(logc + k * np.log(P)[..., None] + (K - k) * np.log1p(-P)[..., None])  # (H, nodes, K+1)
+    pmf = pmf_j.mean(axis=1)
+    uj = 1.0 - pmf_j[..., 0] - pmf_j[..., K]
+    return {"pmf": pmf, "u": 1.0 - pmf[:, 0] - pmf[:, K], "u2": (uj * uj).mean(axis=1), "fail": pmf[:, 0],
+            "pass": pmf[:, K], "K": K, "link": link}
+
+
+def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
+    """log P(R = r | u) of the rounds a step needs (from a large dataset): P(R <= r) = P(Bin(rB, u) >= T).
+    ``r`` (S,) and ``u`` (H,) give (S, H)."""
+    r = np.asarray(r, float)
+    vals, inv = np.unique(r, return_inverse=True)
+    u = np.clip(np.asarray(u, float)[None, :], 1e-12, 1 - 1e-12)
+    v = np.round(vals[:, None]).astype(np.int64)
+    hi = special.bdtrc(train_batch - 1, v * gen_batch, u)  # P(Bin(rB, u) >= T), per distinct r only
+    lo = np.where(v > 1, special.bdtrc(train_batch - 1, np.maximum(v - 1, 1) * gen_batch, u), 0.0)
+    return np.log(np.maximum(hi - lo, 1e-300))[inv]
+
+
+def step_bins(n_steps: int) -> np.ndarray:
+    """Bin index per step: consecutive steps pooled into at most :data:`MAX_POINTS` bins of near-equal size
+    (one step per bin for a record of fewer steps). The shift is taken as constant within a bin."""
+    return (np.arange(n_steps) * min(n_steps, MAX_POINTS)) // max(n_steps, 1)
+
+
+def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, settings: dict | None = None,
+                bins=None):
+    """``LL`` (steps, len(H_GRID)) of the per-step cell counts ``counts`` (steps, K + 1) (module docstring);
+    with ``bins`` (:func:`step_bins`), the rows of each bin summed: (bins, len(H_GRID))."""
+    LL = _step_loglik(table, counts, survivors, rounds, settings)
+    if bins is None:
+        return LL
+    out = np.zeros((int(bins[-1]) + 1, LL.shape[1]))
+    np.add.at(out, bins, LL)
+    return out
+
+
+def _step_loglik(table, counts, survivors, rounds, settings):
+    K = table["K"]
+    logpmf = np.log(np.maximum(table["pmf"], 1e-300))
+    if survivors:
+        lp = logpmf[:, 1:K] - np.log(np.maximum(table["u"], 1e-300))[:, None]
+        LL = counts[:, 1:K] @ lp.T
+        if rounds is not None:
+            LL = LL + rounds_logpmf(rounds, table["u"], settings["gen_batch"], settings["train_batch"])
+        return LL
+    return counts @ logpmf.T
+
+
+def _moments(LL: np.ndarray):
+    """Mean and standard deviation of h under exp(LL[s, .]) on the grid (flat prior)."""
+    w = np.exp(LL - LL.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    m = w @ H_GRID
+    sd = np.sqrt(np.maximum(w @ H_GRID**2 - m**2, (H_GRID[1] - H_GRID[0]) ** 2 / 12))
+    return m, sd
+
+
+def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, settings=None, tau=None,
+                   bins=None) -> dict:
+    """ML population (a, b) at the first step, jointly with a nuisance linear shift h = beta tau on the link
+    scale (module docstring). Returns ``a``, ``b``, ``x`` (log a, log b), ``cov`` (of x, beta profiled out
+    of the Hessian; NaN if it is not positive definite)."""
+    bins = np.arange(counts.shape[0]) if bins is None else bins
+    tau = np.arange(int(bins[-1]) + 1, dtype=float) if tau is None else np.asarray(tau, float)
+    frac = tau / max(float(tau.max()), 1.0)  # the shift is x[2] at the last step
+    rows = np.arange(len(tau))
+
+    def nll3(x):
+        ab = np.exp(np.clip(x[:2], np.log(1e-3), np.log(1e4)))
+        LL = step_loglik(population_table(*ab, K, link), counts, survivors, rounds, settings, bins)
+        pos = np.clip(np.interp(x[2] * frac, H_GRID, np.arange(len(H_GRID))), 0, len(H_GRID) - 1.000001)
+        i = pos.astype(int)
+        f = pos - i
+        return -float(np.sum(LL[rows, i] * (1 - f) + LL[rows, i + 1] * f))
+
+    c = counts.sum(axis=0)
+    kk = np.arange(K + 1)
+    m = float(np.clip(c @ kk / (K * c.sum()), 0.05, 0.95))
+    best = None
+    for tot in (1.0, 4.0):  # two starts: a diffuse and a concentrated population of the observed mean
+        x0 = np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0])
+        if best is not None and nll3(x0) > best.fun + 50:  # far worse from the start: not climbed
+            continue
+        res = optimize.minimize(nll3, x0, method="Nelder-Mead", options={"xatol": 1e-2, "fatol": 1e-2, "maxiter": 300})
+        if best is None or res.fun < best.fun:
+            best = res
+    x = best.x.copy()
+    x[:2] = np.clip(x[:2], np.log(1e-3), np.log(1e4))
+    H = _hessian(nll3, x, 1e-2)
+    try:
+        np.linalg.cholesky(H)
+        cov = np.linalg.inv(H)[:2, :2]
+    except np.linalg.LinAlgError:
+        cov = np.full((2, 2), np.nan)
+    return {"a": float(np.exp(x[0])), "b": float(np.exp(x[1])), "x": x[:2], "cov": cov, "link": link,
+            "nll": float(best.fun), "beta": float(x[2]) / max(float(tau.max()), 1.0)}
+
+
+def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h_hat, se) per step: the mean and sd of h under each step's likelihood; the first step is h = 0."""
+    m, sd = _moments(LL)
+    return m, sd
+
+
+# ------------------------------------------------------------------------------------------ shapes
+
+_LOG_RATE = (-15.0, 0.0)  #: bounds of log r (the power's gamma, the plateau's 1 / lambda; r <= 1 per step: a
+#: faster bend is a jump at the first step, which no shape should extrapolate from)
+
+
+def _curve(shape, theta, tau):
+    """The shape's h(tau); power and plateau as c + s f(r tau) / r, so that s is the initial slope and both
+    tend to the linear c + s tau as r -> 0 (a rate the data cannot see stays harmless)."""
+    tau = np.asarray(tau, float)
+    if shape == "linear":
+        return theta[0] + theta[1] * tau
+    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
+    if shape == "power":
+        return theta[0] + theta[1] * np.log1p(r * tau) / r
+    if shape == "plateau":
+        return theta[0] + theta[1] * (-np.expm1(-r * tau)) / r
+    raise ValueError(shape)
+
+
+def _jac(shape, theta, tau):
+    """d curve / d theta, (len(tau), len(theta))."""
+    one = np.ones_like(tau)
+    if shape == "linear":
+        return np.stack([one, tau], 1)
+    r = np.exp(float(np.clip(theta[2], *_LOG_RATE)))
+    if shape == "power":
+        f = np.log1p(r * tau) / r
+        return np.stack([one, f, theta[1] * (tau / (1 + r * tau) - f)], 1)
+    f = -np.expm1(-r * tau) / r
+    return np.stack([one, f, theta[1] * (tau * np.exp(-r * tau) - f)], 1)
+
+
+def _starts(shape, tau, h):
+    span = max(float(tau.max()), 1.0)
+    slope = float(np.polyfit(tau, h, 1)[0]) if len(tau) > 1 else 0.0
+    if shape == "linear":
+        return [np.array([h[0], slope])]
+    return [np.array([h[0], slope * (1 + k), np.log(k / span)]) for k in (0.1, 3.0)]
+
+
+def _kalman(tau, h, se, sigma):
+    """Local level with drift (state (level, drift), diffuse start): log-likelihood and the last filtered state
+    (mean (2,), covariance (2, 2)). Written out in scalars: the 2 x 2 algebra costs more in numpy calls."""
+    m0, m1 = float(h[0]), 0.0
+    p00, p01, p11 = float(se[0]) ** 2, 0.0, 1e2  # after the first observation: level known to its error
+    ll = 0.0
+    s2 = sigma * sigma
+    for i in range(1, len(tau)):
+        dt = float(tau[i] - tau[i - 1])
+        m0 += dt * m1
+        p00, p01 = p00 + 2 * dt * p01 + dt * dt * p11 + s2 * dt, p01 + dt * p11
+        S = p00 + float(se[i]) ** 2
+        v = float(h[i]) - m0
+        ll += -0.5 * (np.log(2 * np.pi * S) + v * v / S)
+        k0, k1 = p00 / S, p01 / S
+        m0, m1 = m0 + k0 * v, m1 + k1 * v
+        p00, p01, p11 = p00 - k0 * p00, p01 - k0 * p01, p11 - k1 * p01
+    return ll, np.array([m0, m1]), np.array([[p00, p01], [p01, p11]])
+
+
+def fit_shape(shape: str, tau, h, se) -> dict:
+    """Fit one shape to the per-step shifts (module docstring). Returns ``shape``, ``theta``, ``cov`` (scaled
+    by the reduced chi-square where above 1), ``chi2``, ``dof``; for ``walk``: ``sigma``, ``state`` (m, P of
+    (level, drift) at the last step) and ``tau_last``."""
+    tau, h, se = (np.asarray(x, float) for x in (tau, h, se))
+    if shape == "walk":
+        obj = lambda ls: -_kalman(tau, h, se, np.exp(ls))[0]  # noqa: E731
+        res = optimize.minimize_scalar(obj, bounds=(np.log(1e-4), np.log(2.0)), method="bounded",
+                                       options={"xatol": 1e-3})
+        sigma = float(np.exp(res.x))
+        _, m, P = _kalman(tau, h, se, sigma)
+        return {"shape": shape, "sigma": sigma, "state": (m, P), "tau_last": float(tau[-1]), "loglik": -float(res.fun)}
+    best = None
+    for x0 in _starts(shape, tau, h):
+        r = optimize.least_squares(lambda th: (_curve(shape, th, tau) - h) / se, x0,
+                                   jac=lambda th: _jac(shape, th, tau) / se[:, None],
+                                   method="lm" if len(tau) > len(x0) else "trf", max_nfev=200)
+        if best is None or r.cost < best.cost:
+            best = r
+    dof = max(len(tau) - len(best.x), 1)
+    chi2 = 2.0 * best.cost
+    J = best.jac
+    try:
+        cov = np.linalg.inv(J.T @ J) * max(1.0, chi2 / dof)
+    except np.linalg.LinAlgError:
+        cov = np.full((len(best.x), len(best.x)), np.nan)
+    if not np.all(np.isfinite(cov)):
+        cov = np.diag(np.full(len(best.x), 1e2))
+    return {"shape": shape, "theta": best.x, "cov": cov, "chi2": float(chi2), "dof": int(dof),
+            "scale": max(1.0, chi2 / dof), "_data": (tau, h, se)}
+
+
+def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
+    """Predictive mean and variance of h at ``tau`` (parameter uncertainty; the walk's innovations too)."""
+    tau = np.atleast_1d(np.asarray(tau, float))
+    if fit["shape"] == "walk":
+        m, P = fit["state"]
+        d = tau - fit["tau_last"]
+        mean = m[0] + m[1] * d
+        var = P[0, 0] + 2 * d * P[0, 1] + d * d * P[1, 1] + fit["sigma"] ** 2 * np.maximum(d, 0)
+        return mean, var
+    th = fit["theta"]
+    mean = _curve(fit["shape"], th, tau)
+    eps = 1e-5
+    G = np.stack([(_curve(fit["shape"], th + eps * np.eye(len(th))[i], tau) - mean) / eps for i in range(len(th))], 1)
+    var = np.einsum("ij,jk,ik->i", G, fit["cov"], G)
+    return mean, np.maximum(var, 0.0)
+
+
+def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
+    """``n`` draws of h along ``tau_future`` (increasing, after the last fitted step): (n, len(tau_future))."""
+    tau_future = np.asarray(tau_future, float)
+    if fit["shape"] == "walk":
+        m, P = fit["state"]
+        st = rng.multivariate_normal(m, P + 1e-12 * np.eye(2), size=n)
+        d = np.diff(np.concatenate([[fit["tau_last"]], tau_future]))
+        noise = np.cumsum(rng.standard_normal((n, len(d))) * fit["sigma"] * np.sqrt(np.maximum(d, 0))[None, :], axis=1)
+        return st[:, :1] + st[:, 1:] * (tau_future - fit["tau_last"])[None, :] + noise
+    th = _posterior_draws(fit, n, rng)
+    return np.stack([_curve(fit["shape"], t, tau_future) for t in th])
+
+
+def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
+    """``n`` parameter draws by sampling-importance-resampling: :data:`SIR_FACTOR` x n proposals from the normal
+    approximation with its covariance doubled, weighted by exp(-chi^2 / (2 scale)) (the fit's own, misfit-scaled
+    likelihood of the logged shifts) over the proposal's density, resampled. The normal approximation alone
+    misplaces a nonlinear shape whose rate is unidentified (a plateau on a flat path): such draws are given
+    the weight of their fit to the logged steps, not their normal weight. The fit itself is one proposal, so
+    that where every proposal fits badly the draws fall back on it, not on the least bad wild one."""
+    tau, h, se = fit["_data"]
+    cov = (fit["cov"] + fit["cov"].T) / 2
+    vals, vecs = np.linalg.eigh(cov)
+    sd = np.sqrt(np.maximum(vals, 1e-18)) * np.sqrt(2.0)
+    m = SIR_FACTOR * n
+    z = rng.standard_normal((m, len(vals)))
+    th = fit["theta"][None, :] + (z * sd) @ vecs.T
+    th = np.vstack([th, fit["theta"][None, :]])  # the fit itself among the proposals: never only wild ones
+    z = np.vstack([z, np.zeros((1, len(vals)))])
+    chi2 = np.array([np.sum(((_curve(fit["shape"], t, tau) - h) / se) ** 2) for t in th])
+    logw = -0.5 * chi2 / fit["scale"] + 0.5 * np.sum(z * z, axis=1)
+    w = np.exp(logw - logw.max())
+    return th[rng.choice(m + 1, size=n, p=w / w.sum())]
+
+
+def _score(LL_rows: np.ndarray, mean, var) -> np.ndarray:
+    """log of the integral of exp(LL[s, h]) N(h; mean_s, var_s) dh on the grid, per scored step."""
+    dh = H_GRID[1] - H_GRID[0]
+    v = np.maximum(var, dh * dh)[:, None]
+    logn = -0.5 * np.log(2 * np.pi * v) - 0.5 * (H_GRID[None, :] - mean[:, None]) ** 2 / v
+    return logsumexp(LL_rows + logn, axis=1) + np.log(dh)
+
+
+def shape_weights(tau, per_link: dict, rng=None) -> dict:
+    """Pseudo-BMA+ weights of :data:`SHAPES` by rolling-origin scores (module docstring).
+
+    ``per_link``: {link: (LL, h_hat, se)}. Returns ``weights`` {shape: w}, ``scores`` {shape: summed log score},
+    ``scored_steps``."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    n = len(tau)
+    point = {s: [] for s in SHAPES}
+    for frac in ORIGINS:
+        cut = max(int(round(frac * n)), 4)
+        if cut >= n:
+            continue
+        for shape, link in SHAPES.items():
+            LL, h, se = per_link[link]
+            f = fit_shape(shape, tau[:cut], h[:cut], se[:cut])
+            mean, var = predict(f, tau[cut:])
+            point[shape].append(_score(LL[cut:], mean, var))
+    if not point["linear"]:
+        return {"weights": {s: 1.0 / len(SHAPES) for s in SHAPES}, "scores": None, "scored_steps": 0}
+    P = np.stack([np.concatenate(point[s]) for s in SHAPES])  # shapes x scored (origin, step) pairs
+    P = np.where(np.isfinite(P), P, -1e6)
+    z = rng.dirichlet(np.ones(P.shape[1]), size=BB_DRAWS) * P.shape[1]  # Bayesian bootstrap over scored steps
+    tot = z @ P.T  # draws x shapes
+    w = np.exp(tot - tot.max(axis=1, keepdims=True))
+    w = (w / w.sum(axis=1, keepdims=True)).mean(axis=0)
+    return {"weights": dict(zip(SHAPES, map(float, w))), "scores": dict(zip(SHAPES, map(float, P.sum(axis=1)))),
+            "scored_steps": int(P.shape[1])}
+
+
+def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None) -> dict:
+    """Population and per-step shifts for both links, the shapes fitted to all logged steps, and their weights.
+
+    ``counts`` (steps, K + 1) per logged step ``steps`` (increasing); ``rounds`` per step or None. ``tau``
+    (returned) is the step offset of each bin (:func:`step_bins`) from the first step."""
+    steps = np.asarray(steps, float)
+    bins = step_bins(len(steps))
+    tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step
+    links = {}
+    for link in LINKS:
+        pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins)
+        LL = step_loglik(population_table(pop["a"], pop["b"], K, link), counts, survivors, rounds, settings, bins)
+        h, se = shift_estimates(LL)
+        links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
+    weights = shape_weights(tau, {k: (v["LL"], v["h"], v["se"]) for k, v in links.items()})
+    fits = {s: fit_shape(s, tau, links[l]["h"], links[l]["se"]) for s, l in SHAPES.items()}
+    return {"links": links, "fits": fits, "weights": weights, "tau": tau, "steps": steps, "bins": bins}

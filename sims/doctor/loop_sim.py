@@ -1,0 +1,133 @@
+r"""verl's DAPO loop, simulated: a finite prompt set whose pass rates drift, and the step at which it first stalls.
+
+The loop (verl-recipe ``recipe/dapo/dapo_ray_trainer.py`` ``RayDAPOTrainer.fit``): the dataloader yields batches
+of ``gen_batch`` prompts, reshuffled every epoch (``drop_last``: the last short batch of an epoch is dropped);
+every batch is one generation round, K rollouts per prompt. Groups whose rewards are not unanimous are kept
+(``filter_groups``, metric std > 0) and added to the step's batch until it holds ``train_batch`` of them; the
+surplus of the last round is dropped (``batch[:traj_bsz]``), the step trains and logs
+``train/num_gen_batches`` (the rounds it used). A step still short after ``cap`` rounds
+(``max_num_gen_batches`` > 0) raises ``num_gen_batches >= max_num_gen_batches`` and ends the run: **the
+ground truth is that step** (None when the run reached ``max_steps`` without it). Rounds are consecutive
+loader batches, so a step's rounds may cross an epoch boundary, as in verl. Steps count from 1 (verl's
+``global_steps``).
+
+**Prompts and drift.** N prompts with base pass rates p_0 (drawn from a Beta population, or given); at step s
+(t = s - 1) prompt x passes each rollout with p_x(t) = :func:`drift` (p_0, t, shape, **params):
+
+* ``power``: p_t = p_0^(1 / (1 + g t)) (g > 0 rises to 1; the map of the issue's saturation row);
+* ``logit``: logit p_t = logit p_0 + beta t (beta < 0 collapses);
+* ``plateau``: logit p_t = logit p_0 + A (1 - exp(-t / lam)) (rises, then saturates at a level);
+* ``step``: logit p_t = logit p_0 + beta t + J [t >= t_jump] (a step change on a slow drift);
+* ``static``: p_t = p_0.
+
+**Logging modes** (:func:`to_record`): ``all`` (every generated group), ``trained`` (only the groups that
+trained: verl's rollout dump, ``trainer.rollout_data_dir``), ``trained+rounds`` (those and the per-step
+``train/num_gen_batches`` scalar, verl's file logger). The record holds the first ``logged`` steps (fewer when
+the run stalled before).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, logit
+
+from ..record import RunRecord
+
+__all__ = ["SHAPES", "MODES", "drift", "simulate_loop", "to_record"]
+
+SHAPES = ("power", "logit", "plateau", "step", "static")
+MODES = ("all", "trained", "trained+rounds")
+_EPS = 1e-9
+
+
+def drift(p0, t, shape: str, **params) -> np.ndarray:
+    """Pass rates at step offset ``t`` (scalar) for base rates ``p0`` (see the module docstring)."""
+    p0 = np.clip(np.asarray(p0, float), _EPS, 1 - _EPS)
+    if shape == "static":
+        return p0
+    if shape == "power":
+        return p0 ** (1.0 / (1.0 + params["g"] * t))
+    if shape == "logit":
+        h = params["beta"] * t
+    elif shape == "plateau":
+        h = params["A"] * (1.0 - np.exp(-t / params["lam"]))
+    elif shape == "step":
+        h = params.get("beta", 0.0) * t + params["J"] * (t >= params["t_jump"])
+    else:
+        raise ValueError(f"unknown drift shape {shape!r}")
+    return expit(logit(p0) + h)
+
+
+def simulate_loop(p0, K: int, gen_batch: int, train_batch: int, cap: int, shape: str, params: dict,
+                  max_steps: int, seed: int = 0, record_until: int | None = None) -> dict:
+    """Run the loop (module docstring) until it stalls or completes ``max_steps`` steps.
+
+    Returns ``stall_step`` (the step that raised, or None), ``rounds`` (int, per completed step 1..n),
+    ``steps_completed``, and the generated groups of steps <= ``record_until`` (default: all) as arrays
+    ``step``, ``prompt_id``, ``successes``, ``round``, ``trained`` (the group trained: mixed and within the
+    first ``train_batch`` mixed groups of its step; a stalled step trains none).
+    """
+    rng = np.random.default_rng(seed)
+    p0 = np.asarray(p0, float)
+    N = len(p0)
+    per_epoch = N // gen_batch
+    if per_epoch < 1:
+        raise ValueError("gen_batch exceeds the prompt set")
+    order, pos = rng.permutation(N), 0
+    keep_until = max_steps if record_until is None else record_until
+    cols = {k: [] for k in ("step", "prompt_id", "successes", "round", "trained")}
+    rounds, stall = [], None
+    for s in range(1, max_steps + 1):
+        p = drift(p0, s - 1, shape, **params)
+        kept, r = 0, 0
+        while kept < train_batch:
+            if r == cap and cap > 0:
+                stall = s
+                break
+            if pos + gen_batch > per_epoch * gen_batch:  # drop_last, then the next epoch's shuffle
+                order, pos = rng.permutation(N), 0
+            ids = order[pos:pos + gen_batch]
+            pos += gen_batch
+            r += 1
+            k = rng.binomial(K, p[ids])
+            mixed = (k > 0) & (k < K)
+            trained = mixed & (np.cumsum(mixed) + kept <= train_batch)
+            kept += int(mixed.sum())
+            if s <= keep_until:
+                for key, v in (("step", np.full(len(ids), s)), ("prompt_id", ids), ("successes", k),
+                               ("round", np.full(len(ids), r)), ("trained", trained)):
+                    cols[key].append(v)
+        if stall is not None:
+            if s <= keep_until:  # the stalled step trained nothing
+                cols["trained"][-r:] = [np.zeros_like(x) for x in cols["trained"][-r:]]
+            break
+        rounds.append(r)
+    out = {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in cols.items()}
+    out["trained"] = out["trained"].astype(bool)
+    out.update(stall_step=stall, rounds=np.asarray(rounds, np.int64), steps_completed=len(rounds), K=K,
+               n_prompts=N, settings={"gen_batch": gen_batch, "train_batch": train_batch, "cap": cap})
+    return out
+
+
+def to_record(sim: dict, mode: str, logged: int, name: str = "loop-sim") -> RunRecord:
+    """The first ``logged`` completed steps of ``sim`` as a run record under logging ``mode`` (see MODES).
+
+    A stalled step is never in the record (it trained nothing and logged nothing)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}")
+    last = min(logged, sim["steps_completed"])
+    m = sim["step"] <= last
+    if mode != "all":
+        m &= sim["trained"]
+    K = sim["K"]
+    k = sim["successes"][m]
+    rewards = (np.arange(K)[None, :] < k[:, None]).astype(float)
+    groups = {"step": sim["step"][m].astype(np.int64), "prompt_id": sim["prompt_id"][m].astype(np.int64),
+              "rewards": rewards, "advantages": np.full_like(rewards, np.nan),
+              "lengths": np.full(rewards.shape, -1, np.int64), "kept": np.ones(len(k), bool)}
+    steps = {}
+    if mode == "trained+rounds":
+        steps = {"step": np.arange(1, last + 1, dtype=np.int64),
+                 "scalar/train/num_gen_batches": sim["rounds"][:last].astype(float)}
+    meta = {"name": name, "n_prompts": int(sim["n_prompts"]), "num_generations": K}
+    return RunRecord(meta=meta, groups=groups, steps=steps)

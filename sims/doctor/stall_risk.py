@@ -1,0 +1,215 @@
+r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with the whole fit's uncertainty.
+
+**What is drawn** (a parametric bootstrap of the forecast; :data:`DRAWS` draws):
+
+1. the shape of the drift, with the pseudo-BMA+ weights of :func:`.drift.shape_weights` (draws allotted to
+   each shape in proportion);
+2. the population (log a, log b) of the shape's link from its normal approximation (:func:`.drift.fit_population`;
+   :data:`POPULATIONS` per link), the per-step shifts re-measured under it and the shape refitted to them;
+3. the shape's parameters from their (misfit-scaled) normal approximation, or for the walk its last state and its
+   future innovations: a path of h over every future step;
+4. the loop itself: given the path, step n stalls with probability q(n) = P(C < T), C the mixed groups among the
+   n_draw = cap x B prompts the cap allows (min(cap x B, pool) for a finite pool drawn without replacement
+   within a step), prompts drawn without replacement from N: E[C] = n u, Var(C) = n (u - m2) +
+   n s_u^2 (N - n) / (N - 1) (u the mean P(mixed), m2 its mean square, s_u^2 = m2 - u^2 its between-prompt
+   variance; N infinite gives n u (1 - u)), by the normal approximation with a continuity correction. Steps
+   are independent given the path, so the first stall of a draw has survival prod_{m <= n} (1 - q(m)).
+
+**Reported**: the cumulative risk F(n) = 1 - mean over draws of the survival (the forecast distribution of the
+first stall), its 5-95% band over draws, the per-step hazard of the mixture f(n) / (1 - F(n - 1)) beside the
+median per-step P(stall) and its band; the first stall's median (the point forecast), its central
+:data:`LEVEL` interval (quantiles of F; None above = beyond the horizon), the mean step restricted to the
+horizon and P(stall by the horizon). The cause is given only where the median lies within the horizon: the share
+of all-fail among the dropped (unanimous) groups at the median step, averaged over the draws.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr
+
+from .drift import LINKS, SHAPES, draw_paths, fit_shape, population_table, shift_estimates, step_loglik, H_GRID
+
+__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+           "risk_for_groups", "population_risk"]
+
+DRAWS = 240  #: draws of (shape, population, path)
+POPULATIONS = 8  #: population draws per link
+LEVEL = 0.9  #: the first stall's reported interval
+
+
+def step_hazard(u, m2, settings: dict, n_prompts: int | None):
+    """q = P(C < T) of one step (module docstring, item 4); ``u``, ``m2`` arrays of any shape."""
+    B, T, cap = int(settings["gen_batch"]), int(settings["train_batch"]), int(settings["cap_effective"])
+    pool = settings.get("pool")
+    n = cap * B if not pool else min(cap * B, int(pool))
+    N = int(pool) if pool else n_prompts
+    u = np.clip(u, 0.0, 1.0)
+    var_u = np.maximum(m2 - u * u, 0.0)
+    fpc = 1.0 if not N or N <= 1 else max(N - n, 0) / (N - 1)
+    var = n * np.maximum(u - m2, 0.0) + n * var_u * fpc
+    sd = np.sqrt(np.maximum(var, 1e-12))
+    return ndtr((T - 0.5 - n * u) / sd)
+
+
+def _quantile_step(F, steps, q):
+    i = np.flatnonzero(F >= q)
+    return int(steps[i[0]]) if i.size else None
+
+
+def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
+               rounds=None, draws: int = DRAWS, seed: int = 0) -> dict:
+    """The risk curve and the first stall's distribution (module docstring).
+
+    ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
+    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``)."""
+    rng = np.random.default_rng(seed)
+    steps_logged = drift["steps"]
+    tau, last = drift["tau"], int(steps_logged[-1])
+    future = np.arange(last + 1, int(horizon_step) + 1)
+    tau_f = (future - steps_logged[0]).astype(float)
+    w = drift["weights"]["weights"]
+    alloc = {s: int(round(w[s] * draws)) for s in SHAPES}
+    K = counts.shape[1] - 1
+    surv, qs, share_fail, hpaths = [], [], [], []
+    for link in LINKS:
+        shapes = [s for s, lk in SHAPES.items() if lk == link and alloc[s] > 0]
+        if not shapes:
+            continue
+        pop = drift["links"][link]["population"]
+        cov = pop["cov"]
+        ok = np.all(np.isfinite(cov))
+        xs = rng.multivariate_normal(pop["x"], cov + 1e-12 * np.eye(2), size=POPULATIONS) if ok else \
+            np.repeat(pop["x"][None, :], POPULATIONS, axis=0)
+        for i, x in enumerate(xs):
+            tab = population_table(*np.exp(np.clip(x, np.log(1e-3), np.log(1e4))), K, link)
+            LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
+            h, se = shift_estimates(LL)
+            for s in shapes:
+                n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
+                if n == 0:
+                    continue
+                paths = draw_paths(fit_shape(s, tau, h, se), tau_f, n, rng)
+                u = np.interp(paths, H_GRID, tab["u"])
+                m2 = np.interp(paths, H_GRID, tab["u2"])
+                q = step_hazard(u, m2, settings, n_prompts)
+                qs.append(q)
+                surv.append(np.cumprod(1.0 - q, axis=1))
+                fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
+                share_fail.append(fail / np.maximum(fail + pas, 1e-300))
+                hpaths.append(paths)
+    S = np.concatenate(surv)
+    Q = np.concatenate(qs)
+    F = 1.0 - S.mean(axis=0)
+    prev = np.concatenate([[1.0], 1.0 - F[:-1]])
+    hazard = np.where(prev > 0, (F - np.concatenate([[0.0], F[:-1]])) / np.maximum(prev, 1e-300), 1.0)
+    tail = (1 - LEVEL) / 2
+    median = _quantile_step(F, future, 0.5)
+    lo, hi = _quantile_step(F, future, tail), _quantile_step(F, future, 1 - tail)
+    restricted = float(future[0] + np.sum(S.mean(axis=0)))  # E[min(first stall, horizon + 1)]
+    out = {"available": True, "draws": int(S.shape[0]), "level": LEVEL,
+           "method": "parametric bootstrap over drift shape, population, drift parameters and the loop's rounds",
+           "shapes": drift["weights"], "survivors": bool(survivors), "rounds_used": rounds is not None,
+           "populations": {lk: {"a": drift["links"][lk]["population"]["a"], "b": drift["links"][lk]["population"]["b"]}
+                           for lk in LINKS},
+           "step": future, "cumulative": F, "cumulative_band": np.quantile(1.0 - S, [tail, 1 - tail], axis=0),
+           "hazard": hazard, "p_stall_median": np.quantile(Q, 0.5, axis=0),
+           "p_stall_band": np.quantile(Q, [tail, 1 - tail], axis=0),
+           "first_stall": {"median": median, "interval": [lo, hi], "p_by_horizon": float(F[-1]),
+                           "expected_restricted": restricted, "horizon_step": int(horizon_step)}}
+    if median is not None:
+        j = int(np.searchsorted(future, median))
+        share = float(np.mean(np.concatenate(share_fail)[:, j]))
+        out["cause"] = "all-fail collapse" if share > 0.5 else "all-pass saturation"
+        out["cause_share_all_fail"] = share
+    else:
+        out["cause"], out["cause_share_all_fail"] = None, None
+    return out
+
+
+def step_counts(groups) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, counts): the record's steps (increasing) and its groups per step by successes (steps, K + 1)."""
+    steps, inv = np.unique(groups.step, return_inverse=True)
+    counts = np.bincount(inv * (groups.K + 1) + groups.successes,
+                         minlength=len(steps) * (groups.K + 1)).reshape(len(steps), groups.K + 1).astype(float)
+    return steps, counts
+
+
+SURVIVORS = 0.75  #: a record holding under this share of the groups its logged rounds drew holds the survivors only
+
+
+def survivors_only(groups, observed_rounds, settings: dict) -> tuple[bool, str]:
+    """(True, why) where the record holds only the groups that trained (the survivors of the filter; verl's
+    rollout dump, :mod:`grpo_lab.sims.ingest.verl`): where rounds are logged (verl's ``train/num_gen_batches``)
+    and some step drew more than one, the record holds under :data:`SURVIVORS` of the groups the rounds drew
+    (rounds x gen_batch, over the logged steps); else, under dynamic sampling, no group is unanimous."""
+    if not settings.get("enable", True):
+        return False, ""
+    if observed_rounds is not None and np.any(observed_rounds[1] > 1):
+        s, r = observed_rounds
+        recorded = int(np.sum(np.isin(groups.step, s)))
+        drawn = int(np.sum(r)) * int(settings["gen_batch"])
+        if recorded < SURVIVORS * drawn:
+            return True, (f"the record holds {recorded:,} groups where the logged rounds (train/num_gen_batches > 1 at "
+                          f"{int(np.sum(r > 1))} steps) drew {drawn:,}: it holds only the trained groups")
+        return False, ""
+    unanimous = int(np.sum((groups.successes == 0) | (groups.successes == groups.K)))
+    if unanimous:
+        return False, ""
+    return True, (f"no unanimous group among {groups.n:,} under dynamic sampling: the record is taken to hold only "
+                  "the trained groups")
+
+
+def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: int | None = None,
+                    draws: int = DRAWS, seed: int = 0, survivors: bool | None = None) -> dict:
+    """:func:`stall_risk` of a record's groups: per-step counts, the survivors-only check
+    (:func:`survivors_only`, unless ``survivors`` is given), the logged rounds ``(steps, rounds)`` aligned to
+    the steps (used only for a survivors-only record, where they carry what the record lacks)."""
+    from .drift import measure_drift
+
+    if not settings.get("cap_effective"):
+        return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
+    steps, counts = step_counts(groups)
+    why = ""
+    if survivors is None:
+        survivors, why = survivors_only(groups, observed_rounds, settings)
+    rounds = None
+    if survivors and observed_rounds is not None:
+        s, r = observed_rounds
+        lookup = dict(zip(np.asarray(s).tolist(), np.asarray(r, float).tolist()))
+        if all(int(x) in lookup for x in steps):
+            rounds = np.array([lookup[int(x)] for x in steps])
+    if horizon_step is None:
+        from .forecast import HORIZON
+        horizon_step = int(np.ceil(steps[-1] + HORIZON * max(steps[-1] - steps[0], 1)))
+    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings)
+    out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed)
+    out["survivors_reason"] = why
+    out["rounds_informative"] = bool(rounds is not None and np.any(rounds > 1))
+    return out
+
+
+def population_risk(a: float, b: float, K: int, settings: dict, shape: str, params: dict, steps,
+                    n_prompts: int | None = None) -> dict:
+    """The risk for a known population and drift (no fit, no draws): per step of ``steps`` (offsets t from the
+    population's step, increasing) the mean P(mixed) u, the per-step P(stall) q (:func:`step_hazard`) and
+    P(first stall by the step) = 1 - prod (1 - q). ``shape``/``params`` as :func:`.loop_sim.drift` (logit link
+    for ``logit``, ``plateau``, ``step``; the power map on the log-log link; ``static``): what the lab's own
+    population gives without a record."""
+    from .drift import population_table
+    from .loop_sim import drift
+
+    t = np.asarray(steps, float)
+    link = "loglog" if shape == "power" else "logit"
+    if shape == "power":
+        h = np.log1p(params["g"] * t)
+    elif shape == "static":
+        h = np.zeros_like(t)
+    else:  # the shift the logit-link shapes give every prompt: where p = 1/2 (logit 0) moves to
+        p = drift(np.full(len(t), 0.5), t, shape, **params)  # elementwise in t
+        h = np.log(p / (1 - p))
+    grid = np.unique(np.clip(h, H_GRID[0], H_GRID[-1]))
+    tab = population_table(a, b, K, link, grid)
+    u, m2 = np.interp(h, grid, tab["u"]), np.interp(h, grid, tab["u2"])
+    q = step_hazard(u, m2, settings, n_prompts)
+    return {"step": t, "u": u, "p_stall": q, "cumulative": 1.0 - np.cumprod(1.0 - q)}

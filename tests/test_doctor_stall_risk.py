@@ -1,0 +1,165 @@
+"""The stall risk (sims/doctor/stall_risk.py), the drift it measures (sims/doctor/drift.py) and the loop it is
+checked against (sims/doctor/loop_sim.py).
+
+The simulated loop against the closed-form round distribution, the survivors' truncated likelihood against
+scipy's beta-binomial, the population fitted from survivors only against the truth (and the untruncated fit's
+bias), the shapes' weights on paths of a known shape, the hazard's finite-set variance against a Monte Carlo,
+and the report's lines for a run that never stalls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from grpo_lab.doctor_report.stall import stall_lines
+from grpo_lab.sims.doctor.drift import (H_GRID, fit_population, fit_shape, population_table, shape_weights,
+                                       step_loglik)
+from grpo_lab.sims.doctor.groups import run_groups
+from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_record
+from grpo_lab.sims.doctor.stall import rounds_calibration, rounds_distribution, stall_forecast
+from grpo_lab.sims.doctor.forecast import fit_trend
+from grpo_lab.sims.doctor.stall_risk import risk_for_groups, step_hazard
+from grpo_lab.sims.outcomes import p_useful
+
+K = 8
+I0 = int(np.argmin(np.abs(H_GRID)))
+
+
+def test_loop_rounds_match_the_closed_form():
+    """A static population: the simulated loop's rounds per step against P(R <= r) = P(Bin(rB, u) >= T) of the
+    prompt set's mean P(mixed), within 4 standard errors; every trained step holds T mixed groups; the stall
+    is the first step whose cap rounds held fewer than T."""
+    p0 = np.random.default_rng(0).beta(0.5, 1.2, 500)
+    B, T, cap = 32, 20, 6
+    sim = simulate_loop(p0, K, B, T, cap, "static", {}, 400, seed=1)
+    d = rounds_distribution(p_useful(p0, K), B, T, cap)
+    r = sim["rounds"]
+    for x in range(1, 4):
+        emp = np.mean(r <= x)
+        want = d["cdf"][x - 1] / d["cdf"][-1]  # the completed steps: R <= cap
+        assert abs(emp - want) < 4 * np.sqrt(want * (1 - want) / len(r)) + 1e-3
+    tr = sim["trained"]
+    per_step = np.bincount(sim["step"][tr], minlength=len(r) + 1)[1:len(r) + 1]
+    assert np.all(per_step == T)
+    k = sim["successes"][tr]
+    assert np.all((k > 0) & (k < K))
+    if sim["stall_step"] is not None:
+        last = sim["step"] == sim["stall_step"]
+        k = sim["successes"][last]
+        assert np.sum((k > 0) & (k < K)) < T and sim["round"][last].max() == cap
+        assert not sim["trained"][last].any()
+
+
+def test_survivors_record_holds_trained_groups_and_rounds():
+    p0 = np.random.default_rng(1).beta(1.5, 1.5, 300)
+    sim = simulate_loop(p0, K, 32, 24, 4, "logit", {"beta": 0.01}, 30, seed=2)
+    rec = to_record(sim, "trained+rounds", 20)
+    assert rec.groups["rewards"].shape == (20 * 24, K)
+    assert np.array_equal(rec.steps["scalar/train/num_gen_batches"], sim["rounds"][:20])
+    all_rec = to_record(sim, "all", 20)
+    assert len(all_rec.groups["step"]) == int(np.sum(sim["rounds"][:20])) * 32
+
+
+def test_population_table_is_the_beta_binomial():
+    """At h = 0 the quadrature's group pmf is the beta-binomial's within 2e-3 (48 quantile nodes), in both links."""
+    for link in ("logit", "loglog"):
+        tab = population_table(1.3, 2.1, K, link)
+        assert tab["pmf"][I0] == pytest.approx(stats.betabinom.pmf(np.arange(K + 1), K, 1.3, 2.1), abs=2e-3)
+
+
+def test_truncated_likelihood_and_the_survivors_population():
+    """Survivors of a static Beta(0.6, 1.4) population (only 0 < k < K recorded): the truncated log-likelihood
+    equals sum n_k log(pmf_k / (1 - pmf_0 - pmf_K)); the population fitted with the truncation lies within 3 of
+    its standard errors of the truth in log a and log b, while the fit that ignores the selection is far off."""
+    rng = np.random.default_rng(4)
+    a, b, steps, per = 0.6, 1.4, 40, 200
+    counts = np.zeros((steps, K + 1))
+    for s in range(steps):
+        k = rng.binomial(K, rng.beta(a, b, per))
+        counts[s] = np.bincount(k, minlength=K + 1)
+    surv = counts.copy()
+    surv[:, [0, K]] = 0
+    tab = population_table(a, b, K, "logit")
+    LL = step_loglik(tab, surv, True)
+    pmf = tab["pmf"][I0]
+    assert LL[:, I0] == pytest.approx(surv[:, 1:K] @ np.log(pmf[1:K] / (1 - pmf[0] - pmf[K])), rel=1e-10)
+    pop = fit_population(surv, K, "logit", True)
+    se = np.sqrt(np.diag(pop["cov"]))
+    assert np.all(np.abs(pop["x"] - np.log([a, b])) < 3 * se)
+    naive = fit_population(surv, K, "logit", False)
+    assert np.any(np.abs(naive["x"] - np.log([a, b])) > 10 * se)  # the survivors look like an easy, tight set
+
+
+def test_shape_weights_pick_the_true_shape():
+    """Per-step shifts on a known path plus their noise: a logit-linear path gives linear (or the walk, which
+    holds it) the weight; a path that levels off gives the plateau most of it; fitted parameters recover."""
+    rng = np.random.default_rng(5)
+    tau = np.arange(60.0)
+    se = np.full(60, 0.05)
+    LLs = {}
+    for name, path in (("linear", 0.03 * tau), ("plateau", 2.0 * (1 - np.exp(-tau / 15)))):
+        h = path + rng.normal(0, 0.05, 60)
+        LL = -0.5 * ((H_GRID[None, :] - h[:, None]) / se[:, None]) ** 2  # a Gaussian likelihood around h
+        LLs[name] = shape_weights(tau, {"logit": (LL, h, se), "loglog": (LL, h, se)})["weights"]
+        f = fit_shape(name, tau, h, se)
+        if name == "linear":
+            assert f["theta"][1] == pytest.approx(0.03, abs=0.003)
+        else:
+            r = np.exp(f["theta"][2])  # the plateau is c + s (1 - exp(-r tau)) / r: height s / r, time scale 1 / r
+            assert 1 / r == pytest.approx(15, rel=0.2) and f["theta"][1] / r == pytest.approx(2, rel=0.1)
+    assert LLs["linear"]["linear"] + LLs["linear"]["walk"] > 0.9
+    assert LLs["plateau"]["plateau"] > 0.5
+
+
+def test_hazard_against_a_monte_carlo_of_a_finite_set():
+    """q = P(fewer than T mixed among n prompts drawn without replacement from N): the normal approximation with
+    the finite-set variance against a Monte Carlo, within 4 SE plus 0.01 (the approximation's own error)."""
+    rng = np.random.default_rng(6)
+    u_x = p_useful(rng.beta(0.2, 2.0, 500), K)
+    settings = {"gen_batch": 64, "train_batch": 40, "cap_effective": 3, "pool": None}
+    q = step_hazard(u_x.mean(), np.mean(u_x**2), settings, 500)
+    reps = 20000
+    ids = np.argsort(rng.random((reps, 500)), axis=1)[:, :192]
+    mc = np.mean((rng.random((reps, 192)) < u_x[ids]).sum(axis=1) < 40)
+    assert abs(q - mc) < 4 * np.sqrt(mc * (1 - mc) / reps) + 0.01
+    q_inf = step_hazard(u_x.mean(), np.mean(u_x**2), settings, None)
+    assert q_inf > q  # a draw from an unbounded set varies more
+
+
+def test_rounds_calibration_refused_when_every_round_is_one():
+    p0 = np.random.default_rng(7).beta(2, 2, 300)
+    sim = simulate_loop(p0, K, 32, 8, 4, "static", {}, 20, seed=3)
+    assert np.all(sim["rounds"] == 1)
+    groups = run_groups(to_record(sim, "all", 20))
+    settings = {"gen_batch": 32, "train_batch": 8, "cap": 4, "pool": None, "K": K}
+    cr = rounds_calibration(groups, fit_trend(groups), settings, (np.arange(1, 21), sim["rounds"].astype(float)))
+    assert not cr["available"] and not cr["identifiable"] and "every logged round" in cr["reason"]
+
+
+def test_never_stall_run_names_no_cause():
+    """A run far from its cap (easy set, no drift): the risk forecasts no stall within the horizon, the cause is
+    None and the report says so, not "all-fail collapse"."""
+    p0 = np.random.default_rng(8).beta(1.5, 1.5, 500)
+    sim = simulate_loop(p0, K, 64, 32, 3, "static", {}, 40, seed=4)
+    groups = run_groups(to_record(sim, "all", 40))
+    settings = {"trainer": "verl", "gen_batch": 64, "train_batch": 32, "cap": 3, "pool": None, "K": K,
+                "enable": True, "source": "test"}
+    sf = stall_forecast(groups, settings)
+    rk = sf["risk"]
+    assert rk["available"] and rk["first_stall"]["median"] is None and rk["first_stall"]["p_by_horizon"] < 0.05
+    assert sf["cause"] is None and rk["cause"] is None
+    text = "\n".join(stall_lines({"stall_forecast": sf}))
+    assert "cause: none" in text and "collapse" not in text and "P(stall by step n)" in text
+
+
+def test_survivors_detected_from_the_rounds():
+    p0 = np.random.default_rng(9).beta(1.0, 1.0, 400)
+    sim = simulate_loop(p0, K, 32, 24, 5, "static", {}, 30, seed=5)
+    rec = to_record(sim, "trained+rounds", 30)
+    groups = run_groups(rec)
+    settings = {"gen_batch": 32, "train_batch": 24, "cap": 5, "cap_effective": 5, "pool": None, "enable": True}
+    rk = risk_for_groups(groups, settings, (rec.steps["step"], rec.steps["scalar/train/num_gen_batches"]), 120,
+                         draws=100)
+    assert rk["survivors"] and rk["rounds_used"] and "holds only the trained groups" in rk["survivors_reason"]
