@@ -71,12 +71,22 @@ def test_a_run_the_doctor_cannot_fit_is_a_notice():
     assert "<script" not in v.notice.object
 
 
-def test_scalars_only_record_disables_the_button():
+def test_scalars_only_record_gets_the_doctor_on_scalars_or_says_what_it_lacks():
+    from grpo_lab.sims.doctor.scalars_sim import simulate_shares
+
     rec = record()
     rec.groups = {k: val[:0] for k, val in rec.groups.items()}
+    rec.steps = {"step": np.arange(1, 11), "frac_reward_zero_std": np.full(10, 0.4)}
+    rec.meta["num_generations"] = 4
     v = DiagnoseView()
     v.set_record(rec)
-    assert v.button.disabled and v.notice.visible and "scalars only" in v.notice.object
+    assert not v.button.disabled
+    v.render()  # the record does not say its groups per step: one line, no report
+    assert v.notice.visible and "groups per step" in v.notice.object and v.report.object == ""
+    v.set_record(simulate_shares(1.5, 2.0, 0.02, 8, 30, 64, seed=0))
+    v.render()
+    assert not v.notice.visible and "Run doctor (scalars)" in v.report.object and "Needs the groups" in v.report.object
+    assert "doctor-lab-link" in v.report.object
 
 
 def test_replay_view_hands_the_chosen_run_to_the_doctor(tmp_path):

@@ -8,5 +8,6 @@ from . import samplers
 from . import serve
 from . import study
 from . import train
+from . import watch
 
-COMMAND_MODULES = [core, export, ingest, runs, samplers, serve, study, train]
+COMMAND_MODULES = [core, export, ingest, runs, samplers, serve, study, train, watch]

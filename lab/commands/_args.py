@@ -34,3 +34,24 @@ def run_path(text: str, args) -> "Path":
     from grpo_lab.replay.catalog import resolve_run
 
     return resolve_run(text, extra=getattr(args, "runs", None) or ())
+
+
+def add_trainer_config_arguments(p) -> None:
+    """--trainer-config FILE and the batch flags that override it (the stall forecast's settings:
+    grpo_lab.sims.doctor.trainer_config.read_trainer_config)."""
+    p.add_argument("--trainer-config", metavar="FILE", default=None,
+                   help="the trainer's config (verl incl. V1, SkyRL, NeMo-RL, TRL, slime, grpo-lab: .json, .yaml, "
+                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh or .args) for the stall "
+                        "forecast, the cost per step and the samplers' sizes")
+    for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
+                       ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
+                       ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):
+        p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
+
+
+def trainer_settings(args):
+    """The settings dict of :func:`add_trainer_config_arguments`' flags (None when none is given)."""
+    from grpo_lab.sims.doctor.trainer_config import read_trainer_config
+
+    return read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
+                               train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)

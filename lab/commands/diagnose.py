@@ -7,7 +7,7 @@ from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
 
-from ._args import add_runs_argument, run_path
+from ._args import add_runs_argument, add_trainer_config_arguments, run_path, trainer_settings
 from ._io import print_json
 
 
@@ -43,14 +43,12 @@ def register(sub) -> None:
     p.add_argument("--audit", action="store_true",
                    help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
-    p.add_argument("--trainer-config", metavar="FILE", default=None,
-                   help="the trainer's config (verl incl. V1, SkyRL, NeMo-RL, TRL, slime, grpo-lab: .json, .yaml, "
-                        ".yml; prime-rl: .toml; OpenRLHF: its launch arguments in .sh or .args) for the stall "
-                        "forecast, the cost per step and the samplers' sizes")
-    for flag, what in (("--gen-batch-size", "prompts per generation round (verl data.gen_batch_size)"),
-                       ("--train-batch-size", "mixed groups a step needs (verl data.train_batch_size)"),
-                       ("--max-num-gen-batches", "most rounds per step, 0 = no cap (verl's name)")):
-        p.add_argument(flag, type=int, default=None, help=what + "; overrides --trainer-config")
+    add_trainer_config_arguments(p)
+    p.add_argument("--num-generations", type=int, default=None,
+                   help="K, rollouts per prompt, for a record of tracker scalars that does not say it")
+    p.add_argument("--groups-per-step", type=int, default=None,
+                   help="groups each step's logged shares are over, for a record of tracker scalars that does not "
+                        "say it (default: the trainer config's generation batch)")
     p.set_defaults(func=cmd_diagnose)
 
 
@@ -59,12 +57,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.prompts import write_prompt_lists
     from grpo_lab.doctor_report import html_report, text_report
-    from grpo_lab.sims.doctor.trainer_config import read_trainer_config
     from grpo_lab.sims.record import atomic_write_bytes, read_record
 
     band = check_band(*args.band)
-    settings = read_trainer_config(args.trainer_config, gen_batch_size=args.gen_batch_size,
-                                   train_batch_size=args.train_batch_size, max_num_gen_batches=args.max_num_gen_batches)
+    settings = trainer_settings(args)
     record = read_record(run_path(args.run, args))
     if args.audit:
         from grpo_lab.doctor_report.audit import audit_text
@@ -77,8 +73,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print("\n".join(audit_text(result) or ["audit: the record carries no trainer scalar and no correctness score"]))
         return 0
     result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
-                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings)
+                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings,
+                      num_generations=args.num_generations, groups_per_step=args.groups_per_step)
     written = {}
+    if args.lists and result.get("scalars_only"):
+        raise InputError("--lists needs each prompt's groups; the record holds per-step scalars only")
     if args.lists:
         written.update(write_prompt_lists(result["prompts"], args.lists))
     if args.html:

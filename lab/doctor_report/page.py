@@ -19,6 +19,7 @@ from .markup import table
 from .cost import cost_html
 from .samplers import samplers_html
 from .samplers_chart import about_html, samplers_svg, verdict
+from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
 from .svg import COLORS, svg
 from .text import num, text_report
@@ -85,8 +86,12 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
     ``lab_href``: where the "open this population in the lab" link points (the lab's address with
     :func:`~.diagnose.diagnose`'s ``lab_query``); no link when None. Every section is a ``<details>`` under its
     heading; ``folded``: only the pictures' sections (:data:`OPEN`) start open (the lab's Replay tab), else all do.
-    The plain-text report (the command line's) is the last section.
+    The plain-text report (the command line's) is the last section. A scalars-only diagnosis has its own content
+    (:func:`.scalars.scalars_html`), folded the same way.
     """
+    if d.get("scalars_only"):
+        return (f"<div class=\"doctor-report\"><style>{_STYLE}</style>"
+                f"{_fold(scalars_html(d, lab_href), OPEN if folded else None)}</div>")
     r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))
@@ -157,7 +162,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
         "<h2>Skipping, measured on the run</h2>",
         table(skip_rows, ["skip after N unanimous", "rollouts saved", "mixed groups wrongly skipped"]),
         stall_html(d),
-        cost_html(d),
+        cost_html(d), side_by_side_html(d),
         audit_html(d["audit"]) if "audit" in d else "",
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "<h2>The report as text</h2>", f"<pre>{html.escape(text_report(d))}</pre>"])

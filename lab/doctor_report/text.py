@@ -10,6 +10,7 @@ from .audit import audit_text
 from .cost import cost_lines
 from .honesty import intervals_text
 from .samplers import samplers_text
+from .scalars import scalars_text, side_by_side_lines
 from .stall import stall_lines, transitions_lines
 
 __all__ = ["text_report", "num"]
@@ -34,7 +35,9 @@ def _steps(x) -> str:
 
 
 def text_report(d: dict) -> str:
-    """A plain-text summary of :func:`~.diagnose.diagnose`'s result."""
+    """A plain-text summary of :func:`~.diagnose.diagnose`'s result (a scalars-only one: :func:`.scalars.scalars_text`)."""
+    if d.get("scalars_only"):
+        return scalars_text(d)
     r, f, fc = d["run"], d["fit"], d["forecast"]
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     lines = [f"run {r['name'] or '-'}: {r['groups']:,} groups over {r['steps']} steps, {r['prompts']:,} prompts, "
@@ -121,6 +124,6 @@ def text_report(d: dict) -> str:
                  f"hard {pc['hard']:,} (never solved), live {pc['live']:,}, never drawn {pc['never_drawn']:,}")
     lines.append(f"  caution: {d['prompts']['caution']}")
     lines += audit_text(d["audit"]) if "audit" in d else []
-    lines.extend(stall_lines(d) + cost_lines(d) + transitions_lines(d))
+    lines.extend(stall_lines(d) + cost_lines(d) + transitions_lines(d) + side_by_side_lines(d))
     lines.append(f"open in the lab: ?{d['lab_query']}")
     return "\n".join(lines)

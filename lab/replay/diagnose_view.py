@@ -8,7 +8,8 @@ forecast, the transitions), what-ifs, skipping, the audit, the prompt lists and 
 no script, every text from the record escaped; in a box that scrolls, at most :data:`REPORT_HEIGHT` tall) with an
 *Open this population in the lab* link: the page's own address with the query
 ``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
-notice (plain text) and the page keeps working.
+notice (plain text) and the page keeps working. A record of per-step tracker scalars only gets the doctor on
+scalars (docs/doctor.md, "The doctor on scalars"), or the one line saying what it lacks (K, the groups per step).
 
 Stable CSS classes: ``replay-diagnose-button``, ``replay-diagnose`` (the report), ``replay-diagnose-notice``;
 inside the report the link has class ``doctor-lab-link``.
@@ -69,10 +70,7 @@ class DiagnoseView(pn.viewable.Viewer):
         self._record = record
         self.report.object = ""
         self._note("")
-        has_groups = record is not None and len(record.groups.get("step", ())) > 0
-        self.button.disabled = not has_groups
-        if record is not None and not has_groups:
-            self._note("This record has per-step scalars only; the doctor needs each group's rewards.")
+        self.button.disabled = record is None
 
     def _note(self, text: str) -> None:
         self.notice.object = html.escape(text)

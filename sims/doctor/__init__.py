@@ -24,6 +24,11 @@ One module per stage (see docs/doctor.md):
 - :mod:`.samplers`    the samplers' comparison on the run's fitted population at the trainer's sizes
 - :mod:`.sampler_intervals` the comparison re-run on the cluster bootstrap's populations: an interval per figure
 - :mod:`.diagnose`    all of it in one dict of numbers; its text and HTML are :mod:`grpo_lab.doctor_report`'s
+- :mod:`.scalars_fit` a run known from per-step tracker shares only: Beta population and drift by ML, intervals
+- :mod:`.scalars_forecast` expiry, stall and first step over the cap from that fit
+- :mod:`.scalars_diagnose` the doctor on a scalars-only record; the scalars fit beside a group record's fit
+- :mod:`.scalars_watch` the stall forecast refitted as each step of a training run lands (``grpo-lab watch``)
+- :mod:`.scalars_sim` simulated scalars runs and a direct DAPO loop, for the scalars fit's validation
 """
 
 from .diagnose import diagnose

@@ -31,7 +31,12 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
                          trainer's own loop (verl V1, OpenRLHF, ... :mod:`.cost`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
+``scalars_fit``          the record's per-step shares fitted alone (:mod:`.scalars_fit`) beside the group-level
+                         fit (:func:`.scalars_diagnose.side_by_side`; "not available" where it logs none)
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
+
+A record of per-step scalars only (:func:`grpo_lab.sims.scalars_record.is_scalars_only`) is diagnosed by
+:func:`.scalars_diagnose.diagnose_scalars` instead (a dict with ``scalars_only: True``; its keys there).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import numpy as np
 from .._checks import band as check_band
 from ..errors import InputError
 from ..record import RunRecord
+from ..scalars_record import is_scalars_only
 from .audit import audit as audit_logged
 from .correlation import within_prompt_correlation
 from .cost import cost_forecast
@@ -54,6 +60,7 @@ from .honesty import bootstrap_resamples, check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .samplers import samplers_section
+from .scalars_diagnose import diagnose_scalars, side_by_side
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .stall import for_record as stall_for_record
 from .trainer_config import step_settings
@@ -83,7 +90,8 @@ def _predicted(fit: dict) -> dict:
 
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
              window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
-             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None) -> dict:
+             retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None,
+             num_generations: int | None = None, groups_per_step: int | None = None) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
     Parameters
@@ -98,9 +106,14 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast and the
         samplers' sizes (default: the record's own config when it is a grpo-lab dynamic-sampling run), resolved
         once by :func:`.trainer_config.step_settings`.
+    num_generations, groups_per_step : K and the groups per step of a scalars-only record where it does not
+        say them (ignored for a record with groups).
     """
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    if is_scalars_only(record):
+        return diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
+                                num_generations=num_generations, groups_per_step=groups_per_step, batch=batch)
     lo, hi = check_band(*band)
     t_all = time.perf_counter()
     timings = {}
@@ -178,6 +191,10 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     cost = cost_forecast(stall, sizes)
     moves = transitions(groups)
     timings["stall_transitions"] = time.perf_counter() - t
+    t = time.perf_counter()
+    partial = {"forecast": fc, "fit": fit, "stall_forecast": stall}
+    beside = side_by_side(record, groups, partial, sizes, threshold)
+    timings["scalars_fit"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
@@ -203,7 +220,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         "skip": skip,
         "prompts": lists,
         "audit": logged,
-        "stall_forecast": stall, "cost_forecast": cost, "transitions": moves,
+        "stall_forecast": stall, "cost_forecast": cost, "transitions": moves, "scalars_fit": beside,
         "lab_query": urlencode({"a": f"{fit['alpha']:.{LAB_DIGITS}g}", "b": f"{fit['beta']:.{LAB_DIGITS}g}",
                                 "K": K}),
         "timings": timings,

@@ -1,0 +1,184 @@
+r"""The doctor on scalars (:mod:`grpo_lab.sims.doctor.scalars_diagnose`) as report text and HTML: the whole
+report of a scalars-only record, and the scalars fit beside the group-level fit of a record with both."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from grpo_lab.sims.formatting import percent
+
+from .audit import audit_html, audit_text
+from .markup import table
+from .samplers import samplers_html, samplers_text
+from .svg import COLORS, svg
+
+__all__ = ["scalars_text", "scalars_html", "side_by_side_lines", "side_by_side_html", "PLOT_AHEAD"]
+
+PLOT_AHEAD = 3.0  #: the shares plot shows the projection this many run lengths past the last step
+
+
+def _step(x) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def _iv(iv) -> str:
+    return f"[{_step(iv[0])}, {_step(iv[1])}]" if iv else ""
+
+
+def _fit_lines(f: dict) -> list[str]:
+    iv = f["intervals"]
+    last = f["last"]
+    kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in f["used"]["kinds"].items())
+    out = [f"scalars fit ({f['model']} drift, {f['n_steps']} steps {f['steps'][0]}-{f['steps'][1]}, "
+           f"{f['groups']:,.0f} groups; steps by what they log: {kinds}; mean reward used at "
+           f"{f['used']['reward_mean_steps']} steps):",
+           f"  population at step {f['steps'][0]}: Beta(alpha {f['alpha']:.3f} [{iv['alpha'][0]:.3f}, "
+           f"{iv['alpha'][1]:.3f}], beta {f['beta']:.3f} [{iv['beta'][0]:.3f}, {iv['beta'][1]:.3f}]); drift "
+           f"g {f['drift']:+.3f} [{iv['drift'][0]:+.3f}, {iv['drift'][1]:+.3f}] over the run (95% Wald)"]
+    if "stuck" in f:
+        out.append(f"  never solved (p = 0 throughout): {percent(f['stuck'])} [{percent(iv['stuck'][0])}, "
+                   f"{percent(iv['stuck'][1])}] of the prompts; the Beta and its drift are the rest's")
+    obs = last["observed"]
+    for k in ("all_pass", "all_fail", "mixed"):
+        lo, hi = last[f"{k}_interval"]
+        seen = f"; logged {percent(obs[k])}" if k in obs else ""
+        out.append(f"  {k.replace('_', '-'):8s} at step {last['step']}: fitted {percent(last[k])} "
+                   f"[{percent(lo)}, {percent(hi)}]{seen}")
+    out += [f"  note: {n}" for n in f["notes"]]
+    if not f["identified"]["population"]:
+        out.append("  the population's parameters are not identified from what was logged: read only the mixed "
+                   "share and what follows from it")
+    return out
+
+
+def _stall_lines(sf: dict) -> list[str]:
+    if not sf["available"]:
+        return [f"stall forecast: {sf['reason']}"]
+    s, now = sf["settings"], sf["now"]
+    cap = f"cap {s['cap']} rounds" if s["cap"] else "no cap"
+    out = [f"stall forecast ({s['trainer']}, {s.get('source', '-')}): rounds of {s['gen_batch']} prompts to fill "
+           f"{s['train_batch']} mixed groups of K = {s['K']}, {cap}",
+           f"  at step {now['step']}: {now['expected']:.2f} rounds expected, P(stall) {percent(now['p_stall'])}"]
+    if not s["cap"]:
+        out.append("  no cap: a step never raises; it draws rounds until the batch is full (the run crawls instead)")
+        return out
+    for level, st in sf["stall"].items():
+        out.append(f"  P(stall) > {float(level):g} first at step {_step(st['step'])} {_iv(st['interval'])}"
+                   + (" (already above at the last step)" if st["already"] else "")
+                   + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']:.0f})"))
+    h = sf["first_cap_hit"]
+    out.append(f"  first step over the cap: median {_step(h['median'])} {_iv(h['median_interval'])}, 95% of runs "
+               f"within {_iv(h['range'])}; cause: {sf['cause']}")
+    return out
+
+
+def scalars_text(d: dict) -> str:
+    """The plain-text report of a scalars-only diagnosis."""
+    r, e = d["run"], d["expiry"]
+    src = r.get("source") or {}
+    lines = [f"run {r['name'] or '-'}: scalars only ({src.get('format', '-')}, {src.get('trainer', '-')}), "
+             f"{r['steps']} steps, K = {r['K']} (from {r['K_from']}), {r['groups_per_step']:g} groups per step (from "
+             f"{r['groups_per_step_from']})"]
+    lines += _fit_lines(d["fit"])
+    other = [m for m in d["fits"] if m != d["model"]]
+    if other:
+        lines.append("  drift model by AIC: " + ", ".join(
+            f"{m} {d['fits'][m]['aic']:.1f}" for m in d["fits"]) + f" (chosen: {d['model']})")
+    lines.append(f"expiry: {e['status']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
+                 f"{_step(e['step'])} {_iv(e['interval'])}")
+    lines += _stall_lines(d["stall_forecast"])
+    a, b = d["samplers_population"]
+    lines.append(f"samplers on the population at the last step, Beta({a:.3g}, {b:.3g}) (same mean and variance):")
+    lines += samplers_text(d["samplers"])
+    lines += [f"consistency: {c}" for c in d["consistency"]] or ["consistency: the logged shares agree"]
+    lines += audit_text(d["audit"])
+    lines.append("needs the groups (not available from scalars):")
+    lines += [f"  {u}" for u in d["unavailable"]]
+    return "\n".join(lines)
+
+
+def _shares_plot(f: dict, e: dict) -> str:
+    s = f["series"]
+    s0, s1 = f["steps"]
+    x0 = float(s["step"][0])
+    x1 = min(float(e["projection"]["step"][-1]), s1 + PLOT_AHEAD * max(s1 - s0, 1))
+    keep = np.asarray(e["projection"]["step"]) <= x1
+    series = []
+    for key, col in (("all_pass", COLORS["pass"]), ("all_fail", COLORS["fail"]), ("mixed", COLORS["obs"])):
+        series.append({"name": f"{key.replace('_', '-')} logged", "x": s["step"], "y": s[f"observed_{key}"],
+                       "kind": "points", "color": col})
+        series.append({"name": "fitted (dashed)" if key == "mixed" else "", "x": s["step"],
+                       "y": s[f"fitted_{key}"], "color": col, "dashed": True})
+    series.append({"name": "projected", "x": np.asarray(e["projection"]["step"])[keep],
+                   "y": np.asarray(e["projection"]["mixed"])[keep],
+                   "color": COLORS["proj"], "dashed": True})
+    return svg("Per-step shares: logged and fitted, the mixed share projected", series, (x0, x1),
+               hline=e["threshold"])
+
+
+def scalars_html(d: dict, lab_href: str | None = None) -> str:
+    """The HTML content of a scalars-only diagnosis (the text report, its plot, the samplers table); ``lab_href``:
+    where the link that opens the last step's population in the lab points (no link when None)."""
+    from .text import text_report  # the text report dispatches to scalars_text
+
+    r, f = d["run"], d["fit"]
+    sf = d["stall_forecast"]
+    a, b = d["samplers_population"]
+    link = (f'<p><a class="doctor-lab-link" href="{html.escape(lab_href, quote=True)}" target="_blank" '
+            f'rel="noopener">Open this population in the lab</a> (Beta({a:.3g}, {b:.3g}) at K = {r["K"]}, the last '
+            f'step\'s)</p>' if lab_href is not None else "")
+    parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link,
+             f"<pre>{html.escape(text_report(d))}</pre>", "<h2>Fit from the per-step shares</h2>",
+             _shares_plot(f, d["expiry"])]
+    if sf["available"] and sf["settings"]["cap"]:
+        ser = sf["series"]
+        parts.append(svg("P(stall) per future step (trainer config)", [
+            {"name": "P(stall)", "x": ser["step"], "y": ser["p_stall"], "color": COLORS["fail"]}],
+            (float(ser["step"][0]), float(ser["step"][-1])), hline=0.5, ylabel="P(stall)"))
+    parts += [samplers_html(d["samplers"]), audit_html(d["audit"]),
+              "<h2>Needs the groups</h2><ul>" + "".join(f"<li>{html.escape(u)}</li>" for u in d["unavailable"])
+              + "</ul>"]
+    return "\n".join(parts)
+
+
+def _cell(row, key, share) -> str:
+    v = row.get(key)
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-"
+    if row.get("step"):
+        return _step(v) + (f" {_iv(row.get(key + '_interval'))}" if row.get(key + "_interval") else "")
+    if share:
+        return percent(v)
+    se = row.get(key + "_se")
+    return f"{v:.3g}" + (f" +/- {se:.2g}" if se is not None else "")
+
+
+def side_by_side_lines(d: dict) -> list[str]:
+    """Text lines of a group record's ``scalars_fit`` (the two fits side by side)."""
+    sb = d.get("scalars_fit")
+    if sb is None:
+        return []
+    if not sb["available"]:
+        return [f"scalars fit beside the groups: {sb['reason']}"]
+    out = [f"scalars fit beside the groups (the per-step shares alone, {sb['fit']['model']} drift; intervals 95%):",
+           f"  {'':44s} {'groups':>24s} {'scalars':>24s}"]
+    for row in sb["rows"]:
+        share = row.get("share", False)
+        out.append(f"  {row['what']:44s} {_cell(row, 'groups', share):>24s} {_cell(row, 'scalars', share):>24s}")
+    return out
+
+
+def side_by_side_html(d: dict) -> str:
+    """The two fits side by side as an HTML table (empty without ``scalars_fit``)."""
+    sb = d.get("scalars_fit")
+    if sb is None:
+        return ""
+    if not sb["available"]:
+        return f"<h2>Scalars fit beside the groups</h2><p>{html.escape(sb['reason'])}.</p>"
+    rows = [[row["what"], _cell(row, "groups", row.get("share", False)), _cell(row, "scalars", row.get("share", False))]
+            for row in sb["rows"]]
+    return ("<h2>Scalars fit beside the groups</h2><p>The run's per-step shares fitted alone (as for a run that "
+            "logged only its tracker scalars), beside the fits from its groups.</p>"
+            + table(rows, ["", "from the groups", "from the scalars"]))

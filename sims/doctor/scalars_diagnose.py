@@ -1,0 +1,213 @@
+r"""The doctor on a run known from its per-step scalars: :func:`diagnose_scalars`, and the scalars fit beside
+the group-level fit where a record has both (:func:`side_by_side`).
+
+:func:`diagnose_scalars` returns one plain dict (JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
+
+``scalars_only``   True (the report renderers dispatch on it)
+``run``            name, steps, K (and where it came from), groups per step (and where from), prompts
+``fit``            the preferred drift model's fit (:func:`.scalars_fit.fit_scalars`: the logit map, the power map
+                   and the logit map beside a never-solved share, the smallest AIC); ``fits`` each model's
+                   log-likelihood and AIC
+``expiry``         the step the mixed share falls below the threshold (:func:`.scalars_forecast.expiry_forecast`)
+``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`)
+``samplers``       :func:`.samplers.samplers_section` on the population at the last step (the Beta with the same
+                   mean and variance of p as the fitted population there)
+``consistency``    checks among the logged shares (zero-std = all-pass + all-fail; shares in [0, 1]; the
+                   mean reward within [all-pass, 1 - all-fail])
+``audit``          :func:`.audit.audit` (a trainer scalar recomputed from groups: none here, so it lists nothing)
+``unavailable``    what needs each group's rewards, one line each
+``lab_query``      URL query that opens the last step's population (``samplers_population``) at K in the lab
+``timings``        seconds per stage
+
+K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
+groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
+config's generation batch (prompts per round: the groups a step logs over when it draws one round). Either
+unknown: InputError, one line.
+"""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlencode
+
+import numpy as np
+
+from ..errors import InputError
+from ..record import RunRecord
+from .audit import audit as audit_logged
+from .forecast import DEFAULT_THRESHOLD
+from .samplers import MAX_PROMPTS, samplers_section
+from .scalars_fit import MODELS, POWER_MAX_K, fit_scalars, population_moments, step_shares
+from .scalars_forecast import expiry_forecast, stall_forecast
+from .trainer_config import step_settings
+
+__all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
+
+#: what the doctor cannot give from scalars, and why
+UNAVAILABLE = (
+    "prompt lists (retire / hard / live): need each prompt's groups",
+    "transitions between visits: need each prompt's groups at each visit",
+    "skipping backtest and temporal consistency: need each prompt's history",
+    "within-prompt correlation and the prompt-level bootstrap: need prompt identities",
+    "the beta-binomial shape check (chi-square over the K + 1 success counts) and the two-component mixture: "
+    "need the success count of each group; the shares give two moments per step",
+)
+BESIDE_DRAWS = 60  #: parameter draws of the intervals beside a group-level diagnosis (kept cheap: every diagnosis pays)
+CONSISTENCY_TOL = 1e-3  #: a logged zero-std share further than this from all-pass + all-fail is reported
+
+
+def beta_at_last(fit: dict) -> tuple[float, float]:
+    """(alpha, beta) of the Beta with the mean and variance of the fitted pass rates at the last step."""
+    mo = population_moments(fit["theta"], [1.0], fit["K"], fit["model"])
+    m, v = float(mo["mean"][0]), float(mo["second"][0] - mo["mean"][0] ** 2)
+    m = min(max(m, 1e-4), 1 - 1e-4)
+    total = max(m * (1 - m) / max(v, 1e-9) - 1.0, 1e-3)
+    return m * total, (1 - m) * total
+
+
+def _consistency(steps: dict) -> list[str]:
+    """One line per kind of inconsistency among the logged shares."""
+    out = []
+    get = {k: np.asarray(steps.get(k, []), float) for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std",
+                                                           "reward_mean")}
+    n = len(steps.get("step", []))
+    get = {k: v if len(v) == n else np.full(n, np.nan) for k, v in get.items()}
+    for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std"):
+        bad = np.isfinite(get[k]) & ((get[k] < -1e-9) | (get[k] > 1 + 1e-9))
+        if bad.any():
+            out.append(f"{k} outside [0, 1] at {int(bad.sum())} step(s) (e.g. a share of rollouts times K)")
+    both = np.isfinite(get["frac_all_pass"]) & np.isfinite(get["frac_all_fail"]) & np.isfinite(get["frac_reward_zero_std"])
+    gap = np.abs(get["frac_reward_zero_std"] - get["frac_all_pass"] - get["frac_all_fail"])
+    if np.any(both & (gap > CONSISTENCY_TOL)):
+        out.append(f"frac_reward_zero_std differs from all-pass + all-fail at {int(np.sum(both & (gap > CONSISTENCY_TOL)))} "
+                   f"step(s) (largest {float(np.max(np.where(both, gap, 0))):.3f}): non-binary rewards, or the shares "
+                   "count different groups")
+    return out
+
+
+def _settings_K(settings):
+    return settings.get("K") if settings else None
+
+
+def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD, trainer_config: dict | None = None,
+                     num_generations: int | None = None, groups_per_step: int | None = None,
+                     batch: int | None = None) -> dict:
+    """The doctor on a scalars-only record (see the module docstring). Raises InputError."""
+    if not (0.0 < float(threshold) < 1.0):
+        raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    t_all = time.perf_counter()
+    timings = {}
+    meta = record.meta
+    K_from = "--num-generations" if num_generations else "the record" if meta.get("num_generations") else \
+        "the trainer config" if _settings_K(trainer_config) else None
+    K = num_generations or meta.get("num_generations") or _settings_K(trainer_config)
+    if not K:
+        raise InputError("the number of rollouts per prompt (K) is unknown: the record does not say it; give "
+                         "--num-generations or a --trainer-config that sets it")
+    steps = record.steps or {}
+    col = np.asarray(steps.get("groups_per_step", []), float)
+    has_col = len(col) and np.isfinite(col).any()
+    gps, gps_from = groups_per_step, "--groups-per-step"
+    if gps is None and trainer_config is not None and not has_col:
+        gps, gps_from = int(trainer_config["gen_batch"]), "the trainer config's generation batch"
+    if not has_col and gps is None:
+        raise InputError("the groups per step are unknown: the record does not say them; give --groups-per-step or "
+                         "a --trainer-config with the batch sizes")
+    d = step_shares(record, num_generations=int(K), groups_per_step=gps)
+    t = time.perf_counter()
+    fits = {}
+    for m in MODELS if d.K <= POWER_MAX_K else [x for x in MODELS if x != "power"]:
+        fits[m] = fit_scalars(d, m)
+    model = min(fits, key=lambda m: fits[m]["aic"])
+    fit = fits[model]
+    timings["fit"] = time.perf_counter() - t
+    t = time.perf_counter()
+    expiry = expiry_forecast(fit, threshold)
+    timings["expiry"] = time.perf_counter() - t
+    t = time.perf_counter()
+    stall = stall_forecast(fit, trainer_config)
+    timings["stall"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pop = beta_at_last(fit)
+    n_steps = fit["n_steps"]
+    if batch is None:
+        batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))
+    prompts = int(meta.get("n_prompts") or 0) or int(min(MAX_PROMPTS, fit["groups"]))
+    samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
+                                step_settings(meta, trainer_config, fit["K"]))
+    timings["samplers"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_all
+    return {
+        "scalars_only": True,
+        "run": {"name": d.name, "steps": n_steps, "K": fit["K"], "K_from": K_from,
+                "groups_per_step": float(np.median(d.n[np.isfinite(d.n)])),
+                "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
+                "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
+                "source": meta.get("source", {})},
+        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"]} for m, f in fits.items()},
+        "model": model, "expiry": expiry, "stall_forecast": stall,
+        "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
+        "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,
+        "lab_query": urlencode({"a": f"{pop[0]:.4g}", "b": f"{pop[1]:.4g}", "K": fit["K"]}),
+    }
+
+
+def _last_observed(groups, n_last: int = 10) -> dict:
+    """All-pass / all-fail / mixed shares of the groups of the last ``n_last`` steps."""
+    steps = np.unique(groups.step)[-n_last:]
+    m = np.isin(groups.step, steps)
+    S = groups.successes[m]
+    return {"steps": [int(steps[0]), int(steps[-1])], "all_pass": float(np.mean(S == groups.K)),
+            "all_fail": float(np.mean(S == 0)), "mixed": float(np.mean((S > 0) & (S < groups.K)))}
+
+
+def side_by_side(record: RunRecord, groups, result: dict, settings: dict | None, threshold: float) -> dict:
+    """The scalars fit of a record that also holds groups, beside ``result`` (the group-level diagnosis).
+
+    Rows: drift (the logit change per step: the scalars fit's g / its span, the trend's slope / its span),
+    mean pass rate, the shares over the last 10 steps with groups (observed from the groups, and the scalars
+    fit's mean over those steps), the effective (mixed) rate at the last step, the expiry step and the stall
+    step at P(stall) > 0.5 with their intervals. ``{"available": False, "reason"}`` where the record logs no
+    per-step shares.
+    """
+    fc = result["forecast"]
+    g0 = result["fit"]
+    start = np.log([max(g0["alpha"], 1e-2), max(g0["beta"], 1e-2)]).tolist() + [float(fc["beta"])]
+    try:
+        d = step_shares(record)
+        fit = fit_scalars(d, start=start)  # from the groups' Beta and trend slope (falls back to the cold starts)
+    except InputError as exc:
+        return {"available": False, "reason": f"not available: {exc}"}
+    exp = expiry_forecast(fit, threshold, n_draws=BESIDE_DRAWS)
+    gst = result.get("stall_forecast") or {}
+    used = gst.get("settings") if gst.get("available") else settings
+    st = stall_forecast(fit, used, n_draws=BESIDE_DRAWS)
+    last = _last_observed(groups)
+    in_last = (fit["series"]["step"] >= last["steps"][0]) & (fit["series"]["step"] <= last["steps"][1])
+    w = fit["series"]["groups"][in_last]
+    fitted_last = {k: float(np.sum(w * fit["series"][f"fitted_{k}"][in_last]) / np.sum(w)) if in_last.any() else None
+                   for k in ("all_pass", "all_fail", "mixed")}
+    s0, s1 = fit["steps"]
+    trend_span = max(fc["series"]["step"][-1] - fc["series"]["step"][0], 1)
+    per_step = fit["drift"] / max(s1 - s0, 1)
+    mean_fit = float(np.sum(fit["series"]["groups"] * fit["series"]["fitted_mean"]) / np.sum(fit["series"]["groups"]))
+    g_stall = (gst.get("stall") or {}).get("0.5", {}) if gst.get("available") else {}
+    s_stall = st["stall"].get("0.5", {}) if st.get("available") else {}
+    return {
+        "available": True, "fit": fit, "expiry": exp, "stall_forecast": st,
+        "rows": [
+            {"what": "drift, logit change per 100 steps", "groups": 100 * fc["beta"] / trend_span,
+             "groups_se": 100 * fc["se_beta"] / trend_span, "scalars": 100 * per_step,
+             "scalars_se": 100 * fit["se_drift"] / max(s1 - s0, 1)},
+            {"what": "mean pass rate over the run", "groups": result["fit"]["mean"], "scalars": mean_fit},
+            *({"what": f"{k.replace('_', '-')} share, steps {last['steps'][0]}-{last['steps'][1]}",
+               "groups": last[k], "scalars": fitted_last[k], "share": True} for k in ("all_pass", "all_fail", "mixed")),
+            {"what": "effective rate at the last step (model)", "groups": fc["rate_now"], "scalars": exp["mixed_now"],
+             "share": True},
+            {"what": f"expiry step (effective rate < {threshold:g})", "groups": fc["crossing_step"],
+             "groups_interval": fc["crossing_interval"], "scalars": exp["step"], "scalars_interval": exp["interval"],
+             "step": True},
+            {"what": "stall step (P(stall) > 0.5)", "groups": g_stall.get("step"),
+             "groups_interval": g_stall.get("interval"), "scalars": s_stall.get("step"),
+             "scalars_interval": s_stall.get("interval"), "step": True},
+        ]}

@@ -1,0 +1,451 @@
+r"""The run's population and its drift fitted from per-step scalars alone (no group's rewards).
+
+**Model.** A step's groups are K rollouts on prompts drawn afresh from the population; prompt x's pass
+rate at step s is p_x(s) with p_x(s_first) ~ Beta(alpha, beta) and a drift shared by every prompt:
+
+* ``logit`` (default): logit p_x(s) = logit p_x(s_first) + g t, t = (s - s_first) / (s_last - s_first)
+  (the parametrisation of :mod:`.forecast`'s trend, so g is comparable with its slope beta);
+* ``power``: p_x(s) = p_x(s_first) ** (1 / (1 + g t)) (:mod:`grpo_lab.sims.decay`'s map; g > -1).
+
+At step s a group is all-pass with probability pi_pass(s) = E[p(s)^K], all-fail with
+pi_fail(s) = E[(1 - p(s))^K], mixed otherwise; E[.] over Beta(alpha, beta): for the logit map by cells in
+logit p with each cell's mass and moments exact (incomplete beta functions) and a second-order expansion within
+it (:func:`_logit_moments`; within 3e-5 of adaptive quadrature at 30 digits for alpha, beta in [0.02, 400],
+drifts up to 25 in logit and K up to 16, where Gauss-Jacobi quadrature on 128 nodes was off by 0.01: the drifted
+integrand changes within exp(-|g t|) of 0 or 1); for the power map in closed form (:func:`_power_moments`).
+
+**Likelihood.** Each step's logged shares times its groups (``groups_per_step``) are counts of a
+multinomial over the classes the shares resolve: (all-pass, all-fail, mixed) where two of
+``frac_all_pass``, ``frac_all_fail``, ``frac_reward_zero_std`` are logged (the third is their sum or
+difference, binary rewards), (unanimous, mixed) where only the zero-std share is, (all-pass, rest) or
+(all-fail, rest) where only one is. Where ``reward_mean`` is logged (and lies within [all-pass, 1 - all-fail],
+a pass rate), the step's total successes Y = reward_mean K n enter given those counts: Y is the sum of the
+groups' successes, each drawn from its class's conditional law, so Y | counts is approximately
+Normal(sum_c n_c E[S | c], sum_c n_c Var(S | c)) (central limit; E[S 1_c] and E[S^2 1_c] from E[p], E[p^2]
+and pi_pass), a factor of the exact likelihood P(counts) P(Y | counts). The log-likelihood is maximised
+over theta = (log alpha, log beta, g) by BFGS (parameters clipped to their bounds) from three starts.
+
+**Intervals.** Wald intervals from the observed information (the numerical Hessian of the negative
+log-likelihood at the optimum): for alpha and beta on the log scale, for g directly, and for a share at
+any step on the logit scale by the delta method. Their coverage is measured in
+``benchmarks/scalars_coverage.py`` (docs/doctor.md).
+
+**Identifiability.** The zero-std share alone cannot tell all-pass from all-fail: (alpha, beta, g) and
+(beta, alpha, -g) give the same unanimous shares, so only the mixed share (and what depends on it only:
+the expiry and the stall forecast) is identified; the split, the population's side and the drift's sign
+need ``frac_all_pass`` / ``frac_all_fail`` or the mean reward. ``identified`` says which.
+
+Edge cases: steps whose groups or every share are NaN are dropped; fewer than :data:`MIN_STEPS` usable
+steps, an unknown K or unknown groups per step raise :class:`~grpo_lab.sims.errors.InputError`. Prompts
+repeating across epochs are treated as fresh draws (the fit sees no prompt identity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+from scipy.special import betainc, betaln, comb, expit, logit
+
+from ..errors import InputError
+from ..record import RunRecord
+from ..scalars_record import is_scalars_only
+
+__all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "shares_at",
+           "population_moments", "draws"]
+
+CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
+PAD = 25.0  #: the cells reach this far in logit p past where the drifted pass rate's moments are constant
+T_GRID = 512  #: more distinct times than this: moments on this many, interpolated (error < 1e-5 for |g| <= 5)
+POWER_MAX_K = 24  #: the power map's closed form is used up to this K
+MODELS = ("logit", "power", "logit_stuck")  #: drift maps (see the module docstring)
+MIN_STEPS = 3  #: fewer usable steps than this: no fit
+LOG_BOUNDS = (np.log(1e-2), np.log(1e3))  #: bounds of log alpha, log beta
+DRIFT_BOUNDS = {"logit": (-25.0, 25.0), "power": (-0.95, 60.0), "logit_stuck": (-25.0, 25.0)}  #: bounds of g
+STUCK_BOUNDS = (-12.0, 3.0)  #: bounds of logit w0, the never-solved share of ``logit_stuck``
+Z95 = 1.959963984540054  #: standard normal 97.5% quantile
+Y_FLOOR = 0.25  #: variance floor (successes^2) of a step's total successes: the rounding of a logged mean
+DRAWS = 400  #: parameter draws from the fit's normal approximation for the forecasts' intervals
+_EPS = 1e-300
+
+# Observed classes over the three atoms (all-pass, all-fail, mixed), one row per kind of step
+_KINDS = {
+    "trinomial": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    "unanimous": ((1, 1, 0), (0, 0, 1), (0, 0, 0)),
+    "all_pass": ((1, 0, 0), (0, 1, 1), (0, 0, 0)),
+    "all_fail": ((0, 1, 0), (1, 0, 1), (0, 0, 0)),
+    "mean_only": ((1, 1, 1), (0, 0, 0), (0, 0, 0)),
+}
+
+
+@dataclass
+class StepShares:
+    """Per-step shares of one run, as the fit reads them (NaN where not logged)."""
+
+    step: np.ndarray
+    n: np.ndarray  #: groups per step
+    all_pass: np.ndarray
+    all_fail: np.ndarray
+    zero_std: np.ndarray
+    reward_mean: np.ndarray
+    K: int
+    name: str = ""
+    notes: list = field(default_factory=list)
+
+    def subset(self, mask) -> "StepShares":
+        m = np.asarray(mask, bool)
+        return StepShares(self.step[m], self.n[m], self.all_pass[m], self.all_fail[m], self.zero_std[m],
+                          self.reward_mean[m], self.K, self.name, list(self.notes))
+
+
+def _column(steps: dict, key: str, n: int) -> np.ndarray:
+    v = steps.get(key)
+    return np.full(n, np.nan) if v is None or len(v) != n else np.asarray(v, float)
+
+
+def step_shares(record: RunRecord, *, num_generations: int | None = None,
+                groups_per_step: int | None = None) -> StepShares:
+    """The record's per-step shares for :func:`fit_scalars`.
+
+    K: ``num_generations`` if given, else the record's (``meta['num_generations']``, or its groups' width
+    for a record with groups). Groups per step: the record's ``groups_per_step`` column where finite, else
+    ``groups_per_step`` if given, else (a record with groups) the groups the record holds at that step.
+    Raises InputError (one line) when either is unknown or the record has no share at all.
+    """
+    steps = record.steps or {}
+    if "step" not in steps or not len(steps["step"]):
+        raise InputError("the record has no per-step scalars to fit")
+    step = np.asarray(steps["step"], np.int64)
+    n_rows = len(step)
+    scal = is_scalars_only(record)
+    K = num_generations or (record.meta.get("num_generations") if scal else None) or \
+        (None if scal else int(np.asarray(record.groups["rewards"]).shape[1]))
+    if not K:
+        raise InputError("the number of rollouts per prompt (K) is unknown: give --num-generations, or a "
+                         "--trainer-config that says it")
+    K = int(K)
+    if K < 2:
+        raise InputError(f"K must be at least 2 for the shares to say anything, got {K}")
+    n = _column(steps, "groups_per_step", n_rows)
+    if groups_per_step is not None:
+        if int(groups_per_step) < 1:
+            raise InputError(f"groups per step must be a positive integer, got {groups_per_step!r}")
+        n = np.where(np.isfinite(n), n, float(groups_per_step))
+    if not scal and not np.all(np.isfinite(n)):
+        gs, counts = np.unique(np.asarray(record.groups["step"]), return_counts=True)
+        held = np.zeros(n_rows)
+        pos = np.searchsorted(gs, step)
+        ok = (pos < len(gs)) & (gs[np.minimum(pos, len(gs) - 1)] == step)
+        held[ok] = counts[pos[ok]]
+        n = np.where(np.isfinite(n), n, np.where(held > 0, held, np.nan))
+    shares = {k: _column(steps, k, n_rows) for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std",
+                                                     "reward_mean")}
+    if not any(np.isfinite(v).any() for v in shares.values()):
+        raise InputError("the record logs none of frac_all_pass, frac_all_fail, frac_reward_zero_std, reward_mean")
+    if not np.isfinite(n).any():
+        raise InputError("the groups per step are unknown: give --groups-per-step, or a --trainer-config with the "
+                         "batch size")
+    return StepShares(step, n, shares["frac_all_pass"], shares["frac_all_fail"], shares["frac_reward_zero_std"],
+                      shares["reward_mean"], K, str(record.meta.get("name") or ""))
+
+
+def _resolve(d: StepShares):
+    """(kind per step, counts (steps, 3), use reward mean per step, notes, keep mask)."""
+    ap, af, zs, rm = d.all_pass, d.all_fail, d.zero_std, d.reward_mean
+    ap = np.where(np.isfinite(ap), ap, np.where(np.isfinite(zs) & np.isfinite(af), zs - af, np.nan))
+    af = np.where(np.isfinite(af), af, np.where(np.isfinite(zs) & np.isfinite(ap), zs - ap, np.nan))
+    kind = np.full(len(d.step), "", object)
+    counts = np.zeros((len(d.step), 3))
+    n = d.n
+    both = np.isfinite(ap) & np.isfinite(af)
+    kind[both] = "trinomial"
+    counts[both] = np.stack([ap, af, 1 - ap - af], 1)[both]
+    u = ~both & np.isfinite(zs)
+    kind[u] = "unanimous"
+    counts[u, 0], counts[u, 1] = zs[u], 1 - zs[u]
+    for key, arr in (("all_pass", ap), ("all_fail", af)):
+        m = (kind == "") & np.isfinite(arr)
+        kind[m] = key
+        counts[m, 0], counts[m, 1] = arr[m], 1 - arr[m]
+    lo = np.where(np.isfinite(ap), ap, 0.0)
+    hi = 1 - np.where(np.isfinite(af), af, 0.0)
+    rm_ok = np.isfinite(rm) & (rm >= lo - 1e-6) & (rm <= hi + 1e-6)
+    notes = []
+    if np.isfinite(rm).any() and not rm_ok[np.isfinite(rm)].all():
+        notes.append(f"reward_mean left out: at {int(np.sum(np.isfinite(rm) & ~rm_ok))} step(s) it lies outside "
+                     "[all-pass, 1 - all-fail], so it is not a pass rate (shaped or non-binary rewards)")
+        rm_ok[:] = False
+    m = (kind == "") & rm_ok
+    kind[m] = "mean_only"
+    counts[m, 0] = 1.0
+    keep = (kind != "") & np.isfinite(n) & (n > 0)
+    counts = np.clip(counts, 0.0, 1.0) * np.where(np.isfinite(n), n, 0.0)[:, None]
+    return kind, counts, rm_ok, notes, keep
+
+
+def _logit_moments(a: float, b: float, c: np.ndarray, K: int) -> dict:
+    """E[q^K], E[(1 - q)^K], E[q], E[q^2] with q = expit(logit p + c), p ~ Beta(a, b), for each c (all >= 0).
+
+    Cells of width :data:`CELL` in z = logit p over [-max c - :data:`PAD`, :data:`PAD`] plus the two tails; each
+    cell's mass, E[p] and E[p^2] exactly (regularised incomplete beta of (a, b), (a + 1, b), (a + 2, b)); the
+    integrand expanded to second order in z about logit of the cell's mean p (the mean's first-order offset
+    in z and the variance of z by the delta method). Outside the window the integrand is constant to 1e-10."""
+    z = np.arange(-float(np.max(c)) - PAD, PAD + CELL, CELL)
+    p = expit(z)
+    inc = [np.concatenate([[0.0], betainc(a + j, b, p), [1.0]]) for j in range(3)]
+    mass = np.diff(inc[0])
+    s = a + b
+    ok = mass > 1e-300
+    safe = np.where(ok, mass, 1.0)
+    pl, ph = np.concatenate([[0.0], p]), np.concatenate([p, [1.0]])
+    pbar = np.clip(np.where(ok, a / s * np.diff(inc[1]) / safe, (pl + ph) / 2), np.maximum(pl, 1e-300),
+                   np.minimum(ph, 1 - 1e-16))
+    var = np.clip(np.where(ok, a * (a + 1) / (s * (s + 1)) * np.diff(inc[2]) / safe - pbar**2, 0.0), 0.0,
+                  (ph - pl) ** 2 / 4)
+    d = pbar * (1 - pbar)
+    w1, w2 = 0.5 * (2 * pbar - 1) / d**2 * var * mass, 0.5 * var / d**2 * mass  # E[z] - z_bar, Var z / 2
+    x = np.clip(logit(pbar)[None, :] + np.asarray(c, float)[:, None], -700.0, 700.0)
+    e = np.exp(-x)
+    q = 1 / (1 + e)
+    r = e * q
+    qr = q * r
+    qK, rK = q**K, r**K
+
+    def E(f, fz, fzz):
+        return f @ mass + fz @ w1 + fzz @ w2
+
+    return {"all_pass": E(qK, K * qK * r, K * qK * r * (K * r - q)),
+            "all_fail": E(rK, -K * rK * q, K * rK * q * (K * q - r)),
+            "mean": E(q, qr, qr * (1 - 2 * q)), "second": E(q * q, 2 * q * qr, 2 * q * qr * (2 * r - q))}
+
+
+def _power_moments(a: float, b: float, t: np.ndarray, g: float, K: int) -> dict:
+    """The same for q = p ** s, s = 1 / (1 + g t), in closed form: E[p^m] = B(a + m, b) / B(a, b) and
+    E[(1 - p^s)^K] = sum_j C(K, j) (-1)^j E[p^(s j)] (K <= :data:`POWER_MAX_K`: the alternating sum keeps
+    about 1e-11)."""
+    sexp = 1.0 / np.maximum(1.0 + g * np.asarray(t, float), 1e-6)
+    j = np.arange(K + 1)
+    m = np.exp(betaln(a + sexp[:, None] * j[None, :], b) - betaln(a, b))  # E[p^(s j)], steps x (K + 1)
+    fail = np.clip(m @ (comb(K, j) * (-1.0) ** j), 0.0, 1.0)
+    return {"all_pass": m[:, K], "all_fail": fail, "mean": m[:, 1],
+            "second": np.exp(betaln(a + 2 * sexp, b) - betaln(a, b))}
+
+
+def population_moments(theta, t, K: int, model: str = "logit") -> dict:
+    """pi_pass, pi_fail, E[p], E[p^2] at times t for theta = (log alpha, log beta, g)."""
+    a, b = np.exp(np.clip(theta[:2], *LOG_BOUNDS))
+    g = float(theta[2])
+    t = np.atleast_1d(np.asarray(t, float))
+    if len(t) > T_GRID:  # many steps: the moments at T_GRID times, linearly interpolated (smooth in t)
+        at = np.linspace(t.min(), t.max(), T_GRID)
+        m = population_moments(theta, at, K, model)
+        return {k: np.interp(t, at, v) for k, v in m.items()}
+    if model == "power":
+        return _power_moments(a, b, t, g, K)
+    if model == "logit_stuck":  # a share w0 of the prompts never solved (p = 0), the rest under the logit drift
+        w0 = float(expit(theta[3]))
+        m = population_moments(theta[:3], t, K, "logit")
+        return {"all_pass": (1 - w0) * m["all_pass"], "all_fail": w0 + (1 - w0) * m["all_fail"],
+                "mean": (1 - w0) * m["mean"], "second": (1 - w0) * m["second"]}
+    if g >= 0:
+        return _logit_moments(a, b, g * t, K)
+    m = _logit_moments(b, a, -g * t, K)  # p -> 1 - p: the cells stay where floats are fine (p small)
+    return {"all_pass": m["all_fail"], "all_fail": m["all_pass"], "mean": 1 - m["mean"],
+            "second": 1 - 2 * m["mean"] + m["second"]}
+
+
+def _loglik(theta, t, K, model, masks, counts, y, y_on) -> float:
+    mo = population_moments(theta, t, K, model)
+    pap, paf = mo["all_pass"], mo["all_fail"]
+    atoms = np.stack([pap, paf, np.clip(1 - pap - paf, 0.0, 1.0)], 1)  # steps x 3
+    cls = np.einsum("sca,sa->sc", masks, atoms)
+    ll = float(np.sum(np.where(counts > 0, counts * np.log(np.maximum(cls, _EPS)), 0.0)))
+    if y_on.any():
+        e1, e2 = mo["mean"][y_on], mo["second"][y_on]
+        m1 = np.stack([K * pap[y_on], np.zeros_like(e1), K * e1 - K * pap[y_on]], 1)
+        m2 = np.stack([K * K * pap[y_on], np.zeros_like(e1), K * e1 + K * (K - 1) * e2 - K * K * pap[y_on]], 1)
+        M = masks[y_on]
+        pc = np.maximum(cls[y_on], _EPS)
+        mu = np.einsum("sca,sa->sc", M, m1) / pc
+        var = np.maximum(np.einsum("sca,sa->sc", M, m2) / pc - mu**2, 0.0)
+        nc = counts[y_on]
+        mean = np.sum(nc * mu, 1)
+        v = np.sum(nc * var, 1) + Y_FLOOR
+        ll += float(np.sum(-0.5 * np.log(2 * np.pi * v) - 0.5 * (y[y_on] - mean) ** 2 / v))
+    return ll
+
+
+def _hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Central-difference Hessian of f at x with steps h per coordinate."""
+    k = len(x)
+    H = np.empty((k, k))
+    for i in range(k):
+        for j in range(i, k):
+            ei, ej = np.eye(k)[i] * h[i], np.eye(k)[j] * h[j]
+            H[i, j] = H[j, i] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h[i] * h[j])
+    return H
+
+
+def _prepare(d: StepShares):
+    kind, counts, rm_ok, notes, keep = _resolve(d)
+    if int(keep.sum()) < MIN_STEPS:
+        raise InputError(f"the scalars fit needs at least {MIN_STEPS} steps with a share and their groups, "
+                         f"the record has {int(keep.sum())}")
+    step = d.step[keep]
+    s0, s1 = int(step[0]), int(step[-1])
+    t = (step - s0) / max(s1 - s0, 1)
+    masks = np.array([_KINDS[k] for k in kind[keep]], float)
+    y = np.where(rm_ok, d.reward_mean, 0.0)[keep] * d.K * d.n[keep]
+    return {"kind": kind[keep], "counts": counts[keep], "masks": masks, "y": y, "y_on": rm_ok[keep], "t": t,
+            "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes}
+
+
+def _start_points(P, K):
+    """Moment-style starts: the pooled mean pass rate (from all-fail / unanimous shares) at a few drifts."""
+    c = P["counts"].sum(0)
+    tot = P["n"].sum()
+    share_fail = c[1] / tot if (P["kind"] == "trinomial").any() else 0.3
+    m = float(np.clip(1 - share_fail ** (1 / K), 0.05, 0.95))
+    for spread in (2.0,):
+        for g in (0.0, 1.5, -1.5):
+            yield np.array([np.log(m * spread), np.log((1 - m) * spread), g])
+
+
+def _bounds(model: str) -> list:
+    """Bounds of theta per parameter: log alpha, log beta, g (and logit w0 for ``logit_stuck``)."""
+    return [LOG_BOUNDS, LOG_BOUNDS, DRIFT_BOUNDS[model]] + ([STUCK_BOUNDS] if model == "logit_stuck" else [])
+
+
+def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
+    """ML fit of the population and its drift from the per-step shares (see the module docstring).
+
+    Returns ``model``, ``K``, ``alpha``, ``beta``, ``drift`` (g), their ``se_*`` and 95% ``intervals``,
+    ``theta`` / ``cov`` (log alpha, log beta, g), ``loglik``, ``steps`` [s_first, s_last], ``n_steps``,
+    ``groups``, ``used`` (step kinds and counts, reward mean used or not), ``identified``, ``notes``,
+    ``last`` (fitted all-pass / all-fail / mixed at the last step with intervals, and the observed shares there),
+    ``series`` (observed and fitted per step). ``start``: a theta to start from (e.g. the previous fit).
+    """
+    if model not in MODELS:
+        raise InputError(f"scalars fit: unknown drift model {model!r}; one of {', '.join(MODELS)}")
+    if model == "power" and d.K > POWER_MAX_K:
+        raise InputError(f"scalars fit: the power map's closed form is kept to K <= {POWER_MAX_K}, got K = {d.K}")
+    P = _prepare(d)
+    K = d.K
+    bounds = _bounds(model)
+
+    lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+
+    def nll(x):
+        return -_loglik(np.clip(x, lo, hi), P["t"], K, model, P["masks"], P["counts"], P["y"], P["y_on"])
+
+    starts = list(_start_points(P, K)) if start is None else [np.asarray(start, float)]
+    if model == "logit_stuck":
+        starts = [np.append(x0[:3], -3.0) if len(x0) == 3 else x0 for x0 in starts]
+    best = None
+    for x0 in starts:
+        res = optimize.minimize(nll, np.clip(x0, lo, hi), method="BFGS", options={"gtol": 1e-5 * (1 + P["n"].sum())})
+        if best is None or res.fun < best.fun:
+            best = res
+    x = np.clip(best.x, lo, hi)
+    if start is not None and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
+        return fit_scalars(d, model)  # a warm start that landed on a bound: the cold starts too
+    at_bound = bool(np.any([min(abs(x[i] - lo), abs(x[i] - hi)) < 1e-6 for i, (lo, hi) in enumerate(bounds)]))
+    H = _hessian(nll, x, np.full(len(x), 1e-3))
+    try:
+        np.linalg.cholesky(H)
+        cov = np.linalg.inv(H)
+    except np.linalg.LinAlgError:
+        cov = np.full((len(x), len(x)), np.nan)
+    se = np.sqrt(np.diag(cov))
+    kinds = {k: int(np.sum(P["kind"] == k)) for k in _KINDS if np.any(P["kind"] == k)}
+    split = any(k in kinds for k in ("trinomial", "all_pass", "all_fail")) or bool(P["y_on"].any())
+    identified = {"mixed_share": True, "split": split, "population": split and bool(np.all(np.isfinite(se)))}
+    notes = list(d.notes) + P["notes"]
+    if not split:
+        notes.append("only the zero-std share is logged: the mixed share, the expiry and the stall forecast are "
+                     "identified; which of all-pass / all-fail the unanimous groups are, the population's side "
+                     "(alpha vs beta) and the drift's sign are not (need frac_all_pass / frac_all_fail or the mean "
+                     "reward)")
+    out = {"model": model, "K": K, "alpha": float(np.exp(x[0])), "beta": float(np.exp(x[1])), "drift": float(x[2]),
+           "theta": x, "cov": cov, "loglik": -float(best.fun), "at_bound": at_bound,
+           "se_log_alpha": float(se[0]), "se_log_beta": float(se[1]), "se_drift": float(se[2]),
+           "intervals": {"alpha": [float(np.exp(x[0] - Z95 * se[0])), float(np.exp(x[0] + Z95 * se[0]))],
+                         "beta": [float(np.exp(x[1] - Z95 * se[1])), float(np.exp(x[1] + Z95 * se[1]))],
+                         "drift": [float(x[2] - Z95 * se[2]), float(x[2] + Z95 * se[2])]},
+           "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
+           "steps": [P["s0"], P["s1"]], "n_steps": int(len(P["step"])), "groups": float(P["n"].sum()),
+           "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
+           "identified": identified, "notes": notes}
+    if model == "logit_stuck":
+        out["stuck"] = float(expit(x[3]))
+        out["intervals"]["stuck"] = [float(expit(x[3] - Z95 * se[3])), float(expit(x[3] + Z95 * se[3]))]
+    out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
+                   "step": P["s1"], "observed": _observed_last(d, P)}
+    fitted = shares_at(out, P["step"])
+    obs = P["counts"] / P["n"][:, None]
+    out["series"] = {"step": P["step"], "kind": P["kind"], "groups": P["n"],
+                     "observed_all_pass": np.where(np.isin(P["kind"], ["trinomial", "all_pass"]), obs[:, 0], np.nan),
+                     "observed_all_fail": np.where(P["kind"] == "trinomial", obs[:, 1],
+                                                   np.where(P["kind"] == "all_fail", obs[:, 0], np.nan)),
+                     "observed_mixed": np.where(P["kind"] == "trinomial", obs[:, 2],
+                                                np.where(P["kind"] == "unanimous", obs[:, 1], np.nan)),
+                     **{f"fitted_{k}": v for k, v in fitted.items()}}
+    return out
+
+
+def _observed_last(d: StepShares, P) -> dict:
+    i = -1
+    c, n = P["counts"][i], P["n"][i]
+    k = P["kind"][i]
+    out = {"groups": float(n), "kind": str(k)}
+    if k == "trinomial":
+        out.update(all_pass=float(c[0] / n), all_fail=float(c[1] / n), mixed=float(c[2] / n))
+    elif k == "unanimous":
+        out.update(mixed=float(c[1] / n))
+    return out
+
+
+def shares_at(fit: dict, steps, *, intervals: bool = False, theta=None, scalar: bool = False) -> dict:
+    """Fitted all-pass, all-fail, mixed shares and mean pass rate at ``steps`` (arrays); with ``intervals``,
+    each share's 95% delta-method interval on the logit scale as ``<name>_interval`` ([lo, hi] per step)."""
+    s0, s1 = fit["steps"]
+    t = (np.asarray(steps, float) - s0) / max(s1 - s0, 1)
+    th = fit["theta"] if theta is None else theta
+
+    def f(x):
+        mo = population_moments(x, t, fit["K"], fit["model"])
+        return {"all_pass": mo["all_pass"], "all_fail": mo["all_fail"],
+                "mixed": np.clip(1 - mo["all_pass"] - mo["all_fail"], 0.0, 1.0), "mean": mo["mean"]}
+
+    out = f(th)
+    if intervals:
+        cov = fit["cov"]
+        h = 1e-5
+        grads = {k: [] for k in ("all_pass", "all_fail", "mixed")}
+        for i in range(len(th)):
+            e = np.eye(len(th))[i] * h
+            up, dn = f(th + e), f(th - e)
+            for k in grads:
+                lu = logit(np.clip(up[k], 1e-12, 1 - 1e-12))
+                ld = logit(np.clip(dn[k], 1e-12, 1 - 1e-12))
+                grads[k].append((lu - ld) / (2 * h))
+        for k, g in grads.items():
+            G = np.stack(g, 1)  # steps x 3
+            se = np.sqrt(np.maximum(np.einsum("si,ij,sj->s", G, cov, G), 0.0))
+            c = logit(np.clip(out[k], 1e-12, 1 - 1e-12))
+            out[f"{k}_interval"] = np.stack([expit(c - Z95 * se), expit(c + Z95 * se)], 1)
+    if scalar:
+        return {k: (v[0].tolist() if np.ndim(v) > 1 else float(v[0])) for k, v in out.items()}
+    return out
+
+
+def draws(fit: dict, n: int = DRAWS, seed: int = 0) -> np.ndarray:
+    """``n`` parameter vectors theta from the fit's normal approximation (empty where it has no covariance)."""
+    cov = fit["cov"]
+    if not np.all(np.isfinite(cov)):
+        return np.zeros((0, len(fit["theta"])))
+    rng = np.random.default_rng(seed)
+    b = _bounds(fit["model"])
+    lo, hi = [x[0] for x in b], [x[1] for x in b]
+    return np.clip(rng.multivariate_normal(fit["theta"], cov, size=n, method="eigh"), lo, hi)

@@ -1,0 +1,195 @@
+r"""Expiry and stall forecasts from a scalars-only fit (:mod:`.scalars_fit`).
+
+**Expiry.** The fitted mixed share at future step s is 1 - E[p(s)^K] - E[(1 - p(s))^K] (the drift
+continued past the last step). The expiry step is the first step after the last logged one at which it
+falls below the threshold (default :data:`~.forecast.DEFAULT_THRESHOLD`), searched up to
+:data:`~.forecast.HORIZON` run lengths ahead on a grid of :data:`NEAR` steps within the next run length and
+:data:`FAR` beyond (:func:`future_grid`). Its 95% interval: the 2.5% and 97.5% quantiles of the same step over :data:`~.scalars_fit.DRAWS`
+parameter vectors from the fit's normal approximation (a draw that never crosses counts as beyond the
+horizon; an upper bound beyond it is None).
+
+**Stall.** The trainer's DAPO step (:mod:`.stall`) needs rounds of ``gen_batch`` prompts until
+``train_batch`` mixed groups are kept; prompts are drawn from the population, so the rounds' law depends on
+the mean mixed share only and :func:`.stall.rounds_distribution` is exact for it (with a finite pool it
+uses its Binomial stand-in). Per future step: P(stall) = P(R > cap) and the expected rounds. Reported:
+the first step with P(stall) > q for each of :data:`.stall.LEVELS` (interval over the parameter draws, as
+the expiry), and the **first cap hit**: the run stops at the first step whose rounds exceed the cap, so
+P(no stall through s) = prod over steps s' <= s of (1 - P(stall at s')); its median and its 2.5% / 97.5%
+quantiles (the trainer's own randomness at the fitted parameters), with the median's 95% interval over the
+draws (the fit's uncertainty), and the ``predictive`` 95% interval (2.5% and 97.5% quantiles of the first hit
+averaged over the draws: both uncertainties). The cause at the stall: all-fail collapse when the fitted all-fail share
+exceeds the all-pass share there, else all-pass saturation; "not identified" when only the zero-std share
+was logged. The K of the trainer's config is used where it gives one (the population is K-free).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .forecast import DEFAULT_THRESHOLD, HORIZON
+from .scalars_fit import DRAWS, draws, population_moments, shares_at
+from .stall import LEVELS, rounds_distribution
+
+__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
+
+MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
+NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
+FAR = 80  #: future steps evaluated from one run length to the horizon
+
+
+def future_grid(fit: dict, horizon: float = HORIZON) -> np.ndarray:
+    """Future steps from s_last + 1 to s_last + ``horizon`` run lengths: :data:`NEAR` points over the first run
+    length (every step where it is shorter), :data:`FAR` evenly spread beyond."""
+    s0, s1 = fit["steps"]
+    span = max(s1 - s0, 1)
+    near = np.linspace(s1 + 1, s1 + span, min(NEAR, span))
+    far = np.linspace(s1 + span, s1 + horizon * span, FAR)
+    return np.unique(np.round(np.concatenate([near, far])))
+
+
+_CACHE: dict = {}
+
+
+def _draw_mixed(fit: dict, grid: np.ndarray, K: int, n_draws: int, seed: int) -> np.ndarray:
+    """Mixed share on ``grid`` per parameter draw (draws x grid); the last two results are kept, as the expiry
+    and the stall forecast of one diagnosis ask for the same curves."""
+    key = (fit["theta"].tobytes(), fit["cov"].tobytes(), fit["model"], tuple(fit["steps"]), grid.tobytes(), K,
+           n_draws, seed)
+    if key not in _CACHE:
+        th = draws(fit, n_draws, seed=seed)
+        _CACHE.clear() if len(_CACHE) >= 2 else None
+        _CACHE[key] = np.array([_mixed(fit, x, grid, K)[0] for x in th]).reshape(len(th), len(grid))
+    return _CACHE[key]
+
+
+def _t(fit, steps):
+    s0, s1 = fit["steps"]
+    return (np.asarray(steps, float) - s0) / max(s1 - s0, 1)
+
+
+def _mixed(fit, theta, steps, K):
+    mo = population_moments(theta, _t(fit, steps), K, fit["model"])
+    return np.clip(1 - mo["all_pass"] - mo["all_fail"], 0.0, 1.0), mo
+
+
+def _first(grid, mask):
+    i = np.flatnonzero(mask)
+    return float(grid[i[0]]) if i.size else np.inf
+
+
+def _interval(values) -> list:
+    """[2.5%, 97.5%] quantiles of steps (inf = beyond the horizon: None)."""
+    v = np.asarray(values, float)
+    if not v.size:
+        return [None, None]
+    lo, hi = np.quantile(v, [0.025, 0.975], method="inverted_cdf")
+    return [None if not np.isfinite(lo) else float(lo), None if not np.isfinite(hi) else float(hi)]
+
+
+def _step(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS) -> dict:
+    """``threshold``, ``mixed_now`` (fitted, last step), ``step``, ``interval``, ``status``, ``horizon_step``,
+    ``projection`` {step, mixed} (see the module docstring)."""
+    grid = future_grid(fit)
+    K = fit["K"]
+    now = shares_at(fit, [fit["steps"][1]])["mixed"][0]
+    mixed, _ = _mixed(fit, fit["theta"], grid, K)
+    step = _first(grid, mixed < threshold)
+    found = [_first(grid, c < threshold) for c in _draw_mixed(fit, grid, K, n_draws, seed)]
+    if now < threshold:
+        status, step = "already below the threshold at the last step (fit)", np.inf
+    elif not np.isfinite(step):
+        status = f"stays above the threshold for {HORIZON:g} run lengths if the drift holds"
+    else:
+        status = f"crosses the threshold near step {step:.0f} if the drift holds"
+    return {"threshold": float(threshold), "mixed_now": float(now), "step": _step(step),
+            "interval": _interval(found) if np.isfinite(step) else [None, None], "status": status,
+            "horizon_step": float(grid[-1]), "projection": {"step": grid, "mixed": mixed}}
+
+
+def _stall_curve(fit, theta, grid, settings):
+    mixed, mo = _mixed(fit, theta, grid, settings["K"])
+    d = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
+                            settings.get("pool"))
+    return np.asarray(d["p_stall"], float), np.asarray(d["expected"], float), mo
+
+
+def _stall_curves(fit, grid, settings, n_draws, seed) -> np.ndarray:
+    """P(stall) on ``grid`` per parameter draw (one :func:`rounds_distribution` call for all)."""
+    mixed = _draw_mixed(fit, grid, settings["K"], n_draws, seed)
+    if not mixed.size:
+        return np.zeros((0, len(grid)))
+    d = rounds_distribution(mixed.reshape(-1, 1), settings["gen_batch"], settings["train_batch"], settings["cap"],
+                            settings.get("pool"))
+    return np.asarray(d["p_stall"], float).reshape(mixed.shape)
+
+
+def _hit_cdf(grid, p_stall, start) -> np.ndarray:
+    """P(the run has exceeded its cap by each grid step) from P(stall) per step (rows: curves). Steps between
+    grid points take the later point's P(stall)."""
+    width = np.diff(np.concatenate([[start - 1], grid]))
+    return 1 - np.exp(np.cumsum(width * np.log1p(-np.clip(p_stall, 0.0, 1 - 1e-15)), axis=-1))
+
+
+def _quantiles(grid, cdf, qs=(0.025, 0.5, 0.975)) -> list:
+    """Steps at which ``cdf`` first reaches each q (inf beyond the grid)."""
+    return [float(grid[i]) if (i := np.searchsorted(cdf, q)) < len(grid) else np.inf for q in qs]
+
+
+def _uncapped(fit, grid, settings) -> dict:
+    """No cap: no stall, only the rounds a step needs, per step (inf beyond :data:`MAX_NEED` rounds expected)."""
+    steps = np.concatenate([[fit["steps"][1]], grid])
+    mixed, _ = _mixed(fit, fit["theta"], steps, settings["K"])
+    B, T = settings["gen_batch"], settings["train_batch"]
+    expected = np.full(len(steps), np.inf)
+    for i, u in enumerate(mixed):  # one step at a time: the rounds' range follows each step's own need
+        if u > 0 and T / (B * u) <= MAX_NEED:
+            expected[i] = rounds_distribution(np.array([u]), B, T, 0)["expected"]
+    return {"available": True, "settings": settings, "now": {"step": int(fit["steps"][1]), "p_stall": 0.0,
+                                                             "expected": float(expected[0])},
+            "stall": {}, "first_cap_hit": None, "cause": None, "horizon_step": float(grid[-1]),
+            "series": {"step": grid, "p_stall": np.zeros(len(grid)), "expected": expected[1:]}}
+
+
+def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int = DRAWS) -> dict:
+    """The stall forecast for the trainer's ``settings`` (:func:`.trainer_config.read_trainer_config`);
+    ``{"available": False, "reason"}`` without them (see the module docstring). ``n_draws``: parameter draws
+    of the intervals."""
+    if settings is None:
+        return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
+                                              "or --gen-batch-size and --train-batch-size)"}
+    if not settings.get("enable", True):
+        return {"available": False, "reason": f"not available: the {settings['trainer']} config does not enable "
+                                              "dynamic sampling"}
+    settings = {**settings, "K": int(settings.get("K") or fit["K"])}
+    s1 = fit["steps"][1]
+    grid = future_grid(fit)
+    if not settings["cap"] and not settings.get("pool"):
+        return _uncapped(fit, grid, settings)
+    p, expected, mo = _stall_curve(fit, fit["theta"], grid, settings)
+    now_p, now_e, _ = _stall_curve(fit, fit["theta"], [s1], settings)
+    curves = _stall_curves(fit, grid, settings, n_draws, seed)
+    levels = {}
+    for q in LEVELS:
+        step = _first(grid, p > q)
+        levels[str(q)] = {"step": _step(step), "interval": _interval([_first(grid, c > q) for c in curves]),
+                          "already": bool(now_p[0] > q)}
+    hit = _quantiles(grid, _hit_cdf(grid, p, s1 + 1))
+    cdfs = _hit_cdf(grid, curves, s1 + 1)
+    hit_draws = [_quantiles(grid, c, (0.5,))[0] for c in cdfs]
+    pred = _quantiles(grid, cdfs.mean(axis=0)) if len(cdfs) else [np.inf] * 3
+    at = levels[str(LEVELS[0])]["step"]
+    i = int(np.searchsorted(grid, at)) if at is not None else 0
+    ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
+    cause = ("not identified (only the zero-std share was logged)" if not fit["identified"]["split"]
+             else "all-fail collapse" if af > ap else "all-pass saturation")
+    return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p[0]),
+                                                             "expected": float(now_e[0])},
+            "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,
+            "first_cap_hit": {"median": _step(hit[1]), "range": [_step(hit[0]), _step(hit[2])],
+                              "median_interval": _interval(hit_draws),
+                              "predictive": [_step(pred[0]), _step(pred[2])]},
+            "horizon_step": float(grid[-1]), "series": {"step": grid, "p_stall": p, "expected": expected}}

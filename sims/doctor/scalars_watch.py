@@ -1,0 +1,80 @@
+r"""Early warning while a run trains: the stall forecast refitted as each step lands (``grpo-lab watch``).
+
+:class:`StallWatch` takes the run's scalars-only record as it grows (re-read by the caller) and, when it holds
+a step it has not seen, refits :func:`.scalars_fit.fit_scalars` (warm-started from the previous fit) and
+forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
+stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
+``max_num_gen_batches`` (what stops verl's DAPO trainer), with its 95% interval over the fit's parameter draws.
+A warning is raised once, at the first update whose forecast stall step is at most ``warn_steps`` steps after
+the last step logged (or already passed). Until :data:`MIN_STEPS` steps have landed nothing is forecast.
+Without a cap there is no stall to warn of: the update gives the expected rounds now and ``warn_steps`` ahead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from ..record import RunRecord
+from .scalars_fit import fit_scalars, step_shares
+from .scalars_forecast import stall_forecast
+
+__all__ = ["StallWatch", "MIN_STEPS", "WATCH_DRAWS", "DEFAULT_WARN_STEPS"]
+
+MIN_STEPS = 5  #: steps logged before the first forecast
+WATCH_DRAWS = 200  #: parameter draws per forecast (the doctor uses more; a watch refits at every poll)
+DEFAULT_WARN_STEPS = 20  #: warn this many steps before the forecast stall
+
+
+class StallWatch:
+    """Stateful forecaster of one growing run (see the module docstring)."""
+
+    def __init__(self, settings: dict, *, warn_steps: int = DEFAULT_WARN_STEPS, num_generations: int | None = None,
+                 groups_per_step: int | None = None):
+        if settings is None:
+            raise InputError("watch needs the trainer's config (--trainer-config FILE, or --gen-batch-size and "
+                             "--train-batch-size) to forecast its stall")
+        if int(warn_steps) < 0:
+            raise InputError(f"--warn-steps must be >= 0, got {warn_steps!r}")
+        self.settings = settings
+        self.warn_steps = int(warn_steps)
+        self.K = num_generations or settings.get("K")
+        self.groups = groups_per_step
+        self.last_step = None
+        self.theta = None
+        self.warned = False
+
+    def update(self, record: RunRecord) -> dict | None:
+        """None when the record holds no new step; else ``{step, steps, forecast: None | {...}, warn, ...}``."""
+        steps = np.asarray((record.steps or {}).get("step", []), np.int64)
+        if not len(steps) or (self.last_step is not None and int(steps[-1]) <= self.last_step):
+            return None
+        self.last_step = int(steps[-1])
+        event = {"step": self.last_step, "steps": int(len(steps)), "forecast": None, "warn": False}
+        if len(steps) < MIN_STEPS:
+            event["reason"] = f"waiting for {MIN_STEPS} steps ({len(steps)} so far)"
+            return event
+        K = self.K or record.meta.get("num_generations")
+        gps = self.groups
+        col = np.asarray(record.steps.get("groups_per_step", []), float)
+        if gps is None and not (len(col) and np.isfinite(col).any()):
+            gps = int(self.settings["gen_batch"])
+        d = step_shares(record, num_generations=K, groups_per_step=gps)
+        fit = fit_scalars(d, start=self.theta)
+        self.theta = fit["theta"]
+        sf = stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS)
+        event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
+                          "mixed_now": fit["last"]["mixed"]}, stall=sf)
+        if not sf.get("available"):
+            event["reason"] = sf.get("reason")
+            return event
+        if not sf["settings"]["cap"]:
+            event["reason"] = "no cap: a step never stops the run; it draws rounds until the batch is full"
+            return event
+        hit = sf["first_cap_hit"]
+        event["forecast"] = {"step": hit["median"], "interval": hit["median_interval"], "cause": sf["cause"],
+                             "p_stall_next": float(sf["series"]["p_stall"][0])}
+        if hit["median"] is not None and not self.warned and hit["median"] - self.last_step <= self.warn_steps:
+            self.warned = True
+            event["warn"] = True
+        return event
