@@ -291,6 +291,23 @@ def config_value(config: dict, keys) -> float | None:
     return None
 
 
+def trl_groups_per_log(config: dict, K: int | None) -> tuple[float | None, str]:
+    """TRL's groups behind one logged row: ``generation_batch_size / num_generations`` groups per generation
+    (GRPOConfig: completions per generation batch over all processes), times the generations a log averages,
+    ``logging_steps / (steps_per_generation x num_iterations)`` (at least 1): TRL appends a generation's metrics
+    once, when it is generated, and ``log()`` averages what was appended since the last log. (None, why) where the
+    config lacks them."""
+    gb = config_value(config, ("generation_batch_size",))
+    if gb is None or not K:
+        return None, "TRL: the config gives no generation_batch_size (or K is unknown)"
+    per_gen = config_value(config, ("steps_per_generation",)) or 1.0
+    per_gen *= config_value(config, ("num_iterations",)) or 1.0
+    logs = config_value(config, ("logging_steps",)) or 1.0
+    gens = max(1.0, logs / per_gen)
+    return gb / K * gens, (f"groups per logged step = generation_batch_size {gb:g} / K {K} x {gens:g} generation(s) "
+                           f"a log averages (logging_steps {logs:g}, steps_per_generation x num_iterations {per_gen:g})")
+
+
 def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None):
     """Apply dialect ``d`` to a run's ``series`` ({name: (steps, values)}).
 
@@ -319,6 +336,10 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
         if not num_generations:
             notes.append(f"K = {K} from the run's config")
     batch = config_value(config, d.batch_keys)
+    if batch is None and d.trainer == "trl":
+        batch, how = trl_groups_per_log(config, K)
+        if batch is not None:
+            notes.append(how)
     cols: dict[str, np.ndarray] = {}
     read: dict[str, str] = {}
     if d.sparse:
@@ -377,7 +398,8 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
     if ("groups_per_step" not in cols and batch is not None
             and not any(r.how in ("batches", "v1_zero_std", "v1_groups") for r in d.rules)):
         cols["groups_per_step"] = np.full(len(steps), batch)
-        read["groups_per_step"] = f"config {' / '.join(d.batch_keys)}"
+        read["groups_per_step"] = (f"config {' / '.join(d.batch_keys)}" if d.batch_keys else
+                                   "config generation_batch_size / num_generations")
     if "frac_reward_zero_std" not in cols and "frac_all_pass" in cols and "frac_all_fail" in cols:
         cols["frac_reward_zero_std"] = cols["frac_all_pass"] + cols["frac_all_fail"]
         read["frac_reward_zero_std"] = f"{read['frac_all_pass']} + {read['frac_all_fail']}"
