@@ -13,7 +13,11 @@ imports of the child are inside the figures, as a user sees them):
     every scalar value collected, nothing else;
 (c) ``read_scalars`` (``grpo_lab.sims.ingest.trackers``): framing, both checksums of every record, parse,
     the TRL dialect mapped onto the standard columns;
-(d) ``grpo-lab ingest LOG --out REC``: (c) plus the command line and writing the record.
+(d) ``grpo-lab ingest LOG --out REC``: (c) plus the command line and writing the record;
+(e) (d) and then ``grpo-lab diagnose REC --json``: the doctor's whole answer from the log (target: under 10 s).
+
+The log's two read metrics follow a run whose pass rates drift (a Beta(2, 3) population under a logit drift, K = 8,
+64 groups a step, shares computed exactly), so the diagnosis fits something plausible; the other 38 are filler.
 
 Run: ``python benchmarks/bench_trackers.py`` (writing the log takes about 30 s: PyTorch's writer checks
 CRC32C in Python). Compare the rows of one run; the load average is printed beside them.
@@ -53,10 +57,15 @@ elif kind == "read_scalars":
     from grpo_lab.sims.ingest.trackers import read_scalars
     rec = read_scalars(path)
     n = len(rec.steps["step"])
-elif kind == "cli":
+elif kind in ("cli", "cli_diagnose"):
+    import contextlib, io
     from grpo_lab.cli import main
-    code = main(["ingest", path, "--out", out, "--force", "--json"])
-    assert code == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["ingest", path, "--out", out, "--force", "--json"])
+        assert code == 0
+        if kind == "cli_diagnose":
+            code = main(["diagnose", out, "--json"])
+            assert code == 0
     n = -1
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "n": n, "peak_mb": peak}))
@@ -66,12 +75,20 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() -
 def write_log(path: Path, steps: int, scalars: int) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
+    import numpy as np
+    from scipy import stats
+    from scipy.special import expit, logit
+
+    K, groups = 8, 64
     w = SummaryWriter(str(path))
-    w.add_text("args", json.dumps({"num_generations": 8, "logging_steps": 1}))
+    w.add_text("args", json.dumps({"num_generations": K, "logging_steps": 1, "generation_batch_size": groups * K}))
+    p0 = stats.beta.ppf((np.arange(2000) + 0.5) / 2000, 2.0, 3.0)  # the population's pass rates, mid-quantiles
     names = ["train/frac_reward_zero_std", "train/reward"] + [f"train/other_{i}" for i in range(scalars - 2)]
     for step in range(1, steps + 1):
+        p = expit(logit(p0) + 2.0 * step / steps)  # a logit drift of +2 over the run
+        shares = {"train/frac_reward_zero_std": float(np.mean(p ** K + (1 - p) ** K)), "train/reward": float(p.mean())}
         for j, name in enumerate(names):
-            w.add_scalar(name, (step * 7 + j) % 100 / 100, step)
+            w.add_scalar(name, shares.get(name, (step * 7 + j) % 100 / 100), step)
     w.close()
 
 
@@ -92,7 +109,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-trackers-"))
     try:
         base = Path(args.cache) if args.cache else tmp
-        log = base / f"tb-{args.steps}x{args.scalars}"
+        log = base / f"tb-drift-{args.steps}x{args.scalars}"
         if not any(log.glob("*tfevents*")):
             t = time.perf_counter()
             write_log(log, args.steps, args.scalars)
@@ -102,7 +119,8 @@ def main() -> int:
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
         print(f"{'reader':<46} {'wall s':>7} {'cpu s':>7} {'peak MB':>8}  values")
         rows = [("accumulator", "(a) tensorboard EventAccumulator"), ("loader", "(b) tensorboard EventFileLoader"),
-                ("read_scalars", "(c) grpo-lab read_scalars"), ("cli", "(d) grpo-lab ingest (writes the record)")]
+                ("read_scalars", "(c) grpo-lab read_scalars"), ("cli", "(d) grpo-lab ingest (writes the record)"),
+                ("cli_diagnose", "(e) grpo-lab ingest, then diagnose")]
         for kind, label in rows:
             best = min((child(kind, log, tmp / "rec") for _ in range(args.repeat)), key=lambda r: r["wall"])
             n = {"accumulator": "scalars", "loader": "scalars", "read_scalars": "steps"}.get(kind)
