@@ -54,6 +54,7 @@ import contextlib
 import contextvars
 import functools
 import html
+import logging
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -61,9 +62,13 @@ from dataclasses import dataclass
 
 from tornado import web
 
+from grpo_lab.socket_guard import gone, quiet_bokeh_socket_logs
+
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
            "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG"]
+
+_log = logging.getLogger("grpo_lab.admission")
 
 VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
@@ -388,7 +393,9 @@ async def _page_template(handler) -> None:
 def _socket_handler(base, admission: Admission):
     """``base`` (Panel's websocket handler) behind the caps, counted while open, released when idle."""
 
-    class AdmittedSocket(base):
+    from grpo_lab.socket_guard import GuardedSocket
+
+    class AdmittedSocket(GuardedSocket, base):
         _counted = False
 
         async def prepare(self):
@@ -441,6 +448,8 @@ def release_idle(admission: Admission) -> int:
     for sock in idle:
         admission.sockets.discard(sock)
         sock.close(IDLE_CLOSE_CODE, "idle")
+    if idle:  # one line per check (Bokeh's own line per closed socket is silenced: grpo_lab.socket_guard)
+        _log.info("released %d idle page(s) (no message for %g minutes; code=%d)", len(idle), minutes, IDLE_CLOSE_CODE)
     return len(idle)
 
 
@@ -503,6 +512,7 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
         config.session_key_func = _template_key
     _gate_session_builds(admission.gate)
     _deepen_listen_queue()
+    quiet_bokeh_socket_logs()
     return admission
 
 
@@ -539,6 +549,10 @@ def _gate_session_builds(gate: FairGate) -> None:
         if session_id in self._sessions:  # found, not built
             return await build(self, session_id, request, token)
         async with gate.turn(getattr(request, "remote_ip", None) or "", _request_visitor(request)):
+            if gone(request):  # its websocket closed while it waited: nobody would use it
+                from bokeh.protocol.exceptions import ProtocolError
+
+                raise ProtocolError("the page's websocket closed before its session was built")
             return await build(self, session_id, request, token)
 
     ApplicationContext.create_session_if_needed = create_session_if_needed
