@@ -41,6 +41,7 @@ as the package (``grpo_lab.testing.snapshot.snapshot(REF)``); the server started
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -281,6 +282,59 @@ def bench_flood(extra: list[str]) -> None:
           f"idle median {statistics.median(idle):.2f} s ({len(idle)} visits)")
     print(f"ratio flood: newcomer time to interactive / idle = {newcomer[0] / statistics.median(idle):.1f} "
           "(target <= 3)")
+WS_FLOODS = (100, 200)  #: sessions one client opens at once as Bokeh's own client does (no page request)
+
+
+def bench_wsflood(extra: list[str], sizes=WS_FLOODS, pythonpath=None, label: str = "this tree") -> None:
+    """A newcomer's time to interactive (from :data:`NEWCOMER`) 2 s into ``n`` sessions opened at once from one
+    address as ``bokeh.client.pull_session`` opens them (a websocket with a session id of the client's own, no page
+    request: the documents built and pulled; ``grpo_lab.testing.hostile_client.pull_sessions``), and again while
+    they are held open, against the same visit on the idle server in the same run."""
+    import asyncio
+
+    from grpo_lab.testing.bokeh_visitor import Server
+    from grpo_lab.testing.hostile_client import pull_sessions
+    from tornado.httpclient import AsyncHTTPClient
+
+    async def flood(url: str, at: float, n: int, hold_until_done):
+        AsyncHTTPClient.configure(None, max_clients=n + 20)
+        await asyncio.sleep(max(0.0, at - time.time()))
+        socks, errors = await pull_sessions(url, n, timeout_s=300)
+        held = hold_until_done()  # the newcomer visits again while they are open
+        for sock in socks:
+            sock.close()
+        return len(socks), errors, held
+
+    server = Server(pythonpath, extra=extra)
+    try:
+        idle = _visitor(server.url, time.time(), 3)()
+        if isinstance(idle, str):
+            raise RuntimeError(f"the idle visits failed: {idle}")
+        base = statistics.median(idle)
+        print(f"wsflood [{label}] load average {os.getloadavg()[0]:.1f} before")
+        for n in sizes:
+            time.sleep(20)  # the previous flood's sessions destroyed (unused 15 s, checked every 5 s)
+            start = time.time() + 10
+            during = _visitor(server.url, start + NEWCOMER_AFTER_S, 1)
+            n_open, errors, held = asyncio.run(flood(server.url, start, n,
+                                                     lambda: _visitor(server.url, time.time(), 3)()))
+            during = during()
+            kinds = sorted({f"{type(e).__name__}: {str(e)[:60]}" for e in errors})
+            print(f"wsflood [{label}] {n} sessions from one client as Bokeh's client opens them: {n_open} built and pulled, "
+                  f"{len(errors)} refused or failed ({'; '.join(kinds[:3])})")
+            print(f"wsflood [{label}] load average {os.getloadavg()[0]:.1f} after {n}")
+            for when, got in (("2 s into the flood", during), ("while they are held open", held)):
+                if isinstance(got, str):
+                    print(f"ratio wsflood [{label}] {n} {when}: inf (not interactive: {got}; target <= 3)")
+                    continue
+                t = statistics.median(got)
+                print(f"ratio wsflood [{label}] {n} {when}: newcomer (another address) time to interactive {t:.2f} s "
+                      f"(visits {', '.join(f'{x:.2f}' for x in got)}) / idle {base:.2f} s = {t / base:.1f} "
+                      "(target <= 3)")
+    finally:
+        server.stop()
+
+
 def bench_play8(browser, url: str, presses: int) -> None:
     """Eight heavy tabs of visitor A playing with plots in view; B's round trip p90 against its idle p90."""
     b_ctx = visitor(browser, url, "bench-b")
@@ -410,15 +464,23 @@ def bench_upload_queue(browser, url: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presses", type=int, default=15)
-    parser.add_argument("--only", choices=("play", "upload", "components", "flood", "play8", "upload-memory",
-                                           "upload-queue"))
+    parser.add_argument("--only", choices=("play", "upload", "components", "flood", "wsflood", "play8",
+                                           "upload-memory", "upload-queue"))
+    parser.add_argument("--sessions", type=int, nargs="+", default=list(WS_FLOODS), help="wsflood's sizes")
+    parser.add_argument("--baseline", metavar="REF", help="wsflood: measure the server of this git commit first")
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
     if args.only in (None, "components"):
         bench_components(args.server_flags)
     if args.only in (None, "flood"):
         bench_flood(args.server_flags)
-    if args.only in ("components", "flood"):
+    if args.only in (None, "wsflood"):
+        if args.baseline:
+            from grpo_lab.testing.snapshot import snapshot
+
+            bench_wsflood(args.server_flags, args.sessions, snapshot(args.baseline), f"baseline {args.baseline}")
+        bench_wsflood(args.server_flags, args.sessions)
+    if args.only in ("components", "flood", "wsflood"):
         return 0
     from playwright.sync_api import sync_playwright
 

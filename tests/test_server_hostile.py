@@ -91,3 +91,30 @@ def test_out_of_turn_and_malformed_clients_are_closed_with_one_quiet_line_each()
                 break
             time.sleep(1)
         assert alive == 0
+
+
+def test_sessions_opened_without_pages_take_tokens_of_their_own_bucket():
+    """Bokeh's own client opens a session with a websocket alone (a session id of its making, no page request):
+    the address's bucket of builds (``--new-sessions-burst`` at once) refuses the rest at the handshake (HTTP 429),
+    before any session is built. The flooding address's next page is rendered (its bucket of pages is untouched) but
+    its websocket is refused too; another address has buckets of its own."""
+    burst = 3
+    with logged_server("--reuse-sessions", "--new-sessions-burst", str(burst), "--new-sessions-per-second", "0.01",
+                       num_procs=1) as (url, log):
+        async def flood():
+            socks, errors = await h.pull_sessions(url, burst + 4)
+            for sock in socks:
+                sock.close()
+            return len(socks), [str(e) for e in errors]
+
+        opened, errors = asyncio.run(flood())
+        assert opened == burst, errors
+        assert len(errors) == 4 and all("429" in e for e in errors), errors
+        result = asyncio.run(visit(url, 8, scroll=False))
+        assert "429" in result.get("error", ""), result
+        from grpo_lab.testing.bokeh_visitor import open_document
+
+        async def other():  # another address has buckets of its own
+            sock, *_ = await open_document(url, source="127.0.0.2")
+            sock.close()
+        asyncio.run(other())

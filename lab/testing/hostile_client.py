@@ -165,7 +165,8 @@ async def pull_sessions(url: str, n: int, source: str | None = None, timeout_s: 
 
     async def one():
         token = generate_jwt_token(generate_session_id(), signed=False)
-        return await _open_socket(ws_url(url), token, source)
+        sock, *_ = await _open_socket(ws_url(url), token, source)
+        return sock
 
     done = await asyncio.wait_for(asyncio.gather(*[one() for _ in range(n)], return_exceptions=True), timeout_s)
     return [d for d in done if not isinstance(d, BaseException)], [d for d in done if isinstance(d, BaseException)]
