@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from grpo_lab.state import LabState, PlayState
-from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget
+from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget, HeavyWork
 
 
 class Clock:
@@ -90,7 +90,7 @@ def test_play_pushes_inside_the_budget_coalesce_into_one_redraw_of_the_latest(mo
     view, lab, play, _ = live_lab(monkeypatch, clock, doc=doc)
     drawn = []
 
-    def costly_refresh(repaint_grid):  # each redraw costs 1 s of work
+    def costly_refresh(repaint_grid, prepared=None):  # each redraw costs 1 s of work
         drawn.append(lab.progress)
         clock.t += 1.0
 
@@ -151,3 +151,46 @@ def test_without_a_server_a_redraw_runs_at_once():
     for _ in range(3):
         frames.request(lambda: runs.append(1), None)
     assert runs == [1, 1, 1]
+
+
+def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_more_frame():
+    """With a running loop, a frame's ``prepare`` runs in the heavy-work thread while the loop goes on serving
+    (here: the loop must run for ``prepare`` to finish at all), then ``fn`` on the loop with its values; a push
+    that comes while it is computed is drawn by one more frame, with the state as it is then (issue #35)."""
+    import asyncio
+    import threading
+
+    async def main():
+        loop = asyncio.get_running_loop()
+
+        class Doc:
+            def add_next_tick_callback(self, fn):
+                loop.call_soon(fn)
+
+            def add_timeout_callback(self, fn, ms):
+                return loop.call_later(ms / 1000, fn)
+
+        frames, doc = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), Doc()
+        served, state, drawn = threading.Event(), {"progress": 0.1}, []
+
+        def prepare():
+            assert threading.current_thread() is not threading.main_thread()
+            assert served.wait(10)  # set by the loop: only if the loop runs while this computes
+            return state["progress"]
+
+        frames.request(drawn.append, doc, prepare=prepare)
+        state["progress"] = 0.2
+        frames.request(drawn.append, doc, prepare=prepare)  # while the first is computed: coalesced, one more
+        state["progress"] = 0.3
+        frames.request(drawn.append, doc, prepare=prepare)
+        assert drawn == []
+        await asyncio.sleep(0.01)
+        loop.call_soon(served.set)  # another visitor's message, served meanwhile
+        for _ in range(500):
+            if len(drawn) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert len(drawn) == 2 and drawn[-1] == 0.3, drawn
+
+    asyncio.run(main())
