@@ -172,6 +172,7 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
 
         frames, doc = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), Doc()
         served, state, drawn = threading.Event(), {"progress": 0.1}, []
+        frames._last_work = 1.0  # its last frame was heavy: the next is computed in the heavy thread
 
         def prepare():
             assert threading.current_thread() is not threading.main_thread()
@@ -192,5 +193,26 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
         assert len(drawn) == 2 and drawn[-1] == 0.3, drawn
+
+    asyncio.run(main())
+
+
+def test_a_light_session_s_frame_is_computed_inline_never_queued_behind_heavy_ones():
+    """A session whose last frame was light (and a first frame) computes inline: a light visitor's redraw never
+    waits in the heavy thread's queue behind a heavy visitor's frames (99 s once, at load 15)."""
+    import asyncio
+    import threading
+
+    async def main():
+        class Doc:
+            def add_next_tick_callback(self, fn):
+                raise AssertionError("a light frame is not handed back from the heavy thread")
+
+            def add_timeout_callback(self, fn, ms):
+                raise AssertionError("not delayed")
+
+        frames, where = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), []
+        frames.request(where.append, Doc(), prepare=lambda: threading.current_thread() is threading.main_thread())
+        assert where == [True]  # computed and drawn at once, on the loop's thread
 
     asyncio.run(main())

@@ -27,7 +27,9 @@ event loop, in the document's lock. numpy's and scipy's array loops release the 
 visitors' messages while a frame is computed: a heavy frame at 20,000 prompts (about 0.8 s of CPU, most of it the
 Jensen curves' and the decay curve's beta-binomial sums) used to hold the loop for all of it, and another visitor's
 round trip that arrived meanwhile waited for the rest (play8: p90 2.42x idle). One thread per process: visitors'
-heavy frames are computed one at a time, as before. The frame's work charged to the budget is the thread's
+heavy frames are computed one at a time, as before. Only heavy frames go there: a session whose last frame took
+less than :data:`INLINE_WORK_S` (and a session's first frame) computes inline, so a light visitor's redraw never
+waits in that thread's queue behind a heavy visitor's (it did, in a first version: 99 s once, at load 15). The frame's work charged to the budget is the thread's
 wall time plus ``fn``'s.
 
 A redraw asked for before it is due waits and coalesces into one redraw of the state as it is then
@@ -47,7 +49,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["HEAVY_THREAD", "PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "BUSY_CLEAR_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
+__all__ = ["HEAVY_THREAD", "INLINE_WORK_S", "PLAY_SHARE", "HEAVY_SHARE", "BUSY_AFTER_S", "BUSY_CLEAR_S", "USAGE_TAU_S", "BUSY_NOTICE", "HeavyWork", "HEAVY_WORK",
            "FrameBudget"]
 
 PLAY_SHARE = 0.25  #: the largest share of a server process's time one visitor's heavy redraws (all tabs) may use
@@ -58,6 +60,9 @@ USAGE_TAU_S = 5.0  #: how fast a visitor's recent use of heavy work is forgotten
 BUSY_NOTICE = "The server is busy: the plots follow Play (and redraws at these settings) less often."
 #: the thread a process's heavy frames are computed in (their ``prepare``), off the event loop
 HEAVY_THREAD = ThreadPoolExecutor(1, thread_name_prefix="grpo-lab-heavy")
+#: a session whose last frame took less than this (s) computes its next one inline: a light visitor's frame never
+#: queues behind the heavy ones in :data:`HEAVY_THREAD` (its first frame is inline too)
+INLINE_WORK_S = 0.2
 
 
 def _check_share(share: float, name: str) -> None:
@@ -135,6 +140,7 @@ class FrameBudget:
         self._next = -float("inf")
         self._pending = None
         self._computing = False  # a frame's prepare is running in the heavy thread
+        self._last_work = 0.0  # the last frame's work (s): under INLINE_WORK_S the next is computed inline
         self._again = None  # a request that came meanwhile: (fn, doc, prepare)
         self.busy = False  #: a frame waited for the shared budget lately, not only for its own
         self._held_at = -math.inf  # when a frame was last held back by the shared budget
@@ -154,7 +160,7 @@ class FrameBudget:
         try:
             yield
         finally:
-            work = self.clock() - start
+            work = self._last_work = self.clock() - start
             self._next = start + work / self.share
             self.work.spent(self.visitor, start, work)
 
@@ -181,7 +187,7 @@ class FrameBudget:
     def _run(self, fn, doc, prepare) -> None:
         """One frame now: inline, or its ``prepare`` in the heavy thread and ``fn`` back on the loop."""
         loop = _running_loop()
-        if prepare is None or doc is None or loop is None:
+        if prepare is None or doc is None or loop is None or self._last_work < INLINE_WORK_S:
             with self.frame():
                 fn(prepare()) if prepare is not None else fn()
             return
@@ -200,7 +206,7 @@ class FrameBudget:
             try:
                 fn(future.result())
             finally:
-                work = (began - start) + (self.clock() - began)  # the thread's wall time, then fn's
+                work = self._last_work = (began - start) + (self.clock() - began)  # the thread's wall time, then fn's
                 self._next = start + work / self.share
                 self.work.spent(self.visitor, start, work)
                 done()
