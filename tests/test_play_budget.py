@@ -174,9 +174,12 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
         served, state, drawn = threading.Event(), {"progress": 0.1}, []
         frames._last_work = 1.0  # its last frame was heavy: the next is computed in the heavy thread
 
+        threads = []
+
         def prepare():
-            assert threading.current_thread() is not threading.main_thread()
-            assert served.wait(10)  # set by the loop: only if the loop runs while this computes
+            threads.append(threading.current_thread() is threading.main_thread())
+            if not threads[-1]:
+                assert served.wait(10)  # set by the loop: only if the loop runs while this computes
             return state["progress"]
 
         frames.request(drawn.append, doc, prepare=prepare)
@@ -193,6 +196,7 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
         assert len(drawn) == 2 and drawn[-1] == 0.3, drawn
+        assert threads[0] is False  # the heavy one off the loop (the next, after a light frame, inline)
 
     asyncio.run(main())
 
