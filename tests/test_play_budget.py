@@ -172,7 +172,7 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
 
         frames, doc = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), Doc()
         served, state, drawn = threading.Event(), {"progress": 0.1}, []
-        frames._last_work = 1.0  # its last frame was heavy: the next is computed in the heavy thread
+        frames._last_cpu = 1.0  # its last frame was heavy: the next is computed in the heavy thread
 
         threads = []
 

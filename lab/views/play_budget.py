@@ -28,7 +28,7 @@ visitors' messages while a frame is computed: a heavy frame at 20,000 prompts (a
 Jensen curves' and the decay curve's beta-binomial sums) used to hold the loop for all of it, and another visitor's
 round trip that arrived meanwhile waited for the rest (play8: p90 2.42x idle). One thread per process: visitors'
 heavy frames are computed one at a time, as before. Only heavy frames go there: a session whose last frame took
-less than :data:`INLINE_WORK_S` (and a session's first frame) computes inline, so a light visitor's redraw never
+less than :data:`INLINE_WORK_S` of CPU (and a session's first frame) computes inline, so a light visitor's redraw never
 waits in that thread's queue behind a heavy visitor's (it did, in a first version: 99 s once, at load 15). The frame's work charged to the budget is the thread's
 wall time plus ``fn``'s.
 
@@ -60,9 +60,10 @@ USAGE_TAU_S = 5.0  #: how fast a visitor's recent use of heavy work is forgotten
 BUSY_NOTICE = "The server is busy: the plots follow Play (and redraws at these settings) less often."
 #: the thread a process's heavy frames are computed in (their ``prepare``), off the event loop
 HEAVY_THREAD = ThreadPoolExecutor(1, thread_name_prefix="grpo-lab-heavy")
-#: a session whose last frame took less than this (s) computes its next one inline: a light visitor's frame never
-#: queues behind the heavy ones in :data:`HEAVY_THREAD` (its first frame is inline too)
-INLINE_WORK_S = 0.2
+#: a session whose last frame's computation took less than this much CPU (s, the computing thread's own time, which
+#: the machine's load does not inflate as it does wall time) computes its next one inline: a light visitor's frame
+#: never queues behind the heavy ones in :data:`HEAVY_THREAD` (its first frame is inline too)
+INLINE_WORK_S = 0.15
 
 
 def _check_share(share: float, name: str) -> None:
@@ -140,7 +141,7 @@ class FrameBudget:
         self._next = -float("inf")
         self._pending = None
         self._computing = False  # a frame's prepare is running in the heavy thread
-        self._last_work = 0.0  # the last frame's work (s): under INLINE_WORK_S the next is computed inline
+        self._last_cpu = 0.0  # the last frame's computation, CPU s: under INLINE_WORK_S the next is computed inline
         self._again = None  # a request that came meanwhile: (fn, doc, prepare)
         self.busy = False  #: a frame waited for the shared budget lately, not only for its own
         self._held_at = -math.inf  # when a frame was last held back by the shared budget
@@ -160,7 +161,7 @@ class FrameBudget:
         try:
             yield
         finally:
-            work = self._last_work = self.clock() - start
+            work = self.clock() - start
             self._next = start + work / self.share
             self.work.spent(self.visitor, start, work)
 
@@ -187,12 +188,22 @@ class FrameBudget:
     def _run(self, fn, doc, prepare) -> None:
         """One frame now: inline, or its ``prepare`` in the heavy thread and ``fn`` back on the loop."""
         loop = _running_loop()
-        if prepare is None or doc is None or loop is None or self._last_work < INLINE_WORK_S:
+        if prepare is None or doc is None or loop is None or self._last_cpu < INLINE_WORK_S:
             with self.frame():
+                cpu = time.thread_time()
                 fn(prepare()) if prepare is not None else fn()
+                self._last_cpu = time.thread_time() - cpu
             return
         start = self.clock()
-        self._pending = future = loop.run_in_executor(HEAVY_THREAD, prepare)
+
+        def computed_by_thread():
+            cpu = time.thread_time()
+            try:
+                return prepare()
+            finally:
+                self._last_cpu = time.thread_time() - cpu
+
+        self._pending = future = loop.run_in_executor(HEAVY_THREAD, computed_by_thread)
         self._computing = True
 
         def done() -> None:
@@ -206,7 +217,7 @@ class FrameBudget:
             try:
                 fn(future.result())
             finally:
-                work = self._last_work = (began - start) + (self.clock() - began)  # the thread's wall time, then fn's
+                work = (began - start) + (self.clock() - began)  # the thread's wall time, then fn's
                 self._next = start + work / self.share
                 self.work.spent(self.visitor, start, work)
                 done()
