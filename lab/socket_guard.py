@@ -138,8 +138,9 @@ class GuardedSocket:
         try:
             await super()._async_open(token)
         except Exception as exc:  # noqa: BLE001: whatever a token or a closed page made of it; Bokeh closed it
+            if not self._closing:  # a tab closed before its session was built is no one's fault: no line
+                self._say(f"no session: {type(exc).__name__}: {str(exc)[:200]}")
             self._closing = True
-            self._say(f"no session: {type(exc).__name__}: {str(exc)[:200]}")
             return
         if self._closing and self.connection is not None:  # closed while its session was built: let it go
             self.application.client_lost(self.connection)
