@@ -28,6 +28,11 @@ Three attacks of issue 25 (each a function of its own, printed as a line ``ratio
   (target: within 15% of the start).
 * **upload-queue**: how long a 0.3 MB upload takes while four uploads at the limit are read, against the
   same upload on an idle server (target <= 5 s).
+* **upload-stress** (issue #35, only when asked: ``--only upload-stress --rounds 20``): rounds of four uploads at the
+  limit, about half of the tabs closed at random moments: no upload stuck, no reader left, memory 60 s later.
+* **wsflood** (issue #35): 100 and 200 sessions opened at once from one address as Bokeh's own client opens them
+  (websockets alone, the documents built and pulled); a newcomer from 127.0.0.2 2 s in and while they are held,
+  against idle (target <= 3x).
 
 The visitor cookie (``grpo_lab_visitor``) is set on each browser context by the benchmark, as the lab's
 pages set it, so the attacks measure the same whether or not the server in this tree sets it.
@@ -41,6 +46,7 @@ as the package (``grpo_lab.testing.snapshot.snapshot(REF)``); the server started
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -281,14 +287,120 @@ def bench_flood(extra: list[str]) -> None:
           f"idle median {statistics.median(idle):.2f} s ({len(idle)} visits)")
     print(f"ratio flood: newcomer time to interactive / idle = {newcomer[0] / statistics.median(idle):.1f} "
           "(target <= 3)")
+WS_FLOODS = (100, 200)  #: sessions one client opens at once as Bokeh's own client does (no page request)
+
+
+def bench_wsflood(extra: list[str], sizes=WS_FLOODS, pythonpath=None, label: str = "this tree") -> None:
+    """A newcomer's time to interactive (from :data:`NEWCOMER`) 2 s into ``n`` sessions opened at once from one
+    address as ``bokeh.client.pull_session`` opens them (a websocket with a session id of the client's own, no page
+    request: the documents built and pulled; ``grpo_lab.testing.hostile_client.pull_sessions``), and again while
+    they are held open, against the same visit on the idle server in the same run."""
+    import asyncio
+
+    from grpo_lab.testing.bokeh_visitor import Server
+    from grpo_lab.testing.hostile_client import pull_sessions
+    from tornado.httpclient import AsyncHTTPClient
+
+    async def flood(url: str, at: float, n: int, hold_until_done):
+        AsyncHTTPClient.configure(None, max_clients=n + 20)
+        await asyncio.sleep(max(0.0, at - time.time()))
+        socks, errors = await pull_sessions(url, n, timeout_s=300)
+        held = hold_until_done()  # the newcomer visits again while they are open
+        for sock in socks:
+            sock.close()
+        return len(socks), errors, held
+
+    server = Server(pythonpath, extra=extra)
+    try:
+        idle = _visitor(server.url, time.time(), 3)()
+        if isinstance(idle, str):
+            raise RuntimeError(f"the idle visits failed: {idle}")
+        base = statistics.median(idle)
+        print(f"wsflood [{label}] load average {os.getloadavg()[0]:.1f} before")
+        for n in sizes:
+            time.sleep(20)  # the previous flood's sessions destroyed (unused 15 s, checked every 5 s)
+            start = time.time() + 10
+            during = _visitor(server.url, start + NEWCOMER_AFTER_S, 1)
+            n_open, errors, held = asyncio.run(flood(server.url, start, n,
+                                                     lambda: _visitor(server.url, time.time(), 3)()))
+            during = during()
+            kinds = sorted({f"{type(e).__name__}: {str(e)[:60]}" for e in errors})
+            print(f"wsflood [{label}] {n} sessions from one client as Bokeh's client opens them: {n_open} built and pulled, "
+                  f"{len(errors)} refused or failed ({'; '.join(kinds[:3])})")
+            print(f"wsflood [{label}] load average {os.getloadavg()[0]:.1f} after {n}")
+            for when, got in (("2 s into the flood", during), ("while they are held open", held)):
+                if isinstance(got, str):
+                    print(f"ratio wsflood [{label}] {n} {when}: inf (not interactive: {got}; target <= 3)")
+                    continue
+                t = statistics.median(got)
+                print(f"ratio wsflood [{label}] {n} {when}: newcomer (another address) time to interactive {t:.2f} s "
+                      f"(visits {', '.join(f'{x:.2f}' for x in got)}) / idle {base:.2f} s = {t / base:.1f} "
+                      "(target <= 3)")
+    finally:
+        server.stop()
+
+
+def _protocol_trips_process(url: str, n: int, out) -> None:
+    """In a process of its own: visitor C opens ``url`` by protocol (``grpo_lab.testing.bokeh_visitor``) and moves the
+    grid's progress ``n`` times, each timed from the PATCH-DOC sent to the server's PATCH-DOC carrying the grid's new
+    ``view`` (at rho > 0 the server paints it); puts the seconds (or the error) on ``out``."""
+    import asyncio
+    import json as _json
+
+    from grpo_lab.testing.bokeh_visitor import _find_grid, _patch, load_client, open_document
+
+    load_client()
+
+    async def trips():
+        sock, conn, read, reply = await open_document(url)
+        grid = _find_grid(reply.content["doc"])
+        await _patch(conn, [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {  # the page rendered
+            "type": "event", "name": "document_ready", "values": {"type": "map", "entries": []}}}])
+        await asyncio.sleep(1.0)
+        times = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            await _patch(conn, [{"kind": "ModelChanged", "model": {"id": grid}, "attr": "progress",
+                                 "new": round(0.3 + 0.01 * (i % 20), 2)}])
+            while '"view"' not in _json.dumps((await read("PATCH-DOC")).content):
+                pass
+            times.append(time.perf_counter() - t0)
+            await asyncio.sleep(0.15)
+        sock.close()
+        return times
+
+    try:
+        out.put(asyncio.run(trips()))
+    except Exception as exc:  # reported by the parent
+        out.put(f"{type(exc).__name__}: {exc}")
+
+
+def protocol_round_trips(url: str, n: int) -> list[float]:
+    """:func:`_protocol_trips_process` in a spawned process; its round trips (s)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_protocol_trips_process, args=(url, n, out), daemon=True)
+    proc.start()
+    got = out.get(timeout=600)
+    proc.join(30)
+    if isinstance(got, str):
+        raise RuntimeError(f"the protocol visitor failed: {got}")
+    return got
+
+
 def bench_play8(browser, url: str, presses: int) -> None:
-    """Eight heavy tabs of visitor A playing with plots in view; B's round trip p90 against its idle p90."""
+    """Eight heavy tabs of visitor A playing with plots in view; B's round trip p90 against its idle p90, B in
+    Chromium (a key press to the readout changed) and C by protocol (a progress patch to the server's view back)."""
     b_ctx = visitor(browser, url, "bench-b")
     b = b_ctx.new_page()
     b.goto(url + LIGHT)
     wait_readout(b)
     b.wait_for_timeout(1500)
     idle = round_trips(b, presses)
+    idle_c = protocol_round_trips(url + LIGHT, 2 * presses)
+    load_idle = os.getloadavg()[0]
     a_ctx = visitor(browser, url, "bench-a")
     tabs = open_tabs(a_ctx, url + HEAVY, 8)
     for a in tabs:
@@ -296,15 +408,22 @@ def bench_play8(browser, url: str, presses: int) -> None:
         a.locator(".lab-plots").first.scroll_into_view_if_needed()  # the plots in view while playing
         a.get_by_role("button", name="\u25b6 Play").click()
     tabs[0].wait_for_timeout(3000)
+    load_play = os.getloadavg()[0]
     playing = round_trips(b, presses)
+    playing_c = protocol_round_trips(url + LIGHT, 2 * presses)
     busy = sum(any(a.evaluate(TEXTS_OF_CLASS, "lab-busy")) for a in tabs)
     a_ctx.close()
     b_ctx.close()
-    print(f"play8  B idle:                     {median_ms(idle)}, p90 {1000 * p90(idle):.0f} ms")
+    print(f"play8  load average {load_idle:.1f} before, {load_play:.1f} while A played")
+    print(f"play8  B idle (Chromium):          {median_ms(idle)}, p90 {1000 * p90(idle):.0f} ms")
     print(f"play8  B while A's 8 tabs play:    {median_ms(playing)}, p90 {1000 * p90(playing):.0f} ms "
           f"({busy} of A's tabs showed the busy notice)")
+    print(f"play8  C idle (protocol):          {median_ms(idle_c)}, p90 {1000 * p90(idle_c):.0f} ms")
+    print(f"play8  C while A's 8 tabs play:    {median_ms(playing_c)}, p90 {1000 * p90(playing_c):.0f} ms")
     print(f"ratio play8: B's round trip p90 {p90(playing):.2f} s while 8 heavy tabs play / idle p90 {p90(idle):.2f} s "
           f"= {p90(playing) / p90(idle):.2f} (target <= 2)")
+    print(f"ratio play8 protocol: C's round trip p90 {p90(playing_c):.2f} s / idle p90 {p90(idle_c):.2f} s "
+          f"= {p90(playing_c) / p90(idle_c):.2f} (target <= 2)")
 
 
 def server_rss(port: int) -> tuple[float, int]:
@@ -407,37 +526,96 @@ def bench_upload_queue(browser, url: str) -> None:
           f"{busy / statistics.median(idle):.2f} (target: {busy:.2f} s <= 5 s)")
 
 
+def bench_upload_stress(browser, url: str, port: int, rounds: int) -> None:
+    """``rounds`` rounds of four visitors uploading a zip at the limit at once, about half of the tabs closed at
+    random moments (``grpo_lab.testing.upload_stress``): no upload stuck without a reader, no reader left once the
+    spares retired, and the server's memory 60 s after the last round against its start."""
+    import collections
+    import random
+
+    import psutil
+
+    from grpo_lab.testing.upload import budget_sized_zip
+    from grpo_lab.testing.upload_stress import readers, stress_round
+
+    from grpo_lab.replay.upload import UPLOAD_LIMITS
+    from grpo_lab.replay.upload_pool import SPARE_IDLE_S
+
+    data, n = budget_sized_zip(UPLOAD_LIMITS.decompressed_bytes - (1 << 20))
+    root = [p.pid for p in psutil.process_iter(["cmdline"])
+            if str(port) in (p.info["cmdline"] or []) and "grpo_lab.server" in (p.info["cmdline"] or [])]
+    start, _ = server_rss(port)
+    rng, counts, t0 = random.Random(35), collections.Counter(), time.monotonic()
+    for r in range(rounds):
+        got = stress_round(browser, url, data, 4, rng, close_within_s=20.0, stuck_s=300, tag=str(r))
+        counts.update(o.split(":")[0] for o in got)
+        print(f"upload-stress round {r + 1}/{rounds}: {', '.join(got)} (load average {os.getloadavg()[0]:.1f})",
+              flush=True)
+    took = time.monotonic() - t0
+    deadline = time.monotonic() + SPARE_IDLE_S + 40
+    left = readers(root)
+    while left and time.monotonic() < deadline:
+        time.sleep(2)
+        left = readers(root)
+    time.sleep(max(0.0, 60 - (SPARE_IDLE_S + 40)))
+    later, n_procs = server_rss(port)
+    print(f"upload-stress {rounds} rounds of four uploads at the limit ({n:,} lines, {len(data) / 2**20:.1f} MB zip) "
+          f"in {took:.0f} s: {dict(counts)}; reading processes left {len(left)}")
+    print(f"ratio upload-stress: stuck {counts.get('stuck', 0)} (target 0); readers left {len(left)} (target 0); "
+          f"server RSS 60 s after {later:.0f} MB / at start {start:.0f} MB = {later / start:.2f} (target <= 1.15; "
+          f"{n_procs} processes)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--presses", type=int, default=15)
-    parser.add_argument("--only", choices=("play", "upload", "components", "flood", "play8", "upload-memory",
-                                           "upload-queue"))
+    parser.add_argument("--only", choices=("play", "upload", "components", "flood", "wsflood", "play8",
+                                           "upload-memory", "upload-queue", "upload-stress"))
+    parser.add_argument("--rounds", type=int, default=20, help="upload-stress's rounds of four at-limit uploads")
+    parser.add_argument("--sessions", type=int, nargs="+", default=list(WS_FLOODS), help="wsflood's sizes")
+    parser.add_argument("--baseline", metavar="REF", help="wsflood, play8: measure the server of this git commit first")
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
     if args.only in (None, "components"):
         bench_components(args.server_flags)
     if args.only in (None, "flood"):
         bench_flood(args.server_flags)
-    if args.only in ("components", "flood"):
+    if args.only in (None, "wsflood"):
+        if args.baseline:
+            from grpo_lab.testing.snapshot import snapshot
+
+            bench_wsflood(args.server_flags, args.sessions, snapshot(args.baseline), f"baseline {args.baseline}")
+        bench_wsflood(args.server_flags, args.sessions)
+    if args.only in ("components", "flood", "wsflood"):
         return 0
     from playwright.sync_api import sync_playwright
 
     from grpo_lab.commands.serve import serve_command
 
-    port = free_port()
-    with serve(cmd=[*serve_command(port=port), *args.server_flags], port=port) as url, sync_playwright() as pw:
-        browser = launch(pw, background_tabs=True)
-        if args.only in (None, "play"):
-            bench_play(browser, url, args.presses)
-        if args.only in (None, "upload"):
-            bench_upload(browser, url)
-        if args.only in (None, "play8"):
-            bench_play8(browser, url, args.presses)
-        if args.only in (None, "upload-memory"):
-            bench_upload_memory(browser, url, port)
-        if args.only in (None, "upload-queue"):
-            bench_upload_queue(browser, url)
-        browser.close()
+    servers = [("this tree", {})]
+    if args.baseline and args.only == "play8":
+        from grpo_lab.testing.snapshot import snapshot
+
+        servers.insert(0, (f"baseline {args.baseline}", {"PYTHONPATH": str(snapshot(args.baseline))}))
+    for label, env in servers:
+        port = free_port()
+        print(f"[{label}]")
+        with serve(cmd=[*serve_command(port=port), *args.server_flags], port=port, env=env) as url, \
+                sync_playwright() as pw:
+            browser = launch(pw, background_tabs=True)
+            if args.only in (None, "play"):
+                bench_play(browser, url, args.presses)
+            if args.only in (None, "upload"):
+                bench_upload(browser, url)
+            if args.only in (None, "play8"):
+                bench_play8(browser, url, args.presses)
+            if args.only in (None, "upload-memory"):
+                bench_upload_memory(browser, url, port)
+            if args.only in (None, "upload-queue"):
+                bench_upload_queue(browser, url)
+            if args.only == "upload-stress":
+                bench_upload_stress(browser, url, port, args.rounds)
+            browser.close()
     return 0
 
 

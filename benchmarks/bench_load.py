@@ -38,7 +38,10 @@ instead of the working tree), so a figure measured on a
 loaded machine stands beside a baseline measured the same way in the same run. Last, each figure is printed
 beside its target (:data:`TARGET_INTERACTIVE_S`, :data:`TARGET_CPU_PER_VISIT_S`, :data:`TARGET_MEMORY_GROWTH`).
 
-Bounded: at most 60 visitors a round, every wait has a timeout, everything is on loopback.
+``--spread S`` has a round's visitors arrive evenly over S seconds instead of at once (issue #34's lecture hall:
+``--visitors 100 --spread 10``, target: each interactive within 10 s).
+
+Bounded: at most 100 visitors a round, every wait has a timeout, everything is on loopback.
 """
 
 from __future__ import annotations
@@ -57,18 +60,19 @@ from grpo_lab.testing.snapshot import snapshot
 from grpo_lab.testing.stats import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_VISITORS = 60
+MAX_VISITORS = 100
 QUIET_S = 1.0  #: a visit alone: its server CPU is read this long after it closed (what the server did after it)
 #: issue #13's targets: every visitor of a room interactive within (s), by room size; server CPU of one new visit
 #: in all (s); resident memory 60 s after the sessions closed, at most this much above the server's after its start
 #: (before any visit)
-TARGET_INTERACTIVE_S = {10: 3.0, 30: 6.0}
+TARGET_INTERACTIVE_S = {10: 3.0, 30: 6.0, 100: 10.0}  #: 100: issue #34's lecture hall (arriving within 10 s: --spread 10)
 TARGET_CPU_PER_VISIT_S = 0.2
 TARGET_MEMORY_GROWTH = 0.10
 
 
-def run_round(server: Server, n: int, settle_s: float, scroll: bool = False) -> dict:
-    """n visitors at once; memory sampled every 0.1 s until settle_s after the last closed."""
+def run_round(server: Server, n: int, settle_s: float, scroll: bool = False, spread_s: float = 0.0) -> dict:
+    """n visitors at once (or arriving evenly over ``spread_s`` seconds); memory sampled every 0.1 s until settle_s
+    after the last closed."""
     from tornado.httpclient import AsyncHTTPClient
 
     AsyncHTTPClient.configure(None, max_clients=MAX_VISITORS + 10)
@@ -84,8 +88,12 @@ def run_round(server: Server, n: int, settle_s: float, scroll: bool = False) -> 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
 
+    async def arrive(i: int):
+        await asyncio.sleep(i * spread_s / n)
+        return await visit(server.url, 4 + (i % 60), scroll=scroll)
+
     async def everyone():
-        return await asyncio.gather(*[visit(server.url, 4 + (i % 60), scroll=scroll) for i in range(n)])
+        return await asyncio.gather(*[arrive(i) for i in range(n)])
 
     results = asyncio.run(everyone())
     cpu = server.cpu_s() - cpu_before
@@ -142,7 +150,7 @@ def link_cost(server: Server, query: str, n: int) -> float:
 
 
 def bench(label: str, pythonpath: Path | None, rounds: list[int], settle_s: float, extra: list[str],
-          alone: int, scroll: bool = False, links: list[str] = ()) -> list[dict]:
+          alone: int, scroll: bool = False, links: list[str] = (), spread_s: float = 0.0) -> list[dict]:
     server = Server(pythonpath, extra)
     rss_start = server.rss_mb()  # the server after its start, before any visit: the memory target's baseline
     try:
@@ -150,7 +158,8 @@ def bench(label: str, pythonpath: Path | None, rounds: list[int], settle_s: floa
         time.sleep(1)
         single = one_at_a_time(server, alone) if alone else dict.fromkeys(("cpu_first", "cpu_visit", "cpu_full"), float("nan"))
         single["links"] = {q: link_cost(server, q, max(alone, 5)) for q in links}
-        return [{"label": label, "rss_start": rss_start, **single, **run_round(server, n, settle_s, scroll)} for n in rounds]
+        return [{"label": label, "rss_start": rss_start, **single, **run_round(server, n, settle_s, scroll, spread_s)}
+                for n in rounds]
     finally:
         server.stop()
 
@@ -167,6 +176,9 @@ def main(argv=None) -> int:
     ap.add_argument("--alone", type=int, default=5, help="visits of each kind measured one at a time first (default 5)")
     ap.add_argument("--link", action="append", default=[], metavar="QUERY", help=(
         "also the server CPU of opening /app?QUERY alone, to its document (e.g. replay=sign-vs-dr_grpo); repeatable"))
+    ap.add_argument("--spread", type=float, default=0.0, metavar="S",
+                    help="the visitors of a round arrive evenly over S seconds (default 0: all at once); a lecture "
+                         "hall: --visitors 100 --spread 10")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = ap.parse_args(argv)
     if any(not 1 <= n <= MAX_VISITORS for n in args.visitors):
@@ -175,14 +187,18 @@ def main(argv=None) -> int:
     rows = []
     if args.baseline:
         base = snapshot(args.baseline)
-        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone, args.scroll, args.link)
+        rows += bench(f"baseline {args.baseline}", base, args.visitors, args.settle, [], args.alone, args.scroll, args.link,
+                      args.spread)
     if args.ref:
-        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone, args.scroll, args.link)
+        rows += bench(args.ref, snapshot(args.ref), args.visitors, args.settle, extra, args.alone, args.scroll, args.link,
+                      args.spread)
     else:
-        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone, args.scroll, args.link)
+        rows += bench("this tree", None, args.visitors, args.settle, extra, args.alone, args.scroll, args.link,
+                      args.spread)
     print(f"load: visitors arriving together at `grpo-lab serve` {args.serve_args} (defaults otherwise), "
           f"loopback; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; each visitor opens the "
-          f"lab, {'scrolls to the plots, ' if args.scroll else ''}moves a control and closes")
+          f"lab, {'scrolls to the plots, ' if args.scroll else ''}moves a control and closes"
+          + (f"; a round's visitors arrive evenly over {args.spread:g} s" if args.spread else ""))
     print(f"{'server':<22} {'N':>3} | {'interactive p50':>15} {'p95':>6} {'max':>6} | {'complete p50':>12} {'max':>6} | "
           f"{'control p50':>11} {'max':>6} | {'errors':>6} | {'CPU/visit':>9} | {'RSS before':>10} {'peak':>6} "
           f"{'+' + str(int(args.settle)) + ' s':>6}")

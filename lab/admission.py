@@ -9,6 +9,12 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   page of the lab's ("too many new pages at once from this address"; the page asks again by itself after
   :data:`RETRY_S` seconds), and no session is built: Bokeh builds a session on the page request (or, with ``--reuse-sessions``, on the websocket the
   page opens), so refusing the page refuses the work.
+* **New sessions per second, per address, for websockets alone**: a websocket that names a session the process does
+  not have (it would be built for it) takes a token from a second bucket of the address, of the same size
+  (:meth:`Admission.admit_build`); without one it is refused at its handshake (HTTP 429). A page's own websocket
+  finds its token (the page took one of the other bucket), but a client that opens websockets without pages, as
+  Bokeh's own ``bokeh.client.pull_session`` does (a session id of its own making), passed the page bucket
+  entirely: 100 such sessions at once were all built (issue #35).
 * **Open sessions, per address and per visitor**: a page's websocket is its open session. A page request
   from an address (or a visitor) that already has ``per_address`` (``per_visitor``) websockets open gets
   HTTP 429 and "too many open tabs from this address; close some and reload"; a websocket over the cap is
@@ -54,6 +60,7 @@ import contextlib
 import contextvars
 import functools
 import html
+import logging
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -61,9 +68,13 @@ from dataclasses import dataclass
 
 from tornado import web
 
+from grpo_lab.socket_guard import gone, quiet_bokeh_socket_logs
+
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
            "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG"]
+
+_log = logging.getLogger("grpo_lab.admission")
 
 VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
@@ -240,7 +251,8 @@ class Admission:
     def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic):
         self.limits, self.clock = limits, clock
         self.gate = FairGate(passes=PASSES, follow_s=FOLLOW_S)  #: the turns of session builds and page renders (used in the event loop only)
-        self.buckets: dict[str, TokenBucket] = {}
+        self.buckets: dict[str, TokenBucket] = {}  #: new pages, by address
+        self.build_buckets: dict[str, TokenBucket] = {}  #: sessions built for a websocket, by address
         self.open_by_address: dict[str, int] = {}
         self.open_by_visitor: dict[str, int] = {}
         self.sockets: set = set()  #: the open lab websockets (their handlers), for the idle check
@@ -255,15 +267,25 @@ class Admission:
 
     def admit_page(self, address: str, visitor: str | None) -> str | None:
         """A page request: why it is refused, or None (then one token of the address's bucket is taken)."""
-        reason = self.over_cap(address, visitor)
-        if reason:
-            return reason
+        return self.over_cap(address, visitor) or self._take(self.buckets, address)
+
+    def admit_build(self, address: str, visitor: str | None) -> str | None:
+        """A websocket whose session does not exist yet (it would be built for it): why it is refused, or None
+        (then one token of the address's bucket of builds is taken). Pages and builds have buckets of their own, of
+        the same size: a page admitted finds a token for its own websocket's build (``--reuse-sessions``: the page
+        is rendered from a kept session, the visitor's is built when its websocket arrives) unless the address
+        opened websockets without pages, as Bokeh's own client does (``bokeh.client.pull_session``: a session id
+        of the client's making), which the page bucket never saw."""
+        return self.over_cap(address, visitor) or self._take(self.build_buckets, address)
+
+    def _take(self, buckets: dict, address: str) -> str | None:
         now = self.clock()
-        bucket = self.buckets.get(address)
+        bucket = buckets.get(address)
         if bucket is None:
-            if len(self.buckets) > 10_000:  # forget the addresses whose buckets are full again
-                self.buckets = {a: b for a, b in self.buckets.items() if b.level(now) < b.burst}
-            bucket = self.buckets[address] = TokenBucket(self.limits.new_per_second, self.limits.burst, now)
+            if len(buckets) > 10_000:  # forget the addresses whose buckets are full again
+                for a in [a for a, b in buckets.items() if b.level(now) >= b.burst]:
+                    del buckets[a]
+            bucket = buckets[address] = TokenBucket(self.limits.new_per_second, self.limits.burst, now)
         return None if bucket.take(now) else TOO_MANY_NEW
 
     def opened(self, address: str, visitor: str | None) -> None:
@@ -388,12 +410,17 @@ async def _page_template(handler) -> None:
 def _socket_handler(base, admission: Admission):
     """``base`` (Panel's websocket handler) behind the caps, counted while open, released when idle."""
 
-    class AdmittedSocket(base):
+    from grpo_lab.socket_guard import GuardedSocket
+
+    class AdmittedSocket(GuardedSocket, base):
         _counted = False
 
         async def prepare(self):
             self._address, self._visitor = self.request.remote_ip, _visitor(self)
-            reason = admission.over_cap(self._address, self._visitor)
+            if _builds_session(self):
+                reason = admission.admit_build(self._address, self._visitor)
+            else:
+                reason = admission.over_cap(self._address, self._visitor)
             if reason:
                 return _refuse(self, 429, "busy", reason)
             result = super().prepare()
@@ -431,6 +458,21 @@ def _socket_handler(base, admission: Admission):
     return AdmittedSocket
 
 
+def _builds_session(handler) -> bool:
+    """Whether the websocket request of ``handler`` names a session this process does not have (it would build
+    one): the session id of the token in its ``Sec-WebSocket-Protocol`` header (``bokeh, TOKEN``); a header
+    that names none counts as a build (Bokeh refuses it after the handshake anyway)."""
+    from bokeh.util.token import get_session_id
+
+    parts = [p.strip() for p in handler.request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+    try:
+        session_id = get_session_id(parts[1]) if len(parts) == 2 else ""
+    except Exception:  # noqa: BLE001: a token that is not one
+        return True
+    context = getattr(handler, "application_context", None)
+    return not session_id or context is None or session_id not in getattr(context, "_sessions", {})
+
+
 def release_idle(admission: Admission) -> int:
     """Close the websockets of pages with no message for ``idle_minutes``; how many were closed."""
     minutes = admission.limits.idle_minutes
@@ -441,6 +483,8 @@ def release_idle(admission: Admission) -> int:
     for sock in idle:
         admission.sockets.discard(sock)
         sock.close(IDLE_CLOSE_CODE, "idle")
+    if idle:  # one line per check (Bokeh's own line per closed socket is silenced: grpo_lab.socket_guard)
+        _log.info("released %d idle page(s) (no message for %g minutes; code=%d)", len(idle), minutes, IDLE_CLOSE_CODE)
     return len(idle)
 
 
@@ -503,6 +547,7 @@ def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
         config.session_key_func = _template_key
     _gate_session_builds(admission.gate)
     _deepen_listen_queue()
+    quiet_bokeh_socket_logs()
     return admission
 
 
@@ -539,6 +584,10 @@ def _gate_session_builds(gate: FairGate) -> None:
         if session_id in self._sessions:  # found, not built
             return await build(self, session_id, request, token)
         async with gate.turn(getattr(request, "remote_ip", None) or "", _request_visitor(request)):
+            if gone(request):  # its websocket closed while it waited: nobody would use it
+                from bokeh.protocol.exceptions import ProtocolError
+
+                raise ProtocolError("the page's websocket closed before its session was built")
             return await build(self, session_id, request, token)
 
     ApplicationContext.create_session_if_needed = create_session_if_needed

@@ -44,6 +44,9 @@ flags (:data:`ADMISSION_FLAGS`: ``--max-sessions-per-address``, ``--max-sessions
   log "Task exception was never retrieved" and a traceback (``WebSocketClosedError``); the event loop's
   exception handler (:func:`quiet_closed_sockets`) turns that into one info line. Other errors are
   logged as before.
+* **A client cannot make the server talk** (:mod:`grpo_lab.socket_guard`, put in by :func:`grpo_lab.admission.install`):
+  a websocket that talks out of turn or sends what the protocol has not is closed with one log line at most, an
+  address's lines rate-limited, no traceback; Bokeh's per-connection log lines are silenced.
 
 Both are also importable for other servers: ``ROUTES`` (``panel serve --plugins grpo_lab.server`` adds the
 health route alone) and :class:`SecurityHeaders` (Tornado ``transforms=[SecurityHeaders]``).

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from grpo_lab.state import LabState, PlayState
-from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget
+from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget, HeavyWork
 
 
 class Clock:
@@ -90,7 +90,7 @@ def test_play_pushes_inside_the_budget_coalesce_into_one_redraw_of_the_latest(mo
     view, lab, play, _ = live_lab(monkeypatch, clock, doc=doc)
     drawn = []
 
-    def costly_refresh(repaint_grid):  # each redraw costs 1 s of work
+    def costly_refresh(repaint_grid, prepared=None):  # each redraw costs 1 s of work
         drawn.append(lab.progress)
         clock.t += 1.0
 
@@ -151,3 +151,72 @@ def test_without_a_server_a_redraw_runs_at_once():
     for _ in range(3):
         frames.request(lambda: runs.append(1), None)
     assert runs == [1, 1, 1]
+
+
+def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_more_frame():
+    """With a running loop, a frame's ``prepare`` runs in the heavy-work thread while the loop goes on serving
+    (here: the loop must run for ``prepare`` to finish at all), then ``fn`` on the loop with its values; a push
+    that comes while it is computed is drawn by one more frame, with the state as it is then (issue #35)."""
+    import asyncio
+    import threading
+
+    async def main():
+        loop = asyncio.get_running_loop()
+
+        class Doc:
+            def add_next_tick_callback(self, fn):
+                loop.call_soon(fn)
+
+            def add_timeout_callback(self, fn, ms):
+                return loop.call_later(ms / 1000, fn)
+
+        frames, doc = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), Doc()
+        served, state, drawn = threading.Event(), {"progress": 0.1}, []
+        frames._last_cpu = 1.0  # its last frame was heavy: the next is computed in the heavy thread
+
+        threads = []
+
+        def prepare():
+            threads.append(threading.current_thread() is threading.main_thread())
+            if not threads[-1]:
+                assert served.wait(10)  # set by the loop: only if the loop runs while this computes
+            return state["progress"]
+
+        frames.request(drawn.append, doc, prepare=prepare)
+        state["progress"] = 0.2
+        frames.request(drawn.append, doc, prepare=prepare)  # while the first is computed: coalesced, one more
+        state["progress"] = 0.3
+        frames.request(drawn.append, doc, prepare=prepare)
+        assert drawn == []
+        await asyncio.sleep(0.01)
+        loop.call_soon(served.set)  # another visitor's message, served meanwhile
+        for _ in range(500):
+            if len(drawn) >= 2:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert len(drawn) == 2 and drawn[-1] == 0.3, drawn
+        assert threads[0] is False  # the heavy one off the loop (the next, after a light frame, inline)
+
+    asyncio.run(main())
+
+
+def test_a_light_session_s_frame_is_computed_inline_never_queued_behind_heavy_ones():
+    """A session whose last frame was light (and a first frame) computes inline: a light visitor's redraw never
+    waits in the heavy thread's queue behind a heavy visitor's frames (99 s once, at load 15)."""
+    import asyncio
+    import threading
+
+    async def main():
+        class Doc:
+            def add_next_tick_callback(self, fn):
+                raise AssertionError("a light frame is not handed back from the heavy thread")
+
+            def add_timeout_callback(self, fn, ms):
+                raise AssertionError("not delayed")
+
+        frames, where = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), []
+        frames.request(where.append, Doc(), prepare=lambda: threading.current_thread() is threading.main_thread())
+        assert where == [True]  # computed and drawn at once, on the loop's thread
+
+    asyncio.run(main())

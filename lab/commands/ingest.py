@@ -71,6 +71,8 @@ def register(sub) -> None:
     p.add_argument("--max-mb", type=float, default=200.0, help="refuse to read more than this many MB (default 200)")
     p.add_argument("--num-generations", type=int, help="group size (TRL num_generations, verl rollout.n); "
                                                        "inferred when omitted")
+    p.add_argument("--max-group", type=int, default=None, metavar="N",
+                   help="refuse groups of more than N rollouts (default 4096: more than any trainer makes)")
     p.add_argument("--reward-columns", type=_csv(str), help="TRL: the parquet columns that are reward functions")
     p.add_argument("--reward-weights", type=_weights,
                    help="TRL: GRPOConfig.reward_weights in reward_funcs order (e.g. 0.25,1) or by name "
@@ -174,7 +176,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                  reward_columns=args.reward_columns, reward_weights=args.reward_weights,
                  reward_key=args.reward_key, scalars=args.scalars,
                  progress=None if args.no_progress or args.json else "tqdm",
-                 workers=args.workers)
+                 workers=args.workers, max_group=args.max_group)
     write_record(out, rec)
     summary = summarise(rec)
     if args.json:

@@ -64,16 +64,27 @@ class UploadJob:
         self.widget.status = f"Reading {self.name}\u2026 {time.monotonic() - self.started:.0f} s"
 
     def _finished(self, future) -> None:
-        """On the worker thread: hand the result to the session's event loop (unless the session is gone)."""
+        """On the worker thread: hand the result to the session's event loop (unless the session is gone).
+
+        Whatever goes wrong here is delivered as the read's error: an exception out of a future's done callback
+        is only logged by ``concurrent.futures``, and the page then said "Reading ..." for ever, its seconds
+        still counting, with no reader left and the result held in the server (issue #35: two at-limit uploads
+        sat so for over 100 s)."""
         self._uncount()
         if self.cancelled:
             return
-        failed = upload_failed(future, self.name)  # read_packed never raises; its process can die
-        if failed:
-            result = (None, failed)
-        else:
-            packed, error = future.result()
-            result = (None if packed is None else unpack(packed)), error
+        try:
+            failed = upload_failed(future, self.name)  # read_packed never raises; its process can die
+            if failed:
+                result = (None, failed)
+            else:
+                packed, error = future.result()
+                result = (None if packed is None else unpack(packed)), error
+        except MemoryError:
+            result = (None, f"{self.name}: too large to unpack on this server now; try again later")
+        except Exception as exc:  # noqa: BLE001: delivered as the read's error, never left hanging
+            _log.warning("an upload's result could not be delivered: %s: %s", type(exc).__name__, exc)
+            result = (None, f"{self.name}: not read ({type(exc).__name__})")
         try:
             self.doc.add_next_tick_callback(partial(self._deliver, *result))
         except Exception:  # the session closed meanwhile: nobody to tell

@@ -20,8 +20,8 @@ __all__ = ["for_web", "WEB_FLAGS"]
 
 _MiB = 1 << 20
 #: flags that may appear in an ingest message, and how the web speaks of each (a test keeps this complete)
-WEB_FLAGS = ("--max-mb", "--format", "--tolerance", "--num-generations", "--reward-key", "--reward-columns",
-             "--reward-weights")
+WEB_FLAGS = ("--max-mb", "--format", "--tolerance", "--num-generations", "--max-group", "--reward-key",
+             "--reward-columns", "--reward-weights")
 
 _RULES = (
     (re.compile(r"^(?P<what>.*?): reading it would pass the size cap of \d+ bytes \(\d+ bytes in all; "
@@ -37,7 +37,7 @@ _RULES = (
     (re.compile(r"--tolerance"), "the reward tolerance"),
 )
 _PASS = re.compile(r"\bpass (--(?:num-generations|reward-key))\b")
-_OTHER = re.compile(r"(?<!grpo-lab ingest )(--(?:num-generations|reward-key|reward-columns|reward-weights))\b")
+_OTHER = re.compile(r"(?<!grpo-lab ingest )(--(?:num-generations|max-group|reward-key|reward-columns|reward-weights))\b")
 
 
 def for_web(message: str, limits=None) -> str:

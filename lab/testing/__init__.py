@@ -5,6 +5,8 @@
 - :mod:`grpo_lab.testing.lab_server`       a lab server for a test (``serve``), free ports, reading the page
 - :mod:`grpo_lab.testing.logged_server`    ``grpo-lab serve`` with its log kept, for the admission tests
 - :mod:`grpo_lab.testing.bokeh_visitor`    a visitor speaking BokehJS's websocket protocol (load and memory checks)
+- :mod:`grpo_lab.testing.hostile_client`   raw websockets that talk out of turn; sessions opened as Bokeh's client does
+- :mod:`grpo_lab.testing.upload_stress`    rounds of uploads whose tabs close at random moments; a server's readers
 - :mod:`grpo_lab.testing.memory_probe`     a route that reports a server process's memory and sessions
 - :mod:`grpo_lab.testing.synthetic_record` a small run record written by the core's own writer
 - :mod:`grpo_lab.testing.beta_record`      a record of a static Beta population (the doctor's interval checks)

@@ -127,16 +127,23 @@ async def open_document(url: str, source: str | None = None):
     send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
     next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY. ``source``: the local address to
     connect from (another loopback address, 127.0.0.2, is another client to the server)."""
-    from bokeh.client.websocket import WebSocketClientConnectionWrapper
-    from bokeh.protocol import Protocol
-    from bokeh.protocol.receiver import Receiver
-    from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-    from tornado.websocket import websocket_connect
+    from tornado.httpclient import AsyncHTTPClient
 
     resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, network_interface=source,
                                                           request_timeout=STEP_TIMEOUT_S), STEP_TIMEOUT_S)
     token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
     ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
+    return await _open_socket(ws_url, token, source)
+
+
+async def _open_socket(ws_url: str, token: str, source: str | None = None):
+    """:func:`open_document` from the websocket on: open it with ``token``, wait for the ACK, pull the document."""
+    from bokeh.client.websocket import WebSocketClientConnectionWrapper
+    from bokeh.protocol import Protocol
+    from bokeh.protocol.receiver import Receiver
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
     sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, network_interface=source),
                                                     subprotocols=["bokeh", token],
                                                     max_message_size=200 * 2**20), STEP_TIMEOUT_S)

@@ -46,6 +46,13 @@ class JensenPlot:
         self.text = pn.pane.HTML("", css_classes=["jensen-text"], styles={"font-size": "13px"})
         self.panel = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), self.text, sizing_mode="stretch_width")
 
+    def prepare(self, frame: Frame) -> None:
+        """Compute (and cache) the curves :meth:`update` will draw; pure, for the heavy-work thread."""
+        v = frame.view
+        p = v.pass_rate[v.kept]
+        if p.size:
+            _curves(p, frame.scenario.rho)
+
     def update(self, frame: Frame) -> None:
         s, v = frame.scenario, frame.view
         p = v.pass_rate[v.kept]

@@ -159,21 +159,24 @@ class LiveLab:
             self.population = scenario.population()
         return Frame(scenario, self.population, evaluate(scenario, self.population), self.lab.band(), self.lab.pin)
 
-    def refresh(self, repaint_grid: bool) -> None:
-        """Redraw the plots; repaint the grid from Python when told to (population change or rho > 0)."""
+    def refresh(self, repaint_grid: bool, prepared: dict | None = None) -> None:
+        """Redraw the plots; repaint the grid from Python when told to (population change or rho > 0).
+        ``prepared``: :meth:`prepare`'s values for this redraw (computed off the event loop), else computed now."""
         key = self.lab.population_key()
         new_population = key != self._pop_key
-        frame = self.frame()
+        if prepared is None or prepared["key"] != key:
+            prepared = self.prepare(repaint_grid)
+        frame = prepared["frame"]
         update = {}
         if new_population:
             self._pop_key = key
             update["data"] = grid_data(frame.population, frame.scenario.gain, readouts=self._readouts)
         if repaint_grid or (new_population and frame.scenario.rho > 0):
-            update["view"] = server_view(frame.view, frame.scenario.K)
-        curves = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)
+            update["view"] = prepared["view"] if "view" in prepared else server_view(frame.view, frame.scenario.K)
+        curves = prepared["curves"]
         if curves != self.grid.curves:
             update["curves"] = curves
-        text = self._plot_text(frame)
+        text = prepared["text"]
         if text != self.grid.plot_text:
             update["plot_text"] = text
         if update:
@@ -182,6 +185,22 @@ class LiveLab:
         self.pin.update(frame)
         for plot in self.plots:
             plot.update(frame)
+
+    def prepare(self, repaint_grid: bool) -> dict:
+        """What :meth:`refresh` draws, from the core: the frame, the server's grid view, the curves and the plots'
+        text, and the plots' cached values. Pure computation, no model touched: it may run in the heavy-work thread
+        (grpo_lab.views.play_budget) while the event loop serves others."""
+        frame = self.frame()
+        out = {"key": self.lab.population_key(), "frame": frame}
+        if repaint_grid or frame.scenario.rho > 0:
+            out["view"] = server_view(frame.view, frame.scenario.K)
+        out["curves"] = plot_curves(frame, pin_values(frame.pin) if frame.pin else None)  # the embed draws them too
+        out["text"] = self._plot_text(frame)
+        for plot in list(self.plots):
+            warm = getattr(plot, "prepare", None)
+            if warm is not None:
+                warm(frame)
+        return out
 
     def _changed(self, *_events) -> None:
         """Grid changes that only the server can paint, and Play's progress, are drawn now; other redraws
@@ -198,6 +217,8 @@ class LiveLab:
         doc = pn.state.curdoc
         if server_paints or doc is None or not self.plots or self.play.playing:
             self._redraw.cancel()  # within the session's frame budget; a burst of changes coalesces
-            self._frames.request(lambda: self.refresh(repaint_grid=self.lab.rho > 0), doc)
+            repaint = self.lab.rho > 0
+            self._frames.request(lambda prepared: self.refresh(repaint, prepared), doc,
+                                 prepare=lambda: self.prepare(repaint))
             return
         self._redraw.trigger(doc)

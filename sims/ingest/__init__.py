@@ -24,18 +24,23 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import DEFAULT_MAX_BYTES, Bundle, check_tolerance
+from .common import DEFAULT_MAX_BYTES, MAX_GROUP, Bundle, check_tolerance, group_limit
 from .jsonl import ingest_jsonl
 from .trl import ingest_trl
 from .verl import ingest_verl
 
-__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "ingest", "ingest_upload"]
+__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "MAX_GROUP", "ingest", "ingest_upload"]
 
 FORMATS = ("trl", "verl", "jsonl")
 
 
-def _dispatch(bundle: Bundle, fmt: str, *, tolerance, name, num_generations, reward_columns, reward_weights,
-              reward_key, scalars) -> RunRecord:
+def _dispatch(bundle: Bundle, fmt: str, *, max_group=None, **options) -> RunRecord:
+    with group_limit(max_group):
+        return _read(bundle, fmt, **options)
+
+
+def _read(bundle: Bundle, fmt: str, *, tolerance, name, num_generations, reward_columns, reward_weights,
+          reward_key, scalars) -> RunRecord:
     tol = check_tolerance(tolerance)
     if num_generations is not None and (not isinstance(num_generations, int) or num_generations < 1):
         raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
@@ -72,7 +77,7 @@ def _progress(bundle: Bundle, progress):
 def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_BYTES, *, name: str | None = None,
            num_generations: int | None = None, reward_columns: list[str] | None = None,
            reward_weights=None, reward_key: str | None = None, scalars=None, progress=None,
-           workers: int = 1) -> RunRecord:
+           workers: int = 1, max_group: int | None = None) -> RunRecord:
     """Convert a run's logs at ``path`` (folder, file or .zip) in format ``fmt`` into a run record.
 
     Parameters
@@ -89,6 +94,7 @@ def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_
     reward_key : verl only: ``"training"`` (default: the reward that trained) or a per-row key (``score``, ``acc``).
     scalars : verl only: path of the file logger's JSONL, if not inside ``path``.
     progress : None, ``"tqdm"`` (a bar on stderr for long ingests) or an object with ``update(n_bytes)``.
+    max_group : the largest group read (None: :data:`MAX_GROUP`, 4,096 rollouts); a larger one raises InputError.
     workers : processes that may parse the files of a large verl folder (:mod:`.parallel`; spawned, so a
         script calling this with ``workers > 1`` needs the ``if __name__ == "__main__":`` guard).
     """
@@ -100,7 +106,7 @@ def ingest(path, fmt: str, tolerance: float = 0.0, max_bytes: int = DEFAULT_MAX_
     try:
         return _dispatch(bundle, fmt, tolerance=tolerance, name=name, num_generations=num_generations,
                          reward_columns=reward_columns, reward_weights=reward_weights, reward_key=reward_key,
-                         scalars=scalars)
+                         scalars=scalars, max_group=max_group)
     finally:
         if bar is not None and hasattr(bar, "close"):
             bar.close()

@@ -10,6 +10,10 @@ Untrusted input rules (issue 6), enforced here once for all formats:
   :func:`json.loads`, parquet through pyarrow's column reader. A file whose
   first bytes are a pickle header, or whose name says pickle/torch, is refused
   before any parsing.
+- **Groups no trainer makes.** A group of more than :data:`MAX_GROUP` rollouts (TRL's ``num_generations``,
+  verl's ``rollout.n``; one JSONL line's ``rewards``) is refused as soon as it is read (:func:`check_group`),
+  with one line naming the limit and ``--max-group``, which raises it (:func:`group_limit`); a one-line JSONL of
+  4.7 million rewards was one group, its record's arrays 3x the server's memory for a moment (issue #35).
 - **Errors point at the data.** A malformed line is reported as
   ``FILE line N: ...``, a missing column as ``FILE: missing column 'x'``, and a
   file of another format as such (:func:`describe`).
@@ -23,6 +27,8 @@ group's rewards is at most the tolerance).
 from __future__ import annotations
 
 import codecs
+import contextlib
+import contextvars
 import io
 import json
 import math
@@ -37,11 +43,38 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 from .budget import CHECK_EVERY_LINES, charge, count_rows
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines", "intern_codes",
+    "DEFAULT_MAX_BYTES", "MAX_GROUP", "check_group", "group_limit", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines", "intern_codes",
     "build_record", "record_from_arrays", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
 ]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024  #: size cap on everything one ingest reads
+#: the largest group read by default: more rollouts per prompt than TRL's and verl's documented settings use
+#: (their examples use 2-64; ``grpo-lab ingest --max-group`` raises it)
+MAX_GROUP = 4096
+_MAX_GROUP = contextvars.ContextVar("grpo_lab_ingest_max_group", default=MAX_GROUP)
+
+
+@contextlib.contextmanager
+def group_limit(max_group: int | None):
+    """Within the block, :func:`check_group` refuses groups of more than ``max_group`` rollouts (None: the default
+    :data:`MAX_GROUP`); an ingest's ``max_group`` parameter sets it for its read."""
+    if max_group is None:
+        max_group = MAX_GROUP
+    if isinstance(max_group, bool) or not isinstance(max_group, int) or max_group < 1:
+        raise InputError(f"--max-group must be a positive integer, got {max_group!r}")
+    mark = _MAX_GROUP.set(max_group)
+    try:
+        yield max_group
+    finally:
+        _MAX_GROUP.reset(mark)
+
+
+def check_group(size: int, where: str) -> None:
+    """Raise InputError if a group of ``size`` rollouts (found at ``where``) passes the limit in force."""
+    limit = _MAX_GROUP.get()
+    if size > limit:
+        raise InputError(f"{where}: a group of {size:,} rollouts is more than the limit of {limit:,} (no trainer "
+                         f"makes groups this large; raise the limit with --max-group)")
 LABEL_CHARS = 300  #: prompt labels kept in run.json are cut to this many characters
 _PICKLE_SUFFIXES = (".pkl", ".pickle", ".pt", ".pth", ".bin", ".ckpt", ".joblib", ".npy", ".npz")
 
@@ -323,6 +356,7 @@ class GroupTable:
         return pid
 
     def add(self, step: int, pid: int, rewards: list[float], advantages=None, lengths=None, kept=None) -> None:
+        check_group(len(rewards), f"group {len(self.steps) + 1}")
         i = len(self.steps)
         self.steps.append(step)
         self.prompt_ids.append(pid)
@@ -393,6 +427,7 @@ def record_from_arrays(groups: dict[str, np.ndarray], labels: list[str], *, sour
     """
     scalars = scalars or {}
     n, G = groups["rewards"].shape if groups["rewards"].ndim == 2 else (0, 0)
+    check_group(G, source.get("path") or "the run")
     fixed = fixed_width and n > 0
     steps_tab = _step_table(groups, scalars, tolerance)
     meta = {

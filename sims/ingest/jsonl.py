@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import (Bundle, GroupTable, build_record, format_hint, iter_json_lines, numeric_scalars, parse_float,
+from .common import (Bundle, GroupTable, build_record, check_group, format_hint, iter_json_lines, numeric_scalars, parse_float,
                      record_from_arrays)
 from .jsonl_arrow import build_groups, read_groups
 
@@ -61,6 +61,7 @@ def parse_groups(data: bytes, label: str, table: GroupTable, scalars: dict[int, 
         rewards = obj["rewards"]
         if not isinstance(rewards, list) or not rewards:
             raise InputError(f"{label} line {n}: 'rewards' must be a non-empty list of numbers")
+        check_group(len(rewards), f"{label} line {n}")
         where = f"{label} line {n}: 'rewards'"
         try:  # fast path: plain numbers
             r = [float(v) for v in rewards if v is not None and not isinstance(v, str)]

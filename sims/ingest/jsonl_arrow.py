@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from .budget import _ACTIVE
-from .common import intern_codes, prompt_label
+from .common import check_group, intern_codes, prompt_label
 
 __all__ = ["read_groups", "build_groups"]
 
@@ -91,6 +91,7 @@ def read_groups(data: bytes, label: str) -> dict | None:
     rewards, widths, _ = _lists(pa, tab.column("rewards"), float)
     if widths.min() < 1:
         return None
+    check_group(int(widths.max()), f"{label} line {int(np.argmax(widths)) + 1}")
     out = {"step": step.astype(np.int64), "widths": widths, "rewards": rewards}
     for name, fill in (("advantages", float), ("lengths", None)):  # None: integers, no null item
         col = tab.column(name)

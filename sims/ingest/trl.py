@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .common import Bundle, describe, intern_codes, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
+from .common import Bundle, check_group, describe, intern_codes, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
 from .common import steps_phrase as _steps_phrase
 from .trl_checks import SCALE_MODES, nanstd, scale_modes_matching
 
@@ -304,6 +304,7 @@ def _group_batch(tab, step: int, label: str, out: _Batches, pa, num_generations:
         out.warns.append(f"{label}: prompts repeat in runs of {G}, the earlier files in runs of {out.G} "
                          f"(files from different runs?); num_generations {out.G} kept")
         G = out.G
+    check_group(G, label)
     out.G = G
     if n % G:
         raise InputError(f"{label}: {n} rows is not a multiple of num_generations = {G}")

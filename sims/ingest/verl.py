@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .common import iter_json_lines, format_hint, numeric_scalars, outcome_summary, prompt_label, record_from_arrays
-from .common import Bundle
+from .common import Bundle, check_group
 from .common import steps_phrase as _steps_phrase
 from .grouping import group_rows
 from .parallel import map_files
@@ -196,6 +196,7 @@ def ingest_verl(bundle: Bundle, *, tolerance: float, name: str | None = None, nu
                 raise InputError(f"{bundle.origin}: cannot infer the group size (rows per prompt per step: "
                                  f"{sorted(set(grouping.rows_per_key.tolist()))[:6]}); pass --num-generations "
                                  "(verl's rollout.n)")
+        check_group(G, bundle.origin)
         bad = np.flatnonzero(grouping.rows_per_key % G)
         if bad.size:
             k = int(bad[0])
