@@ -21,8 +21,8 @@ nodes, so P(k | h) = mean over nodes of Binomial(k; K, g^-1(g(p_j) + h)).
 **Population** (a, b): maximises sum_s LL[s, beta tau_s] jointly with a nuisance linear shift beta (Nelder-Mead
 on (log a, log b, beta)); its covariance from the numerical Hessian (:func:`.fit._hessian`) there, beta profiled
 out. (Integrating each later step's shift out on the grid instead, flat, was tried: on survivors-only records it
-made the forecast worse, e.g. plateau 75 -> 47% covered; docs/doctor.md.) **Per-step shift**: ``h_hat[s]`` and ``se[s]``, the mean and standard
-deviation of h under exp(LL[s, .]) on the grid.
+made the forecast worse, e.g. plateau 75 -> 47% covered; docs/doctor.md.) **Per-step shift**: ``h_hat[s]`` and
+``se[s]``, the mean and standard deviation of h under exp(LL[s, .]) on the grid.
 
 **Shapes** fitted to (s, h_hat, se) (weighted least squares, each with a free intercept c; their covariance
 scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
