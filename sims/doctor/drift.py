@@ -18,10 +18,11 @@ nodes, so P(k | h) = mean over nodes of Binomial(k; K, g^-1(g(p_j) + h)).
 * where every generated group is recorded, the stopping rule of dynamic sampling is ignorable and the groups
   alone are the likelihood (the rounds are a function of them).
 
-**Population** (a, b): maximises LL[s0, 0] + sum_{s > s0} log sum_h exp(LL[s, h]) (each later step's shift
-integrated out on the grid, flat), Nelder-Mead on (log a, log b); its covariance from the numerical Hessian
-(:func:`.fit._hessian`) there. **Per-step shift**: ``h_hat[s]`` and ``se[s]``, the mean and standard
-deviation of h under exp(LL[s, .]) on the grid.
+**Population** (a, b): maximises sum_s LL[s, beta tau_s] jointly with a nuisance linear shift beta (Nelder-Mead
+on (log a, log b, beta)); its covariance from the numerical Hessian (:func:`.fit._hessian`) there, beta profiled
+out. (Integrating each later step's shift out on the grid instead, flat, was tried: on survivors-only records it
+made the forecast worse, e.g. plateau 75 -> 47% covered; docs/doctor.md.) **Per-step shift**: ``h_hat[s]`` and
+``se[s]``, the mean and standard deviation of h under exp(LL[s, .]) on the grid.
 
 **Shapes** fitted to (s, h_hat, se) (weighted least squares, each with a free intercept c; their covariance
 scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
@@ -32,12 +33,24 @@ scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
 * ``walk`` (logit link, the flexible one): a local level with drift, h_s = h_{s-1} + d + eta, eta ~ N(0, sigma^2)
   per step, observed with error se_s (Kalman filter over the state (h, d), diffuse start; sigma by maximum
   likelihood). It follows any path and extrapolates the recent slope with a variance that grows with the
-  distance ahead.
+  distance ahead;
+* ``jump`` (logit link, a change point): c + beta tau + J [tau >= tau_j], one level shift J at an unknown logged
+  point j and a common drift beta before and after it. Given j it is linear (weighted least squares: theta_j and
+  its covariance); j is profiled over every logged point with :data:`JUMP_SIDE` points on each side and carried
+  as a discrete parameter with weights exp(-chi2_j / (2 scale)) |X_j' W X_j|^(-1/2) (the marginal likelihood of
+  j under a flat prior on theta; scale the reduced chi-square of the best j where above 1). Its prediction is the
+  mixture over j; beyond the logged steps every j gives c + J + beta tau, so a one-off jump is read as a level
+  that moved once, not as drift (the walk and the linear read the jump's height into their slope).
 
-**Choosing among them** (:func:`shape_weights`): rolling-origin out of sample on the logged steps. Each shape is
-fitted on the steps up to an origin (:data:`ORIGINS`, shares of the logged steps) and scores every later logged
-step by log of the integral of exp(LL[s, h]) times its predictive density of h (the data's own likelihood, so
-the two links compare); weights are pseudo-BMA+ (Yao et al. 2018): softmax of the summed scores, averaged over
+**Choosing among them** (:func:`shape_weights`): leave-future-out on the logged steps (Buerkner, Gabry and Vehtari
+2020), refitted at rolling origins. The origins are every logged point from :data:`ORIGIN` (half the points) on,
+or :data:`MAX_ORIGINS` evenly spaced ones on a longer record; each shape is fitted on the points up to an origin
+and scores the points up to the next origin (each point scored once, a few steps ahead: the prequential log
+score) by log of the integral of exp(LL[s, h]) times its predictive density of h (the data's own likelihood, so
+the two links compare). Scoring every later point from a few fixed origins instead (the earlier design: origins
+at 50, 65 and 80%) lets one surprise count at every later point: a jump just after an origin, which no shape fitted
+before it can foresee, then outweighs everything seen after it and hands the weight to whichever shape is widest
+there. Weights are pseudo-BMA+ (Yao et al. 2018): softmax of the summed scores, averaged over
 Bayesian-bootstrap (Dirichlet) reweightings of the scored steps, so that a choice the data cannot make stays
 shared.
 """
@@ -56,11 +69,13 @@ __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "population_table", "step_logli
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
-SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit"}  #: shape -> its link
-ORIGINS = (0.5, 0.65, 0.8)  #: rolling origins, as shares of the logged steps
+SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit"}  #: shape -> link
+ORIGIN = 0.5  #: the first rolling origin, as a share of the logged points
+MAX_ORIGINS = 30  #: at most this many origins (every point from :data:`ORIGIN` on, or evenly spaced blocks)
 SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
 MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
 BB_DRAWS = 200  #: Bayesian-bootstrap reweightings of the pseudo-BMA+ weights
+JUMP_SIDE = 3  #: the ``jump`` shape's change point has at least this many logged points before it
 _P = 1e-12
 
 
@@ -247,6 +262,36 @@ def _kalman(tau, h, se, sigma):
     return ll, np.array([m0, m1]), np.array([[p00, p01], [p01, p11]])
 
 
+def _fit_jump(tau, h, se) -> dict:
+    """The ``jump`` shape (module docstring): per candidate change point j (index into tau), the weighted least
+    squares of (c, beta, J) in closed form, vectorised over j; ``p`` the weights of j, ``theta`` (m, 3) and
+    ``cov`` (m, 3, 3) per candidate, ``theta``/``cov`` of the best j beside."""
+    n = len(tau)
+    w = 1.0 / se**2
+    cands = np.arange(JUMP_SIDE, n) if n > JUMP_SIDE + 2 else np.array([n // 2])
+    rc = lambda x: np.cumsum(x[::-1])[::-1]  # noqa: E731  (sum over i >= j)
+    S0, S1, S2 = w.sum(), (w * tau).sum(), (w * tau * tau).sum()
+    T0, T1, Th = rc(w)[cands], rc(w * tau)[cands], rc(w * h)[cands]
+    A = np.empty((len(cands), 3, 3))
+    A[:, 0, 0], A[:, 0, 1], A[:, 1, 1] = S0, S1, S2
+    A[:, 0, 2] = A[:, 2, 0] = A[:, 2, 2] = T0
+    A[:, 1, 2] = A[:, 2, 1] = T1
+    A[:, 1, 0] = S1
+    bvec = np.stack([np.full(len(cands), (w * h).sum()), np.full(len(cands), (w * tau * h).sum()), Th], 1)
+    A = A + 1e-12 * S0 * np.eye(3)  # a candidate that cannot separate J (no weight after it) stays solvable
+    theta = np.linalg.solve(A, bvec[..., None])[..., 0]
+    chi2 = np.maximum((w * h * h).sum() - np.einsum("ij,ij->i", bvec, theta), 0.0)
+    dof = max(n - 4, 1)
+    scale = max(1.0, float(chi2.min()) / dof)
+    logp = -0.5 * chi2 / scale - 0.5 * np.linalg.slogdet(A)[1]
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    cov = np.linalg.inv(A) * scale
+    i = int(np.argmax(p))
+    return {"shape": "jump", "cands": tau[cands], "p": p, "thetas": theta, "covs": cov, "theta": theta[i],
+            "cov": cov[i], "chi2": float(chi2[i]), "dof": int(dof), "scale": scale, "tau_jump": float(tau[cands[i]])}
+
+
 def fit_shape(shape: str, tau, h, se) -> dict:
     """Fit one shape to the per-step shifts (module docstring). Returns ``shape``, ``theta``, ``cov`` (scaled
     by the reduced chi-square where above 1), ``chi2``, ``dof``; for ``walk``: ``sigma``, ``state`` (m, P of
@@ -259,6 +304,8 @@ def fit_shape(shape: str, tau, h, se) -> dict:
         sigma = float(np.exp(res.x))
         _, m, P = _kalman(tau, h, se, sigma)
         return {"shape": shape, "sigma": sigma, "state": (m, P), "tau_last": float(tau[-1]), "loglik": -float(res.fun)}
+    if shape == "jump":
+        return _fit_jump(tau, h, se)
     best = None
     for x0 in _starts(shape, tau, h):
         r = optimize.least_squares(lambda th: (_curve(shape, th, tau) - h) / se, x0,
@@ -288,6 +335,13 @@ def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
         mean = m[0] + m[1] * d
         var = P[0, 0] + 2 * d * P[0, 1] + d * d * P[1, 1] + fit["sigma"] ** 2 * np.maximum(d, 0)
         return mean, var
+    if fit["shape"] == "jump":  # the mixture over the change point: its mean and variance
+        ind = (tau[None, :] >= fit["cands"][:, None]).astype(float)  # (m, len(tau))
+        X = np.stack([np.ones_like(ind), np.broadcast_to(tau, ind.shape), ind], 2)  # (m, len(tau), 3)
+        means = np.einsum("mtk,mk->mt", X, fit["thetas"])
+        vars_ = np.einsum("mtk,mkl,mtl->mt", X, fit["covs"], X)
+        mean = fit["p"] @ means
+        return mean, np.maximum(fit["p"] @ (vars_ + means**2) - mean**2, 0.0)
     th = fit["theta"]
     mean = _curve(fit["shape"], th, tau)
     eps = 1e-5
@@ -305,6 +359,12 @@ def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
         d = np.diff(np.concatenate([[fit["tau_last"]], tau_future]))
         noise = np.cumsum(rng.standard_normal((n, len(d))) * fit["sigma"] * np.sqrt(np.maximum(d, 0))[None, :], axis=1)
         return st[:, :1] + st[:, 1:] * (tau_future - fit["tau_last"])[None, :] + noise
+    if fit["shape"] == "jump":  # a change point by its weight, then (c, beta, J) from its normal posterior
+        j = rng.choice(len(fit["p"]), size=n, p=fit["p"])
+        L = np.linalg.cholesky(fit["covs"][j] + 1e-12 * np.eye(3))
+        th = fit["thetas"][j] + np.einsum("nkl,nl->nk", L, rng.standard_normal((n, 3)))
+        ind = (tau_future[None, :] >= fit["cands"][j][:, None]).astype(float)
+        return th[:, :1] + th[:, 1:2] * tau_future[None, :] + th[:, 2:3] * ind
     th = _posterior_draws(fit, n, rng)
     return np.stack([_curve(fit["shape"], t, tau_future) for t in th])
 
@@ -347,15 +407,14 @@ def shape_weights(tau, per_link: dict, rng=None) -> dict:
     rng = np.random.default_rng(0) if rng is None else rng
     n = len(tau)
     point = {s: [] for s in SHAPES}
-    for frac in ORIGINS:
-        cut = max(int(round(frac * n)), 4)
-        if cut >= n:
-            continue
+    first = max(int(round(ORIGIN * n)), 4)
+    cuts = sorted(set(np.linspace(first, n, min(MAX_ORIGINS, max(n - first, 0)) + 1).round().astype(int).tolist()))
+    for cut, end in zip(cuts[:-1], cuts[1:]):  # each origin scores the points up to the next one
         for shape, link in SHAPES.items():
             LL, h, se = per_link[link]
             f = fit_shape(shape, tau[:cut], h[:cut], se[:cut])
-            mean, var = predict(f, tau[cut:])
-            point[shape].append(_score(LL[cut:], mean, var))
+            mean, var = predict(f, tau[cut:end])
+            point[shape].append(_score(LL[cut:end], mean, var))
     if not point["linear"]:
         return {"weights": {s: 1.0 / len(SHAPES) for s in SHAPES}, "scores": None, "scored_steps": 0}
     P = np.stack([np.concatenate(point[s]) for s in SHAPES])  # shapes x scored (origin, step) pairs

@@ -6,8 +6,9 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
    each shape in proportion);
 2. the population (log a, log b) of the shape's link from its normal approximation (:func:`.drift.fit_population`;
    :data:`POPULATIONS` per link), the per-step shifts re-measured under it and the shape refitted to them;
-3. the shape's parameters from their (misfit-scaled) normal approximation, or for the walk its last state and its
-   future innovations: a path of h over every future step;
+3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
+   future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over every
+   future step;
 4. the loop itself: given the path, step n stalls with probability q(n) = P(C < T), C the mixed groups among the
    n_draw = cap x B prompts the cap allows (min(cap x B, pool) for a finite pool drawn without replacement
    within a step), prompts drawn without replacement from N: E[C] = n u, Var(C) = n (u - m2) +
