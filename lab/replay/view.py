@@ -1,5 +1,7 @@
 """The "Replay" tab: scrub through a recorded run (shipped, ingested or uploaded), alone or beside another.
 
+A run still being written is followed (a record: :mod:`.follow`; a tracker log in a runs folder: :mod:`.trackers`).
+
 ``ReplayView(state=None, runs_root=None)`` is a ``pn.viewable.Viewer``; build one per session
 (``lab/app.py`` does, and tests serve it alone). The grid, its one step slider, Play, hover,
 captions and readouts are :class:`grpo_lab.replay.grid.ReplayGrid` (the browser grid view in
@@ -43,6 +45,7 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
+from .trackers import TrackerFollower, TrackerSource, follower, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
@@ -112,6 +115,7 @@ class ReplayView(pn.viewable.Viewer):
         self._quota_keys = None  # the visitor's keys (grpo_lab.visitor.quota_keys), from this tab's first upload
         self._quota_token = object()  # this tab in the visitor's upload quota
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
+        shipped.update({label: src for label, src in tracker_logs(runs_root).items() if label not in shipped})
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
             self.state.run = next(iter(self.state.choices))
@@ -175,7 +179,7 @@ class ReplayView(pn.viewable.Viewer):
         self.state.param.watch(self._on_view, "view")
         self.state.param.watch(self._on_error, "error")
 
-        self._followers: list[RecordFollower] = []  # live follow of records still being written (follow.py)
+        self._followers: list[RecordFollower | TrackerFollower] = []  # runs still being written (follow.py, trackers.py)
         self._poller = None
         self._sync_options()
         self._on_runs()
@@ -251,6 +255,8 @@ class ReplayView(pn.viewable.Viewer):
         if not label or label == NONE or label not in self.state.choices:
             return None
         source = self.state.choices[label]
+        if isinstance(source, TrackerSource):  # a live tracker log: read as it stands now (trackers.py)
+            return RunView(label, fresh if fresh is not None else source.read())
         if fresh is None and isinstance(source, str):  # a record on disk: the same for every session
             key = _record_key(source)
             if key is not None:
@@ -282,7 +288,7 @@ class ReplayView(pn.viewable.Viewer):
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
         labels = (self.state.run, self.state.compare)
-        self._followers = [RecordFollower(self.state.choices.get(label), v.record) if v is not None else None
+        self._followers = [follower(self.state.choices.get(label), v.record) if v is not None else None
                            for label, v in zip(labels, views)]
         live = any(f is not None and f.active for f in self._followers)
         if live and self._poller is None and pn.state.curdoc is not None and pn.state.curdoc.session_context:
@@ -292,7 +298,8 @@ class ReplayView(pn.viewable.Viewer):
             self._poller = None
 
     def poll(self) -> None:
-        """Re-read followed runs whose run.json changed; a slider at the last step stays at the last step."""
+        """Re-read followed runs whose run.json (a tracker log: its files) changed; a slider at the last step stays at
+        the last step."""
         fresh = tuple(f.poll() if f is not None else None for f in self._followers)
         if any(r is not None for r in fresh):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)

@@ -1,0 +1,130 @@
+"""The Replay lists the tracker logs in its runs folders and follows one as it grows (lab/replay/trackers.py).
+
+The log is tinker-cookbook's ``metrics.jsonl`` fixture (tests/fixtures/trackers/jsonl), written a few lines at a
+time; what the view shows is checked against the lines written (the dialect maps ``frac_all_good`` onto the
+all-pass share, ``env/all/reward/total`` onto the mean reward).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_lab.replay.trackers import MAX_ENTRIES, PREFIX, TrackerFollower, TrackerSource, tracker_logs
+from grpo_lab.replay.view import ReplayView
+from grpo_lab.sims.formatting import fixed
+from grpo_lab.testing.growing_record import growing_record
+from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, serve_local
+
+FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
+LINES = (FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()
+LABEL = f"{PREFIX}exp/tinker/metrics.jsonl (jsonl)"
+
+
+def _log(root: Path, n: int) -> Path:
+    """A tinker-cookbook run folder under ``root`` with the fixture's first ``n`` lines written."""
+    d = root / "exp" / "tinker"
+    d.mkdir(parents=True)
+    shutil.copy(FIXTURES / "jsonl" / "config.json", d / "config.json")
+    (d / "metrics.jsonl").write_text("".join(line + "\n" for line in LINES[:n]))
+    return d / "metrics.jsonl"
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def test_lists_tracker_logs_and_skips_what_is_not_one(tmp_path):
+    _log(tmp_path, 3)
+    shutil.copytree(FIXTURES / "tensorboard" / "trl", tmp_path / "tb" / "trl")  # with its hparams subfolder
+    groups = tmp_path / "groups"  # a groups JSONL named metrics.jsonl is no tracker log
+    groups.mkdir()
+    (groups / "metrics.jsonl").write_text(json.dumps({"step": 1, "prompt_id": 0, "rewards": [1, 0]}) + "\n")
+    broken = tmp_path / "broken"  # not JSON at all: skipped, the listing goes on
+    broken.mkdir()
+    (broken / "metrics.jsonl").write_bytes(b"\x00\xff not json\n")
+    growing_record(tmp_path / "rec", 1)  # a run record: the catalogue's, and nothing below it is walked
+    _log(tmp_path / "rec", 2)
+    found = tracker_logs(tmp_path)
+    assert found == {LABEL: TrackerSource(str(tmp_path / "exp" / "tinker" / "metrics.jsonl"), "jsonl"),
+                     f"{PREFIX}tb/trl (tensorboard)": TrackerSource(str(tmp_path / "tb" / "trl"), "tensorboard")}
+
+
+def test_walk_is_bounded(tmp_path, monkeypatch):
+    for i in range(30):
+        (tmp_path / f"a{i:02d}").mkdir()
+    _log(tmp_path / "zz", 2)  # past the bound in breadth-first order
+    assert LABEL.replace("exp/", "zz/exp/") in tracker_logs(tmp_path)
+    monkeypatch.setattr("grpo_lab.replay.trackers.MAX_ENTRIES", 10)
+    assert tracker_logs(tmp_path) == {} and MAX_ENTRIES > 10
+
+
+def test_follower_reads_new_steps_and_skips_a_cut_line(tmp_path):
+    path = _log(tmp_path, 3)
+    f = TrackerFollower(TrackerSource(str(path), "jsonl"))
+    assert f.poll() is None  # nothing new
+    _append(path, LINES[3] + "\n" + LINES[4][:25])  # a step and half of the next
+    rec = f.poll()
+    assert list(rec.steps["step"]) == [1, 2, 3, 4]
+    assert f.poll() is None
+    _append(path, LINES[4][25:] + "\n")
+    rec = f.poll()
+    last = json.loads(LINES[4])
+    assert list(rec.steps["step"]) == [1, 2, 3, 4, 5]
+    assert rec.steps["frac_all_pass"][-1] == last["env/all/by_group/frac_all_good"]
+    assert rec.steps["reward_mean"][-1] == last["env/all/reward/total"]
+    _append(path, "not json\n" + LINES[5] + "\n")  # a bad line in the middle: that poll is skipped, no crash
+    assert f.poll() is None and f.active
+
+
+def test_view_opens_the_log_at_its_last_step_and_follows_it(tmp_path):
+    path = _log(tmp_path, 0)  # nothing logged yet: an empty run, then its steps as they land
+    view = ReplayView(runs_root=tmp_path)
+    assert view.state.run == LABEL and view.state.error == "" and len(view.axis.data["step"]) == 0
+    _append(path, "".join(line + "\n" for line in LINES[:4]))
+    view.poll()
+    assert list(view.axis.data["step"]) == [1, 2, 3, 4] and view.slider.value == 3
+    _append(path, LINES[4] + "\n" + LINES[5][:40])
+    view.poll()
+    shown = view.slots[0].view
+    assert list(view.axis.data["step"]) == [1, 2, 3, 4, 5] and view.slider.value == 4  # pinned to the latest
+    assert np.isclose(shown.series["all_pass"][-1], json.loads(LINES[4])["env/all/by_group/frac_all_good"])
+    assert view.slots[0].series.data["step"][-1] == 5  # the time plots' source has the new step
+    assert f"{LABEL}: per-group rewards (scalars only)" in view.state.notice  # says what the metrics lack
+    assert f"{LABEL}: K = 8 from the run's config" in view.state.notice  # config.json beside the log
+    assert list(view.diagnose._record.steps["step"]) == [1, 2, 3, 4, 5]  # Diagnose runs on the newest steps
+
+
+@pytest.mark.browser
+def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page):
+    path = _log(tmp_path, 3)
+    made = []
+    srv, url = serve_local(lambda: made.append(ReplayView(runs_root=tmp_path)) or made[-1])
+    try:
+        page.goto(url, timeout=300_000)  # generous: the shared test machine can be very loaded
+        step = f"({READ_CLASS})('replay-step')"  # the step readout's text
+        page.wait_for_function(f"() => {step} === '{fixed(3.0, 0)}'", timeout=120_000)
+        assert LABEL in page.evaluate(PAGE_TEXT)  # listed (and chosen) in the run picker, as a live tracker log
+
+        def write_more():  # the trainer logging on: whole lines, the last one cut mid-way between two writes
+            for n in range(3, 12):
+                time.sleep(0.3)
+                _append(path, LINES[n][:20])
+                time.sleep(0.3)
+                _append(path, LINES[n][20:] + "\n")
+
+        t = threading.Thread(target=write_more)
+        t.start()
+        t.join()
+        page.wait_for_function(f"() => {step} === '{fixed(12.0, 0)}'", timeout=120_000)
+        assert len(made[-1].axis.data["step"]) == 12
+        assert page.console_errors == []
+    finally:
+        srv.stop()
