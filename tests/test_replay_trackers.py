@@ -8,7 +8,9 @@ all-pass share, ``env/all/reward/total`` onto the mean reward).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from grpo_lab.replay.trackers import MAX_ENTRIES, PREFIX, TrackerFollower, Track
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.testing.growing_record import growing_record
-from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, serve_local
+from grpo_lab.testing.lab_server import READ_CLASS, free_port, open_local, serve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 LINES = (FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()
@@ -102,18 +104,37 @@ def test_view_opens_the_log_at_its_last_step_and_follows_it(tmp_path):
     assert list(view.diagnose._record.steps["step"]) == [1, 2, 3, 4, 5]  # Diagnose runs on the newest steps
 
 
+def test_serve_runs_adds_its_folders_for_the_server(tmp_path, monkeypatch):
+    from grpo_lab.commands.serve import serve_env
+    from grpo_lab.testing.cli import run_cli
+
+    monkeypatch.delenv("GRPO_LAB_RUNS", raising=False)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    env = serve_env([tmp_path / "a", tmp_path / "b"], {"GRPO_LAB_RUNS": "/srv/runs", "HOME": "/h"})
+    assert env == {"GRPO_LAB_RUNS": os.pathsep.join(["/srv/runs", str(tmp_path / "a"), str(tmp_path / "b")]),
+                   "HOME": "/h"}
+    assert serve_env([], {"HOME": "/h"}) == {"HOME": "/h"}
+    said = run_cli("serve", "--runs", tmp_path / "none", "--dry-run")
+    assert said.returncode == 2 and said.stderr.strip().splitlines() == [f"grpo-lab serve: error: --runs "
+                                                                          f"{tmp_path / 'none'}: not a folder"]
+    said = run_cli("serve", "--runs", tmp_path / "a", "--dry-run")
+    assert said.returncode == 0 and said.stdout.startswith(f"GRPO_LAB_RUNS={tmp_path / 'a'} ")
+
+
 @pytest.mark.browser
 def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page):
+    """``grpo-lab serve --runs DIR``: the Replay lists the log beside the shipped runs, opens it at its last step and,
+    never reloaded, shows the steps a trainer writes after (each line cut once mid-way, as a flush may leave it)."""
     path = _log(tmp_path, 3)
-    made = []
-    srv, url = serve_local(lambda: made.append(ReplayView(runs_root=tmp_path)) or made[-1])
-    try:
-        page.goto(url, timeout=300_000)  # generous: the shared test machine can be very loaded
+    port = free_port()
+    with serve(cmd=[sys.executable, "-m", "grpo_lab.cli", "serve", "--runs", str(tmp_path), "--port", str(port), "--num-procs", "1"], port=port) as url:
+        outside = open_local(page, url + "?tab=replay", f"({READ_CLASS})('replay-step') !== null", timeout=300_000)
+        page.locator(".replay-run select").select_option(LABEL)  # listed beside the shipped runs, by its label
         step = f"({READ_CLASS})('replay-step')"  # the step readout's text
-        page.wait_for_function(f"() => {step} === '{fixed(3.0, 0)}'", timeout=120_000)
-        assert LABEL in page.evaluate(PAGE_TEXT)  # listed (and chosen) in the run picker, as a live tracker log
+        page.wait_for_function(f"() => {step} === '{fixed(3.0, 0)}'", timeout=120_000)  # opened at its last step
 
-        def write_more():  # the trainer logging on: whole lines, the last one cut mid-way between two writes
+        def write_more():  # the trainer logging on
             for n in range(3, 12):
                 time.sleep(0.3)
                 _append(path, LINES[n][:20])
@@ -124,7 +145,34 @@ def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page)
         t.start()
         t.join()
         page.wait_for_function(f"() => {step} === '{fixed(12.0, 0)}'", timeout=120_000)
-        assert len(made[-1].axis.data["step"]) == 12
-        assert page.console_errors == []
-    finally:
-        srv.stop()
+        reward = json.loads(LINES[11])["env/all/reward/total"]
+        assert page.evaluate(READ_CLASS, "replay-reward") == fixed(reward, 3)  # the new step's own value
+        assert outside == [] and page.console_errors == []
+
+
+def test_follower_follows_a_tensorboard_log_as_its_writer_flushes(tmp_path):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    w = EventFileWriter(str(tmp_path / "logs" / "prime"))  # TensorBoard's own writer, prime-rl's metric names
+
+    def log(step, solved_all, solved_none):
+        values = [summary_pb2.Summary.Value(tag=f"train/agg/all/agent/{k}", simple_value=v)
+                  for k, v in (("solved_all", solved_all), ("solved_none", solved_none),
+                               ("solved_some", 1 - solved_all - solved_none))]
+        w.add_event(event_pb2.Event(step=step, summary=summary_pb2.Summary(value=values)))
+        w.flush()
+
+    for step in range(1, 4):
+        log(step, 0.125 * step, 0.5 - 0.125 * step)
+    (label, source), = tracker_logs(tmp_path).items()
+    assert (label, source.fmt) == (f"{PREFIX}logs/prime (tensorboard)", "tensorboard")
+    f = TrackerFollower(source)
+    assert f.poll() is None
+    log(4, 0.375, 0.0625)
+    events = next((tmp_path / "logs" / "prime").glob("*tfevents*"))
+    _append(events, "\x1a\x00\x00\x00")  # the start of a record the writer has not finished: left for later
+    rec = f.poll()
+    assert list(rec.steps["step"]) == [1, 2, 3, 4]
+    assert np.isclose(rec.steps["frac_all_pass"][-1], 0.375) and np.isclose(rec.steps["frac_all_fail"][-1], 0.0625)
+    w.close()
