@@ -54,9 +54,19 @@ def test_lists_tracker_logs_and_skips_what_is_not_one(tmp_path):
     (broken / "metrics.jsonl").write_bytes(b"\x00\xff not json\n")
     growing_record(tmp_path / "rec", 1)  # a run record: the catalogue's, and nothing below it is walked
     _log(tmp_path / "rec", 2)
+    wandb = tmp_path / "wb" / "wandb"  # a W&B offline folder as wandb leaves it: a folder of offline runs
+    shutil.copytree(FIXTURES / "wandb", wandb)
+    mixed = tmp_path / "mixed"  # a TensorBoard folder that is a run and holds another: each of its runs by its own
+    shutil.copytree(FIXTURES / "tensorboard" / "prime", mixed)
+    shutil.copytree(FIXTURES / "tensorboard" / "orlhf", mixed / "orlhf")
     found = tracker_logs(tmp_path)
+    offline = next(wandb.iterdir())
     assert found == {LABEL: TrackerSource(str(tmp_path / "exp" / "tinker" / "metrics.jsonl"), "jsonl"),
-                     f"{PREFIX}tb/trl (tensorboard)": TrackerSource(str(tmp_path / "tb" / "trl"), "tensorboard")}
+                     f"{PREFIX}tb/trl (tensorboard)": TrackerSource(str(tmp_path / "tb" / "trl"), "tensorboard"),
+                     f"{PREFIX}wb/wandb/{offline.name} (wandb)": TrackerSource(str(offline), "wandb"),
+                     f"{PREFIX}mixed/orlhf (tensorboard)": TrackerSource(str(mixed / "orlhf"), "tensorboard")}
+    for source in found.values():  # each opens: its last step, as the trackers package reads it
+        assert len(source.read().steps["step"]) > 0
 
 
 def test_walk_is_bounded(tmp_path, monkeypatch):

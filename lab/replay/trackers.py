@@ -10,8 +10,8 @@ records; :func:`tracker_logs` finds, in each folder, up to :data:`MAX_DEPTH` lev
   (a trainer that has not logged its first step yet: a run of zero steps until it does).
 
 Each is confirmed with the trackers package's own :func:`~grpo_lab.sims.ingest.trackers.detect_format` and
-:func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is listed run by run, as
-its subfolders); a source that fails to read is skipped. The walk is bounded: at most :data:`MAX_ENTRIES` directory
+:func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is not listed, and its
+subfolders are looked in as any other); a source that fails to read is skipped. The walk is bounded: at most :data:`MAX_ENTRIES` directory
 entries per runs folder, no symbolic link followed, nothing below a run record (``run.json``) or a found log.
 
 A log's label is :data:`PREFIX` + its path in its folder + its format, e.g. ``live tracker log: exp/metrics.jsonl
@@ -150,12 +150,11 @@ def _found_in(root: Path) -> dict[str, TrackerSource]:
             hit = (folder, "wandb")
         elif "metrics.jsonl" in {e.name for e in files}:
             hit = (folder / "metrics.jsonl", "jsonl")
-        if hit is not None:
-            fmt = _confirm(*hit)
-            if fmt is not None:
-                rel = hit[0].relative_to(root).as_posix()
-                found[f"{PREFIX}{rel if rel != '.' else root.name} ({fmt})"] = TrackerSource(str(hit[0]), fmt)
-            continue
+        fmt = _confirm(*hit) if hit is not None else None
+        if fmt is not None:
+            rel = hit[0].relative_to(root).as_posix()
+            found[f"{PREFIX}{rel if rel != '.' else root.name} ({fmt})"] = TrackerSource(str(hit[0]), fmt)
+            continue  # the log's subfolders are its own (a TensorBoard run's hparams, a W&B run's files)
         if depth < MAX_DEPTH:
             queue += [(Path(e.path), depth + 1) for e in entries if not e.is_symlink() and e.is_dir()]
     return found
