@@ -186,3 +186,13 @@ def test_follower_follows_a_tensorboard_log_as_its_writer_flushes(tmp_path):
     assert list(rec.steps["step"]) == [1, 2, 3, 4]
     assert np.isclose(rec.steps["frac_all_pass"][-1], 0.375) and np.isclose(rec.steps["frac_all_fail"][-1], 0.0625)
     w.close()
+
+
+def test_sessions_following_one_log_read_it_once_per_change(tmp_path, monkeypatch):
+    path = _log(tmp_path, 2)
+    reads, real = [], TrackerSource.read
+    monkeypatch.setattr(TrackerSource, "read", lambda self: reads.append(self) or real(self))
+    a, b = (TrackerFollower(TrackerSource(str(path), "jsonl")) for _ in range(2))  # two visitors' tabs
+    _append(path, LINES[2] + "\n")
+    ra, rb = a.poll(), b.poll()
+    assert ra is rb and len(reads) == 1 and list(ra.steps["step"]) == [1, 2, 3]

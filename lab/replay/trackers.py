@@ -26,12 +26,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_lab.memo import Memo
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import RunRecord
 
 from .catalog import runs_folders
 
-__all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower"]
+__all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower",
+           "signature", "read_shared"]
 
 PREFIX = "live tracker log: "  #: the start of a tracker log's label in the run picker
 MAX_DEPTH = 4  #: levels below a runs folder looked in (runs/<exp>/<trainer>/wandb/offline-run-x)
@@ -68,6 +70,35 @@ class TrackerSource:
         return sorted(set(out))
 
 
+#: the logs' records as last read, shared by every session of the process that shows the same log (thirty visitors
+#: following one log read it once per change): keyed by the source and its :func:`signature`; never modified
+_READS = Memo(8, room=True)
+
+
+def signature(source: TrackerSource) -> tuple | None:
+    """``((file, size, mtime_ns), ...)`` of the files the log's reader reads (:meth:`TrackerSource.files`; one that
+    vanished is left out), or None where the log cannot be listed now."""
+    try:
+        files = source.files()
+    except InputError:
+        return None
+    sig = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue  # a jsonl's config.json need not exist
+        sig.append((str(f), st.st_size, st.st_mtime_ns))
+    return tuple(sig)
+
+
+def read_shared(source: TrackerSource, sig: tuple | None = None) -> RunRecord:
+    """:meth:`TrackerSource.read`, once per change of the log's files for the whole process (``sig``: its
+    :func:`signature` if already taken). InputError as the read."""
+    sig = signature(source) if sig is None else sig
+    return source.read() if sig is None else _READS.get((source, sig), source.read)
+
+
 class TrackerFollower:
     """Poll one tracker log: re-read it when the files its reader reads change (their names, sizes and modification
     times). A log has no end mark, so it stays active; a read that fails (a file caught mid-write the partial reader
@@ -76,30 +107,16 @@ class TrackerFollower:
     def __init__(self, source: TrackerSource):
         self.source = source
         self.active = True
-        self._seen = self._signature()
-
-    def _signature(self):
-        try:
-            files = self.source.files()
-        except InputError:
-            return None
-        sig = []
-        for f in files:
-            try:
-                st = f.stat()
-            except OSError:
-                continue  # a jsonl's config.json need not exist
-            sig.append((str(f), st.st_size, st.st_mtime_ns))
-        return tuple(sig)
+        self._seen = signature(source)
 
     def poll(self) -> RunRecord | None:
         """The re-read record when the log's files changed and it reads cleanly, else None."""
-        sig = self._signature()
+        sig = signature(self.source)
         if sig is None or sig == self._seen:
             return None
         self._seen = sig  # a failed read is not retried until the files change again
         try:
-            return self.source.read()
+            return read_shared(self.source, sig)
         except (InputError, OSError):
             return None
 

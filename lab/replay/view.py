@@ -45,7 +45,7 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
-from .trackers import TrackerFollower, TrackerSource, follower, tracker_logs
+from .trackers import TrackerFollower, TrackerSource, follower, read_shared, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
@@ -256,7 +256,7 @@ class ReplayView(pn.viewable.Viewer):
             return None
         source = self.state.choices[label]
         if isinstance(source, TrackerSource):  # a live tracker log: read as it stands now (trackers.py)
-            return RunView(label, fresh if fresh is not None else source.read())
+            return RunView(label, fresh if fresh is not None else read_shared(source))
         if fresh is None and isinstance(source, str):  # a record on disk: the same for every session
             key = _record_key(source)
             if key is not None:
