@@ -196,3 +196,18 @@ def test_sessions_following_one_log_read_it_once_per_change(tmp_path, monkeypatc
     _append(path, LINES[2] + "\n")
     ra, rb = a.poll(), b.poll()
     assert ra is rb and len(reads) == 1 and list(ra.steps["step"]) == [1, 2, 3]
+
+
+def test_a_diagnosis_stays_while_the_log_grows_and_says_what_it_covers(tmp_path):
+    path = _log(tmp_path, 27)
+    view = ReplayView(runs_root=tmp_path)
+    view.diagnose.render()
+    report = view.diagnose.report.object
+    assert "doctor-lab-link" in report and not view.diagnose.notice.visible
+    _append(path, LINES[27] + "\n")
+    view.poll()
+    assert view.diagnose.report.object == report  # a new step does not wipe the report being read
+    assert view.diagnose.notice.object == ("This report covers the run up to step 27; it has reached step 28 since: "
+                                           "press Diagnose this run again to include the new steps.")
+    view.diagnose.render()  # diagnosed again: of all 28 steps, and the note goes
+    assert list(view.diagnose._shown.steps["step"])[-1] == 28 and not view.diagnose.notice.visible

@@ -276,7 +276,10 @@ class ReplayView(pn.viewable.Viewer):
             pin = True  # a run still being written opens at its latest step
         for slot, view in zip(self.slots, views):
             slot.load(view)
-        self.diagnose.set_record(views[0].record if views[0] is not None else None)
+        if any(r is not None for r in fresh) and views[0] is not None:  # a followed run's new steps: same run
+            self.diagnose.grow(views[0].record)
+        else:
+            self.diagnose.set_record(views[0].record if views[0] is not None else None)
         steps = union_steps(*views)
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
