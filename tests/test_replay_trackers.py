@@ -138,7 +138,9 @@ def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page)
     never reloaded, shows the steps a trainer writes after (each line cut once mid-way, as a flush may leave it)."""
     path = _log(tmp_path, 3)
     port = free_port()
-    with serve(cmd=[sys.executable, "-m", "grpo_lab.cli", "serve", "--runs", str(tmp_path), "--port", str(port), "--num-procs", "1"], port=port) as url:
+    cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--runs", str(tmp_path), "--port", str(port),
+           "--num-procs", "1"]
+    with serve(cmd=cmd, port=port) as url:
         outside = open_local(page, url + "?tab=replay", f"({READ_CLASS})('replay-step') !== null", timeout=300_000)
         page.locator(".replay-run select").select_option(LABEL)  # listed beside the shipped runs, by its label
         step = f"({READ_CLASS})('replay-step')"  # the step readout's text

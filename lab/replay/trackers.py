@@ -11,8 +11,9 @@ records; :func:`tracker_logs` finds, in each folder, up to :data:`MAX_DEPTH` lev
 
 Each is confirmed with the trackers package's own :func:`~grpo_lab.sims.ingest.trackers.detect_format` and
 :func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is not listed, and its
-subfolders are looked in as any other); a source that fails to read is skipped. The walk is bounded: at most :data:`MAX_ENTRIES` directory
-entries per runs folder, no symbolic link followed, nothing below a run record (``run.json``) or a found log.
+subfolders are looked in as any other); a source that fails to read is skipped. The walk is bounded: at most
+:data:`MAX_ENTRIES` directory entries per runs folder, no symbolic link followed, nothing below a run record
+(``run.json``) or a found log.
 
 A log's label is :data:`PREFIX` + its path in its folder + its format, e.g. ``live tracker log: exp/metrics.jsonl
 (jsonl)``, so the run picker says it is a tracker log still read as it grows, not a record. :class:`TrackerSource`

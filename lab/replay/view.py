@@ -179,7 +179,7 @@ class ReplayView(pn.viewable.Viewer):
         self.state.param.watch(self._on_view, "view")
         self.state.param.watch(self._on_error, "error")
 
-        self._followers: list[RecordFollower | TrackerFollower] = []  # runs still being written (follow.py, trackers.py)
+        self._followers: list[RecordFollower | TrackerFollower] = []  # runs being written (follow.py, trackers.py)
         self._poller = None
         self._sync_options()
         self._on_runs()
