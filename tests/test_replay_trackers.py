@@ -132,6 +132,17 @@ def test_serve_runs_adds_its_folders_for_the_server(tmp_path, monkeypatch):
     assert said.returncode == 0 and said.stdout.startswith(f"GRPO_LAB_RUNS={tmp_path / 'a'} ")
 
 
+def test_grpo_lab_runs_lists_the_tracker_logs(tmp_path):
+    from grpo_lab.testing.cli import run_cli
+
+    path = _log(tmp_path, 2)
+    said = run_cli("runs", "--runs", tmp_path, "--json")
+    assert said.returncode == 0 and {"label": LABEL, "format": "jsonl", "path": str(path)} in json.loads(
+        said.stdout)["trackers"]
+    said = run_cli("runs", "--runs", tmp_path)
+    assert f"{LABEL}: {path} (the lab's Replay follows it; grpo-lab ingest or watch this path)\n" in said.stdout
+
+
 @pytest.mark.browser
 def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page):
     """``grpo-lab serve --runs DIR``: the Replay lists the log beside the shipped runs, opens it at its last step and,
