@@ -23,6 +23,7 @@ left for later); :class:`TrackerFollower` polls it as :class:`~grpo_lab.replay.f
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +153,8 @@ def _found_in(root: Path) -> dict[str, TrackerSource]:
     while queue and seen < MAX_ENTRIES:
         folder, depth = queue.pop(0)
         try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            with os.scandir(folder) as it:  # no more than the entries left: a folder of a million files costs no more
+                entries = sorted(itertools.islice(it, MAX_ENTRIES - seen), key=lambda e: e.name)
         except OSError:
             continue
         seen += len(entries)
