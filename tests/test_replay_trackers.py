@@ -224,3 +224,22 @@ def test_a_diagnosis_stays_while_the_log_grows_and_says_what_it_covers(tmp_path)
                                            "press Diagnose this run again to include the new steps.")
     view.diagnose.render()  # diagnosed again: of all 28 steps, and the note goes
     assert list(view.diagnose._shown.steps["step"])[-1] == 28 and not view.diagnose.notice.visible
+
+
+def test_follower_follows_a_wandb_offline_log_as_its_bytes_land(tmp_path):
+    src = next((FIXTURES / "wandb").iterdir())  # written by wandb in offline mode (make_fixtures.py)
+    run = tmp_path / "wandb" / src.name
+    shutil.copytree(src, run)
+    log = next(run.glob("*.wandb"))
+    data = log.read_bytes()
+    whole = TrackerSource(str(src), "wandb").read()
+    log.write_bytes(data[:len(data) // 2])  # the writer part-way: its last block cut
+    (label, source), = tracker_logs(tmp_path).items()
+    assert label == f"{PREFIX}wandb/{src.name} (wandb)"
+    first = source.read()
+    f = TrackerFollower(source)
+    assert 0 < len(first.steps["step"]) < len(whole.steps["step"]) and f.poll() is None
+    log.write_bytes(data)
+    rec = f.poll()
+    assert list(rec.steps["step"]) == list(whole.steps["step"])
+    assert np.array_equal(rec.steps["frac_all_pass"], whole.steps["frac_all_pass"], equal_nan=True)
