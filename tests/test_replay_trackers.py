@@ -243,3 +243,35 @@ def test_follower_follows_a_wandb_offline_log_as_its_bytes_land(tmp_path):
     rec = f.poll()
     assert list(rec.steps["step"]) == list(whole.steps["step"])
     assert np.array_equal(rec.steps["frac_all_pass"], whole.steps["frac_all_pass"], equal_nan=True)
+
+
+def test_in_the_background_the_read_is_picked_up_at_the_poll_after_it(tmp_path):
+    path = _log(tmp_path, 2)
+    f = TrackerFollower(TrackerSource(str(path), "jsonl"), background=True)  # as in a served session
+    _append(path, LINES[2] + "\n")
+    assert f.poll() is None and f.pending is not None  # the read started, off the caller's thread
+    f.pending.result()  # (waits for it: no timing involved)
+    assert list(f.poll().steps["step"]) == [1, 2, 3] and f.pending is None
+    _append(path, "not json\n" + LINES[3] + "\n")  # a read that fails: skipped, no crash
+    assert f.poll() is None
+    f.pending.exception()
+    assert f.poll() is None and f.pending is None and f.poll() is None
+
+
+def test_a_step_written_while_the_view_redraws_is_not_lost(tmp_path, monkeypatch):
+    path = _log(tmp_path, 2)
+    view = ReplayView(runs_root=tmp_path)
+    real = TrackerSource.read
+
+    def read_then_more_lands(self):  # the trainer writes its next step while the view reads the last one
+        rec = real(self)
+        if len(rec.steps["step"]) == 3:
+            _append(path, LINES[3] + "\n")
+        return rec
+
+    monkeypatch.setattr(TrackerSource, "read", read_then_more_lands)
+    _append(path, LINES[2] + "\n")
+    view.poll()
+    assert len(view.axis.data["step"]) == 3
+    view.poll()  # the step that landed during the redraw
+    assert list(view.axis.data["step"]) == [1, 2, 3, 4]

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,37 +100,71 @@ def read_shared(source: TrackerSource, sig: tuple | None = None) -> RunRecord:
     """:meth:`TrackerSource.read`, once per change of the log's files for the whole process (``sig``: its
     :func:`signature` if already taken). InputError as the read."""
     sig = signature(source) if sig is None else sig
-    return source.read() if sig is None else _READS.get((source, sig), source.read)
+    if sig is None:
+        return source.read()
+    with _READS_LOCK:  # the reading thread and the server's loop share the memo
+        return _READS.get((source, sig), source.read)
+
+
+_READS_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The one thread that re-reads followed logs in a served session (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(1, thread_name_prefix="tracker-read")
+    return _POOL
 
 
 class TrackerFollower:
     """Poll one tracker log: re-read it when the files its reader reads change (their names, sizes and modification
     times). A log has no end mark, so it stays active; a read that fails (a file caught mid-write the partial reader
-    cannot take) is skipped, and the next change is read."""
+    cannot take) is skipped, and the next change is read.
 
-    def __init__(self, source: TrackerSource):
+    ``background=True`` (a served session): the re-read runs in a thread of its own (a 10 MB log takes ~0.7 s to
+    parse, which the server's loop would otherwise spend), and the poll after it finishes returns its record."""
+
+    def __init__(self, source: TrackerSource, background: bool = False):
         self.source = source
         self.active = True
+        self.background = background
+        self.pending: Future | None = None  #: the re-read in progress (background)
         self._seen = signature(source)
 
     def poll(self) -> RunRecord | None:
-        """The re-read record when the log's files changed and it reads cleanly, else None."""
+        """The re-read record when the log's files changed and it reads cleanly, else None (in the background: the
+        record of the read started at an earlier poll, once it is done)."""
+        if self.pending is not None:
+            if not self.pending.done():
+                return None
+            done, self.pending = self.pending, None
+            try:
+                return done.result()
+            except (InputError, OSError):
+                return None
         sig = signature(self.source)
         if sig is None or sig == self._seen:
             return None
         self._seen = sig  # a failed read is not retried until the files change again
+        if self.background:
+            self.pending = _pool().submit(read_shared, self.source, sig)
+            return None
         try:
             return read_shared(self.source, sig)
         except (InputError, OSError):
             return None
 
 
-def follower(source, record: RunRecord | None):
-    """The follower of a run's source: a :class:`TrackerFollower` for a tracker log, else a
-    :class:`~grpo_lab.replay.follow.RecordFollower` (a record directory, or an upload, which never changes)."""
+def follower(source, record: RunRecord | None, background: bool = False):
+    """The follower of a run's source: a :class:`TrackerFollower` for a tracker log (reading in the ``background``),
+    else a :class:`~grpo_lab.replay.follow.RecordFollower` (a record directory, or an upload, which never changes)."""
     from .follow import RecordFollower
 
-    return TrackerFollower(source) if isinstance(source, TrackerSource) else RecordFollower(source, record)
+    if isinstance(source, TrackerSource):
+        return TrackerFollower(source, background=background)
+    return RecordFollower(source, record)
 
 
 def _confirm(path: Path, hint: str) -> str | None:

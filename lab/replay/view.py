@@ -290,11 +290,14 @@ class ReplayView(pn.viewable.Viewer):
 
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
-        labels = (self.state.run, self.state.compare)
-        self._followers = [follower(self.state.choices.get(label), v.record) if v is not None else None
-                           for label, v in zip(labels, views)]
+        sources = [self.state.choices.get(label) for label in (self.state.run, self.state.compare)]
+        served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+        # a log still shown keeps its follower: what it has seen, and a read under way, are not lost at a redraw
+        kept = {f.source: f for f in self._followers if isinstance(f, TrackerFollower)}
+        self._followers = [None if v is None else kept.get(src) if isinstance(src, TrackerSource) and src in kept
+                           else follower(src, v.record, background=served) for src, v in zip(sources, views)]
         live = any(f is not None and f.active for f in self._followers)
-        if live and self._poller is None and pn.state.curdoc is not None and pn.state.curdoc.session_context:
+        if live and self._poller is None and served:
             self._poller = pn.state.add_periodic_callback(self.poll, period=int(POLL_S * 1000))
         elif not live and self._poller is not None:
             self._poller.stop()
