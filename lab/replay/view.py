@@ -105,6 +105,14 @@ def _record_key(path: str) -> tuple | None:
     return os.path.realpath(path), st.st_mtime_ns, st.st_size
 
 
+def _followed(f) -> str | TrackerSource | None:
+    """What a follower follows, as ``state.choices`` names it: a record's folder (str) or a tracker log; None for an
+    upload."""
+    if isinstance(f, TrackerFollower):
+        return f.source
+    return None if f.path is None else str(f.path)
+
+
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
@@ -292,9 +300,10 @@ class ReplayView(pn.viewable.Viewer):
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
         sources = [self.state.choices.get(label) for label in (self.state.run, self.state.compare)]
         served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
-        # a log still shown keeps its follower: what it has seen, and a read under way, are not lost at a redraw
-        kept = {f.source: f for f in self._followers if isinstance(f, TrackerFollower)}
-        self._followers = [None if v is None else kept.get(src) if isinstance(src, TrackerSource) and src in kept
+        # a run still shown keeps its follower: what it has seen (a step written while the last one was read), and a
+        # read under way, are not lost at a redraw
+        kept = {_followed(f): f for f in self._followers if f is not None and _followed(f) is not None}
+        self._followers = [None if v is None else kept.get(src) if isinstance(src, (str, TrackerSource)) and src in kept
                            else follower(src, v.record, background=served) for src, v in zip(sources, views)]
         live = any(f is not None and f.active for f in self._followers)
         if live and self._poller is None and served:
