@@ -22,7 +22,7 @@ from grpo_lab.replay.trackers import MAX_ENTRIES, PREFIX, TrackerFollower, Track
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.testing.growing_record import growing_record
-from grpo_lab.testing.lab_server import READ_CLASS, free_port, open_local, serve
+from grpo_lab.testing.lab_server import READ_CLASS, TEXTS_OF_CLASS, free_port, open_local, serve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 LINES = (FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()
@@ -145,20 +145,22 @@ def test_grpo_lab_runs_lists_the_tracker_logs(tmp_path):
 
 @pytest.mark.browser
 def test_browser_lists_opens_and_follows_a_growing_metrics_jsonl(tmp_path, page):
-    """``grpo-lab serve --runs DIR``: the Replay lists the log beside the shipped runs, opens it at its last step and,
-    never reloaded, shows the steps a trainer writes after (each line cut once mid-way, as a flush may leave it)."""
-    path = _log(tmp_path, 3)
+    """``grpo-lab serve --runs DIR``: the Replay lists the log beside the shipped runs and opens it before its first
+    step; never reloaded, it shows the steps a trainer writes after (each line cut once mid-way, as a flush may leave
+    it), pinned to the last."""
+    path = _log(tmp_path, 0)  # the trainer has not logged its first step yet
     port = free_port()
     cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--runs", str(tmp_path), "--port", str(port),
            "--num-procs", "1"]
     with serve(cmd=cmd, port=port) as url:
         outside = open_local(page, url + "?tab=replay", f"({READ_CLASS})('replay-step') !== null", timeout=300_000)
         page.locator(".replay-run select").select_option(LABEL)  # listed beside the shipped runs, by its label
+        page.wait_for_function(f"(want) => ({TEXTS_OF_CLASS})('replay-missing').join(' ').includes(want)",
+                               arg=f"{LABEL}: nothing logged yet", timeout=120_000)
         step = f"({READ_CLASS})('replay-step')"  # the step readout's text
-        page.wait_for_function(f"() => {step} === '{fixed(3.0, 0)}'", timeout=120_000)  # opened at its last step
 
-        def write_more():  # the trainer logging on
-            for n in range(3, 12):
+        def write_more():  # the trainer logging
+            for n in range(12):
                 time.sleep(0.3)
                 _append(path, LINES[n][:20])
                 time.sleep(0.3)
