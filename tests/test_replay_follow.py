@@ -45,6 +45,26 @@ def test_view_follows_and_pins_to_the_latest_step(tmp_path):
     assert not any(f.active for f in view._followers if f is not None)
 
 
+def test_a_step_flushed_while_the_view_redraws_is_not_lost(tmp_path, monkeypatch):
+    app, rng = growing_record(tmp_path / "live", 2)
+    view = ReplayView(runs_root=tmp_path)
+
+    def read_then_more_lands(path):  # the trainer flushes its next step while the view reads the last one
+        rec = read_record(path)
+        if len(rec.steps["step"]) == 3:
+            append_step(app, 4, rng)
+            app.flush(steps_completed=4)
+        return rec
+
+    monkeypatch.setattr("grpo_lab.replay.follow.read_record", read_then_more_lands)
+    append_step(app, 3, rng)
+    app.flush(steps_completed=3)
+    view.poll()
+    assert len(view.axis.data["step"]) == 3
+    view.poll()  # the step flushed during the redraw
+    assert list(view.axis.data["step"]) == [1, 2, 3, 4]
+
+
 @pytest.mark.browser
 def test_browser_shows_new_steps_without_reloading(tmp_path, page):
     steps = 12

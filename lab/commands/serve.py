@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
 
-__all__ = ["register", "serve_command", "APP_PATH"]
+__all__ = ["register", "serve_command", "serve_env", "APP_PATH"]
 
 APP_PATH = Path(__file__).resolve().parents[1] / "app.py"  #: lab/app.py, found through the installed package
 DEFAULT_PROCS = 2  #: server processes by default: a room of visitors arriving together is served on two cores
@@ -60,6 +60,9 @@ def register(sub) -> None:
     p.add_argument("--idle-minutes", type=float, default=L.idle_minutes, metavar="M",
                    help=f"release a page that sent nothing for M minutes; it shows a notice to reload "
                         f"(default {L.idle_minutes:g}; 0: never)")
+    p.add_argument("--runs", action="append", default=[], metavar="DIR",
+                   help="a folder of run records and tracker logs to list in the Replay tab (repeatable; added to "
+                        "GRPO_LAB_RUNS for the server)")
     p.add_argument("--dry-run", action="store_true", help="print the server's command line and exit")
     p.set_defaults(func=cmd_serve)
 
@@ -101,6 +104,22 @@ def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = Fal
     return cmd
 
 
+def serve_env(runs=(), environ=None) -> dict:
+    """The server's environment: ``environ`` (default ``os.environ``) with the ``--runs`` folders, made absolute,
+    after those of its ``GRPO_LAB_RUNS`` (the catalogue's order, :mod:`grpo_lab.replay.catalog`). A folder that is
+    not a directory raises InputError."""
+    env = dict(os.environ if environ is None else environ)
+    folders = []
+    for d in runs:
+        path = Path(d).expanduser()
+        if not path.is_dir():
+            raise InputError(f"--runs {d}: not a folder")
+        folders.append(str(path.resolve()))
+    if folders:
+        env["GRPO_LAB_RUNS"] = os.pathsep.join([*filter(None, [env.get("GRPO_LAB_RUNS", "")]), *folders])
+    return env
+
+
 def port_in_use(address: str, port: int) -> bool:
     """Whether ``address:port`` is taken by another listener (bound as Tornado binds: ``SO_REUSEADDR``)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
@@ -120,13 +139,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     limits = {flag: getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in ADMISSION_FLAGS}
     cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin, args.num_procs, limits)
+    env = serve_env(args.runs)
     if args.dry_run:
-        print(" ".join(cmd))
+        runs = f"GRPO_LAB_RUNS={env['GRPO_LAB_RUNS']} " if args.runs else ""
+        print(runs + " ".join(cmd))
         return 0
     if port_in_use(args.address, args.port):
         raise InputError(f"port {args.port} is in use; choose another with --port")
     if os.name == "posix":  # the server takes this process's place: `kill PID` stops it (and its workers)
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execv(cmd[0], cmd)
-    return subprocess.call(cmd)
+        os.execve(cmd[0], cmd, env)
+    return subprocess.call(cmd, env=env)

@@ -1,7 +1,8 @@
 """The Replay tab's *Diagnose* section: the run doctor on the run being replayed.
 
 ``DiagnoseView()`` is a ``pn.viewable.Viewer``; the replay view hands it the chosen run with
-``set_record(label, record)``. *Diagnose this run* runs :func:`grpo_lab.sims.doctor.diagnose` in a worker
+``set_record(record)`` (``grow(record)``: the same run with more steps, as it is written: the report stays, with
+a note of the last step it covers). *Diagnose this run* runs :func:`grpo_lab.sims.doctor.diagnose` in a worker
 thread (the server keeps answering meanwhile) and shows the report (:func:`grpo_lab.doctor_report.html_fragment`,
 folded: the pictures' sections open (the fit against observed, the forecast, the samplers' chart, the stall
 forecast, the transitions), what-ifs, skipping, the audit, the prompt lists and the plain text folded; inline SVG,
@@ -44,12 +45,23 @@ def diagnose_html(record) -> tuple[str | None, str | None]:
     return html_fragment(d, lab_href="?" + d["lab_query"], folded=True), None
 
 
+def _last_step(record) -> int | None:
+    """The last step a record holds (its steps table, else its groups), None for none."""
+    for table in (record.steps, record.groups):
+        steps = table.get("step") if table else None
+        if steps is not None and len(steps):
+            return int(max(steps))
+    return None
+
+
 class DiagnoseView(pn.viewable.Viewer):
     """One session's Diagnose section (see the module docstring)."""
 
     def __init__(self, **params):
         super().__init__(**params)
         self._record = None
+        self._run = object()  # this run's token: set_record makes a new one, grow keeps it
+        self._shown = None  # the record the report shown was made from
         self.button = pn.widgets.Button(label=_IDLE, color="primary", disabled=True,
                                         css_classes=["replay-diagnose-button"])
         self.notice = pn.pane.HTML("", visible=False, css_classes=["replay-diagnose-notice"],
@@ -68,9 +80,23 @@ class DiagnoseView(pn.viewable.Viewer):
     def set_record(self, record) -> None:
         """The run to diagnose (None: nothing chosen); clears the previous report."""
         self._record = record
+        self._run = object()  # a report under way for another run is dropped when it lands
+        self._shown = None
         self.report.object = ""
         self._note("")
         self.button.disabled = record is None
+
+    def grow(self, record) -> None:
+        """The same run with more steps (a record or tracker log followed as it is written): the next click
+        diagnoses them; a report shown, or under way, stays, with a note of the last step it covers."""
+        self._record = record
+        self._say_covered()
+
+    def _say_covered(self) -> None:
+        if self._shown is not None and self.report.object:
+            done, now = _last_step(self._shown), _last_step(self._record)
+            self._note("" if done == now else f"This report covers the run up to step {done}; it has reached step "
+                                              f"{now} since: press {_IDLE} again to include the new steps.")
 
     def _note(self, text: str) -> None:
         self.notice.object = html.escape(text)
@@ -84,10 +110,12 @@ class DiagnoseView(pn.viewable.Viewer):
 
     def render(self) -> None:
         """Diagnose the current run now, in this thread (tests; the button uses a worker thread)."""
+        self._shown = self._record
         self._show(*diagnose_html(self._record))
+        self._say_covered()
 
     async def _on_click(self, _event) -> None:
-        record = self._record
+        record, run = self._record, self._run
         if record is None:
             return
         self.button.param.update(disabled=True, label=_BUSY)
@@ -95,5 +123,7 @@ class DiagnoseView(pn.viewable.Viewer):
             report, error = await asyncio.get_running_loop().run_in_executor(None, diagnose_html, record)
         finally:
             self.button.param.update(disabled=False, label=_IDLE)
-        if record is self._record:  # the run may have changed meanwhile
+        if run is self._run:  # another run may have been chosen meanwhile (new steps of this one may have landed)
+            self._shown = record
             self._show(report, error)
+            self._say_covered()

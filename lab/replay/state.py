@@ -32,6 +32,8 @@ class ReplayState(param.Parameterized):
     tolerance = param.Number(0.0, bounds=(0.0, None), doc=(
         "Reward tolerance for uploads: a group counts as degenerate (no gradient) when max - min of its rewards "
         "is at most this. 0 for binary rewards."))
-    choices = param.Dict(default={}, doc="label -> run directory (str) or an uploaded RunRecord")
+    choices = param.Dict(default={}, doc=(
+        "label -> run directory (str), a live tracker log (grpo_lab.replay.trackers.TrackerSource) or an uploaded "
+        "RunRecord"))
     notice = param.String("", doc="What the current run lacks and therefore cannot be shown.")
     error = param.String("", doc="The last error (a bad upload or an unreadable record), shown on the page.")

@@ -1,5 +1,7 @@
 """The "Replay" tab: scrub through a recorded run (shipped, ingested or uploaded), alone or beside another.
 
+A run still being written is followed (a record: :mod:`.follow`; a tracker log in a runs folder: :mod:`.trackers`).
+
 ``ReplayView(state=None, runs_root=None)`` is a ``pn.viewable.Viewer``; build one per session
 (``lab/app.py`` does, and tests serve it alone). The grid, its one step slider, Play, hover,
 captions and readouts are :class:`grpo_lab.replay.grid.ReplayGrid` (the browser grid view in
@@ -43,6 +45,7 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
+from .trackers import TrackerFollower, TrackerSource, follower, read_shared, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
@@ -102,6 +105,14 @@ def _record_key(path: str) -> tuple | None:
     return os.path.realpath(path), st.st_mtime_ns, st.st_size
 
 
+def _followed(f) -> str | TrackerSource | None:
+    """What a follower follows, as ``state.choices`` names it: a record's folder (str) or a tracker log; None for an
+    upload."""
+    if isinstance(f, TrackerFollower):
+        return f.source
+    return None if f.path is None else str(f.path)
+
+
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
@@ -112,6 +123,7 @@ class ReplayView(pn.viewable.Viewer):
         self._quota_keys = None  # the visitor's keys (grpo_lab.visitor.quota_keys), from this tab's first upload
         self._quota_token = object()  # this tab in the visitor's upload quota
         shipped = {label: str(path) for label, path in list_runs(runs_root).items()}
+        shipped.update({label: src for label, src in tracker_logs(runs_root).items() if label not in shipped})
         self.state.choices = {**shipped, **{k: v for k, v in self.state.choices.items() if k not in shipped}}
         if not self.state.run and self.state.choices:
             self.state.run = next(iter(self.state.choices))
@@ -175,7 +187,7 @@ class ReplayView(pn.viewable.Viewer):
         self.state.param.watch(self._on_view, "view")
         self.state.param.watch(self._on_error, "error")
 
-        self._followers: list[RecordFollower] = []  # live follow of records still being written (follow.py)
+        self._followers: list[RecordFollower | TrackerFollower] = []  # runs being written (follow.py, trackers.py)
         self._poller = None
         self._sync_options()
         self._on_runs()
@@ -251,6 +263,8 @@ class ReplayView(pn.viewable.Viewer):
         if not label or label == NONE or label not in self.state.choices:
             return None
         source = self.state.choices[label]
+        if isinstance(source, TrackerSource):  # a live tracker log: read as it stands now (trackers.py)
+            return RunView(label, fresh if fresh is not None else read_shared(source))
         if fresh is None and isinstance(source, str):  # a record on disk: the same for every session
             key = _record_key(source)
             if key is not None:
@@ -270,7 +284,10 @@ class ReplayView(pn.viewable.Viewer):
             pin = True  # a run still being written opens at its latest step
         for slot, view in zip(self.slots, views):
             slot.load(view)
-        self.diagnose.set_record(views[0].record if views[0] is not None else None)
+        if any(r is not None for r in fresh) and views[0] is not None:  # a followed run's new steps: same run
+            self.diagnose.grow(views[0].record)
+        else:
+            self.diagnose.set_record(views[0].record if views[0] is not None else None)
         steps = union_steps(*views)
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
@@ -281,18 +298,23 @@ class ReplayView(pn.viewable.Viewer):
 
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
-        labels = (self.state.run, self.state.compare)
-        self._followers = [RecordFollower(self.state.choices.get(label), v.record) if v is not None else None
-                           for label, v in zip(labels, views)]
+        sources = [self.state.choices.get(label) for label in (self.state.run, self.state.compare)]
+        served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+        # a run still shown keeps its follower: what it has seen (a step written while the last one was read), and a
+        # read under way, are not lost at a redraw
+        kept = {_followed(f): f for f in self._followers if f is not None and _followed(f) is not None}
+        self._followers = [None if v is None else kept.get(src) if isinstance(src, (str, TrackerSource)) and src in kept
+                           else follower(src, v.record, background=served) for src, v in zip(sources, views)]
         live = any(f is not None and f.active for f in self._followers)
-        if live and self._poller is None and pn.state.curdoc is not None and pn.state.curdoc.session_context:
+        if live and self._poller is None and served:
             self._poller = pn.state.add_periodic_callback(self.poll, period=int(POLL_S * 1000))
         elif not live and self._poller is not None:
             self._poller.stop()
             self._poller = None
 
     def poll(self) -> None:
-        """Re-read followed runs whose run.json changed; a slider at the last step stays at the last step."""
+        """Re-read followed runs whose run.json (a tracker log: its files) changed; a slider at the last step stays at
+        the last step."""
         fresh = tuple(f.poll() if f is not None else None for f in self._followers)
         if any(r is not None for r in fresh):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)

@@ -1,0 +1,228 @@
+"""Tracker logs in the runs folders: listed by the Replay beside the run records, opened and followed as they grow.
+
+A runs folder (:func:`grpo_lab.replay.catalog.runs_folders`) may hold a trainer's live tracker log as well as run
+records; :func:`tracker_logs` finds, in each folder, up to :data:`MAX_DEPTH` levels down:
+
+- a folder holding a ``*tfevents*`` file (a TensorBoard run; its subfolders are its own, e.g. hparams);
+- a W&B offline run folder (``offline-run-*`` or ``run-*`` holding a ``.wandb`` file);
+- a ``metrics.jsonl`` of per-step scalars (verl's file logger, tinker-cookbook;
+  :func:`grpo_lab.sims.ingest.trackers.jsonl.is_metrics_jsonl`, so a groups JSONL is not listed), or an empty one
+  (a trainer that has not logged its first step yet: a run of zero steps until it does).
+
+Each is confirmed with the trackers package's own :func:`~grpo_lab.sims.ingest.trackers.detect_format` and
+:func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is not listed, and its
+subfolders are looked in as any other); a source that fails to read is skipped. The walk is bounded: at most
+:data:`MAX_ENTRIES` directory entries per runs folder, no symbolic link followed, nothing below a run record
+(``run.json``) or a found log.
+
+A log's label is :data:`PREFIX` + its path in its folder + its format, e.g. ``live tracker log: exp/metrics.jsonl
+(jsonl)``, so the run picker says it is a tracker log still read as it grows, not a record. :class:`TrackerSource`
+reads it (:func:`~grpo_lab.sims.ingest.trackers.read_scalars` with ``partial_ok=True``: a cut last line or record is
+left for later); :class:`TrackerFollower` polls it as :class:`~grpo_lab.replay.follow.RecordFollower` polls a record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from grpo_lab.memo import Memo
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.record import RunRecord
+
+from .catalog import runs_folders
+
+__all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower",
+           "signature", "read_shared"]
+
+PREFIX = "live tracker log: "  #: the start of a tracker log's label in the run picker
+MAX_DEPTH = 4  #: levels below a runs folder looked in (runs/<exp>/<trainer>/wandb/offline-run-x)
+MAX_ENTRIES = 5_000  #: directory entries looked at per runs folder; the walk stops there
+
+
+@dataclass(frozen=True)
+class TrackerSource:
+    """One tracker log: ``path`` (a folder, or a metrics.jsonl) in format ``fmt`` of the trackers package."""
+
+    path: str
+    fmt: str
+
+    def read(self) -> RunRecord:
+        """The log's scalars-only record as it stands (a cut last line or record left out; nothing logged yet is
+        a record of zero steps). InputError for anything unreadable."""
+        from grpo_lab.sims.ingest.trackers import read_scalars
+
+        return read_scalars(self.path, fmt=self.fmt, partial_ok=True)
+
+    def files(self) -> list[Path]:
+        """The files the reader reads: the run's handle(s) from the reader's own listing, and a jsonl's config.json."""
+        from grpo_lab.sims.ingest.trackers import list_runs
+
+        _, runs = list_runs(self.path, self.fmt)
+        out: list[Path] = []
+        for handle in runs.values():
+            if isinstance(handle, dict):  # tensorboard: {"files": [...], "extra": [...]}
+                out += [Path(f) for key in ("files", "extra") for f in handle.get(key, [])]
+            else:
+                out.append(Path(handle))
+        if self.fmt == "jsonl":
+            out += [Path(f).parent / "config.json" for f in list(out)]
+        return sorted(set(out))
+
+
+#: the logs' records as last read, shared by every session of the process that shows the same log (thirty visitors
+#: following one log read it once per change): keyed by the source and its :func:`signature`; never modified
+_READS = Memo(8, room=True)
+
+
+def signature(source: TrackerSource) -> tuple | None:
+    """``((file, size, mtime_ns), ...)`` of the files the log's reader reads (:meth:`TrackerSource.files`; one that
+    vanished is left out), or None where the log cannot be listed now."""
+    try:
+        files = source.files()
+    except InputError:
+        return None
+    sig = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue  # a jsonl's config.json need not exist
+        sig.append((str(f), st.st_size, st.st_mtime_ns))
+    return tuple(sig)
+
+
+def read_shared(source: TrackerSource, sig: tuple | None = None) -> RunRecord:
+    """:meth:`TrackerSource.read`, once per change of the log's files for the whole process (``sig``: its
+    :func:`signature` if already taken). InputError as the read."""
+    sig = signature(source) if sig is None else sig
+    if sig is None:
+        return source.read()
+    with _READS_LOCK:  # the reading thread and the server's loop share the memo
+        return _READS.get((source, sig), source.read)
+
+
+_READS_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The one thread that re-reads followed logs in a served session (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(1, thread_name_prefix="tracker-read")
+    return _POOL
+
+
+class TrackerFollower:
+    """Poll one tracker log: re-read it when the files its reader reads change (their names, sizes and modification
+    times). A log has no end mark, so it stays active; a read that fails (a file caught mid-write the partial reader
+    cannot take) is skipped, and the next change is read.
+
+    ``background=True`` (a served session): the re-read runs in a thread of its own (a 10 MB log takes ~0.7 s to
+    parse, which the server's loop would otherwise spend), and the poll after it finishes returns its record."""
+
+    def __init__(self, source: TrackerSource, background: bool = False):
+        self.source = source
+        self.active = True
+        self.background = background
+        self.pending: Future | None = None  #: the re-read in progress (background)
+        self._seen = signature(source)
+
+    def poll(self) -> RunRecord | None:
+        """The re-read record when the log's files changed and it reads cleanly, else None (in the background: the
+        record of the read started at an earlier poll, once it is done)."""
+        if self.pending is not None:
+            if not self.pending.done():
+                return None
+            done, self.pending = self.pending, None
+            try:
+                return done.result()
+            except (InputError, OSError):
+                return None
+        sig = signature(self.source)
+        if sig is None or sig == self._seen:
+            return None
+        self._seen = sig  # a failed read is not retried until the files change again
+        if self.background:
+            self.pending = _pool().submit(read_shared, self.source, sig)
+            return None
+        try:
+            return read_shared(self.source, sig)
+        except (InputError, OSError):
+            return None
+
+
+def follower(source, record: RunRecord | None, background: bool = False):
+    """The follower of a run's source: a :class:`TrackerFollower` for a tracker log (reading in the ``background``),
+    else a :class:`~grpo_lab.replay.follow.RecordFollower` (a record directory, or an upload, which never changes)."""
+    from .follow import RecordFollower
+
+    if isinstance(source, TrackerSource):
+        return TrackerFollower(source, background=background)
+    return RecordFollower(source, record)
+
+
+def _confirm(path: Path, hint: str) -> str | None:
+    """The format of ``path`` when the trackers package reads it as one run of ``hint``'s format, else None."""
+    from grpo_lab.sims.ingest.trackers import detect_format, list_runs
+    from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl
+
+    try:
+        fmt = detect_format(path)
+        if fmt != hint or (fmt == "jsonl" and path.stat().st_size and not is_metrics_jsonl(path)):
+            return None
+        _, runs = list_runs(path, fmt)
+    except (InputError, OSError, ImportError):
+        return None  # unreadable, mixed, or its tracker's library is not installed: not listed
+    return fmt if len(runs) == 1 else None
+
+
+def _found_in(root: Path) -> dict[str, TrackerSource]:
+    """``{label: source}`` of the tracker logs under one runs folder (see the module docstring)."""
+    found: dict[str, TrackerSource] = {}
+    queue, seen = [(root, 0)], 0
+    while queue and seen < MAX_ENTRIES:
+        folder, depth = queue.pop(0)
+        try:
+            with os.scandir(folder) as it:  # no more than the entries left: a folder of a million files costs no more
+                entries = sorted(itertools.islice(it, MAX_ENTRIES - seen), key=lambda e: e.name)
+        except OSError:
+            continue
+        seen += len(entries)
+        names = {e.name for e in entries}
+        if "run.json" in names and folder != root:
+            continue  # a run record (the catalogue lists it)
+        files = [e for e in entries if not e.is_symlink() and e.is_file()]
+        hit = None
+        if any("tfevents" in e.name for e in files):
+            hit = (folder, "tensorboard")
+        elif folder.name.startswith(("offline-run-", "run-")) and any(e.name.endswith(".wandb") for e in files):
+            hit = (folder, "wandb")
+        elif "metrics.jsonl" in {e.name for e in files}:
+            hit = (folder / "metrics.jsonl", "jsonl")
+        fmt = _confirm(*hit) if hit is not None else None
+        if fmt is not None:
+            rel = hit[0].relative_to(root).as_posix()
+            found[f"{PREFIX}{rel if rel != '.' else root.name} ({fmt})"] = TrackerSource(str(hit[0]), fmt)
+            continue  # the log's subfolders are its own (a TensorBoard run's hparams, a W&B run's files)
+        if depth < MAX_DEPTH:
+            queue += [(Path(e.path), depth + 1) for e in entries if not e.is_symlink() and e.is_dir()]
+    return found
+
+
+def tracker_logs(root=None, extra=()) -> dict[str, TrackerSource]:
+    """``{label: source}`` of the tracker logs in the one folder ``root`` when given, else in every folder of the
+    catalogue (:func:`~grpo_lab.replay.catalog.runs_folders`, ``extra`` its ``--runs`` folders); where two folders
+    give one label the first keeps it, as for records."""
+    roots = [Path(root)] if root is not None else [f.path for f in runs_folders(extra)]
+    out: dict[str, TrackerSource] = {}
+    for r in roots:
+        if r.is_dir():
+            for label, src in _found_in(r).items():
+                out.setdefault(label, src)
+    return out
