@@ -11,6 +11,7 @@ import pytest
 
 from grpo_lab.state import LabState, PlayState
 from grpo_lab.views.play_budget import PLAY_SHARE, FrameBudget, HeavyWork
+from grpo_lab.testing.run_async import run_async
 
 
 class Clock:
@@ -198,7 +199,7 @@ def test_a_frame_is_computed_off_the_event_loop_and_a_push_meanwhile_gets_one_mo
         assert len(drawn) == 2 and drawn[-1] == 0.3, drawn
         assert threads[0] is False  # the heavy one off the loop (the next, after a light frame, inline)
 
-    asyncio.run(main())
+    run_async(main())
 
 
 def test_a_light_session_s_frame_is_computed_inline_never_queued_behind_heavy_ones():
@@ -216,7 +217,8 @@ def test_a_light_session_s_frame_is_computed_inline_never_queued_behind_heavy_on
                 raise AssertionError("not delayed")
 
         frames, where = FrameBudget(share=1.0, work=HeavyWork(visitor_share=1.0, total_share=1.0)), []
-        frames.request(where.append, Doc(), prepare=lambda: threading.current_thread() is threading.main_thread())
+        loop_thread = threading.current_thread()  # the loop's own (run_async gives the loop a thread of its own)
+        frames.request(where.append, Doc(), prepare=lambda: threading.current_thread() is loop_thread)
         assert where == [True]  # computed and drawn at once, on the loop's thread
 
-    asyncio.run(main())
+    run_async(main())

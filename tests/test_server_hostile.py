@@ -20,6 +20,7 @@ from grpo_lab.socket_guard import LINES_BURST, LINES_PER_MINUTE, MALFORMED as CL
 from grpo_lab.testing import hostile_client as h
 from grpo_lab.testing.bokeh_visitor import visit
 from grpo_lab.testing.logged_server import logged_server
+from grpo_lab.testing.run_async import run_async
 
 
 def test_client_log_is_rate_limited_per_address_and_says_what_it_held_back():
@@ -50,7 +51,7 @@ def _misbehave(url: str) -> dict:
             out[name] = [await h.bad_handshake(url, name)]
         return out
 
-    return asyncio.run(main())
+    return run_async(main())
 
 
 def test_out_of_turn_and_malformed_clients_are_closed_with_one_quiet_line_each():
@@ -81,7 +82,7 @@ def test_out_of_turn_and_malformed_clients_are_closed_with_one_quiet_line_each()
 
         # the server still serves a visitor, and lets every misbehaving socket's session go
         base = url.rsplit("/", 1)[0]
-        result = asyncio.run(visit(url, 8, scroll=False))
+        result = run_async(visit(url, 8, scroll=False))
         assert "error" not in result, result
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -107,14 +108,14 @@ def test_sessions_opened_without_pages_take_tokens_of_their_own_bucket():
                 sock.close()
             return len(socks), [str(e) for e in errors]
 
-        opened, errors = asyncio.run(flood())
+        opened, errors = run_async(flood())
         assert opened == burst, errors
         assert len(errors) == 4 and all("429" in e for e in errors), errors
-        result = asyncio.run(visit(url, 8, scroll=False))
+        result = run_async(visit(url, 8, scroll=False))
         assert "429" in result.get("error", ""), result
         from grpo_lab.testing.bokeh_visitor import open_document
 
         async def other():  # another address has buckets of its own
             sock, *_ = await open_document(url, source="127.0.0.2")
             sock.close()
-        asyncio.run(other())
+        run_async(other())
