@@ -6,6 +6,8 @@ the group-level fit on a shipped run."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,3 +173,25 @@ def test_a_never_solved_share_is_found_and_preferred():
     assert f["intervals"]["drift"][0] <= rate * 59 <= f["intervals"]["drift"][1]
     assert f["aic"] < fit_scalars(d, "logit")["aic"] - 10
     assert diagnose(rec)["model"] == "logit_stuck"
+
+
+def test_a_far_tail_cell_warns_nothing():
+    """The first 29 steps of the tinker-cookbook fixture put a cell's mean pass rate at ~1e-300, whose
+    p(1 - p) squared underflowed to 0 (a divide-by-zero warning inside the fit, an error in the tests)."""
+    import shutil
+    import warnings
+
+    from grpo_lab.sims.doctor import diagnose
+    from grpo_lab.sims.ingest.trackers import read_scalars
+
+    src = Path(__file__).parent / "fixtures" / "trackers" / "jsonl"
+    lines = (src / "metrics.jsonl").read_text().splitlines(keepends=True)[:29]
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "metrics.jsonl").write_text("".join(lines))
+        shutil.copy(src / "config.json", tmp)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            d = diagnose(read_scalars(Path(tmp) / "metrics.jsonl"))
+    fit = d["fit"]
+    assert d["scalars_only"] and fit["n_steps"] == 29 and not fit["at_bound"]
+    assert np.isfinite([fit["alpha"], fit["beta"], fit["se_drift"]]).all()

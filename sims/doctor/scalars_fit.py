@@ -203,8 +203,8 @@ def _logit_moments(a: float, b: float, c: np.ndarray, K: int) -> dict:
                    np.minimum(ph, 1 - 1e-16))
     var = np.clip(np.where(ok, a * (a + 1) / (s * (s + 1)) * np.diff(inc[2]) / safe - pbar**2, 0.0), 0.0,
                   (ph - pl) ** 2 / 4)
-    d = pbar * (1 - pbar)
-    w1, w2 = 0.5 * (2 * pbar - 1) / d**2 * var * mass, 0.5 * var / d**2 * mass  # E[z] - z_bar, Var z / 2
+    d2 = np.maximum((pbar * (1 - pbar)) ** 2, np.finfo(float).tiny)  # a far-tail cell's pbar ~ 1e-300 squares to 0
+    w1, w2 = 0.5 * (2 * pbar - 1) / d2 * var * mass, 0.5 * var / d2 * mass  # E[z] - z_bar, Var z / 2
     x = np.clip(logit(pbar)[None, :] + np.asarray(c, float)[:, None], -700.0, 700.0)
     e = np.exp(-x)
     q = 1 / (1 + e)
