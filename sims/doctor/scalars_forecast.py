@@ -28,7 +28,7 @@ import numpy as np
 
 from .forecast import DEFAULT_THRESHOLD, HORIZON
 from .scalars_fit import DRAWS, draws, population_moments, shares_at
-from .stall import LEVELS, rounds_distribution
+from .stall import LEVELS, rounds_distribution, unavailable
 
 __all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
 
@@ -158,12 +158,8 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
     """The stall forecast for the trainer's ``settings`` (:func:`.trainer_config.read_trainer_config`);
     ``{"available": False, "reason"}`` without them (see the module docstring). ``n_draws``: parameter draws
     of the intervals."""
-    if settings is None:
-        return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
-                                              "or --gen-batch-size and --train-batch-size)"}
-    if not settings.get("enable", True):
-        return {"available": False, "reason": f"not available: the {settings['trainer']} config does not enable "
-                                              "dynamic sampling"}
+    if (off := unavailable(settings)) is not None:
+        return off
     settings = {**settings, "K": int(settings.get("K") or fit["K"])}
     s1 = fit["steps"][1]
     grid = future_grid(fit)

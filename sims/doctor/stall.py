@@ -72,7 +72,7 @@ from .groups import RunGroups
 from .stall_risk import risk_for_groups
 
 __all__ = ["POOL_EXACT", "LEVELS", "poisson_binomial", "rounds_distribution", "step_rounds", "stall_forecast",
-           "rounds_calibration", "simulate_rounds"]
+           "rounds_calibration", "simulate_rounds", "unavailable"]
 
 POOL_EXACT = 4000  #: finite pools up to this many prompts get the exact Poisson-binomial
 LEVELS = (0.5, 0.05)  #: stall probabilities whose first step is reported
@@ -315,6 +315,20 @@ def _validation(groups: RunGroups, trend: dict, settings: dict, observed, end_st
     return out
 
 
+def unavailable(settings: dict | None) -> dict | None:
+    """``{"available": False, "reason"}`` where ``settings`` cannot give a stall forecast (no trainer config, or
+    one that does not enable dynamic sampling), else None: the one guard of every stall forecast (groups and
+    scalars alike)."""
+    if settings is None:
+        return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
+                                              "or --gen-batch-size and --train-batch-size)"}
+    if not settings.get("enable", True):
+        which = " (filter_groups.enable is false)" if str(settings["trainer"]).startswith("verl") else ""
+        return {"available": False, "reason": f"not available: the {settings['trainer']} config does not enable "
+                                              f"dynamic sampling{which}"}
+    return None
+
+
 def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None = None,
                    steps_table: dict | None = None, end_step: int | None = None) -> dict:
     """The stall forecast for ``settings`` (from :func:`.trainer_config.read_trainer_config`).
@@ -323,12 +337,8 @@ def stall_forecast(groups: RunGroups, settings: dict | None, trend: dict | None 
     ``steps_table``: the record's per-step table (for the logged rounds); ``end_step``: the step at which
     the run ended unfilled, if it did. Returns ``{"available": False, "reason"}`` without settings.
     """
-    if settings is None:
-        return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
-                                              "or --gen-batch-size and --train-batch-size)"}
-    if not settings.get("enable", True):
-        return {"available": False, "reason": f"not available: the {settings['trainer']} config does not enable "
-                                              "dynamic sampling (filter_groups.enable is false)"}
+    if (off := unavailable(settings)) is not None:
+        return off
     uniq = np.unique(groups.step)
     if len(uniq) < 3:
         return {"available": False, "reason": f"not available: needs a trend over at least 3 steps, the record "
