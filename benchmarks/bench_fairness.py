@@ -39,8 +39,10 @@ pages set it, so the attacks measure the same whether or not the server in this 
 
 Timings on a shared machine move with its load: compare figures within one run only.
 Usage: python benchmarks/bench_fairness.py [--presses 15]
-[--only play|upload|components|flood|play8|upload-memory|upload-queue] [-- extra server flags]. A baseline: run it with ``PYTHONPATH`` naming another commit's ``grpo_lab`` laid out
-as the package (``grpo_lab.testing.snapshot.snapshot(REF)``); the server started inherits it.
+[--only play|upload|components|flood|wsflood|play8|upload-memory|upload-queue|upload-stress] [--rounds 20]
+[--baseline REF] [-- extra server flags]. ``--baseline REF`` (wsflood, play8, upload-memory, upload-stress) first
+measures the server of another commit (``grpo_lab.testing.snapshot.snapshot(REF)``, on ``PYTHONPATH``), in the same
+run.
 """
 
 from __future__ import annotations
@@ -551,14 +553,21 @@ def bench_upload_stress(browser, url: str, port: int, rounds: int) -> None:
         counts.update(o.split(":")[0] for o in got)
         print(f"upload-stress round {r + 1}/{rounds}: {', '.join(got)} (load average {os.getloadavg()[0]:.1f})",
               flush=True)
-    took = time.monotonic() - t0
-    deadline = time.monotonic() + SPARE_IDLE_S + 40
-    left = readers(root)
-    while left and time.monotonic() < deadline:
+    ended = time.monotonic()
+    took = ended - t0
+    # 60 s after the last round, whatever the readers do meanwhile (this waited only for the readers once, and so
+    # measured about 20 s after: before the last round's sessions were destroyed and released)
+    left, gone, path = readers(root), None, []
+    while time.monotonic() < ended + 60:
         time.sleep(2)
         left = readers(root)
-    time.sleep(max(0.0, 60 - (SPARE_IDLE_S + 40)))
+        if not left and gone is None:
+            gone = time.monotonic() - ended
+        if not path or time.monotonic() - ended >= 10 * len(path):
+            path.append(f"{time.monotonic() - ended:.0f} s {server_rss(port)[0]:.0f} MB")
     later, n_procs = server_rss(port)
+    print(f"upload-stress server RSS after the last round: {'; '.join(path)}; readers gone after "
+          f"{'-' if gone is None else f'{gone:.0f} s'}")
     print(f"upload-stress {rounds} rounds of four uploads at the limit ({n:,} lines, {len(data) / 2**20:.1f} MB zip) "
           f"in {took:.0f} s: {dict(counts)}; reading processes left {len(left)}")
     print(f"ratio upload-stress: stuck {counts.get('stuck', 0)} (target 0); readers left {len(left)} (target 0); "
@@ -573,7 +582,8 @@ def main() -> int:
                                            "upload-memory", "upload-queue", "upload-stress"))
     parser.add_argument("--rounds", type=int, default=20, help="upload-stress's rounds of four at-limit uploads")
     parser.add_argument("--sessions", type=int, nargs="+", default=list(WS_FLOODS), help="wsflood's sizes")
-    parser.add_argument("--baseline", metavar="REF", help="wsflood, play8: measure the server of this git commit first")
+    parser.add_argument("--baseline", metavar="REF",
+                        help="wsflood, play8, upload-memory, upload-stress: measure the server of this git commit first")
     parser.add_argument("server_flags", nargs="*", help="extra flags for the server (after --)")
     args = parser.parse_args()
     if args.only in (None, "components"):
@@ -593,7 +603,7 @@ def main() -> int:
     from grpo_lab.commands.serve import serve_command
 
     servers = [("this tree", {})]
-    if args.baseline and args.only == "play8":
+    if args.baseline and args.only in ("play8", "upload-memory", "upload-stress"):
         from grpo_lab.testing.snapshot import snapshot
 
         servers.insert(0, (f"baseline {args.baseline}", {"PYTHONPATH": str(snapshot(args.baseline))}))

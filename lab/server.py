@@ -28,7 +28,8 @@ flags (:data:`ADMISSION_FLAGS`: ``--max-sessions-per-address``, ``--max-sessions
 * **A cheap health endpoint**, :data:`HEALTH_PATH`: ``200 {"ok": true}`` from the server's event loop,
   without building a session (the Dockerfile's HEALTHCHECK uses it).
 * **Memory given back after a room leaves** (:mod:`grpo_lab.memory`): run as ``python -m grpo_lab.server`` it
-  restarts itself once with the C library's allocator (``PYTHONMALLOC=malloc``, :func:`with_allocator`), and the
+  restarts itself once with the C library's allocator (``PYTHONMALLOC=malloc`` and a fixed threshold for large
+  blocks, :func:`with_allocator`), and the
   app releases free memory to the system after sessions are destroyed. Closed sessions are looked for every
   :data:`CHECK_UNUSED_SESSIONS_MS` (Bokeh's default is 17 s) and destroyed once unused for Bokeh's 15 s, so a
   room's memory is back about 20 s after it left (``--check-unused-sessions`` still overrides).
@@ -302,13 +303,14 @@ def _is_lab_app(path: str, app: os.PathLike) -> bool:
 
 def with_allocator(argv: list[str]) -> None:
     """Run this server again under :data:`grpo_lab.memory.ALLOCATOR_ENV` (replacing the process, so the same
-    process id serves): the allocator is chosen when the interpreter starts. An allocator chosen in the
-    environment already (``PYTHONMALLOC=pymalloc``, say) is kept."""
+    process id serves): the allocator is chosen when the interpreter starts. A variable the environment sets
+    already (``PYTHONMALLOC=pymalloc``, say) is kept; the others are added. Nothing to add: no restart."""
     from grpo_lab.memory import ALLOCATOR_ENV
 
-    if not ALLOCATOR_ENV or any(k in os.environ for k in ALLOCATOR_ENV):
+    missing = {k: v for k, v in ALLOCATOR_ENV.items() if k not in os.environ}
+    if not missing:
         return
-    os.execve(sys.executable, [sys.executable, "-m", "grpo_lab.server", *argv], {**os.environ, **ALLOCATOR_ENV})
+    os.execve(sys.executable, [sys.executable, "-m", "grpo_lab.server", *argv], {**os.environ, **missing})
 
 
 if __name__ == "__main__":
