@@ -10,12 +10,13 @@ held, 62 MB of blocks in use, 0 reclaimed). Two steps give it back:
 * the server runs with the C library's allocator for small objects (:data:`ALLOCATOR_ENV`,
   ``PYTHONMALLOC=malloc``; :mod:`grpo_lab.server` sets it for itself), whose free pages can be returned
   wherever they lie in the heap, and with that allocator's threshold for giving a large block pages of its own
-  fixed at 1 MiB (``MALLOC_MMAP_THRESHOLD_``). glibc's threshold is dynamic: each large block freed raises it
-  (up to 32 MiB), after which the blocks an upload brings (its pickled result, 10-60 MB, received on a reading
-  lane's thread; the record's arrays) are carved from the heaps, among small objects that outlive them, and
-  their pages are not all given back (one process, two rounds of four uploads at the limit, every tab closed
-  and released: +25-31 MB resident for good, 15 MB of it in the reading thread's own heap; with the threshold
-  fixed, +11 MB: each such block is mapped alone and unmapped when freed);
+  fixed at 16 MiB (``MALLOC_MMAP_THRESHOLD_``). glibc's threshold is dynamic: each large block freed raises it
+  (up to 32 MiB), after which the large blocks an upload brings (its pickled result, received on a reading lane's
+  thread; the record's arrays) are carved from the heaps, among small objects that outlive them, and their pages
+  are not all given back (one process, two rounds of four uploads at the limit, every tab closed and released:
+  +25-31 MB resident for good, 15 MB of it in the reading thread's own heap; fixed at 16 MiB: +13 MB, at 1 MiB
+  +11 MB). Fixed at 1 MiB, every array of a heavy Play frame (20,000 prompts x K = 64: 10 MB) would be mapped
+  and faulted in afresh: its computation took 160 ms against 143 ms; at 16 MiB, 138 ms;
 * :func:`release_soon`, called when a session is destroyed, runs :func:`release` once no session of the
   application is alive in the process (:func:`alive_sessions`) and :data:`RELEASE_DELAY_S` has passed: a
   garbage collection (Bokeh documents hold reference cycles) and glibc's ``malloc_trim(0)``, which hands the
@@ -39,7 +40,7 @@ import gc
 __all__ = ["ALLOCATOR_ENV", "RELEASE_DELAY_S", "alive_sessions", "release", "release_soon", "releases", "trim"]
 
 #: the server's allocator (set before the interpreter starts; a variable already in the environment is kept)
-ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc", "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}
+ALLOCATOR_ENV = {"PYTHONMALLOC": "malloc", "MALLOC_MMAP_THRESHOLD_": str(16 << 20)}
 RELEASE_DELAY_S = 2.0  #: release this long after the last session destroyed (one release per room leaving)
 
 

@@ -134,10 +134,10 @@ def test_the_server_restarts_under_the_allocator_keeping_what_the_environment_ch
     server.with_allocator(["app.py", "--port", "5"])
     (argv, env), = calls
     assert argv[1:] == ["-m", "grpo_lab.server", "app.py", "--port", "5"]
-    assert env["PYTHONMALLOC"] == "malloc" and env["MALLOC_MMAP_THRESHOLD_"] == str(1 << 20)
+    assert env["PYTHONMALLOC"] == "malloc" and env["MALLOC_MMAP_THRESHOLD_"] == str(16 << 20)
     monkeypatch.setenv("PYTHONMALLOC", "pymalloc")  # chosen by whoever starts it: kept, the threshold added
     server.with_allocator(["app.py"])
-    assert calls[1][1]["PYTHONMALLOC"] == "pymalloc" and calls[1][1]["MALLOC_MMAP_THRESHOLD_"] == str(1 << 20)
+    assert calls[1][1]["PYTHONMALLOC"] == "pymalloc" and calls[1][1]["MALLOC_MMAP_THRESHOLD_"] == str(16 << 20)
     for key in memory.ALLOCATOR_ENV:  # everything chosen (as after the restart itself): no restart
         monkeypatch.setenv(key, "chosen")
     server.with_allocator(["app.py"])
@@ -151,9 +151,9 @@ _LEFT_BEHIND = """
 import sys
 def rss():
     return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmRSS"))
-first = bytearray(24 << 20); del first
+first = bytearray(30 << 20); del first
 before = rss()
-block = bytearray(8 << 20)
+block = bytearray(20 << 20)
 for i in range(0, len(block), 4096): block[i] = 1
 keep = [bytes(64) for _ in range(2000)]
 del block
@@ -163,14 +163,14 @@ print(rss() - before)
 
 def test_the_server_allocator_gives_a_freed_large_block_back_at_once():
     """Under :data:`grpo_lab.memory.ALLOCATOR_ENV` a large block freed leaves no resident memory, even after a
-    larger one raised glibc's dynamic threshold (without the fixed threshold the 8 MB stay resident)."""
+    larger one raised glibc's dynamic threshold (without the fixed threshold the 20 MB stay resident)."""
     def left(env):
         clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "PYTHONMALLOC"}
         out = subprocess.run([sys.executable, "-c", _LEFT_BEHIND], env={**clean, **env}, capture_output=True,
                              text=True, check=True, timeout=60)
         return int(out.stdout)
 
-    assert left({"PYTHONMALLOC": "malloc"}) > 6 * 1024  # the mechanism: glibc's own threshold keeps the pages
+    assert left({"PYTHONMALLOC": "malloc"}) > 16 * 1024  # the mechanism: glibc's own threshold keeps the pages
     assert left(memory.ALLOCATOR_ENV) < 1024
 
 

@@ -5,15 +5,18 @@
   unpacking the record raises) reaches the page as the read's error; it used to be logged by
   ``concurrent.futures`` alone, and the page said "Reading ..." for ever with no reader left;
 * in Chromium, against ``grpo-lab serve``'s server (one process), a round of four visitors uploading at once,
-  about half of the tabs closed at random moments: every upload is read or closed (none stuck), and once the lanes'
-  spares have retired no reading process is left.
+  about half of the tabs closed at random moments: every upload is read or closed (none stuck), once the lanes'
+  spares have retired no reading process is left, and once the sessions are destroyed and released nothing an
+  upload made (its job, its read and result, the record) is reachable in the server (``memory_probe``).
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
+import urllib.request
 from concurrent.futures import Future
 
 import pytest
@@ -51,7 +54,10 @@ def test_a_result_that_cannot_be_unpacked_reaches_the_page_as_an_error(monkeypat
 def test_tabs_closed_at_random_moments_leave_no_upload_without_a_reader(browser):
     data, _ = budget_sized_zip(2 << 20)  # a zip of 2 MB of JSONL: the large lane, read in about a second
     rng = random.Random(35)
-    with logged_server("--reuse-sessions", num_procs=1) as (url, log):
+    flags = ("--reuse-sessions", "--plugins", "grpo_lab.testing.memory_probe", "--unused-session-lifetime", "2000")
+    with logged_server(*flags, num_procs=1) as (url, log):
+        base = url.rsplit("/", 1)[0]
+        assert probe(base)["uploads"] == 0
         outcomes = [stress_round(browser, url, data, 4, rng, stuck_s=120)]
         flat = [o for round_ in outcomes for o in round_]
         assert "stuck" not in flat, outcomes
@@ -63,4 +69,16 @@ def test_tabs_closed_at_random_moments_leave_no_upload_without_a_reader(browser)
             time.sleep(1)
             left = readers(log.pids())
         assert left == [], left
+        deadline = time.monotonic() + 60  # sessions destroyed 2 s after they closed (looked for every 5 s), released
+        after = probe(base)
+        while (after["alive"] or not after["releases"]) and time.monotonic() < deadline:
+            time.sleep(1)
+            after = probe(base)
+        assert (after["alive"], after["uploads"]) == (0, 0), after
+        assert after["releases"] >= 1, after
         assert "Traceback" not in log()
+
+
+def probe(base: str) -> dict:
+    with urllib.request.urlopen(base + "/memory-probe", timeout=60) as r:
+        return json.loads(r.read())

@@ -1,5 +1,5 @@
 """A ``--plugins`` module for tests/test_server_memory.py: ``GET /memory-probe`` reports, from inside a served lab,
-which sessions, documents and lab views are still reachable (after a full garbage collection) and how many
+which sessions, documents, lab views and uploads are still reachable (after a full garbage collection) and how many
 releases ``grpo_lab.memory`` has run. Test-only: the lab never serves it."""
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ class MemoryProbe(web.RequestHandler):
         from panel.io.state import state
 
         from grpo_lab import memory
+        from grpo_lab.replay.upload_job import UploadJob
+        from grpo_lab.replay.upload_pool import Read
+        from grpo_lab.sims.record import RunRecord
         from grpo_lab.views.live import LiveLab
 
         gc.collect()
@@ -32,6 +35,8 @@ class MemoryProbe(web.RequestHandler):
             # the next session replaces it); it holds nothing, so only documents not destroyed are counted here
             "documents": sum(isinstance(o, Document) and hasattr(o, "_roots") for o in objects),
             "lab_views": sum(isinstance(o, LiveLab) for o in objects),
+            # what an upload makes: its job, its read (whose future holds the packed result) and the record
+            "uploads": sum(isinstance(o, (UploadJob, Read, RunRecord)) for o in objects),
             "shown_views": len(state._views),
             "frozen": gc.get_freeze_count(),
         }))
