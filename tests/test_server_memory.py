@@ -11,24 +11,18 @@ benchmarks/bench_load.py, not here.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grpo_lab.commands.serve import serve_command
 from grpo_lab.testing.bokeh_visitor import visit  # the load benchmark's BokehJS-protocol visitor
 from grpo_lab.testing.lab_server import free_port, serve
+from grpo_lab.testing.memory_probe import probe
 
 ROOT = Path(__file__).resolve().parents[1]
 
 LIFETIME_MS = 1000  #: sessions unused this long are destroyed (the server's default is Bokeh's 15 s)
-
-
-def probe(base: str) -> dict:
-    with urllib.request.urlopen(base + "/memory-probe", timeout=60) as r:
-        return json.loads(r.read())
 
 
 def test_a_room_that_left_leaves_no_session_behind_and_is_released():

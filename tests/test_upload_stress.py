@@ -12,11 +12,9 @@
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
-import urllib.request
 from concurrent.futures import Future
 
 import pytest
@@ -24,6 +22,7 @@ import pytest
 from grpo_lab.replay import upload_job
 from grpo_lab.replay.upload_pool import SPARE_IDLE_S
 from grpo_lab.testing.logged_server import logged_server
+from grpo_lab.testing.memory_probe import probe
 from grpo_lab.testing.upload import budget_sized_zip
 from grpo_lab.testing.upload_stress import readers, stress_round
 
@@ -77,8 +76,3 @@ def test_tabs_closed_at_random_moments_leave_no_upload_without_a_reader(browser)
         assert (after["alive"], after["uploads"]) == (0, 0), after
         assert after["releases"] >= 1, after
         assert "Traceback" not in log()
-
-
-def probe(base: str) -> dict:
-    with urllib.request.urlopen(base + "/memory-probe", timeout=60) as r:
-        return json.loads(r.read())

@@ -43,3 +43,11 @@ class MemoryProbe(web.RequestHandler):
 
 
 ROUTES = [("/memory-probe", MemoryProbe)]
+
+
+def probe(base: str) -> dict:
+    """What ``GET /memory-probe`` reports from the server at ``base`` (``http://host:port``)."""
+    import urllib.request
+
+    with urllib.request.urlopen(base + "/memory-probe", timeout=60) as r:
+        return json.loads(r.read())
