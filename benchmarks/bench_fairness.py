@@ -541,7 +541,6 @@ def bench_upload_stress(browser, url: str, port: int, rounds: int) -> None:
     from grpo_lab.testing.upload_stress import readers, stress_round
 
     from grpo_lab.replay.upload import UPLOAD_LIMITS
-    from grpo_lab.replay.upload_pool import SPARE_IDLE_S
 
     data, n = budget_sized_zip(UPLOAD_LIMITS.decompressed_bytes - (1 << 20))
     root = [p.pid for p in psutil.process_iter(["cmdline"])
