@@ -23,10 +23,10 @@ import html
 import math
 
 from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.samplers.compare import Z95, mc_interval
 
 __all__ = ["samplers_svg", "verdict", "expiry_words", "interval", "about", "about_html", "PAPERS", "Z95"]
 
-Z95 = 1.959963984540054  #: the normal 97.5% quantile: interval = value +/- Z95 x its standard error over the runs
 
 #: sampler key -> (the paper or source it follows, its address)
 PAPERS = {
@@ -81,16 +81,12 @@ def about_html(section: dict, links: bool = True) -> str:
 def interval(row: dict, key: str, monte_carlo: bool = False) -> tuple[float, float] | None:
     """The 95% interval of ``row[key]`` (``useful_per_1000`` or ``never_trained``): the doctor's interval over the
     fit's bootstrap populations (``row['interval'][key]``, :mod:`grpo_lab.sims.doctor.sampler_intervals`) where the
-    row has one and ``monte_carlo`` is False, else, where the figure is simulated, value +/- Z95 x its Monte Carlo
-    standard error (``row['mc_se'][key]``, or ``details[key + '_se']``); None for a closed form without either."""
+    row has one and ``monte_carlo`` is False, else, where the figure is simulated, its Monte Carlo interval
+    (:func:`grpo_lab.sims.samplers.compare.mc_interval`) from its standard error (``row['mc_se'][key]``, or ``details[key + '_se']``); None for a closed form without either."""
     given = None if monte_carlo else (row.get("interval") or {}).get(key)
     if given is not None:
         return float(given[0]), float(given[1])
-    se = (row.get("mc_se") or {}).get(key, row.get("details", {}).get(f"{key}_se"))
-    v = row[key]
-    if se is None or v is None or not math.isfinite(v) or not math.isfinite(se):
-        return None
-    return v - Z95 * se, v + Z95 * se
+    return mc_interval(row[key], (row.get("mc_se") or {}).get(key, row.get("details", {}).get(f"{key}_se")))
 
 
 def expiry_words(t, steps: int | None = None) -> str:

@@ -36,10 +36,12 @@ from .._checks import as_group_size, as_prob, band as check_band, positive
 from ..errors import InputError
 from . import closed, simulate
 
-__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS"]
+__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS",
+           "Z95", "mc_interval"]
 
 EXPIRY_TOL = 0.002  #: the expiry search stops when its bracket in t is this narrow
 HORIZON = 10.0  #: the expiry is searched up to this progress (t = 1: the lab's end of training)
+Z95 = 1.959963984540054  #: the normal 97.5% quantile: a simulated figure's 95% interval is value +/- Z95 x mc_se
 SKETCH_POINTS = 600  #: order statistics of the population that the expiry search runs on
 MAX_PROMPTS = 100_000  #: the most prompts a comparison takes
 
@@ -69,6 +71,14 @@ def auto_reps(n_prompts: int) -> int:
     """Simulated runs averaged for N prompts: round(SIM_VISITS / N), between 1 and MAX_REPS (a run of 20,000
     prompts already pins the shares to about 0.001)."""
     return int(min(MAX_REPS, max(1, round(SIM_VISITS / n_prompts))))
+
+
+def mc_interval(value, se) -> tuple[float, float] | None:
+    """The 95% Monte Carlo interval of a simulated figure, ``value`` +/- :data:`Z95` x ``se`` (its ``mc_se``);
+    None where either is missing or not finite."""
+    if se is None or value is None or not np.isfinite(value) or not np.isfinite(se):
+        return None
+    return float(value - Z95 * se), float(value + Z95 * se)
 
 
 def beta_pass_rates(population, n: int) -> np.ndarray:
