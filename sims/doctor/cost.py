@@ -73,11 +73,8 @@ def cost_forecast(stall: dict, settings: dict | None) -> dict:
     """The cost per trained step over the stall forecast's future steps (``stall``: :func:`.stall.stall_forecast`'s
     result; ``settings``: :func:`.trainer_config.step_settings`' dict). Returns ``{available, scheme, steps,
     effective_rate, prompts, rollouts, ratio, now}`` (``ratio``: prompts over those at the last logged step), or
-    ``{available: False, reason}``."""
-    if settings is None:
-        return {"available": False, "reason": "not available: needs the trainer's config (--trainer-config FILE, "
-                                              "or --train-batch-size)"}
-    if not stall.get("available"):
+    ``{available: False, reason}`` (the stall forecast's own: it is unavailable without ``settings`` too)."""
+    if settings is None or not stall.get("available"):
         return {"available": False, "reason": stall.get("reason", "not available: no stall forecast")}
     K = int(stall["settings"]["K"])
     now_u = float(stall["now"]["effective_rate"])
