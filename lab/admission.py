@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from tornado import web
 
 from grpo_lab.socket_guard import gone, quiet_bokeh_socket_logs
+from grpo_lab.token_bucket import TokenBucket, bucket_for
 
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
@@ -102,26 +103,6 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-
-
-class TokenBucket:
-    """``burst`` tokens at most, refilled at ``rate`` per second; :meth:`take` takes one if there is one."""
-
-    __slots__ = ("rate", "burst", "tokens", "stamp")
-
-    def __init__(self, rate: float, burst: int, now: float):
-        self.rate, self.burst, self.tokens, self.stamp = float(rate), float(burst), float(burst), now
-
-    def level(self, now: float) -> float:
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        return self.tokens
-
-    def take(self, now: float) -> bool:
-        if self.level(now) >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
 
 
 class FairGate:
@@ -280,12 +261,7 @@ class Admission:
 
     def _take(self, buckets: dict, address: str) -> str | None:
         now = self.clock()
-        bucket = buckets.get(address)
-        if bucket is None:
-            if len(buckets) > 10_000:  # forget the addresses whose buckets are full again
-                for a in [a for a, b in buckets.items() if b.level(now) >= b.burst]:
-                    del buckets[a]
-            bucket = buckets[address] = TokenBucket(self.limits.new_per_second, self.limits.burst, now)
+        bucket = bucket_for(buckets, address, self.limits.new_per_second, self.limits.burst, now)
         return None if bucket.take(now) else TOO_MANY_NEW
 
     def opened(self, address: str, visitor: str | None) -> None:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import logging
 import time
 
+from grpo_lab.token_bucket import TokenBucket, bucket_for
+
 __all__ = ["ClientLog", "CLIENT_LOG", "GuardedSocket", "quiet_bokeh_socket_logs", "gone", "OUT_OF_TURN", "MALFORMED",
            "LINES_BURST", "LINES_PER_MINUTE", "BOKEH_SOCKET_LOGGERS"]
 
@@ -54,22 +56,16 @@ class ClientLog:
 
     def __init__(self, burst: int = LINES_BURST, per_minute: float = LINES_PER_MINUTE, logger=_log, clock=time.monotonic):
         self.burst, self.rate, self.logger, self.clock = float(burst), per_minute / 60.0, logger, clock
-        self._buckets: dict[str, list[float]] = {}  # address -> [tokens, stamp, lines held back]
+        self._buckets: dict[str, TokenBucket] = {}  # address -> its lines' bucket
+        self._held: dict[str, int] = {}  # address -> lines held back since its last line
 
     def say(self, address: str, line: str, level: int = logging.WARNING) -> bool:
         now = self.clock()
-        bucket = self._buckets.get(address)
-        if bucket is None:
-            if len(self._buckets) > 10_000:  # forget the addresses whose buckets are full again
-                self._buckets = {a: b for a, b in self._buckets.items()
-                                 if b[2] or b[0] + (now - b[1]) * self.rate < self.burst}
-            bucket = self._buckets[address] = [self.burst, now, 0]
-        bucket[0], bucket[1] = min(self.burst, bucket[0] + (now - bucket[1]) * self.rate), now
-        if bucket[0] < 1.0:
-            bucket[2] += 1
+        bucket = bucket_for(self._buckets, address, self.rate, self.burst, now, keep=self._held.__contains__)
+        if not bucket.take(now):
+            self._held[address] = self._held.get(address, 0) + 1
             return False
-        bucket[0] -= 1.0
-        held, bucket[2] = int(bucket[2]), 0
+        held = self._held.pop(address, 0)
         more = f" ({held} more lines from this address were not logged)" if held else ""
         self.logger.log(level, "%s%s", line, more)
         return True
