@@ -164,9 +164,13 @@ class FrameBudget:
         try:
             yield
         finally:
-            work = self.clock() - start
-            self._next = start + work / self.share
-            self.work.spent(self.visitor, start, work)
+            self._charge(start, self.clock() - start)
+
+    def _charge(self, start: float, work: float) -> None:
+        """Charge ``work`` seconds of a frame begun at ``start``: this session's next frame is due after its share,
+        and the visitor's (and every visitor's) budget is spent."""
+        self._next = start + work / self.share
+        self.work.spent(self.visitor, start, work)
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self.busy:
@@ -221,9 +225,7 @@ class FrameBudget:
             try:
                 fn(future.result())
             finally:
-                work = (began - start) + (self.clock() - began)  # the thread's wall time, then fn's
-                self._next = start + work / self.share
-                self.work.spent(self.visitor, start, work)
+                self._charge(start, (began - start) + (self.clock() - began))  # the thread's wall time, then fn's
                 done()
 
         def computed(_future) -> None:
