@@ -70,7 +70,8 @@ def _wandb_run_file(path: Path) -> Path:
     """The ``run-<id>.wandb`` log of a W&B offline run folder (or the file itself)."""
     if path.is_file():
         return path
-    found = sorted(path.glob("run-*.wandb")) or sorted(path.glob("*/run-*.wandb"))
+    found = sorted(path.glob("run-*.wandb")) or sorted(f for f in path.glob("*/run-*.wandb")
+                                                      if not f.parent.is_symlink())  # wandb's latest-run link
     if len(found) != 1:
         raise InputError(f"{str(path)!r}: --emit to W&B needs one run folder (offline-run-*), found "
                          f"{len(found)} run logs")
