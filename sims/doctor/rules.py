@@ -27,8 +27,8 @@ record of tracker scalars). The rules:
     groups and :data:`LOO_SHARE` of those where the two baselines differ) and not over the whole group
     (a rollout or micro batch that is not a multiple of K, or a group spread over processes).
 ``cap_hit``
-    The stall forecast says the run will exceed its cap of generation rounds (``max_num_gen_batches``) within
-    its horizon: the first stall's median (the risk's, else the first cap hit of a scalars fit). The advice
+    The stall forecast says the run will exceed its cap of generation rounds (``max_num_gen_batches`` > 0; a
+    finite prompt pool used up within a step is not a cap) within its horizon: the first stall's median (the risk's, else the first cap hit of a scalars fit). The advice
     lists what to change, each with the forecast under the change (:func:`cap_changes`): the cap doubled, twice
     the prompts per round, half the groups a step needs, twice K. The data's difficulty has no figure here: a
     fresh prompt set is a new population, which the record does not show.
@@ -245,14 +245,12 @@ def cap_changes(record: RunRecord, result: dict) -> list[dict]:
     None = no stall within the horizon): the record's fit kept, the trainer's settings changed."""
     sf = result["stall_forecast"]
     s = sf["settings"]
-    changes = [("cap doubled", {"cap": 2 * s["cap"]} if s.get("cap") else None),
+    changes = [("cap doubled", {"cap": 2 * s["cap"]}),
                ("twice the prompts per round (gen batch)", {"gen_batch": 2 * s["gen_batch"]}),
                ("half the groups a step needs (train batch)", {"train_batch": max(1, s["train_batch"] // 2)}),
                ("twice K (rollouts per prompt)", {"K": 2 * s["K"]})]
     out = []
     for what, delta in changes:
-        if delta is None:
-            continue
         new = {k: v for k, v in {**s, **delta}.items() if k not in ("cap_effective",)}
         out.append({"change": what, "settings": {k: new[k] for k in ("gen_batch", "train_batch", "cap", "K")},
                     "first_stall": _changed_stall(record, result, new)})
@@ -279,7 +277,7 @@ def _cap_hit(record: RunRecord, result: dict | None) -> dict | None:
     if not result:
         return None
     median, sf = _stall_median(result)
-    if median is None:
+    if median is None or not sf["settings"].get("cap"):  # a stall of a finite pool used up is not a cap's
         return None
     s = sf["settings"]
     last = sf["now"]["step"]
