@@ -18,7 +18,7 @@ from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.record import read_record
 from grpo_lab.sims.record_append import RecordAppender
 from grpo_lab.testing.cli import run_cli
-from grpo_lab.testing.trl_tiny import make_trainer, reward_functions
+from grpo_lab.testing.trl_tiny import make_trainer
 from grpo_lab.trl_recorder import GroupRecorder, dynamic_sampling_trainer
 
 RUNS = Path(__file__).resolve().parents[1] / "runs"
@@ -55,15 +55,19 @@ def test_every_reward_zero_for_many_steps_fires_on_groups_and_on_tracker_scalars
 def test_rewards_that_tie_up_to_float_noise(tmp_path):
     trainer = make_trainer(tmp_path, [], funcs=1, max_steps=3)
 
-    def correct(prompts, completions, **kwargs):  # 0.3 computed two ways: equal up to float noise
-        return [0.1 + 0.2 if len(c) % 2 else 0.3 for c in completions]
+    looped = np.float32(0)
+    for _ in range(10):  # a score of 1 accumulated in float32 (1.0000001): equal to 1 up to float noise
+        looped += np.float32(0.1)
+
+    def correct(prompts, completions, **kwargs):
+        return [float(looped) if len(c) % 2 else 1.0 for c in completions]
 
     trainer.reward_funcs[0] = correct
     GroupRecorder(tmp_path / "rec").attach(trainer)
     trainer.train()
     rec = read_record(tmp_path / "rec")
     r = rec.groups["rewards"]
-    both = int(np.sum(np.any(r == 0.3, axis=1) & np.any(r == 0.1 + 0.2, axis=1)))
+    both = int(np.sum(np.any(r == 1.0, axis=1) & np.any(r == float(looped), axis=1)))
     assert both > 0
     (rule,) = fire_rules(rec)
     assert rule["rule"] == "float_ties" and rule["evidence"].startswith(f"{both:,} of the {both:,} groups counted mixed")
@@ -71,7 +75,7 @@ def test_rewards_that_tie_up_to_float_noise(tmp_path):
     # recorded with a tolerance, the same groups are unanimous and the rule is silent
     trainer = make_trainer(tmp_path / "tol", [], funcs=1, max_steps=3)
     trainer.reward_funcs[0] = correct
-    GroupRecorder(tmp_path / "tol" / "rec", reward_tolerance=1e-9).attach(trainer)
+    GroupRecorder(tmp_path / "tol" / "rec", reward_tolerance=1e-6).attach(trainer)
     trainer.train()
     assert fire_rules(read_record(tmp_path / "tol" / "rec")) == []
 
@@ -80,7 +84,12 @@ def test_dynamic_sampling_on_a_shaped_reward_lets_a_phantom_gradient_through(tmp
     truth = []
     cls = dynamic_sampling_trainer(max_num_gen_batches=0)
     trainer = make_trainer(tmp_path, truth, trainer_cls=cls, funcs=2, n_prompts=24, max_steps=4,
-                           reward_weights=[1.0, 0.5])  # correct + 0.5 x short: the filter sees the sum
+                           reward_weights=[1.0, 0.5])  # correct + 0.5 x a length shaping: the filter sees the sum
+
+    def length(prompts, completions, **kwargs):  # an overlong-style shaping term: shorter is better
+        return [-0.1 * len(c) for c in completions]
+
+    trainer.reward_funcs[1] = length
     GroupRecorder(tmp_path / "rec").attach(trainer)
     trainer.train()
     rec = read_record(tmp_path / "rec")
@@ -94,7 +103,7 @@ def test_dynamic_sampling_on_a_shaped_reward_lets_a_phantom_gradient_through(tmp
                                        "sampling kept")
     assert "'correct'" in rule["evidence"] and "verl-recipe #125" in rule["advice"]
     # the name is the user's: shown escaped
-    rec.meta["reward_funcs"] = ["correct<script>alert(1)</script>", "short"]
+    rec.meta["reward_funcs"] = ["correct<script>alert(1)</script>", "length"]
     html = rules_html({"rules": fire_rules(rec)})
     assert "<script>" not in html and "correct&lt;script&gt;" in html
 
