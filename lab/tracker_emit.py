@@ -162,13 +162,14 @@ class TrackioWriter:
         if Path(TRACKIO_DIR).resolve() != folder:
             raise InputError(f"trackio already writes to {TRACKIO_DIR}, not to {folder}: set TRACKIO_DIR={folder}")
         self.trackio = trackio
-        self.run = trackio.init(project=Path(db).stem, name=name, resume="must", embed=False)
+        self.run = trackio.init(project=Path(db).stem, name=name, resume="must", embed=False, auto_log_gpu=False,
+                                auto_log_cpu=False)  # this process's system metrics are not the run's
 
     def write(self, step: int, values: dict) -> None:
         self.run.log(values, step=int(step))
 
     def alert(self, step: int, title: str, text: str) -> None:
-        self.trackio.alert(title=title, text=text, level="WARN")
+        self.trackio.alert(title=title, text=text, level=self.trackio.AlertLevel.WARN)
 
     def close(self) -> None:
         self.run.finish()

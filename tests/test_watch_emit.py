@@ -132,6 +132,7 @@ def test_wandb_run_resumed_offline_holds_the_forecast_and_the_alert(tmp_path, ru
     events = watch(tmp_path / "wandb", SETTINGS, num_generations=8, interval=0, max_polls=1, write=out.append,
                    emit=True, alert_before=12)
     assert [e["step"] for e in events] == [last] and events[0].get("alert"), out
+    assert sum(line.startswith("RULE cap_hit") for line in out) == 1  # the rule that fires, said in watch
     folders = sorted((tmp_path / "wandb").glob("offline-run-*"))
     assert len(folders) == 2 and all(f.name.endswith(("-trainrun1", "-trainrun1-1")) for f in folders)
     resumed = next(f for f in folders if f != trainer_folder)
@@ -158,3 +159,64 @@ def test_wandb_run_resumed_offline_holds_the_forecast_and_the_alert(tmp_path, ru
     proc = run_cli("diagnose", rec_dir, "--json", *FLAGS)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["tracker"] == pytest.approx(want, rel=1e-12)
+
+
+def test_mlflow_run_gets_the_curves_and_the_alert_tag(tmp_path, run, monkeypatch):
+    rows, stall = run
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    last = stall - 8
+    uri = (tmp_path / "mlruns").resolve().as_uri()
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("dapo")
+    run_id = client.create_run(exp, run_name="trainer").info.run_id
+    for s, a, b in rows:
+        if s <= last:
+            client.log_batch(run_id, metrics=[mlflow.entities.Metric(NAMES[0], a, 0, s),
+                                              mlflow.entities.Metric(NAMES[1], b, 0, s)])
+    client.set_terminated(run_id)
+    events = watch(tmp_path / "mlruns", SETTINGS, num_generations=8, interval=0, max_polls=1, write=lambda s: None,
+                   emit=True, alert_before=12)
+    assert [e["step"] for e in events] == [last] and events[0]["alert"]
+    # MLflow's own client reads the run back: each grpo_lab/ curve at the step, and the alert's tag
+    for key, value in events[0]["tracker"].items():
+        (m,) = client.get_metric_history(run_id, key)
+        assert (m.step, m.value) == (last, value)
+    assert client.get_run(run_id).data.tags["grpo_lab.alert"].startswith(f"step {last}: grpo-lab")
+
+
+def test_trackio_run_resumed_gets_the_curves_and_the_alert(tmp_path, run):
+    import subprocess
+    import sys
+
+    rows, stall = run
+    last = stall - 8
+    env = {**__import__("os").environ, "TRACKIO_DIR": str(tmp_path / "trackio")}
+    lines = [[s, a, b] for s, a, b in rows if s <= last]
+    make = ("import json, sys, trackio\n"
+            "trackio.init(project='dapo', name='trainer', auto_log_gpu=False, embed=False)\n"
+            f"for s, a, b in json.loads(sys.argv[1]): trackio.log({{{NAMES[0]!r}: a, {NAMES[1]!r}: b}}, step=s)\n"
+            "trackio.finish()\n")
+    subprocess.run([sys.executable, "-c", make, json.dumps(lines)], env=env, check=True, capture_output=True,
+                   timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "watch", str(tmp_path / "trackio"), *FLAGS,
+                           "--num-generations", "8", "--max-polls", "1", "--emit", "--alert-before", "12"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "ALERT sent to the tracker" in proc.stdout and "alert() failed" not in proc.stderr
+    # trackio's own store: the curves at the step in the same run, and the alert
+    from trackio.sqlite_storage import SQLiteStorage
+
+    db = tmp_path / "trackio" / "dapo.db"
+    with SQLiteStorage._get_connection(db, timeout=5.0, configure_pragmas=False) as conn:
+        rows_db = conn.execute("SELECT run_name, step, metrics FROM metrics "
+                               "WHERE CAST(metrics AS TEXT) LIKE '%grpo_lab/%'").fetchall()
+        alerts = conn.execute("SELECT * FROM alerts").fetchall()
+    assert [(r["run_name"], r["step"]) for r in rows_db] == [("trainer", last)]
+    written = {k: v for k, v in json.loads(rows_db[0]["metrics"]).items() if k.startswith(PREFIX)}
+    want = diagnose(read_scalars(tmp_path / "trackio", num_generations=8, run="dapo/trainer"),
+                    trainer_config=SETTINGS)["tracker"]
+    assert written == pytest.approx(want, rel=1e-12)
+    assert len(alerts) == 1 and alerts[0]["level"] == "warn" and f"At step {last} " in alerts[0]["text"]

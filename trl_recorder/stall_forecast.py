@@ -199,7 +199,7 @@ class _TrackioSink:
     def alert(self, step, title, text):
         import trackio
 
-        trackio.alert(title=title, text=text, level="WARN")
+        trackio.alert(title=title, text=text, level=trackio.AlertLevel.WARN)
 
 
 class _MlflowSink:
