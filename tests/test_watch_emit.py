@@ -220,3 +220,17 @@ def test_trackio_run_resumed_gets_the_curves_and_the_alert(tmp_path, run):
                     trainer_config=SETTINGS)["tracker"]
     assert written == pytest.approx(want, rel=1e-12)
     assert len(alerts) == 1 and alerts[0]["level"] == "warn" and f"At step {last} " in alerts[0]["text"]
+
+
+def test_emit_refuses_what_it_cannot_write_in_one_line(tmp_path, run, capsys):
+    from grpo_lab.cli import main
+
+    rows, _ = run
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps({"step": s, NAMES[0]: a, NAMES[1]: b}) + "\n"
+                                                    for s, a, b in rows[:10]))
+    args = ["watch", str(tmp_path), *FLAGS, "--num-generations", "8", "--max-polls", "1", "--emit"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not to a jsonl log" in err
+    assert main([*args, "--alert-before", "-1"]) == 2
+    assert "--alert-before must be >= 0" in capsys.readouterr().err

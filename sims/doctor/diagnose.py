@@ -119,7 +119,9 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     if is_scalars_only(record):
         out = diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
                                num_generations=num_generations, groups_per_step=groups_per_step, batch=batch)
+        t = time.perf_counter()
         out["rules"] = fire_rules(record, out)
+        out["timings"]["rules"] = time.perf_counter() - t
         out["tracker"] = tracker_values(out)
         return out
     lo, hi = check_band(*band)
@@ -235,6 +237,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     }
     if mixture.get("available"):
         out["predicted_unanimous_mixture"] = _predicted(mixture)
+    t = time.perf_counter()
     out["rules"] = fire_rules(record, out)
+    timings["rules"] = time.perf_counter() - t  # after the total: the stages before it are the diagnosis proper
     out["tracker"] = tracker_values(out)
     return out

@@ -24,7 +24,8 @@ record of tracker scalars). The rules:
     A leave-one-out baseline (RLOO: A_i = r_i - mean of the other rewards of the group) computed over parts of a
     group: the recorded advantages of most groups where it matters equal the leave-one-out over contiguous parts
     (a cut after rollout c, 2 <= c <= K - 2, or equal blocks of a divisor of K; at least :data:`LOO_MIN_GROUPS`
-    groups and :data:`LOO_SHARE` of those where the two baselines differ) and not over the whole group
+    groups and :data:`LOO_SHARE` of those where the two baselines differ; at most :data:`LOO_MAX_GROUPS` groups are
+    checked, evenly spread over the run) and not over the whole group
     (a rollout or micro batch that is not a multiple of K, or a group spread over processes).
 ``cap_hit``
     The stall forecast says the run will exceed its cap of generation rounds (``max_num_gen_batches`` > 0; a
@@ -52,6 +53,7 @@ __all__ = ["RULES", "ZERO_STEPS", "TIE_REL", "LOO_MIN_GROUPS", "CORRECTNESS_NAME
 ZERO_STEPS = 10  #: consecutive steps of nothing but 0 rewards that fire ``all_zero_reward``
 TIE_REL = 1e-6  #: a spread at most this (times max(1, max |r|)) is float noise
 LOO_MIN_GROUPS = 3  #: groups whose advantages must show the split before ``loo_split`` fires
+LOO_MAX_GROUPS = 20_000  #: groups with a spread checked by ``loo_split`` at most (evenly spread over the run)
 LOO_SHARE = 0.9  #: ... and this share of the groups where the split's baseline differs from the whole group's
 CHANGE_DRAWS = 60  #: parameter draws of each changed forecast (kept cheap: one per change)
 CORRECTNESS_NAMES = ("correct", "acc", "accuracy", "is_correct")  #: a reward function read as the correctness score
@@ -106,10 +108,8 @@ def _all_zero(record: RunRecord, zero_steps: int) -> dict | None:
     r = np.asarray(g["rewards"], float)
     steps, inv = np.unique(np.asarray(g["step"], np.int64), return_inverse=True)
     scored = np.isfinite(r)
-    nonzero = np.zeros(len(steps), bool)
-    np.logical_or.at(nonzero, inv, np.any(scored & (r != 0), axis=1))
-    has = np.zeros(len(steps), bool)
-    np.logical_or.at(has, inv, scored.any(axis=1))
+    nonzero = np.bincount(inv, weights=np.any(scored & (r != 0), axis=1), minlength=len(steps)) > 0
+    has = np.bincount(inv, weights=scored.any(axis=1), minlength=len(steps)) > 0
     n, a, b = _longest_run(steps, has & ~nonzero)
     if n < zero_steps:
         return None
@@ -119,6 +119,9 @@ def _all_zero(record: RunRecord, zero_steps: int) -> dict | None:
 
 
 def _spread(r: np.ndarray) -> np.ndarray:
+    """max - min per row over the finite entries (NaN for a row with none)."""
+    if not np.isnan(r).any():  # the common case, without nan-aware reductions' cost
+        return r.max(axis=1) - r.min(axis=1)
     with warnings.catch_warnings():  # all-NaN rows
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmax(r, axis=1) - np.nanmin(r, axis=1)
@@ -131,8 +134,15 @@ def _float_ties(record: RunRecord) -> dict | None:
     spread = _spread(r)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        scale = np.maximum(1.0, np.nanmax(np.abs(r), axis=1))
-    tie = np.isfinite(spread) & (spread > record.reward_tolerance) & (spread > 0) & (spread <= TIE_REL * scale)
+        top = max(1.0, float(np.nanmax(np.abs(r))) if np.isfinite(r).any() else 1.0)
+    small = np.isfinite(spread) & (spread > record.reward_tolerance) & (spread > 0) & (spread <= TIE_REL * top)
+    if not small.any():  # no spread within the largest row's noise: no tie
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scale = np.ones(len(r))
+        scale[small] = np.maximum(1.0, np.nanmax(np.abs(r[small]), axis=1))
+    tie = small & (spread <= TIE_REL * scale)
     n = int(tie.sum())
     if not n:
         return None
@@ -204,10 +214,16 @@ def _loo_split(record: RunRecord) -> dict | None:
     r, A = np.asarray(g["rewards"], float), np.asarray(g.get("advantages"), float)
     if A.shape != r.shape or r.ndim != 2 or r.shape[1] < 4:
         return None
-    ok = np.all(np.isfinite(r), axis=1) & np.all(np.isfinite(A), axis=1) & (_spread(r) > record.reward_tolerance)
+    ok = _spread(r) > record.reward_tolerance  # a row with no finite reward: NaN, compares False
+    for x in (r, A):  # every rollout scored and its advantage known
+        if np.isnan(x).any():
+            ok &= ~np.isnan(x).any(axis=1)
     if not ok.any():
         return None
-    r, A = r[ok], A[ok]
+    idx = np.flatnonzero(ok)
+    if len(idx) > LOO_MAX_GROUPS:  # evenly spread over the run: the check's cost stays bounded
+        idx = idx[np.linspace(0, len(idx) - 1, LOO_MAX_GROUPS).astype(np.int64)]
+    r, A = r[idx], A[idx]
     K = r.shape[1]
     full = _loo(r)
     whole = np.all(np.isclose(A, full, rtol=1e-5, atol=1e-6), axis=1)
