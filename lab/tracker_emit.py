@@ -189,8 +189,9 @@ def _one_run(path: Path, fmt: str, run: str | None):
 def open_writer(path, fmt: str, run: str | None = None, *, wandb_online: bool = False):
     """The writer for the followed log ``path`` of format ``fmt`` (``run``: the run where the store holds several)."""
     p = Path(path)
-    if fmt == "tensorboard":
-        return TensorBoardWriter(p if p.is_dir() else p.parent)
+    if fmt == "tensorboard":  # into the followed run's own folder (a log dir may hold several runs)
+        handle = _one_run(p, fmt, run)
+        return TensorBoardWriter(Path(handle["files"][0]).parent)
     if fmt == "wandb":
         return WandbWriter(p, online=wandb_online)
     if fmt == "mlflow":

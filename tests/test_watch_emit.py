@@ -234,3 +234,20 @@ def test_emit_refuses_what_it_cannot_write_in_one_line(tmp_path, run, capsys):
     assert err.count("\n") == 1 and "not to a jsonl log" in err
     assert main([*args, "--alert-before", "-1"]) == 2
     assert "--alert-before must be >= 0" in capsys.readouterr().err
+
+
+def test_tensorboard_writer_goes_into_the_followed_run_folder(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from grpo_lab.sims.errors import InputError
+    from grpo_lab.tracker_emit import open_writer
+
+    for name in ("a", "b"):
+        with SummaryWriter(log_dir=str(tmp_path / name)) as w:
+            w.add_scalar(NAMES[0], 0.5, 1)
+    with pytest.raises(InputError, match="needs the run"):
+        open_writer(tmp_path, "tensorboard")
+    w = open_writer(tmp_path, "tensorboard", run="b")
+    w.write(1, {PREFIX + "mixed_now": 0.25})
+    w.close()
+    assert len(list((tmp_path / "b").glob("*.grpo_lab"))) == 1 and not list((tmp_path / "a").glob("*.grpo_lab"))
