@@ -56,7 +56,7 @@ from ..errors import InputError
 from .configs import nemo_rl, openrlhf, prime_rl, skyrl, verl
 from .configs._keys import as_int as _int
 
-__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings"]
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings", "load_file"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
 
@@ -124,7 +124,12 @@ def _grpo_lab(d: dict) -> dict:
 
 
 def settings_from_mapping(d) -> dict:
-    """Settings from a parsed config mapping (see the module docstring)."""
+    """Settings from a parsed config mapping (see the module docstring); hydra's override list (``key=value``
+    items, as in ``.hydra/overrides.yaml`` or a verl launch) is read as the mapping it sets."""
+    if isinstance(d, list) and d and all(isinstance(x, str) for x in d):
+        from ..ingest.trackers.common import overrides_mapping
+
+        d = overrides_mapping(d, "trainer config")
     if not isinstance(d, dict):
         raise InputError(f"trainer config: expected a mapping of keys, got {type(d).__name__}")
     if isinstance(d.get("config"), dict) and "prompts_per_step" in d["config"]:
@@ -192,6 +197,9 @@ def _load(path: Path):
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"trainer config {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+load_file = _load  #: the parsed config file (public: the tracker readers' --trainer-config reads it too)
 
 
 def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None, max_num_gen_batches=None) -> dict | None:

@@ -20,7 +20,8 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number"]
+__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number",
+           "overrides_mapping", "load_config"]
 
 
 @dataclass
@@ -127,3 +128,48 @@ def pick_run(runs: dict, run: str | None, where: str, fmt: str):
         raise InputError(f"{where} holds {len(names)} {fmt} runs; pick one with --run NAME: {shown}")
     (name, handle), = runs.items()
     return name, handle
+
+
+def _scalar(text: str):
+    """A hydra override's value as YAML reads it (int, float, bool, null, list), else the string."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is a dependency of the ingest extra
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def overrides_mapping(items, label: str) -> dict:
+    """Hydra's override list (``.hydra/overrides.yaml``, or a run's command line): ``["data.train_batch_size=512",
+    "+trainer.x=1", "~key"]`` -> ``{"data.train_batch_size": 512, "trainer.x": 1}`` (``+``/``++`` prefixes
+    dropped, ``~key`` deletions skipped, values read as YAML scalars). InputError for an item that is not
+    ``key=value``."""
+    out = {}
+    for n, item in enumerate(items):
+        if not isinstance(item, str) or ("=" not in item and not item.startswith("~")):
+            raise InputError(f"{label}: item {n} ({str(item)[:60]!r}) is not a hydra override key=value")
+        if item.startswith("~"):
+            continue
+        key, value = item.split("=", 1)
+        out[key.lstrip("+").strip()] = _scalar(value)
+    return out
+
+
+def load_config(path) -> dict:
+    """A run's config file as a flattened dict (:func:`flatten`): any file the doctor's ``--trainer-config``
+    reads (:func:`grpo_lab.sims.doctor.trainer_config.load_file`: JSON, YAML, TOML, a launch command's arguments),
+    a nested mapping (verl's ``.hydra/config.yaml``, a GRPOConfig dump, tinker's ``config.json``) or hydra's
+    override list (``key=value`` items, :func:`overrides_mapping`). InputError (one line, naming the file) for
+    anything else."""
+    from ...doctor.trainer_config import load_file
+
+    data = load_file(Path(path))
+    if isinstance(data, list):
+        return overrides_mapping(data, str(path))
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of settings or a list of key=value overrides, "
+                         f"got {type(data).__name__}")
+    return flatten(data)

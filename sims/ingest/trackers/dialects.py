@@ -82,6 +82,7 @@ DIALECTS: tuple[Dialect, ...] = (
        label="TRL (GRPOTrainer)", repo="huggingface/trl", version="f2cd57710 (2026-07-24, 1.10.0.dev0)",
        source="trl/trainer/grpo_trainer.py (_generate_and_score_completions, log)",
        rules=[("frac_reward_zero_std", r"frac_reward_zero_std"), ("reward_mean", r"reward", "share", False)],
+       signature=(r"reward_std", r"completions/mean_length|completion_length"),
        counts="frac_reward_zero_std = is_std_zero.float().mean(), is_std_zero = isclose(std of each group's "
               "rewards repeated per rollout, 0): a share of rollouts, equal to the share of groups (K each); "
               "computed on the gathered batch (all processes); reward = nanmean of the weighted reward sum. "
@@ -292,20 +293,55 @@ def config_value(config: dict, keys) -> float | None:
 
 
 def trl_groups_per_log(config: dict, K: int | None) -> tuple[float | None, str]:
-    """TRL's groups behind one logged row: ``generation_batch_size / num_generations`` groups per generation
-    (GRPOConfig: completions per generation batch over all processes), times the generations a log averages,
-    ``logging_steps / (steps_per_generation x num_iterations)`` (at least 1): TRL appends a generation's metrics
-    once, when it is generated, and ``log()`` averages what was appended since the last log. (None, why) where the
-    config lacks them."""
+    """TRL's groups behind one logged row, from ``GRPOConfig`` as trl 1.16's ``grpo_trainer.py`` uses it.
+
+    ``_prepare_inputs`` generates once every ``steps_per_generation x num_iterations`` calls of
+    ``training_step`` (``self._step`` counts micro-batches: ``gradient_accumulation_steps`` of them make one
+    optimizer step), each generation scoring ``generation_batch_size`` completions gathered over every process
+    (``GRPOConfig.__post_init__``: ``per_device_train_batch_size x num_processes x steps_per_generation``,
+    ``steps_per_generation`` defaulting to ``gradient_accumulation_steps``) and appending one
+    ``frac_reward_zero_std`` over its ``generation_batch_size / num_generations`` groups; ``log()`` averages
+    what was appended since the last log, every ``logging_steps`` optimizer steps. So
+
+        groups per row = generation_batch_size / K x max(1, logging_steps x GA / (steps_per_generation x num_iterations))
+
+    which with the defaults is ``per_device_train_batch_size x processes x GA x logging_steps / K``. Keys read
+    (a flattened config; a key matches the last dotted parts): ``generation_batch_size``,
+    ``per_device_train_batch_size``, ``num_processes`` / ``world_size``, ``gradient_accumulation_steps``,
+    ``steps_per_generation``, ``num_iterations``, ``logging_steps``; a missing GA, process count or iteration count
+    is taken as 1 and said. (None, why) where neither batch key nor K is known."""
+    if not K:
+        return None, "TRL: K is unknown (--num-generations)"
+    per_dev = config_value(config, ("per_device_train_batch_size",))
     gb = config_value(config, ("generation_batch_size",))
-    if gb is None or not K:
-        return None, "TRL: the config gives no generation_batch_size (or K is unknown)"
-    per_gen = config_value(config, ("steps_per_generation",)) or 1.0
-    per_gen *= config_value(config, ("num_iterations",)) or 1.0
-    logs = config_value(config, ("logging_steps",)) or 1.0
-    gens = max(1.0, logs / per_gen)
-    return gb / K * gens, (f"groups per logged step = generation_batch_size {gb:g} / K {K} x {gens:g} generation(s) "
-                           f"a log averages (logging_steps {logs:g}, steps_per_generation x num_iterations {per_gen:g})")
+    assumed = []
+    procs = config_value(config, ("num_processes", "world_size"))
+    if procs is None:
+        procs = 1.0
+        assumed.append("processes 1")
+    ga = config_value(config, ("gradient_accumulation_steps",))
+    if ga is None:
+        ga = 1.0
+        assumed.append("gradient_accumulation_steps 1")
+    spg = config_value(config, ("steps_per_generation",))
+    if gb is None and per_dev is None:
+        return None, "TRL: the config gives no generation_batch_size nor per_device_train_batch_size"
+    if spg is None:
+        spg = gb / (per_dev * procs) if gb is not None and per_dev is not None else ga
+    if gb is None:
+        gb = per_dev * procs * spg
+    iters = config_value(config, ("num_iterations",)) or 1.0
+    logs = config_value(config, ("logging_steps",))
+    if logs is None:
+        logs = 1.0
+        assumed.append("logging_steps 1")
+    gens = max(1.0, logs * ga / (spg * iters))
+    how = (f"groups per logged row = generation_batch_size {gb:g} / K {K} x {gens:g} generation(s) a log averages "
+           f"(logging_steps {logs:g} x gradient_accumulation_steps {ga:g} / (steps_per_generation {spg:g} x "
+           f"num_iterations {iters:g})), trl 1.16 GRPOTrainer")
+    if assumed:
+        how += f"; not in the config, taken as: {', '.join(assumed)} (give them with --trainer-config)"
+    return gb / K * gens, how
 
 
 def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None):
