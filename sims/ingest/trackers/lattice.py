@@ -72,8 +72,10 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
 
     Returns ``{value, from, config, config_how, lattice, agree, note}``: ``value`` the figure to use (None where
     neither gives one), ``from`` ``"config"``, ``"lattice"`` or None, ``lattice`` :func:`share_lattice`'s dict,
-    ``agree`` whether the config's figure holds every logged share (None where either is missing or the
-    lattice is uninformative), ``note`` one sentence for the record's notes.
+    ``agree`` whether the config's figure holds every logged share (None where either is missing or no share
+    lies inside (0, 1): a single share off its lattice refutes the config, while agreeing shares prove less the
+    fewer they are, see ``lattice["informative"]``), ``note`` one sentence for the record's notes. With no config,
+    the lattice's figure is used only where informative.
     """
     lat = share_lattice(*cols, tol=tol)
     g = lat["g"]
@@ -83,7 +85,7 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
     integral = config_value is not None and abs(config_value - round(config_value)) < 1e-9
     if config_value is not None:
         out["value"], out["from"] = float(config_value), "config"
-        if lat["informative"] and g is not None:
+        if lat["distinct"] and g is not None:  # one share off the config's lattice already refutes it
             out["agree"] = bool(integral and _fits(float(round(config_value)), cols, tol))
             if out["agree"]:
                 out["note"] = (f"groups per logged row {config_value:g} from the config agrees with the lattice of "
