@@ -32,15 +32,17 @@ MIN_DISTINCT = 2    #: distinct shares strictly inside (0, 1) needed for an info
 def share_lattice(*columns, max_g: int = MAX_G, tol: float = TOL) -> dict:
     """The smallest ``g`` whose multiples of ``1/g`` hold every finite share in ``columns`` (module docstring).
 
-    Returns ``{g, rows, distinct, informative, tol}``: ``g`` None where no ``g <= max_g`` fits (shares that are
-    not counts of groups, e.g. an average of unequal batches, or a log rounded coarser than ``tol``), ``rows`` the
-    finite shares looked at, ``distinct`` the distinct ones strictly inside (0, 1).
+    Returns ``{g, rows, distinct, informative, tol, rounded}``: ``g`` None where no ``g <= max_g`` fits (shares
+    that are not counts of groups, e.g. an average of unequal batches, or a log rounded coarser than ``tol``),
+    ``rows`` the finite shares looked at, ``distinct`` the distinct ones strictly inside (0, 1), ``rounded`` True
+    where ``g`` (at least 100) divides 10^2, 10^3 or 10^4: the lattice of a log rounded to that many decimals
+    (a console or CSV export), not of its groups, so not informative.
     """
     vals = np.concatenate([np.asarray(c, dtype=float).ravel() for c in columns]) if columns else np.zeros(0)
     vals = vals[np.isfinite(vals)]
     inner = np.unique(vals[(vals > tol) & (vals < 1 - tol)])
     out = {"g": None, "rows": int(vals.size), "distinct": int(inner.size),
-           "informative": bool(inner.size >= MIN_DISTINCT), "tol": float(tol)}
+           "informative": bool(inner.size >= MIN_DISTINCT), "tol": float(tol), "rounded": False}
     if vals.size == 0:
         return out
     if inner.size == 0:
@@ -53,6 +55,9 @@ def share_lattice(*columns, max_g: int = MAX_G, tol: float = TOL) -> dict:
         ok = np.all(np.abs(x - np.round(x)) <= g * tol, axis=1)
         if ok.any():
             out["g"] = int(g[np.argmax(ok), 0])
+            if out["g"] >= 100 and any(10 ** d % out["g"] == 0 for d in (2, 3, 4)):
+                out["rounded"] = True  # 1/100, 1/1000, 1/10^4 or a divisor: the log's rounding, not its groups
+                out["informative"] = False
             return out
     return out
 
@@ -85,7 +90,7 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
     integral = config_value is not None and abs(config_value - round(config_value)) < 1e-9
     if config_value is not None:
         out["value"], out["from"] = float(config_value), "config"
-        if lat["distinct"] and g is not None:  # one share off the config's lattice already refutes it
+        if lat["distinct"] and g is not None and not lat["rounded"]:  # one share off its lattice refutes it
             out["agree"] = bool(integral and _fits(float(round(config_value)), cols, tol))
             if out["agree"]:
                 out["note"] = (f"groups per logged row {config_value:g} from the config agrees with the lattice of "
@@ -100,6 +105,9 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
         out["value"], out["from"] = float(g), "lattice"
         out["note"] = (f"groups per logged row from the lattice of the logged shares: {shown}; a lower bound "
                        "(the true count is a multiple), no config gave it")
+    elif lat["rounded"]:
+        out["note"] = (f"the logged shares lie on the lattice 1/{g}, a rounding of the log, not a count of groups: "
+                       "groups per row unknown from the shares")
     elif g is None and lat["distinct"]:
         out["note"] = (f"the logged shares lie on no lattice k/g with g <= {MAX_G} (tolerance {tol:g}): they are "
                        "not counts of equal batches of groups, or were rounded")

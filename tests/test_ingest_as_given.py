@@ -1,0 +1,190 @@
+"""Logs read as they are given, by content not by name: an HF trainer state under any name (written by
+transformers' own TrainerState.save_to_json), a bare list of its log_history rows, a TRL output folder of
+checkpoints, early TRL names, hydra's override lists; and the lattice of logged shares against a simulated
+log whose groups per row are known."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from grpo_lab.sims.doctor.trainer_config import read_trainer_config
+from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest.trackers import detect_format, read_scalars
+from grpo_lab.sims.ingest.trackers.common import load_config, overrides_mapping
+from grpo_lab.sims.ingest.trackers.dialects import trl_groups_per_log
+from grpo_lab.sims.ingest.trackers.lattice import resolve, share_lattice
+from grpo_lab.testing.cli import run_cli
+
+
+def _shares(rng, g: int, rows: int, p_zero: float = 0.4, gens: int = 1) -> np.ndarray:
+    """Simulated frac_reward_zero_std rows: each of ``gens`` generations of ``g // gens`` groups draws its
+    zero-std count Binomial(n, p_zero); the row is the mean of the generations' shares (TRL's log())."""
+    n = g // gens
+    counts = rng.binomial(n, p_zero, size=(rows, gens))
+    return (counts / n).astype(np.float32).astype(float).mean(axis=1)  # float32 as TRL logs it
+
+
+def _history(rng, g: int, rows: int, *, early: bool = False) -> list[dict]:
+    out = []
+    for step, zs in enumerate(_shares(rng, g, rows), 1):
+        row = {"step": step, "reward": 0.5, "reward_std": 0.4, "completion_length": 100.0, "loss": 0.0}
+        if not early:
+            row["frac_reward_zero_std"] = float(zs)
+        out.append(row)
+    return out
+
+
+def _save_state(path, history, **kw):
+    from transformers import TrainerState
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    TrainerState(log_history=history, **kw).save_to_json(str(path))
+    return path
+
+
+@pytest.mark.parametrize("g,gens", [(24, 1), (20, 4), (7, 1), (64, 2)])
+def test_the_lattice_recovers_a_simulated_logs_groups_per_row(g, gens):
+    rng = np.random.default_rng(g)
+    zs = _shares(rng, g, 300, gens=gens)
+    lat = share_lattice(zs)
+    assert lat["g"] == g and lat["informative"]
+
+
+def test_a_rounded_logs_lattice_is_its_rounding_and_is_not_used():
+    zs = np.round(_shares(np.random.default_rng(1), 24, 200), 3)  # 1/24 = 0.041666..: rounded to 1/1000s
+    lat = share_lattice(zs)
+    assert lat["g"] == 1000 and lat["rounded"] and not lat["informative"]
+    res = resolve(None, None, [zs])
+    assert res["value"] is None and "rounding" in res["note"]
+    kept = resolve(24.0, "config", [zs])  # nor does the rounding refute a config
+    assert (kept["from"], kept["agree"]) == ("config", None)
+    rng = np.random.default_rng(2)
+    odd = np.clip(_shares(rng, 24, 200) + rng.uniform(1e-4, 1e-3, 200), 0, 1)  # shares that are no counts at all
+    assert share_lattice(odd)["g"] is None
+    assert "no lattice" in resolve(None, None, [odd])["note"]
+
+
+def test_resolve_keeps_a_config_its_shares_agree_with_and_replaces_one_they_refute():
+    zs = _shares(np.random.default_rng(3), 20, 100)
+    kept = resolve(40.0, "config", [zs])  # 40 is a multiple of the true 20: every share is k/40 too
+    assert (kept["from"], kept["value"], kept["agree"]) == ("config", 40.0, True)
+    refuted = resolve(4.0, "config", [zs])  # the issue's 4 a row instead of 20
+    assert (refuted["from"], refuted["value"], refuted["agree"]) == ("lattice", 20.0, False)
+    assert "4" in refuted["note"] and "20" in refuted["note"]
+
+
+def test_trl_arithmetic_matches_grpo_configs_own_generation_batch():
+    """TRL's groups per logged row: generation_batch_size / K x logging_steps x GA / (steps_per_generation x
+    num_iterations), with generation_batch_size and steps_per_generation as GRPOConfig.__post_init__ sets them."""
+    cfg = {"num_generations": 4, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 3,
+           "logging_steps": 5, "num_processes": 2}
+    got, how = trl_groups_per_log(cfg, 4)
+    assert got == 8 * 2 * 3 / 4 * 5  # one generation per optimizer step (spg = GA), five steps a row
+    assert "assumed" not in how and "taken as" not in how
+    cfg2 = {**cfg, "generation_batch_size": 96, "steps_per_generation": 6, "num_iterations": 2}
+    got2, _ = trl_groups_per_log(cfg2, 4)
+    assert got2 == 96 / 4 * max(1, 5 * 3 / (6 * 2))  # one generation every 12 micro-steps, 15 a row
+    got3, how3 = trl_groups_per_log({"per_device_train_batch_size": 8}, 4)
+    assert got3 == 2 and "gradient_accumulation_steps 1" in how3 and "logging_steps 1" in how3
+
+
+def test_a_trainer_state_under_another_name_is_read_by_content(tmp_path):
+    rng = np.random.default_rng(5)
+    f = _save_state(tmp_path / "run_log.json", _history(rng, 16, 60), logging_steps=4, train_batch_size=16)
+    assert detect_format(f) == "jsonl"
+    rec = read_scalars(f, num_generations=4)
+    src = rec.meta["source"]
+    assert src["trainer"] == "trl" and len(rec.steps["step"]) == 60
+    assert "saved as run_log.json" in " ".join(src["notes"])
+    # the state's own logging_steps 4 and per-device batch 16 with K 4: 16 x 4 / 4 = 16, the lattice's figure
+    gpr = src["groups_per_row"]
+    assert gpr["config"] == 16 and gpr["lattice"]["g"] == 16 and gpr["agree"] is True
+
+
+def test_a_bare_list_of_log_history_rows(tmp_path):
+    rng = np.random.default_rng(6)
+    f = tmp_path / "history.json"
+    f.write_text(json.dumps(_history(rng, 12, 40)))
+    assert detect_format(f) == "jsonl"
+    rec = read_scalars(f, num_generations=4)
+    assert "a bare list of log_history rows" in " ".join(rec.meta["source"]["notes"])
+    gpr = rec.meta["source"]["groups_per_row"]
+    assert gpr["from"] == "lattice" and gpr["value"] == 12  # no config: the lattice, said
+    np.testing.assert_array_equal(rec.steps["groups_per_step"], 12)
+
+
+def test_a_wandb_history_export_is_still_read_as_wandb(tmp_path):
+    f = tmp_path / "export.json"
+    f.write_text(json.dumps([{"_step": 1, "train/frac_reward_zero_std": 0.25}]))
+    assert detect_format(f) == "wandb"
+
+
+def test_a_trl_output_folder_reads_its_latest_checkpoint_and_says_so(tmp_path):
+    rng = np.random.default_rng(7)
+    hist = _history(rng, 8, 30)
+    out = tmp_path / "grpo-out"
+    _save_state(out / "checkpoint-10" / "trainer_state.json", hist[:10], logging_steps=1, train_batch_size=8)
+    _save_state(out / "checkpoint-30" / "trainer_state.json", hist, logging_steps=1, train_batch_size=8)
+    _save_state(out / "checkpoint-9" / "trainer_state.json", hist[:9], logging_steps=1, train_batch_size=8)
+    assert detect_format(out) == "jsonl"
+    rec = read_scalars(out, num_generations=4)
+    assert len(rec.steps["step"]) == 30
+    assert any("checkpoint-30/trainer_state.json" in n for n in rec.meta["source"]["notes"])
+    proc = run_cli("ingest", out, "--format", "trl", "--out", tmp_path / "rec", "--json", "--num-generations", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["steps"] == 30  # --format trl without completions: the state's scalars
+
+
+def test_early_trl_names_are_trls_and_the_missing_share_is_said(tmp_path):
+    f = _save_state(tmp_path / "trainer_state.json", _history(np.random.default_rng(8), 8, 20, early=True))
+    rec = read_scalars(f, num_generations=4)
+    src = rec.meta["source"]
+    assert src["trainer"] == "trl" and "frac_reward_zero_std" in src["missing"]
+    assert any("no frac_reward_zero_std" in n for n in src["notes"])
+
+
+def test_hydra_overrides_are_read_as_the_mapping_they_set(tmp_path):
+    items = ["data.train_batch_size=64", "data.gen_batch_size=96", "actor_rollout_ref.rollout.n=8",
+             "algorithm.filter_groups.enable=True", "+algorithm.filter_groups.max_num_gen_batches=10",
+             "trainer.use_v1=false", "~trainer.logger"]
+    assert overrides_mapping(items, "x")["actor_rollout_ref.rollout.n"] == 8
+    f = tmp_path / "overrides.yaml"
+    f.write_text(yaml.safe_dump(items))
+    s = read_trainer_config(f)
+    assert (s["trainer"], s["train_batch"], s["gen_batch"], s["cap"], s["K"], s["enable"]) == (
+        "verl", 64, 96, 10, 8, True)
+    assert load_config(f)["data.gen_batch_size"] == 96
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(["data.train_batch_size"]))
+    with pytest.raises(InputError, match="not a hydra override"):
+        read_trainer_config(bad)
+
+
+def test_verls_file_logger_takes_k_and_sizes_from_the_hydra_config_beside_it(tmp_path):
+    run = tmp_path / "run"
+    (run / ".hydra").mkdir(parents=True)
+    (run / ".hydra" / "config.yaml").write_text(yaml.safe_dump(
+        {"data": {"train_batch_size": 32, "gen_batch_size": 48}, "actor_rollout_ref": {"rollout": {"n": 16}}}))
+    lines = [{"step": s, "data": {"train/num_gen_batches": 1 + s % 2, "critic/score/mean": 0.5}} for s in range(1, 9)]
+    (run / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    rec = read_scalars(run / "metrics.jsonl")
+    src = rec.meta["source"]
+    assert src["trainer"] == "verl-dapo" and rec.meta["num_generations"] == 16
+    np.testing.assert_array_equal(rec.steps["groups_per_step"], [48 * (1 + s % 2) for s in range(1, 9)])
+    assert any(".hydra/config.yaml" in n for n in src["notes"])
+
+
+def test_ingest_trainer_config_fills_what_the_log_lacks(tmp_path):
+    rng = np.random.default_rng(9)
+    f = _save_state(tmp_path / "trainer_state.json", _history(rng, 20, 50), logging_steps=10, train_batch_size=2)
+    cfg = tmp_path / "grpo.json"
+    cfg.write_text(json.dumps({"num_generations": 8, "gradient_accumulation_steps": 8}))
+    proc = run_cli("ingest", f, "--out", tmp_path / "rec", "--json", "--trainer-config", cfg)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["num_generations"] == 8
+    assert got["groups_per_row"]["config"] == 20 and got["groups_per_row"]["agree"] is True
