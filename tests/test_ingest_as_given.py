@@ -188,3 +188,22 @@ def test_ingest_trainer_config_fills_what_the_log_lacks(tmp_path):
     got = json.loads(proc.stdout)
     assert got["num_generations"] == 8
     assert got["groups_per_row"]["config"] == 20 and got["groups_per_row"]["agree"] is True
+
+
+def test_a_namespace_wandb_stored_as_its_repr_is_read_as_its_keys():
+    """OpenRLHF 0.11 passes args.__dict__ with SimpleNamespace sections to wandb.init; W&B stores each as its repr
+    (the wandb_orlhf fixture holds such a run, written by wandb): read from the syntax tree, never evaluated."""
+    from grpo_lab.sims.ingest.trackers.common import flatten, parse_namespace
+    from grpo_lab.sims.ingest.trackers.wandb import find_runs, read_run
+    from pathlib import Path
+
+    (name, f), = find_runs(Path(__file__).parent / "fixtures" / "trackers" / "wandb_orlhf").items()
+    cfg = read_run(name, f, max_bytes=1 << 24).config
+    assert cfg["rollout.n_samples_per_prompt"] == 8 and cfg["algo.advantage.estimator"] == "group_norm"
+    assert cfg["algo.dynamic_filtering_range"] == [0.0, 1.0]
+    assert parse_namespace("namespace(a=-1, b=[1, 'x'], c=None, d=namespace(e=True))") == {
+        "a": -1, "b": [1, "x"], "c": None, "d": {"e": True}}
+    for hostile in ("namespace(a=__import__('os').getcwd())", "namespace(a=1", "namespace(" * 10_000 + ")" * 10_000,
+                    "namespace(*x)", "os.system('x')"):
+        assert parse_namespace(hostile) is None
+    assert flatten({"rollout": "namespace(a=__import__('os'))"}) == {"rollout": "namespace(a=__import__('os'))"}

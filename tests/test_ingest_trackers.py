@@ -51,8 +51,8 @@ def test_each_fixture_reads_back_onto_the_truth(name):
             assert f"scalar/{metric}" in rec.steps
 
 
-@pytest.mark.parametrize("name", ["tensorboard/trl", "trl_tensorboard", "trl_wandb", "wandb", "mlflow", "trackio",
-                                  "jsonl"])
+@pytest.mark.parametrize("name", ["tensorboard/trl", "trl_tensorboard", "trl_wandb", "wandb", "wandb_orlhf", "mlflow",
+                                  "trackio", "jsonl"])
 def test_auto_detects_the_format_and_takes_k_from_the_runs_config(name):
     t = TRUTH[name]
     rec = read_scalars(FIX / t["path"], run=t["run"])  # fmt auto, no --num-generations
