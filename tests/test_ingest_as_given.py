@@ -175,7 +175,12 @@ def test_verls_file_logger_takes_k_and_sizes_from_the_hydra_config_beside_it(tmp
     src = rec.meta["source"]
     assert src["trainer"] == "verl-dapo" and rec.meta["num_generations"] == 16
     np.testing.assert_array_equal(rec.steps["groups_per_step"], [48 * (1 + s % 2) for s in range(1, 9)])
+    np.testing.assert_array_equal(rec.steps["rounds"], [1 + s % 2 for s in range(1, 9)])  # the rounds, as logged
     assert any(".hydra/config.yaml" in n for n in src["notes"])
+    # a verl run without the DAPO recipe's count: told by critic/score/mean, refused naming what it lacks
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.5}}) + "\n")
+    with pytest.raises(InputError, match="train/num_gen_batches"):
+        read_scalars(run / "metrics.jsonl")
 
 
 def test_ingest_trainer_config_fills_what_the_log_lacks(tmp_path):

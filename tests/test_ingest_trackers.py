@@ -138,7 +138,7 @@ def test_cli_json_report_names_what_was_read_and_missing(tmp_path):
     rep = json.loads(proc.stdout)
     assert rep["trainer"] == "verl-v1" and rep["groups"] == 0 and rep["num_generations"] == 8
     assert rep["dialect"]["frac_reward_zero_std"] == "training/filter_groups/evicted_samples"
-    assert rep["missing"] == ["frac_all_pass", "frac_all_fail", "reward_mean"]
+    assert rep["missing"] == ["frac_all_pass", "frac_all_fail", "reward_mean", "rounds"]
 
 
 def test_a_groups_jsonl_still_ingests_as_groups_under_auto_and_jsonl(tmp_path):

@@ -4,7 +4,8 @@ One row per trainer (:data:`DIALECTS`), each quoted from the trainer's source at
 (read with ``git show`` on a mirror of the repository; docs/ingest.md "Tracker scalars" renders the same
 table). A row maps the trainer's metric names onto the standard columns of a scalars-only record
 (:mod:`grpo_lab.sims.scalars_record`): ``frac_all_pass``, ``frac_all_fail``, ``frac_reward_zero_std``,
-``reward_mean`` (shares of **groups** at K), ``groups_per_step``; it says what each name counts and the
+``reward_mean`` (shares of **groups** at K), ``groups_per_step``, ``rounds`` (generation rounds a step
+drew); it says what each name counts and the
 trainer's known mistakes, and converts counts and per-rollout figures into shares of groups.
 
 :func:`map_run` applies a row to a run: it finds each column's series (a metric name matches a pattern
@@ -98,7 +99,8 @@ DIALECTS: tuple[Dialect, ...] = (
        scope="global (the driver's batch), once per training step",
        label="verl DAPO recipe", repo="verl-project/verl-recipe",
        version="48ea0a7 (2026-08-05)", source="dapo/dapo_ray_trainer.py (fit)",
-       rules=[("groups_per_step", r"train/num_gen_batches", "batches")],
+       rules=[("groups_per_step", r"train/num_gen_batches", "batches"), ("rounds", r"train/num_gen_batches")],
+       signature=(r"critic/score/mean",),
        counts="train/num_gen_batches = generation batches (data.gen_batch_size prompts each) drawn until "
               "train_batch_size prompts with std > 0 were kept; kept groups exclude zero-std ones, so "
               "critic/score/mean is over mixed groups only and is not the population's reward. The zero-std "
@@ -224,7 +226,8 @@ DIALECTS: tuple[Dialect, ...] = (
        scope="global (the driver's loop of the step)",
        label="NeMo-RL", repo="NVIDIA-NeMo/RL", version="7ea279abf (2026-08-22)",
        source="nemo_rl/algorithms/grpo.py (dynamic_sampling, grpo_train)",
-       rules=[("groups_per_step", r"dynamic_sampling_num_gen_batches", "batches")],
+       rules=[("groups_per_step", r"dynamic_sampling_num_gen_batches", "batches"),
+              ("rounds", r"dynamic_sampling_num_gen_batches")],
        counts="dynamic_sampling_num_gen_batches = generation batches (num_prompts_per_step prompts each) drawn "
               "until enough prompts with std != 0 were cached; only the groups drawn are known, the zero-std "
               "share is bounded, not logged.",
@@ -448,8 +451,8 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
                 i = int(np.flatnonzero(bad)[0])
                 raise InputError(f"{read[col]} reads {v[i]:g} at step {int(steps[i])}, not a share in [0, 1]; "
                                  f"is this run from {d.label}? (--trainer, --num-generations)")
-    missing = [c for c in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step")
-               if c not in cols]
+    missing = [c for c in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step",
+                           "rounds") if c not in cols]
     return steps, cols, raw, read, missing, notes, K
 
 
