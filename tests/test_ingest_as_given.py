@@ -212,3 +212,25 @@ def test_a_namespace_wandb_stored_as_its_repr_is_read_as_its_keys():
                     "namespace(*x)", "os.system('x')"):
         assert parse_namespace(hostile) is None
     assert flatten({"rollout": "namespace(a=__import__('os'))"}) == {"rollout": "namespace(a=__import__('os'))"}
+
+
+def test_a_roll_config_is_read_as_rolls_not_as_slimes(tmp_path):
+    """ROLL shares slime's rollout_batch_size; its own keys (num_return_sequences_in_group, per-domain
+    query_filter_config, generate_opt_level) make it ROLL's, read with ROLL's loop (alibaba/ROLL 8eb27cc)."""
+    roll = {"rollout_batch_size": 32, "num_return_sequences_in_group": 8, "generate_opt_level": 0,
+            "rewards": {"math_rule": {"query_filter_config": {"type": "std_filter", "filter_args": {"std_threshold": 0}}},
+                        "code": {"query_filter_config": {"type": "no_filter"}}}}
+    f = tmp_path / "rlvr_config.yaml"
+    f.write_text(yaml.safe_dump(roll))
+    s = read_trainer_config(f)
+    assert (s["trainer"], s["train_batch"], s["gen_batch"], s["K"], s["enable"], s["scheme"], s["cap"]) == (
+        "roll", 32, 32, 8, True, "rounds", 0)
+    f.write_text(yaml.safe_dump({**roll, "generate_opt_level": 1, "rewards": {"math": {}}}))
+    s = read_trainer_config(f)
+    assert (s["scheme"], s["enable"]) == ("replace", False) and "concurrency" in s["note"]
+    f.write_text(yaml.safe_dump({**roll, "rewards": {"math": {"query_filter_config": {"type": "median"}}}}))
+    with pytest.raises(InputError, match="query_filter_config.type"):
+        read_trainer_config(f)
+    slime = tmp_path / "slime.json"
+    slime.write_text(json.dumps({"rollout_batch_size": 32, "n_samples_per_prompt": 8}))
+    assert read_trainer_config(slime)["trainer"] == "slime"
