@@ -234,3 +234,35 @@ def test_a_roll_config_is_read_as_rolls_not_as_slimes(tmp_path):
     slime = tmp_path / "slime.json"
     slime.write_text(json.dumps({"rollout_batch_size": 32, "n_samples_per_prompt": 8}))
     assert read_trainer_config(slime)["trainer"] == "slime"
+
+
+def test_a_survivors_only_dump_gets_its_rounds_from_the_runs_tracker_log(tmp_path):
+    """verl-recipe's DAPO loop (run for real by tests/fixtures/ingest/make_verl_dapo.py) dumps the trained groups
+    only; --metrics joins its file logger's train/num_gen_batches as the record's rounds, equal to the rounds the
+    stand-in rollout counted (truth.json)."""
+    from pathlib import Path
+
+    from grpo_lab.sims.record import read_record
+
+    fix = Path(__file__).parent / "fixtures" / "ingest" / "verl_matrix" / "dapo_filter"
+    truth = json.loads((fix / "truth.json").read_text())["rounds"]
+    dump = tmp_path / "rollouts"
+    dump.mkdir()
+    for f in (fix / "run" / "rollouts").glob("*.jsonl"):  # the dump alone, as a user may have it
+        (dump / f.name).write_bytes(f.read_bytes())
+    alone = run_cli("ingest", dump, "--format", "verl", "--out", tmp_path / "a", "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert "rounds" not in read_record(tmp_path / "a").steps
+    proc = run_cli("ingest", dump, "--format", "verl", "--out", tmp_path / "b", "--json",
+                   "--metrics", fix / "run" / "metrics.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    rec = read_record(tmp_path / "b")
+    steps = rec.steps["step"]
+    want = np.array([truth.get(str(int(s)), np.nan) for s in steps], float)
+    np.testing.assert_array_equal(rec.steps["rounds"], want)
+    assert rec.meta["source"]["metrics"]["rounds"] == "train/num_gen_batches"
+    assert np.nanmax(rec.steps["rounds"]) > 1
+    other = tmp_path / "other.jsonl"  # a log of another run: no shared step, refused in one line
+    other.write_text(json.dumps({"step": 10_000, "data": {"train/num_gen_batches": 1}}) + "\n")
+    bad = run_cli("ingest", dump, "--format", "verl", "--out", tmp_path / "c", "--metrics", other)
+    assert bad.returncode == 2 and "share none" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

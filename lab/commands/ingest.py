@@ -80,6 +80,10 @@ def register(sub) -> None:
     p.add_argument("--reward-key", help="verl: the reward to classify: training (default: the reward that "
                                         "trained), or a per-row key of the dump such as score or acc")
     p.add_argument("--scalars", help="verl: the file logger's JSONL, when it is not inside PATH")
+    p.add_argument("--metrics", metavar="LOG",
+                   help="group dumps: the same run's tracker log (TensorBoard, W&B, MLflow, trackio, metrics.jsonl), "
+                        "joined by step; gives a dump of trained groups only (verl DAPO) its generation rounds per "
+                        "step (train/num_gen_batches) and the log's scalars")
     p.add_argument("--trainer-config", metavar="FILE",
                    help="tracker logs: the run's config (.json or .yaml: a GRPOConfig dump, verl's .hydra/config.yaml "
                         "or its overrides list of key=value) for K, batch sizes, gradient accumulation and processes "
@@ -188,8 +192,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise InputError(f"--out {out} exists and is not a directory")
     tracker = _tracker_format(args.path, args.fmt)
     if tracker is not None:
+        if args.metrics:
+            raise InputError("--metrics joins a tracker log to a group dump; PATH is itself a tracker log")
         return _cmd_tracker(args, tracker, out)
-    if args.run or args.trainer or args.trainer_config:
+    if args.trainer or args.trainer_config or (args.run and not args.metrics):
         raise InputError("--run, --trainer and --trainer-config are for tracker logs (tensorboard, wandb, mlflow, trackio, "
                          "metrics.jsonl)")
     if args.fmt == "auto":
@@ -200,6 +206,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                  reward_key=args.reward_key, scalars=args.scalars,
                  progress=None if args.no_progress or args.json else "tqdm",
                  workers=args.workers, max_group=args.max_group)
+    if args.metrics:
+        from grpo_lab.sims.ingest.join import join_metrics
+
+        join_metrics(rec, args.metrics, run=args.run, max_bytes=int(args.max_mb * 1024 * 1024))
     write_record(out, rec)
     summary = summarise(rec)
     if args.json:
