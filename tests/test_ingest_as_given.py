@@ -266,3 +266,17 @@ def test_a_survivors_only_dump_gets_its_rounds_from_the_runs_tracker_log(tmp_pat
     other.write_text(json.dumps({"step": 10_000, "data": {"train/num_gen_batches": 1}}) + "\n")
     bad = run_cli("ingest", dump, "--format", "verl", "--out", tmp_path / "c", "--metrics", other)
     assert bad.returncode == 2 and "share none" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_format_trl_on_a_state_alone_writes_the_scalars_record_diagnose_reads(tmp_path):
+    """`--format trl` on a trainer state (a file, or an output folder of checkpoints without completion logs) gives
+    the scalars record with the shares, not a group record with none (the issue's "logs no share")."""
+    from grpo_lab.sims.record import read_record
+
+    f = _save_state(tmp_path / "s" / "trainer_state.json", _history(np.random.default_rng(10), 8, 30),
+                    logging_steps=1, train_batch_size=8)
+    proc = run_cli("ingest", f, "--format", "trl", "--out", tmp_path / "r", "--num-generations", "4")
+    assert proc.returncode == 0, proc.stderr
+    rec = read_record(tmp_path / "r")
+    assert rec.meta["scalars_only"] and np.isfinite(rec.steps["frac_reward_zero_std"]).all()
+    np.testing.assert_array_equal(rec.steps["groups_per_step"], 8)

@@ -115,11 +115,11 @@ def _tracker_format(path: str, fmt: str) -> str | None:
     from grpo_lab.sims.ingest.trackers import detect_format
     from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl, output_folder_state, trainer_state_kind
 
-    if fmt == "trl":  # a TRL output folder without completion logs: its trainer_state's scalars (a scalars record)
+    if fmt == "trl":  # a TRL output folder without completion logs, or its state alone: the state's scalars record
         p = Path(path)
         if p.is_dir() and not any(p.rglob("*.parquet")) and output_folder_state(p):
             return "jsonl"
-        return None
+        return "jsonl" if p.is_file() and p.suffix.lower() == ".json" and trainer_state_kind(p) else None
     if fmt == "verl":
         return None
     if fmt == "auto":
