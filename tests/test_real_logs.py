@@ -14,6 +14,7 @@ from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.ingest.trackers.common import load_config
 from grpo_lab.sims.ingest.trackers.lattice import share_lattice
 from grpo_lab.testing.cli import run_cli
+from grpo_lab.testing.real_logs import read_real, real_logs
 
 REAL = Path(__file__).parent / "fixtures" / "real"
 INDEX = json.loads((REAL / "index.json").read_text())
@@ -21,7 +22,8 @@ NAMES = sorted(INDEX)
 
 
 def test_the_collection_spans_eight_runs_with_provenance():
-    assert len(NAMES) >= 8
+    assert len(NAMES) >= 8 and [e["name"] for e in real_logs()] == NAMES
+    assert {e["rewards"] for e in real_logs()} <= {"binary", "not binary", "unknown"}
     for name in NAMES:
         f = INDEX[name]
         src = (REAL / name / "SOURCE.md").read_text()
@@ -60,7 +62,7 @@ def _arithmetic(cfg: dict, K: int) -> float:
 def test_groups_per_row_equal_the_configs_arithmetic(name):
     f = INDEX[name]
     cfg = load_config(REAL / name / f["config"])
-    rec = read_scalars(REAL / name / f["file"], num_generations=f["K"], config=cfg)
+    rec = read_real(name)
     gpr = rec.meta["source"]["groups_per_row"]
     expected = _arithmetic(cfg, f["K"])
     assert expected == f["groups_per_row"]
@@ -80,10 +82,7 @@ def test_groups_per_row_equal_the_configs_arithmetic(name):
 
 def test_the_chaos_economy_config_is_refuted_by_its_own_log():
     """The one real run whose script's arithmetic (2.5 groups a row) the logged shares (0, 0.2, 0.4) refute."""
-    f = INDEX["trl-chaos-economy-unified"]
-    rec = read_scalars(REAL / "trl-chaos-economy-unified" / f["file"], num_generations=4,
-                       config=load_config(REAL / "trl-chaos-economy-unified" / f["config"]))
-    gpr = rec.meta["source"]["groups_per_row"]
+    gpr = read_real("trl-chaos-economy-unified").meta["source"]["groups_per_row"]
     assert (gpr["config"], gpr["lattice"]["g"], gpr["agree"], gpr["value"]) == (2.5, 5, False, 5.0)
 
 
