@@ -27,6 +27,7 @@ __all__ = ["share_lattice", "resolve", "MAX_G", "TOL", "MIN_DISTINCT"]
 MAX_G = 4096        #: the largest groups-per-row the lattice search tries (the ingest's largest group count)
 TOL = 1e-6          #: |share - k/g| allowed, per share
 MIN_DISTINCT = 2    #: distinct shares strictly inside (0, 1) needed for an informative lattice
+SAMPLE = 512        #: distinct shares a candidate g is first tried on (then checked on every distinct share)
 
 
 def share_lattice(*columns, max_g: int = MAX_G, tol: float = TOL) -> dict:
@@ -49,16 +50,19 @@ def share_lattice(*columns, max_g: int = MAX_G, tol: float = TOL) -> dict:
         out["g"] = 1
         return out
     u = np.unique(vals)
-    for lo in range(1, max_g + 1, 256):  # blocks of g: a (256 x distinct) product at a time
+    # candidates from at most SAMPLE distinct shares (a (256 x SAMPLE) product a block), each checked on them all
+    probe = u[np.linspace(0, u.size - 1, min(u.size, SAMPLE)).astype(int)]
+    for lo in range(1, max_g + 1, 256):
         g = np.arange(lo, min(lo + 256, max_g + 1), dtype=float)[:, None]
-        x = g * u[None, :]
-        ok = np.all(np.abs(x - np.round(x)) <= g * tol, axis=1)
-        if ok.any():
-            out["g"] = int(g[np.argmax(ok), 0])
-            if out["g"] >= 100 and any(10 ** d % out["g"] == 0 for d in (2, 3, 4)):
-                out["rounded"] = True  # 1/100, 1/1000, 1/10^4 or a divisor: the log's rounding, not its groups
-                out["informative"] = False
-            return out
+        x = g * probe[None, :]
+        for cand in g[np.all(np.abs(x - np.round(x)) <= g * tol, axis=1), 0]:
+            y = cand * u
+            if np.all(np.abs(y - np.round(y)) <= cand * tol):
+                out["g"] = int(cand)
+                if out["g"] >= 100 and any(10 ** d % out["g"] == 0 for d in (2, 3, 4)):
+                    out["rounded"] = True  # 1/100, 1/1000, 1/10^4 or a divisor: the log's rounding, not its groups
+                    out["informative"] = False
+                return out
     return out
 
 
