@@ -72,6 +72,8 @@ def test_resolve_keeps_a_config_its_shares_agree_with_and_replaces_one_they_refu
     zs = _shares(np.random.default_rng(3), 20, 100)
     kept = resolve(40.0, "config", [zs])  # 40 is a multiple of the true 20: every share is k/40 too
     assert (kept["from"], kept["value"], kept["agree"]) == ("config", 40.0, True)
+    whole = resolve(2.5, "config", [np.zeros(5)])  # no share inside (0, 1), but 2.5 groups cannot be
+    assert (whole["value"], whole["agree"]) == (None, False) and "whole number" in whole["note"]
     refuted = resolve(4.0, "config", [zs])  # the issue's 4 a row instead of 20
     assert (refuted["from"], refuted["value"], refuted["agree"]) == ("lattice", 20.0, False)
     assert "4" in refuted["note"] and "20" in refuted["note"]
@@ -280,3 +282,14 @@ def test_format_trl_on_a_state_alone_writes_the_scalars_record_diagnose_reads(tm
     rec = read_record(tmp_path / "r")
     assert rec.meta["scalars_only"] and np.isfinite(rec.steps["frac_reward_zero_std"]).all()
     np.testing.assert_array_equal(rec.steps["groups_per_step"], 8)
+
+
+def test_a_config_giving_part_of_a_group_per_row_is_not_kept(tmp_path):
+    """A state whose shares are all 0 or 1 cannot check the config; 2 completions a row at K = 4 is half a group,
+    so no groups_per_step is written and the note says why."""
+    hist = [{"step": s, "reward": 1.0, "reward_std": 0.0, "frac_reward_zero_std": 1.0} for s in range(1, 11)]
+    f = _save_state(tmp_path / "trainer_state.json", hist, logging_steps=1, train_batch_size=2)
+    rec = read_scalars(f, num_generations=4)
+    src = rec.meta["source"]
+    assert np.isnan(rec.steps["groups_per_step"]).all() and "groups_per_step" in src["missing"]
+    assert src["groups_per_row"]["agree"] is False and any("whole number" in n for n in src["notes"])

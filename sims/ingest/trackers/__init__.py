@@ -187,7 +187,7 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
         notes.append("no frac_reward_zero_std in this TRL log (an early TRL logged reward and reward_std only): "
                      "the zero-std share was not logged, so the doctor has no share to fit")
     gpr = groups_per_row(steps, cols, read, notes)
-    missing = [c for c in missing if c not in cols]
+    missing = [c for c in COLUMNS[1:] if c not in cols]  # after the groups per row is resolved
     source = {"format": rs.fmt, "trainer": d.trainer, "run": rs.name, "dialect": read, "missing": missing,
               "notes": [*rs.notes, *notes], "path": str(path), "dialect_source": f"{d.repo} {d.source} @ {d.version}",
               "groups_per_row": gpr}
@@ -228,6 +228,9 @@ def groups_per_row(steps, cols: dict, read: dict, notes: list) -> dict:
         cols["groups_per_step"] = np.full(len(steps), res["value"])
         read["groups_per_step"] = (read.get("groups_per_step") if res["from"] == "config" else
                                    "lattice of the logged shares (smallest g with every share k/g)")
+    else:  # a config figure found wrong (not a whole number) is not kept
+        cols.pop("groups_per_step", None)
+        read.pop("groups_per_step", None)
     if res["note"]:
         notes.append(res["note"])
     return res

@@ -83,8 +83,9 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
     neither gives one), ``from`` ``"config"``, ``"lattice"`` or None, ``lattice`` :func:`share_lattice`'s dict,
     ``agree`` whether the config's figure holds every logged share (None where either is missing or no share
     lies inside (0, 1): a single share off its lattice refutes the config, while agreeing shares prove less the
-    fewer they are, see ``lattice["informative"]``), ``note`` one sentence for the record's notes. With no config,
-    the lattice's figure is used only where informative.
+    fewer they are, see ``lattice["informative"]``; False too for a config figure that is not a whole number,
+    which is then not used), ``note`` one sentence for the record's notes. With no config, the lattice's figure is
+    used only where informative.
     """
     lat = share_lattice(*cols, tol=tol)
     g = lat["g"]
@@ -104,6 +105,11 @@ def resolve(config_value: float | None, config_how: str | None, cols, *, tol: fl
                 out["note"] = (f"groups per logged row: the config's arithmetic gives {config_value:g}, but the logged "
                                f"shares are not all multiples of 1/{config_value:g}; their lattice gives {shown}, "
                                "used instead (check the gradient accumulation, processes and logging_steps given)")
+        elif not integral:  # no share to check it on, but a count of groups is whole: the config is wrong here
+            out["agree"], out["value"], out["from"] = False, None, None
+            out["note"] = (f"groups per logged row: the config's arithmetic gives {config_value:g}, not a whole number "
+                           "of groups, and the logged shares cannot tell (check the batch sizes given; "
+                           "--groups-per-step at diagnose)")
         return out
     if lat["informative"] and g is not None:
         out["value"], out["from"] = float(g), "lattice"
