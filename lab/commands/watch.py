@@ -46,12 +46,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_watch)
 
 
-def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None):
+def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None, config=None):
     """The run's scalars-only record (:func:`grpo_lab.sims.ingest.trackers.read_scalars`), tolerating a file still
-    being written."""
+    being written; ``config`` the --trainer-config file's keys (K, batch sizes, TRL's accumulation) for the reader."""
     from grpo_lab.sims.ingest.trackers import read_scalars
 
-    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True)
+    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True, config=config)
 
 
 def signature(path) -> tuple:
@@ -82,7 +82,7 @@ def _line(ev: dict) -> str:
 
 def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=None, groups_per_step=None,
           warn_steps: int = 20, interval: float = DEFAULT_INTERVAL, max_polls: int = 0, write=print,
-          sleep=time.sleep) -> list[dict]:
+          sleep=time.sleep, config: dict | None = None) -> list[dict]:
     """Poll ``path`` and write one line per new step (see the module docstring); returns the events."""
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
 
@@ -97,7 +97,7 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
         if sig != seen:
             seen = sig
             try:
-                record = read_tracker(path, fmt=fmt, run=run, num_generations=num_generations)
+                record = read_tracker(path, fmt=fmt, run=run, num_generations=num_generations, config=config)
             except InputError as exc:
                 if not events:
                     raise
@@ -120,12 +120,17 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
 
 def cmd_watch(args: argparse.Namespace) -> int:
     settings = trainer_settings(args)
+    config = None
+    if args.trainer_config:  # the same file informs the reader: K, batch sizes, TRL's groups per logged row
+        from grpo_lab.sims.ingest.trackers.common import load_config
+
+        config = load_config(args.trainer_config)
 
     def write(line):
         print(line, flush=True)
 
     watch(args.path, settings, fmt=args.format, run=args.run, num_generations=args.num_generations,
           groups_per_step=args.groups_per_step, warn_steps=args.warn_steps, interval=args.interval,
-          max_polls=args.max_polls, write=write)
+          max_polls=args.max_polls, write=write, config=config)
     sys.stdout.flush()
     return 0
