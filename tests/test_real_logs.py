@@ -115,3 +115,22 @@ def test_tinker_runs_take_k_and_groups_from_their_config_json():
         rec = read_scalars(REAL / name / "metrics.jsonl")  # config.json beside it, no flag
         assert rec.meta["num_generations"] == INDEX[name]["K"]
         np.testing.assert_array_equal(rec.steps["groups_per_step"], INDEX[name]["groups_per_row"])
+
+
+def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_plus_a_format_penalty():
+    """arvindcr4/tinker-rl-lab's arithmetic run, read against the log's own columns: every row holds
+    K x groups_per_batch episodes (4 x 100), the zero-std share the reader gives is 1 - frac_mixed (tinker's
+    all-same test), and the reward is correct + 0.1 (format - 1), so it is binary only where format is 1
+    (steps 6-99), as its SOURCE.md says."""
+    name = "tinker-arithmetic-gs4-gpb100"
+    raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    cfg = load_config(REAL / name / "config.json")
+    assert {r["env/all/total_episodes"] for r in raw} == {cfg["dataset_builder.group_size"] * cfg["dataset_builder.groups_per_batch"]}
+    rec = read_real(name)
+    mixed = np.array([r["env/all/by_group/frac_mixed"] for r in raw])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], 1.0 - mixed, atol=1e-12)
+    total = np.array([r["env/all/reward/total"] for r in raw])
+    correct = np.array([r["env/all/correct"] for r in raw])
+    fmt = np.array([r["env/all/format"] for r in raw])
+    np.testing.assert_allclose(total, correct + 0.1 * (fmt - 1.0), atol=1e-12)
+    assert [r["step"] for r, f in zip(raw, fmt) if f < 1.0] == [0, 1, 2, 3, 4, 5]
