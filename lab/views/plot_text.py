@@ -18,7 +18,7 @@ import numpy as np
 import panel as pn
 
 from grpo_lab.grid.spec import K_MAX
-from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.formatting import fixed, percent, points
 from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
@@ -48,7 +48,11 @@ def outcome_text(frame: Frame) -> str:
     lo, hi = np.quantile(v.pass_rate, [0.1, 0.9]) if v.pass_rate.size else (np.nan, np.nan)
     parts = [f"Chart: probability that a group of K = {s.K} rollouts has a gradient, against pass rate p: "
              f"0 at p = 0 and p = 1, highest ({percent(u[i])}) at p = {fixed(_P[i], 2)}, {span}. "
-             f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}.",
+             + (f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}, where the curve reads "
+             f"{percent(1.0 - v.summary['d_iid'])}; averaged over the prompts' own pass rates it gives "
+             f"{percent(1.0 - v.summary['d_real'])} (the Jensen gap: {points(v.summary['d_real'] - v.summary['d_iid'])})."
+             if v.summary["n_kept"] else
+             f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}."),
              f"Below it, a histogram of the {kept.size:,} prompts by current pass rate: {count[MIXED]:,} mixed groups, "
              f"{count[ALL_PASS]:,} all pass, {count[ALL_FAIL]:,} all fail"
              + (f", {removed:,} removed by the filter" if s.band is not None else "")
