@@ -149,7 +149,15 @@ class AdvantageState(param.Parameterized):
     @param.depends("rewards_text", "source", watch=True)
     def _typed_sets_K(self) -> None:
         """While typed rewards are used, the sliders' K is their count (K_MAX for more), so the sliders and the plots
-        say the group the table shows; going back to the sliders gives them back their own K and correct count."""
+        say the group the table shows; going back to the sliders gives them back their own K and correct count.
+        Applied at once, or through ``defer`` where a page sets one (a served page: after the change that caused
+        it has been sent, as a change of K made within it left the browser's radio buttons behind)."""
+        if self.defer is not None and self.source == "typed":  # the sliders' own K comes back at once
+            self.defer(self._follow_typed)
+        else:
+            self._follow_typed()
+
+    def _follow_typed(self) -> None:
         r = self._typed()[0] if self.source == "typed" else None
         if r is not None:
             if self._sliders is None:
@@ -162,6 +170,7 @@ class AdvantageState(param.Parameterized):
     def __init__(self, **params):
         super().__init__(**params)
         self._sliders = None  #: (G, correct) of the sliders while typed rewards set K
+        self.defer = None  #: None, or a function that runs a function later (a served page's next tick)
 
     def _typed(self) -> tuple[np.ndarray | None, str]:
         """The typed rewards and "" , or None and why they cannot be used (in words)."""

@@ -60,6 +60,9 @@ class AdvantageExplorer:
 
     def __init__(self, state: AdvantageState):
         self.state = state
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:  # K follows the typed rewards after their change is sent
+            state.defer = doc.add_next_tick_callback
         p = state.param
         self.G = pn.widgets.IntSlider.from_param(p.G)
         self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)

@@ -24,6 +24,10 @@ _K = "<mi>K</mi>"
 _POW_P = f"<msup>{_P}{_K}</msup>"
 _POW_Q = f"<msup><mrow><mo>(</mo><mn>1</mn><mo>\u2212</mo>{_P}<mo>)</mo></mrow>{_K}</msup>"
 
+#: the product over the group's rollouts i = 0 .. K - 1 (the beta-binomial's P(all pass) and P(all fail))
+_PROD = ("<munderover><mo>\u220f</mo><mrow><mi>i</mi><mo>=</mo><mn>0</mn></mrow><mrow><mi>K</mi><mo>\u2212</mo>"
+         "<mn>1</mn></mrow></munderover>")
+
 #: (caption, MathML) pairs, in reading order
 FORMULAS = (
     ("A group of K rollouts is unanimous (no gradient) with probability",
@@ -33,13 +37,11 @@ FORMULAS = (
         f"<mo>\u2212</mo>{_POW_Q}")),
     ("With correlated rollouts (rho > 0, the lab's rho control) the passes in a group are beta-binomial, with "
      "s = 1/\u03c1 \u2212 1 (\u03c1 = 0 gives p<sup>K</sup> and (1 \u2212 p)<sup>K</sup> again):",
-     _m("<mi>P</mi><mo>(</mo><mtext>all pass</mtext><mo>)</mo><mo>=</mo><munderover><mo>\u220f</mo>"
-        "<mrow><mi>i</mi><mo>=</mo><mn>0</mn></mrow><mrow><mi>K</mi><mo>\u2212</mo><mn>1</mn></mrow></munderover>"
-        "<mfrac><mrow><mi>p</mi><mi>s</mi><mo>+</mo><mi>i</mi></mrow><mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>"
-        "<mo>,</mo><mspace width='1.5em'/><mi>P</mi><mo>(</mo><mtext>all fail</mtext><mo>)</mo><mo>=</mo><munderover>"
-        "<mo>\u220f</mo><mrow><mi>i</mi><mo>=</mo><mn>0</mn></mrow><mrow><mi>K</mi><mo>\u2212</mo><mn>1</mn></mrow>"
-        "</munderover><mfrac><mrow><mo>(</mo><mn>1</mn><mo>\u2212</mo><mi>p</mi><mo>)</mo><mi>s</mi><mo>+</mo><mi>i</mi>"
-        "</mrow><mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>")),
+     _m("<mi>P</mi><mo>(</mo><mtext>all pass</mtext><mo>)</mo><mo>=</mo>" + _PROD
+        + "<mfrac><mrow><mi>p</mi><mi>s</mi><mo>+</mo><mi>i</mi></mrow><mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>")
+     + _m("<mi>P</mi><mo>(</mo><mtext>all fail</mtext><mo>)</mo><mo>=</mo>" + _PROD
+          + "<mfrac><mrow><mo>(</mo><mn>1</mn><mo>\u2212</mo><mi>p</mi><mo>)</mo><mi>s</mi><mo>+</mo><mi>i</mi></mrow>"
+          "<mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>")),
     ("Each prompt's pass rate rises with training progress t (gain g = 7.84):",
      _m("<msub><mi>p</mi><mi>t</mi></msub><mo>=</mo><msubsup><mi>p</mi><mn>0</mn><mrow><mn>1</mn><mo>/</mo>"
         "<mo>(</mo><mn>1</mn><mo>+</mo><mi>g</mi><mi>t</mi><mo>)</mo></mrow></msubsup>")),
