@@ -64,11 +64,13 @@ def decay_text(frame: Frame) -> str:
     """The useful share against training progress t (all prompts, and within the filter's band)."""
     s, pop = frame.scenario, frame.population
     ts = np.array([0.0, float(s.progress), 1.0])
-    every = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)["expected"]
+    curve = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)
+    every, dots = curve["expected"], curve["realised"]
     band = useful_share_curve(pop, ts, s.K, s.rho, frame.band, s.gain)["expected"]
     lo, hi = frame.band
     return (f"Chart: expected share of groups with a gradient as training progress t goes from 0 to 1, at K = {s.K}. "
-            f"All prompts: {percent(every[0])} at t = 0, {percent(every[2])} at t = 1. "
+            f"All prompts: {percent(every[0])} at t = 0, {percent(every[2])} at t = 1 (dots, the groups on the grid: "
+            f"{percent(dots[0])} and {percent(dots[2])}). "
             f"With the filter's band [{lo:g}, {hi:g}]: {percent(band[0])} at t = 0, {percent(band[2])} at t = 1. "
             f"A vertical line marks the current t = {s.progress:.2f}, where the shares are {percent(every[1])} "
             f"and {percent(band[1])}.")

@@ -31,7 +31,8 @@ from panel.custom import JSComponent
 
 from grpo_lab.sims.formatting import fixed, percent
 
-__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "DRAIN_SECONDS",
+__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "STEP_FIGURES",
+           "DRAIN_SECONDS",
            "HIGHLIGHT_CLASS"]
 
 DRAIN_SECONDS = 2.5  #: the drain step moves training progress from 0 to 1 over this long
@@ -110,8 +111,8 @@ TOUR = (
          {**_BASE, "progress": 1.0},
          "The decay curve is the whole run at once: the share of groups with a gradient at every training "
          "progress (the line: expected; the dots: the groups on the grid), here with dots falling from {useful_t0} "
-         "to {useful_t1} at K = 8. The same prompts that taught the model at the start are spent by the end: at "
-         "t = 1 the other {no_gradient_t1} of groups have no gradient.",
+         "to {useful_t1} at K = 8. The same prompts that taught the model at the start are spent by the end: the "
+         "groups that lost their gradient turned orange, all-pass.",
          DECAY),
     Step("A bigger group",
          {**_BASE, "progress": 1.0, "K": 32},
@@ -123,8 +124,9 @@ TOUR = (
          {**_BASE, "progress": 1.0, "K": 32},
          "Every rollout costs compute. The table prices each K for the prompts on screen: at t = 1 a useful group "
          "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. Both of these are true: at K = 32, "
-         "{urk_k32} of every 1,000 rollouts sit in groups with a gradient (against {urk_k8} at K = 8), yet they make "
-         "only {ug_k32} useful groups (against {ug_k8}), because each group takes K rollouts. A bigger K rescues "
+         "{share_k32} of the groups, and so of the rollouts, sit in groups with a gradient (against {share_k8} at "
+         "K = 8), yet they make only {ug_k32} useful groups per 1,000 rollouts (against {ug_k8}), because each group "
+         "takes K rollouts. A bigger K rescues "
          "groups by buying more rollouts, not cheaper ones.",
          KCOST),
     Step("The difficulty filter",
@@ -148,10 +150,17 @@ TOUR = (
 )
 
 
+#: step (1-based) -> the figures it quotes that its outlined element shows while the step is on screen (at a drain
+#: step's end); the others recall an earlier step (step 6's K = 8) or a control's effect (step 8's filter)
+STEP_FIGURES = {3: ("useful_t1",), 4: ("mean_t05", "iid_useful_t05", "real_useful_t05", "jensen_t05"),
+                5: ("useful_t0", "useful_t1"), 6: ("useful_k32",),
+                7: ("rpu_k8", "rpu_k32", "share_k8", "share_k32", "ug_k8", "ug_k32"), 9: ("useful_band_t1",)}
+
+
 @lru_cache(maxsize=1)
 def tour_figures() -> dict[str, str]:
     """The figures the steps quote, for the default population (600 prompts from Beta(2, 3)), from the core, each
-    as the element its step outlines shows it (:data:`FIGURE_ELEMENTS`): the readouts' realised column and the decay
+    as the element its step outlines shows it (:data:`STEP_FIGURES`): the readouts' realised column and the decay
     curve's dots (the groups on the grid), the decay curve's dashed line (the filter's expected share), the outcome
     plot's curve read at the mean pass rate (``d_iid``) and averaged over the prompts (``d_real``), the K-cost
     table (:func:`grpo_lab.sims.kcost.k_cost` over the prompts counted)."""
@@ -171,12 +180,11 @@ def tour_figures() -> dict[str, str]:
     dashed_t1 = useful_share_curve(base.population(), [1.0], base.K, base.rho, base.band, base.gain)["expected"][0]
     t1 = t1.summary
     return {"useful_t0": percent(t0["useful_share_realised"]), "useful_t1": percent(t1["useful_share_realised"]),
-            "no_gradient_t1": percent(1.0 - t1["useful_share_realised"]),
             "useful_k32": percent(k32["useful_share_realised"]),
             "mean_t05": percent(half["mean_pass_rate"]), "iid_useful_t05": percent(1.0 - half["d_iid"]),
             "real_useful_t05": percent(1.0 - half["d_real"]), "jensen_t05": points(half["d_real"] - half["d_iid"]),
             "rpu_k8": fixed(c["rollouts_per_useful"][0], 1), "rpu_k32": fixed(c["rollouts_per_useful"][1], 1),
-            "urk_k8": fixed(c["useful_rollouts_per_1000"][0], 0), "urk_k32": fixed(c["useful_rollouts_per_1000"][1], 0),
+            "share_k8": percent(c["useful_share"][0]), "share_k32": percent(c["useful_share"][1]),
             "ug_k8": fixed(c["useful_per_1000_rollouts"][0], 1), "ug_k32": fixed(c["useful_per_1000_rollouts"][1], 1),
             "kept_t04": percent(view(progress=0.4, band=(0.2, 0.8)).summary["kept_share"]),
             "kept_t1": percent(band_t1["kept_share"]), "useful_band_t1": percent(dashed_t1),
