@@ -222,7 +222,9 @@
     }
     function readAt(p) {
       if (!last || !useful || !isFinite(p)) return;
-      probe = Math.max(0, Math.min(100, Math.round(p * 100))) / 100;  /* to 0.01: a point of the curve (400 = 4 x 100) */
+      var next = Math.max(0, Math.min(100, Math.round(p * 100))) / 100;  /* to 0.01: a point of the curve (400 = 4 x 100) */
+      if (next === probe) return;  /* the pointer moved within the same hundredth: nothing to redraw */
+      probe = next;
       writeReading();
       drawOutcome(last.view, last.values);
     }
