@@ -132,10 +132,10 @@ TOUR = (
     Step("The difficulty filter",
          {**_BASE, "progress": 0.4, "filter": True},
          "The filter trains only on prompts whose current pass rate lies in a band (here 0.2 to 0.8) and greys "
-         "out the rest. At t = 0.4 it keeps {kept_t04} of the prompts, and nearly all kept groups carry a "
-         "gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
+         "out the rest. At t = 0.4 the readouts say it keeps {kept_t04} of the prompts, and nearly all kept groups "
+         "carry a gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
          "rollouts but runs out of prompts.",
-         FILTER, controls=(PROGRESS,)),
+         READOUTS, controls=(FILTER, PROGRESS)),
     Step("Your own run",
          {**_BASE, "progress": 1.0, "filter": True},
          "With the filter on, its dashed decay line ends at {useful_band_t1}, but that share counts only the prompts "
@@ -151,9 +151,10 @@ TOUR = (
 
 
 #: step (1-based) -> the figures it quotes that its outlined element shows while the step is on screen (at a drain
-#: step's end); the others recall an earlier step (step 6's K = 8) or a control's effect (step 8's filter)
+#: step's end); the others recall an earlier step (step 6's K = 8) or what a move the step asks for will show
+#: (step 8's kept pool at t = 1)
 STEP_FIGURES = {3: ("useful_t1",), 4: ("mean_t05", "iid_useful_t05", "real_useful_t05", "jensen_t05"),
-                5: ("useful_t0", "useful_t1"), 6: ("useful_k32",),
+                5: ("useful_t0", "useful_t1"), 6: ("useful_k32",), 8: ("kept_t04",),
                 7: ("rpu_k8", "rpu_k32", "share_k8", "share_k32", "ug_k8", "ug_k32"), 9: ("useful_band_t1",)}
 
 
