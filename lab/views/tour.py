@@ -98,14 +98,12 @@ TOUR = (
          READOUTS, drain=True, controls=(PLAY, PROGRESS)),
     Step("Where the gradient lives",
          {**_BASE, "progress": 0.5},
-         "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K. "
-         "It is high in the middle and falls to zero at both ends, for hard prompts (p near 0) and easy ones "
-         "(p near 1) alike. The bars below it count the prompts at each pass rate, split by what their group did: "
-         "halfway through training most of them sit on the right, where the curve drops. Read at the mean pass rate "
-         "(the dashed line, {mean_t05}) the curve promises {iid_useful_t05} of groups with a gradient, but averaged "
-         "over the prompts' own pass rates it gives {real_useful_t05}: the mean pass rate alone understates the waste "
-         "by {jensen_t05} (the Jensen gap: the curve is a hump, so its average lies below its value at the "
-         "average; drawn against K below the plots).",
+         "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K, "
+         "high in the middle and zero at both ends, for hard prompts (p near 0) and easy ones (p near 1) alike. The "
+         "bars count the prompts at each pass rate by what their group did: halfway through training most sit on the "
+         "right, where the curve drops. At the mean pass rate (the dashed line, {mean_t05}) the curve reads "
+         "{iid_useful_t05}, but averaged over the prompts it gives {real_useful_t05}: the mean alone understates the "
+         "waste by {jensen_t05} (the Jensen gap, drawn against K below the plots).",
          HISTOGRAM),
     Step("The environment expires",
          {**_BASE, "progress": 1.0},
@@ -123,11 +121,10 @@ TOUR = (
     Step("... and its bill",
          {**_BASE, "progress": 1.0, "K": 32},
          "Every rollout costs compute. The table prices each K for the prompts on screen: at t = 1 a useful group "
-         "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. Both of these are true: at K = 32, "
-         "{share_k32} of the groups, and so of the rollouts, sit in groups with a gradient (against {share_k8} at "
-         "K = 8), yet they make only {ug_k32} useful groups per 1,000 rollouts (against {ug_k8}), because each group "
-         "takes K rollouts. A bigger K rescues "
-         "groups by buying more rollouts, not cheaper ones.",
+         "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. With K = 32, {share_k32} of groups (and so of "
+         "rollouts) have a gradient, against {share_k8} at K = 8, yet they make only {ug_k32} useful groups per 1,000 "
+         "rollouts, against {ug_k8}: each group takes K rollouts. A bigger K rescues groups by buying more rollouts, "
+         "not cheaper ones.",
          KCOST),
     Step("The difficulty filter",
          {**_BASE, "progress": 0.4, "filter": True},
