@@ -113,7 +113,8 @@ def build_app(query: dict[str, str] | None = None):
         pn.state.onload(lambda: _sync_url(session.lab, query, tour))
         pn.state.on_session_destroyed(release_soon)  # memory back to the system once a room has left (grpo_lab.memory)
     if session.embed:
-        return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query), PageAccess())
+        return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query),
+                          PageAccess(heading=TITLE))  # the embed shows no title: its h1 for screen readers
     header = [] if session.present else [pn.pane.HTML(_header_html(), sizing_mode="stretch_width", css_classes=["lab-header"])]
     tabs = _lazy_tabs(session)
     tour_panel.on_step = lambda: setattr(tabs, "active", 0)  # a tour step talks about the Live lab tab

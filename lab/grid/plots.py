@@ -6,7 +6,9 @@ current K over the histogram of current pass rates split by realised outcome. Bo
 component, so they repaint in the same event as the grid (``lab/static/live_grid.js``); their data comes from
 the browser kernel (rho = 0) or from Python (rho > 0, ``LiveGrid.curves``). Each ``<svg>`` is ``role="img"`` with
 an ``aria-label`` that Python writes from the core (:mod:`grpo_lab.views.plot_text`, ``LiveGrid.plot_text``).
-Titles and keys are HTML above the plots, so they wrap instead of being cut and never cover the bars.
+Titles and keys are HTML above the plots, so they wrap instead of being cut and never cover the bars. Under the
+P(useful) curve a reading (``gx-curve-read``, a slider for the keyboard: arrow keys, Page Up / Down, Home / End)
+says the curve's value at the pass rate pointed at or chosen, from the curve drawn.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import json
 
 from grpo_lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR, FILTERED_COLOR, FILTERED_LABEL, MIXED_COLOR
 
-__all__ = ["plots_html", "PLOT_COLORS"]
+__all__ = ["plots_html", "PLOT_COLORS", "CURVE_HINT"]
 
 #: the plots' colours: the lab's palette (the histogram's stacks, bottom to top, and the two decay lines)
 PLOT_COLORS = {"mixed": MIXED_COLOR, "all_pass": ALL_PASS_COLOR, "all_fail": ALL_FAIL_COLOR, "filtered": FILTERED_COLOR}
+
+
+#: the curve's reading before the first: how to get one (lab/static/live_plots.js then writes "At pass rate p = ...")
+CURVE_HINT = "Point at the curve, or focus here and press the arrow keys, to read P(gradient) at a pass rate."
 
 
 def _swatch(color: str, label: str, kind: str = "box", extra: str = "") -> str:
@@ -48,5 +54,6 @@ def plots_html(decay_label: str = "", outcome_label: str = "") -> str:
   <figcaption class="gx-plot-title">{_title("P(group has a gradient) at this K, over the prompts by pass rate now", "P(gradient) and prompts by pass rate")}</figcaption>
   <div class="gx-plot-key">{_swatch(MIXED_COLOR, "mixed")}{_swatch(ALL_PASS_COLOR, "all pass")}{_swatch(ALL_FAIL_COLOR, "all fail")}{_swatch(FILTERED_COLOR, FILTERED_LABEL)}<span class="gx-k gx-note">dashed: mean pass rate</span>{_swatch("#767676", "pinned view", "dash", ' id="gx-pin-key" hidden')}</div>
   <svg id="gx-outcome" class="gx-svg gx-svg-outcome" role="img" aria-label="{html.escape(outcome_label, quote=True)}"></svg>
+  <div class="gx-curve-read" style="font-size:13px;line-height:1.35;margin:2px 0;cursor:default" role="slider" tabindex="0" aria-label="Pass rate p at which to read the P(gradient) curve" aria-valuemin="0" aria-valuemax="1" aria-valuenow="0.5" aria-valuetext="{html.escape(CURVE_HINT, quote=True)}">{html.escape(CURVE_HINT)}</div>
 </figure>
 </div>"""
