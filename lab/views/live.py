@@ -128,6 +128,16 @@ class LiveLab:
                 else:
                     self._until_seen.param.watch(lambda e: e.new and self._plots_soon(doc), "seen")
 
+    def kcost_panel(self):
+        """Presentation mode (whose page has no K-cost table): the K-cost table, built on the first call (the guided
+        tour's step on it shows it in the tour's box) and from then on redrawn with the plots."""
+        table = next((p for p in self.plots if isinstance(p, KCostTable)), None)
+        if table is None:
+            table = KCostTable()
+            table.update(self.frame())
+            self.plots.append(table)
+        return table.panel
+
     def _plots_soon(self, doc) -> None:
         """Build the plots (the visitor has got to them) after the builds queued before, one at a time per
         process (lab.views.deferred): visitors still waiting for their first render, or for a control's
