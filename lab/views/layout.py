@@ -25,7 +25,7 @@ import html
 
 import panel as pn
 
-__all__ = ["first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
+__all__ = ["SR_ONLY_CSS", "first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
            "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_heading", "present_plots", "VIEWPORT_TEMPLATE",
            "page_template"]
 
@@ -38,6 +38,10 @@ VIEWPORT_TEMPLATE = ("{% block preamble %}{{ super() }}"
 def page_template(doc) -> None:
     """Give a server session's document :data:`VIEWPORT_TEMPLATE` (Panel extends its base page with it)."""
     doc.template = VIEWPORT_TEMPLATE
+
+#: CSS declarations that take an element off the screen yet leave it to screen readers (a live region keeps speaking)
+SR_ONLY_CSS = ("position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden !important; "
+               "clip-path: inset(50%) !important; margin: 0 !important;")
 
 NARROW_PX = 760  #: below this window width the first screen is one column, the grid first
 #: the grid component (its controls, readouts, key, grid and two plots) takes the page's width
@@ -136,8 +140,7 @@ PRESENT_CSS = f"""
 :host(.tour-with-figure[data-dock=top]) > .tour-figure {{ grid-column: 2; grid-row: 1 / 3; }}
 /* the caption (the view in words) is read out, not drawn: the readouts show its numbers, and the first screen keeps
    its rows for the grid */
-.lab-caption {{ position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden !important;
-  clip-path: inset(50%) !important; margin: 0 !important; }}
+.lab-caption {{ {SR_ONLY_CSS} }}
 :host(.lab-header) h1 {{ font-size: 26px !important; margin: 2px 0 !important; }}
 .bk-tab {{ font-size: 17px !important; }}
 .bk-btn {{ font-size: 20px !important; }}

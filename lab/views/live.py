@@ -32,7 +32,7 @@ from .decay import plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
-from .embed import EMBED_ABOVE_PX
+from .embed import EMBED_ABOVE_PX, short_frame_caption
 from .glyphs import AxisParts
 from grpo_lab.grid.pin import pin_values
 from .in_view import InView
@@ -102,6 +102,7 @@ class LiveLab:
         # mode, which keeps the controls a lecturer touches: Play / Step, progress, K, the filter and its band)
         self.side = None if embed or present else side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
+            short_frame_caption(self.caption.panel)
             self.panel = pn.Column(self.notices, c.main(), grid_pane, self.caption.panel,
                                    css_classes=["lab-embed"])
         else:
