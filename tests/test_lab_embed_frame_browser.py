@@ -163,3 +163,28 @@ def test_the_served_embed_in_a_blog_frame_shows_the_slider_and_the_whole_grid(br
     finally:
         page.close()
     assert errors == []
+
+
+def test_the_switch_is_keyboard_reachable_and_both_views_pass_axe(browser, lab_url):
+    from grpo_lab.testing.page import axe_violations
+
+    page = browser.new_page(viewport={"width": 640, "height": 480})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{lab_url}?embed=true")
+        page.wait_for_function("() => { const v = (" + FIND + ")('.gx-view');"
+                               " return !!(v && v.__grpoPlots && v.__grpoPlots.data); }", timeout=30_000)
+        assert axe_violations(page) == []
+        grid = page.get_by_label("the grid")
+        grid.focus()
+        page.keyboard.press("ArrowRight")  # a radio group: the arrow keys move the choice
+        assert page.get_by_label("the plots").is_checked()
+        page.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
+        assert axe_violations(page) == []
+        page.keyboard.press("ArrowLeft")
+        assert grid.is_checked()
+        page.wait_for_function("() => (" + FIND + ")('#gx-grid').getBoundingClientRect().width > 0", timeout=15_000)
+    finally:
+        page.close()
+    assert errors == []
