@@ -271,15 +271,15 @@ class TourPanel:
         self.text.object = (f"<div class='tour-step' aria-live='polite' style='margin:4px 0;font-size:15px;"
                             f"line-height:1.45'><b>Guided tour, step {step} of {len(TOUR)}: {html.escape(s.title)}.</b> "
                             f"{html.escape(step_text(step))}</div>")
-        if self.figure is not None:
-            figures = [build() for sel, build in self.figures.items() if sel in s.targets]
-            self.figure.objects = [f for f in figures if f is not None]
-            self.figure.visible = bool(self.figure.objects)
-            self.panel.css_classes = ["tour", "tour-with-figure"] if self.figure.visible else ["tour"]
         self.back.disabled = step == 1
         self.next.disabled = step == len(TOUR)
         if self.on_step is not None:
             self.on_step()
+        if self.figure is not None:  # after on_step: the tab a figure comes from is built by then
+            figures = [build() for sel, build in self.figures.items() if sel in s.targets]
+            self.figure.objects = [f for f in figures if f is not None]
+            self.figure.visible = bool(self.figure.objects)
+            self.panel.css_classes = ["tour", "tour-with-figure"] if self.figure.visible else ["tour"]
         self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), controls=[list(c) for c in s.controls],
                                  drain=s.drain,
                                  nonce=self.driver.nonce + 1)
