@@ -15,7 +15,9 @@ lays it out at its own width.
 the left, as tall as the window allows, and beside it the controls a lecturer touches, the three main readouts in
 large type and the two plots; the heading and the tour's link go on Play's row (:func:`present_heading`), and rho,
 the population, Pin, the formulas and the secondary plots are left out; :data:`PRESENT_CSS` is its stylesheet
-(adopted by :class:`grpo_lab.access.PageAccess`). On a phone the grid's controls, readouts and key are compact
+(adopted by :class:`grpo_lab.access.PageAccess`). Its guided tour's box docks beside the lab (a column at the right of
+a wide window) or above it (a band), as ``lab/static/tour.js`` measures, and :data:`PRESENT_CSS` leaves it that room
+(``--present-tour-w``, ``--present-tour-h``), so it covers nothing; the caption is read out, not drawn. On a phone the grid's controls, readouts and key are compact
 (:data:`PHONE_CSS`), so the slider and most of the grid share the first screen.
 """
 
