@@ -9,6 +9,10 @@ an ``aria-label`` that Python writes from the core (:mod:`grpo_lab.views.plot_te
 Titles and keys are HTML above the plots, so they wrap instead of being cut and never cover the bars. Under the
 P(useful) curve a reading (``gx-curve-read``, a slider for the keyboard: arrow keys, Page Up / Down, Home / End)
 says the curve's value at the pass rate pointed at or chosen, from the curve drawn.
+
+A blog's frame (the grid view's ``gx-embed`` container, 480 to 879 px wide: ``lab/static/gridview.css``) has no room
+for the plots beside the grid: there a small switch (:data:`SHOW_SWITCH`, two radio buttons, hidden elsewhere) shows
+the two plots in the grid's place, and the grid again, with no script.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 
 from grpo_lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR, FILTERED_COLOR, FILTERED_LABEL, MIXED_COLOR
 
-__all__ = ["plots_html", "PLOT_COLORS", "CURVE_HINT"]
+__all__ = ["plots_html", "PLOT_COLORS", "CURVE_HINT", "SHOW_SWITCH"]
 
 #: the plots' colours: the lab's palette (the histogram's stacks, bottom to top, and the two decay lines)
 PLOT_COLORS = {"mixed": MIXED_COLOR, "all_pass": ALL_PASS_COLOR, "all_fail": ALL_FAIL_COLOR, "filtered": FILTERED_COLOR}
@@ -26,6 +30,12 @@ PLOT_COLORS = {"mixed": MIXED_COLOR, "all_pass": ALL_PASS_COLOR, "all_fail": ALL
 
 #: the curve's reading before the first: how to get one (lab/static/live_plots.js then writes "At pass rate p = ...")
 CURVE_HINT = "Point at the curve, or focus here and press the arrow keys, to read P(gradient) at a pass rate."
+
+#: the switch between the grid and the plots in a blog's frame (CSS alone: lab/static/gridview.css)
+SHOW_SWITCH = ('<fieldset class="gx-show"><legend>Show</legend>'
+               '<label><input type="radio" name="gx-show" value="grid" checked> the grid</label>'
+               '<label><input type="radio" name="gx-show" value="plots" class="gx-show-plots"> the plots</label>'
+               '</fieldset>')
 
 
 def _swatch(color: str, label: str, kind: str = "box", extra: str = "") -> str:
@@ -42,9 +52,11 @@ def _title(long: str, short: str) -> str:
 
 
 def plots_html(decay_label: str = "", outcome_label: str = "") -> str:
-    """Both plots: a title, a key and an empty ``<svg>`` each (``aria-label``: the given text alternatives)."""
+    """Both plots: a title, a key and an empty ``<svg>`` each (``aria-label``: the given text alternatives), after the
+    frame's switch between them and the grid (:data:`SHOW_SWITCH`)."""
     colors = html.escape(json.dumps(PLOT_COLORS), quote=True)
-    return f"""<div class="gx-plots" data-colors="{colors}">
+    return f"""{SHOW_SWITCH}
+<div class="gx-plots" data-colors="{colors}">
 <figure class="gx-plot gx-plot-decay">
   <figcaption class="gx-plot-title">{_title("Groups with a gradient as training progresses", "Groups with a gradient over training")}</figcaption>
   <div class="gx-plot-key">{_swatch(MIXED_COLOR, "all prompts", "line")}{_swatch(ALL_PASS_COLOR, "with the filter's band", "dash")}<span class="gx-k gx-note">lines expected, dots realised; black line: t now</span></div>

@@ -390,10 +390,17 @@
       hoverChanged(i, pu);
     }
 
-    /* a new width may wrap the readouts differently: measure their height again on the next paint */
-    window.addEventListener("resize", function () {
-      if (el.readouts.__grpoFixed) { unfix(el.readouts); fix(el.readouts); }
-    });
+    /* a new width may wrap the readouts differently: measure their height again (the window resized, or the column
+       holding them changed width: presentation mode's tour docks its box beside the lab) */
+    function refix() { if (el.readouts.__grpoFixed) { unfix(el.readouts); fix(el.readouts); } }
+    window.addEventListener("resize", refix);
+    if (typeof ResizeObserver !== "undefined") {
+      var readoutsWidth = 0;
+      new ResizeObserver(function (entries) {
+        var w = Math.round(entries[entries.length - 1].contentRect.width);
+        if (w !== readoutsWidth) { var was = readoutsWidth; readoutsWidth = w; if (was) refix(); }
+      }).observe(el.readouts);
+    }
 
     el.grid.addEventListener("pointermove", function (e) { tip({x: e.clientX, y: e.clientY}); });
     el.grid.addEventListener("pointerdown", function (e) {

@@ -116,9 +116,10 @@
     }
 
     function drawOutcome(view, values) {
-      var s = size(svgOut), split = Math.round(s.h * 0.36), bottom = s.h - 2.7 * s.fs;
+      var s = size(svgOut), split = Math.round(s.h * 0.4), bottom = s.h - 2.7 * s.fs;
       var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
-      var top = frame(s, 6, split - gap, [0, 1], fmt, false);
+      var head = 6 + 1.3 * s.fs;  /* the upper panel's label sits above its frame, where no curve runs */
+      var top = frame(s, head, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
       var ymax = Math.max(5, Math.ceil(max / 5) * 5);
@@ -151,7 +152,7 @@
       var mean = view.summary.mean_pass_rate;
       if (isFinite(mean)) {
         var mx = X(mean).toFixed(1);
-        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
+        out += '<line x1="' + mx + '" x2="' + mx + '" y1="' + head + '" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
       }
       outGeom = {ml: top.ml, mr: top.mr, w: s.w, h: s.h};
       if (probe !== null && useful && isFinite(useful[Math.round(probe * (POINTS - 1))])) {
@@ -163,13 +164,13 @@
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);
-        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="6" y2="' + bottom +
+        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="' + head + '" y2="' + bottom +
                '" stroke="#000" stroke-width="2"/>';
         if (isFinite(hovered.pu)) out += '<circle class="gx-hover-dot" data-p="' + hovered.p + '" data-pu="' +
                                          hovered.pu + '" cx="' + hx + '" cy="' + top.Y(hovered.pu).toFixed(1) +
                                          '" r="5" fill="#fff" stroke="#000" stroke-width="2"/>';
       }
-      out += '<text x="' + (top.ml + 4) + '" y="' + (6 + s.fs * 1.1) + '" fill="#444">P(gradient), K = ' +
+      out += '<text class="gx-curve-label" x="' + top.ml + '" y="' + (2 + s.fs) + '" fill="#444">P(gradient), K = ' +
              values.K + "</text>";
       svgOut.innerHTML = '<defs><pattern id="gx-hatch-1" width="6" height="6" patternUnits="userSpaceOnUse">' +
         '<path d="M0 6L6 0" stroke="#000" stroke-opacity=".45"/></pattern><pattern id="gx-hatch-2" width="6" ' +

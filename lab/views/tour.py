@@ -31,6 +31,8 @@ from panel.custom import JSComponent
 
 from grpo_lab.sims.formatting import fixed, percent
 
+from .layout import PRESENT_TOUR_BUTTON_PX
+
 __all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "STEP_FIGURES",
            "DRAIN_SECONDS",
            "HIGHLIGHT_CLASS"]
@@ -223,6 +225,9 @@ class TourDriver(JSComponent):
     drain = param.Boolean(default=False, doc="Move the grid's progress slider from its minimum to its maximum.")
     drain_seconds = param.Number(default=DRAIN_SECONDS, bounds=(0.1, None), doc="The drain's length, in seconds.")
     highlight = param.String(default=HIGHLIGHT_CLASS, doc="The class put on the step's subject.")
+    present = param.Boolean(default=False, doc=(
+        "Presentation mode: dock the tour's box where it hides nothing (a column at the right of a wide window, else "
+        "a band at the top) and leave it that room in the page's layout, instead of scrolling (lab.views.layout)."))
     nonce = param.Integer(default=0, doc="Bumped each time a step is shown.")
 
     _esm = _JS.read_text(encoding="utf-8")
@@ -238,10 +243,16 @@ _BOX_CSS = """
 class TourPanel:
     """The tour's box: the step's title and text, Back / Next / End tour; hidden while no tour runs.
 
-    ``on_step``: called (no arguments) each time a step is shown, e.g. to bring the Live lab tab forward."""
+    ``on_step``: called (no arguments) each time a step is shown, e.g. to bring the Live lab tab forward.
+    ``present``: presentation mode (the box docks beside or above the lab: ``lab/static/tour.js``; its text is sized
+    for a projector's back row by ``lab.views.layout.PRESENT_CSS``). ``figures``: selector -> a function returning a
+    panel, shown in the box under the text of a step whose targets name that selector (presentation mode builds no
+    K-cost table on its page, so the step on it shows one here)."""
 
-    def __init__(self, tour: TourState, lab, on_step=None):
-        self.tour, self.lab, self.on_step = tour, lab, on_step
+    def __init__(self, tour: TourState, lab, on_step=None, present: bool = False, figures: dict | None = None):
+        self.tour, self.lab, self.on_step, self.present = tour, lab, on_step, present
+        self.figures = dict(figures or {})
+        self.figure = None  # the box's slot for a step's figure (built with the box)
         self.text = self.back = self.next = self.end = self.driver = None  # built when a tour first shows
         self.panel = pn.Column(sizing_mode="stretch_width", css_classes=["tour"], visible=False,
                                stylesheets=[_BOX_CSS],
@@ -259,8 +270,14 @@ class TourPanel:
         self.back.on_click(lambda _e: self.go(self.tour.step - 1))
         self.next.on_click(lambda _e: self.go(self.tour.step + 1))
         self.end.on_click(lambda _e: self.go(0))
-        self.driver = TourDriver(width=0, height=0, margin=0)
-        self.panel.objects = [self.text, pn.Row(self.back, self.next, self.end, self.driver)]
+        self.driver = TourDriver(width=0, height=0, margin=0, present=self.present)
+        if self.present:  # wide enough for their labels in presentation mode's type, three to a 380 px column
+            for b in (self.back, self.next, self.end):
+                b.width = PRESENT_TOUR_BUTTON_PX
+        buttons = pn.Row(self.back, self.next, self.end, self.driver, css_classes=["tour-buttons"])
+        if self.figures:  # a slot for a step's figure, only where there are figures (one Bokeh model fewer elsewhere)
+            self.figure = pn.Column(sizing_mode="stretch_width", margin=(0, 4), visible=False, css_classes=["tour-figure"])
+        self.panel.objects = [p for p in (self.text, self.figure, buttons) if p is not None]
 
     def go(self, step: int) -> None:
         """Show step ``step`` (0 ends the tour) and set the lab to it."""
@@ -288,6 +305,11 @@ class TourPanel:
         self.next.disabled = step == len(TOUR)
         if self.on_step is not None:
             self.on_step()
+        if self.figure is not None:  # after on_step: the tab a figure comes from is built by then
+            figures = [build() for sel, build in self.figures.items() if sel in s.targets]
+            self.figure.objects = [f for f in figures if f is not None]
+            self.figure.visible = bool(self.figure.objects)
+            self.panel.css_classes = ["tour", "tour-with-figure"] if self.figure.visible else ["tour"]
         self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), controls=[list(c) for c in s.controls],
                                  drain=s.drain,
                                  nonce=self.driver.nonce + 1)
