@@ -6,16 +6,14 @@ before the stall. A run whose groups are all dead stops cleanly with a checkpoin
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 
-import numpy as np
 import pytest
 
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.tracker_values import PREFIX
-from grpo_lab.sims.ingest.trackers import read_run_scalars, read_scalars
+from grpo_lab.sims.ingest.trackers import read_run_scalars, record_from_scalars
 from grpo_lab.testing.trl_stall import stalling_trainer
 from grpo_lab.testing.trl_tiny import make_trainer
 from grpo_lab.trl_recorder import BatchNotFilled, StallForecast
@@ -23,9 +21,11 @@ from grpo_lab.trl_recorder import BatchNotFilled, StallForecast
 CAP = 4
 
 
-def _cut(record, step):
-    n = int(np.searchsorted(record.steps["step"], step, side="right"))
-    return dataclasses.replace(record, steps={k: np.asarray(v)[:n] for k, v in record.steps.items()})
+def _as_of(folder, step):
+    """What the callback read when ``step`` was the last step logged: W&B's series cut there, read as ingest does."""
+    rs = read_run_scalars(folder, fmt="wandb")
+    rs.series = {k: (s[s <= step], v[s <= step]) for k, (s, v) in rs.series.items() if (s <= step).any()}
+    return record_from_scalars(rs, str(folder), num_generations=4)
 
 
 def _wandb_env(monkeypatch, tmp_path):
@@ -91,9 +91,8 @@ def test_the_forecast_lands_in_tensorboard_and_wandb_and_the_alert_comes_before_
     assert len(alert) == 1 and alert[0].level == "WARN" and f"At step {alerts[0]['step']} " in alert[0].text
 
     # the doctor on the metrics as W&B holds them (float64, as logged), cut at a step, says what was written then
-    record = read_scalars(folder, num_generations=4)
-    for e in (events[0], alerts[0], events[len(events) // 2]):
-        assert diagnose(_cut(record, e["step"]), trainer_config=fc.settings)["tracker"] == e["tracker"]
+    for e in (events[0], alerts[0], events[len(events) // 2], events[-1]):
+        assert diagnose(_as_of(folder, e["step"]), trainer_config=fc.settings)["tracker"] == e["tracker"]
     # grpo-lab diagnose --json is that diagnosis on a record: tests/test_watch_emit.py runs the command
 
 

@@ -6,7 +6,6 @@ equal the doctor's diagnosis (``diagnose --json``'s ``tracker``) of the record a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 
@@ -18,7 +17,7 @@ from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.scalars_sim import simulate_dapo
 from grpo_lab.sims.doctor.tracker_values import PREFIX
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
-from grpo_lab.sims.ingest.trackers import read_run_scalars, read_scalars
+from grpo_lab.sims.ingest.trackers import read_run_scalars, read_scalars, record_from_scalars
 from grpo_lab.testing.cli import run_cli
 
 FLAGS = ["--gen-batch-size", "96", "--train-batch-size", "64", "--max-num-gen-batches", "3"]
@@ -36,14 +35,16 @@ def run():
     return rows, stall
 
 
-def _cut(record, step):
-    """The scalars record as it stood when ``step`` was the last step logged."""
-    n = int(np.searchsorted(record.steps["step"], step, side="right"))
-    return dataclasses.replace(record, steps={k: np.asarray(v)[:n] for k, v in record.steps.items()})
+def _as_of(path, step, **kw):
+    """The scalars record of the log at ``path`` as it stood when ``step`` was its last step: every series cut
+    there, then read as ingest reads a log (the reader's inferences, e.g. the groups per row, see only that)."""
+    rs = read_run_scalars(path, **kw)
+    rs.series = {k: (s[s <= step], v[s <= step]) for k, (s, v) in rs.series.items() if (s <= step).any()}
+    return record_from_scalars(rs, str(path), num_generations=8)
 
 
-def _tracker_at(record, step):
-    return diagnose(_cut(record, step), trainer_config=SETTINGS, num_generations=8)["tracker"]
+def _tracker_at(path, step):
+    return diagnose(_as_of(path, step), trainer_config=SETTINGS, num_generations=8)["tracker"]
 
 
 def test_tensorboard_curves_equal_the_diagnosis_and_the_alert_comes_first(tmp_path, run):
@@ -79,14 +80,13 @@ def test_tensorboard_curves_equal_the_diagnosis_and_the_alert_comes_first(tmp_pa
 
     ea = EventAccumulator(str(logdir), size_guidance={"scalars": 0, "tensors": 0})
     ea.Reload()
-    record = read_scalars(logdir, num_generations=8)
     keys = (PREFIX + "expiry_step", PREFIX + "first_stall_median", PREFIX + "p_stall_next", PREFIX + "mixed_now")
     got = {key: {e.step: e.value for e in ea.Scalars(key)} for key in keys}
     for key in keys:
         assert sorted(got[key]) == sorted(e["step"] for e in emitted if key in e["tracker"])
     checked = 0
     for e in emitted[::4] + emitted[-1:]:  # each checked step recomputed from the log as it stood then
-        want = _tracker_at(record, e["step"])
+        want = _tracker_at(logdir, e["step"])
         assert want == e["tracker"]
         for key in keys:
             if key in want:

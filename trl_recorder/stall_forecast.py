@@ -95,17 +95,13 @@ class StallForecast:
 
     # -- each log
     def record(self):
-        """The scalars-only record of what was logged so far, read as ingest reads a tracker's copy of it."""
-        from grpo_lab.sims.ingest.trackers import dialects
-        from grpo_lab.sims.ingest.trackers.common import series_from_rows
-        from grpo_lab.sims.scalars_record import scalars_record
+        """The scalars-only record of what was logged so far, read as ingest reads a tracker's copy of it
+        (:func:`grpo_lab.sims.ingest.trackers.record_from_scalars`)."""
+        from grpo_lab.sims.ingest.trackers import record_from_scalars
+        from grpo_lab.sims.ingest.trackers.common import RunScalars, series_from_rows
 
-        series = series_from_rows(self.rows)
-        d = dialects.detect(series)
-        steps, cols, raw, read, missing, notes, K = dialects.map_run(series, self.config, d, self.K)
-        source = {"format": "trl-callback", "trainer": d.trainer, "run": "live", "dialect": read, "missing": missing,
-                  "notes": notes}
-        return scalars_record("live", steps, cols, num_generations=K, source=source, raw=raw)
+        rs = RunScalars(name="live", series=series_from_rows(self.rows), config=dict(self.config), fmt="trl-callback")
+        return record_from_scalars(rs, "", num_generations=self.K)
 
     def on_log(self, step: int, logs: dict, control) -> None:
         from grpo_lab.sims.ingest.trackers.common import add_row

@@ -58,12 +58,12 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_watch)
 
 
-def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None):
+def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None, config=None):
     """The run's scalars-only record (:func:`grpo_lab.sims.ingest.trackers.read_scalars`), tolerating a file still
-    being written."""
+    being written; ``config`` the --trainer-config file's keys (K, batch sizes, TRL's accumulation) for the reader."""
     from grpo_lab.sims.ingest.trackers import read_scalars
 
-    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True)
+    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True, config=config)
 
 
 def signature(path) -> tuple:
@@ -95,13 +95,14 @@ def _line(ev: dict) -> str:
 def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=None, groups_per_step=None,
           warn_steps: int = 20, interval: float = DEFAULT_INTERVAL, max_polls: int = 0, write=print,
           sleep=time.sleep, emit: bool = False, alert_before: int | None = None, wandb_online: bool = False,
-          writer=None) -> list[dict]:
+          writer=None, config: dict | None = None) -> list[dict]:
     """Poll ``path`` and write one line per new step (see the module docstring); returns the events.
 
     ``path`` may not exist yet (the trainer has not written its first event): the watch says so once and waits.
     ``emit``: each new step's forecast is also written into the run's tracker (:mod:`grpo_lab.tracker_emit`; the
     event's ``tracker`` values and ``rules``), with one alert ``alert_before`` steps (default ``warn_steps``) before
-    the forecast stall; ``writer``: a writer to use instead of the tracker's own (tests)."""
+    the forecast stall; ``writer``: a writer to use instead of the tracker's own (tests); ``config``: the
+    --trainer-config file's keys for the reader (:func:`read_tracker`)."""
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
 
     if interval < 0 or max_polls < 0:
@@ -120,7 +121,7 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
                 sig = signature(path)
                 if sig != seen:
                     seen = sig
-                    record = _read(path, fmt, run, num_generations, events, write, said)
+                    record = _read(path, fmt, run, num_generations, events, write, said, config)
                     ev = w.update(record) if record is not None else None
                     if ev is not None:
                         events.append(ev)
@@ -142,11 +143,11 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
             emitter.close()
 
 
-def _read(path, fmt, run, num_generations, events, write, said):
+def _read(path, fmt, run, num_generations, events, write, said, config=None):
     """The record so far, or None: before the first event a folder with no file yet is waited for (said once); files
     that do not read then are bad input (raised)."""
     try:
-        return read_tracker(path, fmt=fmt, run=run, num_generations=num_generations)
+        return read_tracker(path, fmt=fmt, run=run, num_generations=num_generations, config=config)
     except InputError as exc:
         if not events and signature(path):  # files that do not read before any event: bad input
             raise
@@ -219,6 +220,11 @@ class _Emitter:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     settings = trainer_settings(args)
+    config = None
+    if args.trainer_config:  # the same file informs the reader: K, batch sizes, TRL's groups per logged row
+        from grpo_lab.sims.ingest.trackers.common import load_config
+
+        config = load_config(args.trainer_config)
 
     def write(line):
         print(line, flush=True)
@@ -226,6 +232,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
     watch(args.path, settings, fmt=args.format, run=args.run, num_generations=args.num_generations,
           groups_per_step=args.groups_per_step, warn_steps=args.warn_steps, interval=args.interval,
           max_polls=args.max_polls, write=write, emit=args.emit, alert_before=args.alert_before,
-          wandb_online=args.wandb_online)
+          wandb_online=args.wandb_online, config=config)
     sys.stdout.flush()
     return 0
