@@ -33,7 +33,8 @@ from ..common import DEFAULT_MAX_BYTES
 from . import dialects as _dialects
 from . import jsonl as _jsonl
 
-__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "detect_format", "list_runs", "read_run_scalars"]
+__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "record_from_scalars", "detect_format", "list_runs",
+           "read_run_scalars"]
 
 FORMATS = ("tensorboard", "wandb", "mlflow", "trackio", "jsonl")  #: tracker formats; "auto" detects one
 
@@ -176,6 +177,14 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
                       "groups_per_row": None}
             return scalars_record(rs.name, [], {}, num_generations=num_generations, source=source)
         raise InputError(f"{path}: run {rs.name!r} holds no scalars")
+    return record_from_scalars(rs, str(path), trainer=trainer, num_generations=num_generations, config=config)
+
+
+def record_from_scalars(rs, path: str, *, trainer: str | None = None, num_generations: int | None = None,
+                        config: dict | None = None) -> RunRecord:
+    """The scalars-only record of one run's series as logged (:class:`.common.RunScalars`, not empty): the dialect
+    applied as :func:`read_scalars` does (its parameters); also what the TRL callback builds from the logs it sees
+    (:mod:`grpo_lab.trl_recorder.stall_forecast`), so both read the same metrics the same way."""
     if config:
         rs.config = {**rs.config, **config}  # --trainer-config: the run's settings, over any the tracker stored
         rs.notes.append("config keys from --trainer-config")
