@@ -174,6 +174,8 @@ class ReplayView(pn.viewable.Viewer):
         # record names, file names and ingest messages come from visitors: notices show them as plain text
         self.missing_pane = TextNotice("", "warning", css_classes=["replay-missing"])
         self.error_pane = TextNotice("", "danger", css_classes=["replay-error"])
+        # a followed tracker log that stopped growing, was truncated or replaced: said in words (trackers.py)
+        self.follow_pane = TextNotice("", "warning", css_classes=["replay-follow"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -221,7 +223,8 @@ class ReplayView(pn.viewable.Viewer):
         self.plots.on_note = lambda note: plots.insert(0, pn.pane.Bokeh(note, sizing_mode="stretch_width"))
         if self.plots.note is not None:  # already made while the runs were first loaded
             self.plots.on_note(self.plots.note)
-        return pn.Column(self.error_pane, self.missing_pane, _wrap(left, plots, basis=None), self.diagnose,
+        return pn.Column(self.error_pane, self.missing_pane, self.follow_pane, _wrap(left, plots, basis=None),
+                         self.diagnose,
                          css_classes=["replay-tab"], sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -316,6 +319,7 @@ class ReplayView(pn.viewable.Viewer):
         """Re-read followed runs whose run.json (a tracker log: its files) changed; a slider at the last step stays at
         the last step."""
         fresh = tuple(f.poll() if f is not None else None for f in self._followers)
+        self.follow_pane.show(" ".join(f.notice for f in self._followers if getattr(f, "notice", "")))
         if any(r is not None for r in fresh):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)
 
