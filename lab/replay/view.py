@@ -158,7 +158,8 @@ class ReplayView(pn.viewable.Viewer):
                               "value")
 
         # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
-        self.file_input = UploadInput(css_classes=["replay-upload"], width=300)
+        # any file: a TensorBoard event file's name has no extension to offer in the picker
+        self.file_input = UploadInput(css_classes=["replay-upload"], width=300, accept="")
         self._job: UploadJob | None = None
         self.format_select = pn.widgets.Select(label="Format of the upload", options=list(self.state.param.upload_format.objects),
                                                value=self.state.upload_format, css_classes=["replay-format"], width=150)
@@ -207,7 +208,10 @@ class ReplayView(pn.viewable.Viewer):
         upload = pn.Column(
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
-                             "folder. It stays in this browser session. " + describe_limits()),
+                             "folder; or a tracker's log (scalars only): a TensorBoard event file, a W&B `.wandb` "
+                             "log or history export, a trackio `.db`, a `metrics.jsonl`, or a .zip of a TensorBoard, "
+                             "W&B or MLflow run folder (format *tracker*). It stays in this browser session. "
+                             + describe_limits()),
             _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")
         a, b = self.slots
         wide = {"sizing_mode": "stretch_width"}

@@ -19,7 +19,8 @@ searched up to :data:`.forecast.HORIZON` run lengths ahead (closed form: ``t* = 
 normal approximation (a draw that never crosses within the horizon counts as beyond it: the upper bound is then
 None). A run whose fitted share at its last step is already below is expired "now".
 
-**Stall** (where the loop's settings are given and it has a cap, or a finite pool: :func:`effective_cap`): at step s a DAPO step draws rounds of
+**Stall** (where the loop's settings are given and it has a cap, or a finite pool:
+:func:`effective_cap`): at step s a DAPO step draws rounds of
 ``gen_batch`` prompts until ``train_batch`` mixed groups are kept; with every prompt mixed with probability m(s),
 P(stall at s) = P(R > cap) of :func:`.stall.rounds_distribution` (the core's computation, its large-dataset case;
 tabulated once per loop over the share and interpolated: :func:`stall_table`).
