@@ -37,10 +37,12 @@ class FleetRun:
     forecast: dict | None = None
     error: str = ""
     settings_source: str = ""
+    replay_label: str = ""  #: the run's label in the Replay (a tracker log's with its prefix)
 
     def row(self) -> dict:
         f = self.forecast or {}
-        return {"run": self.label, "kind": self.kind, "source": str(getattr(self.source, "path", self.source)),
+        return {"run": self.label, "replay_label": self.replay_label or self.label, "kind": self.kind,
+                "source": str(getattr(self.source, "path", self.source)),
                 "steps": f.get("steps", 0), "last_step": f.get("last_step"), "mixed_now": f.get("mixed_now"),
                 "fit_now": f.get("fit_now"), "forecast": f.get("forecast"), "left": f.get("left"),
                 "expiry": f.get("expiry"), "stall": f.get("stall"), "spark": f.get("spark", []),
@@ -65,9 +67,9 @@ class Fleet:
         root = Path(self.folder)
         if not root.is_dir():
             raise InputError(f"{self.folder!r} is not a folder")
-        found = {label: ("record", str(path)) for label, path in list_runs(root).items()}
+        found = {label: ("record", str(path), label) for label, path in list_runs(root).items()}
         for label, src in tracker_logs(root).items():
-            found.setdefault(label[len(PREFIX):], (f"tracker log ({src.fmt})", src))
+            found.setdefault(label[len(PREFIX):], (f"tracker log ({src.fmt})", src, label))
         return found
 
     def refresh(self) -> list[dict]:
@@ -78,10 +80,10 @@ class Fleet:
         found = self._scan()
         self.runs = {k: v for k, v in self.runs.items() if k in found}
         read = bytes_read = 0
-        for label, (kind, source) in found.items():
+        for label, (kind, source, replay_label) in found.items():
             run = self.runs.get(label)
             if run is None:
-                run = self.runs[label] = FleetRun(label, kind, source)
+                run = self.runs[label] = FleetRun(label, kind, source, replay_label=replay_label)
             did, n = self._update(run)
             read += did
             bytes_read += n

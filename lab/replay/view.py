@@ -116,7 +116,8 @@ def _followed(f) -> str | TrackerSource | None:
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
-    def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None, **params):
+    def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None,
+                 run: str | None = None, **params):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
@@ -130,6 +131,8 @@ class ReplayView(pn.viewable.Viewer):
         self.pairs = pairs_in(self.state.choices)  # the named side-by-side views whose runs are here
         if pair in self.pairs:
             self.state.param.update(pair=pair, run=self.pairs[pair][1], compare=self.pairs[pair][2])
+        elif run in self.state.choices:  # ?run=LABEL (the Fleet tab's links)
+            self.state.run = run
 
         axes = AxisParts()  # one ticker, formatter and label policy for all of the tab's axes
         self.slots = [Slot("a", axes=axes), Slot("b", axes=axes)]
@@ -198,6 +201,8 @@ class ReplayView(pn.viewable.Viewer):
         if pair is not None and pair not in self.pairs:  # from the URL: said as plain text, the page goes on
             self.state.error = (f"No side-by-side view named {pair!r} here; choose one under Side by side "
                                 f"({', '.join(self.pairs) or 'none'}).")
+        elif run is not None and run not in self.state.choices:
+            self.state.error = f"No run named {run!r} here; choose one under Run."
         self._layout = self._build_layout()
 
     # --- layout (it wraps: from a 360 px phone, one column, to a wide screen, controls beside the plots) ---------
