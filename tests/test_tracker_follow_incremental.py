@@ -172,3 +172,25 @@ def test_every_store_kind_is_listed_for_following(tmp_path):
         rec = read_shared(source)
         _same(rec, read_scalars(source.path, fmt=source.fmt, run=source.run))
         assert len(rec.steps["step"]) == 30
+
+
+def test_the_replay_shows_the_live_forecast_and_keeps_it_when_the_log_is_cut(tmp_path):
+    from grpo_lab.replay.live_forecast import live_forecast
+    from grpo_lab.replay.view import ReplayView
+
+    log = _jsonl(tmp_path, 20)
+    view = ReplayView(runs_root=tmp_path)
+    line = view.follow_pane.lines["replay-live-forecast"]
+    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 20")
+    with open(log, "a") as fh:
+        fh.write((FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()[20] + "\n")
+    view.poll()
+    line = view.follow_pane.lines["replay-live-forecast"]
+    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 21")
+    with open(log, "r+") as fh:
+        fh.truncate(300)
+    view.poll()
+    assert view.follow_pane.lines["replay-live-forecast"] == line  # the last good forecast, kept
+    assert view.follow_pane.lines["replay-follow"].startswith("The log changed while followed: metrics.jsonl was "
+                                                              "truncated")
+    assert list(view.axis.data["step"])[-1] == 21

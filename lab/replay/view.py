@@ -36,7 +36,7 @@ from bokeh.models import ColumnDataSource
 
 from grpo_lab.memo import Memo
 from grpo_lab.memory import trim
-from grpo_lab.notice import TextNotice, plain_html
+from grpo_lab.notice import NoticeLines, TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
@@ -45,6 +45,7 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
+from .live_forecast import live_forecast
 from .trackers import TrackerFollower, TrackerSource, follower, read_shared, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
@@ -178,8 +179,9 @@ class ReplayView(pn.viewable.Viewer):
         # record names, file names and ingest messages come from visitors: notices show them as plain text
         self.missing_pane = TextNotice("", "warning", css_classes=["replay-missing"])
         self.error_pane = TextNotice("", "danger", css_classes=["replay-error"])
-        # a followed tracker log that stopped growing, was truncated or replaced: said in words (trackers.py)
-        self.follow_pane = TextNotice("", "warning", css_classes=["replay-follow"])
+        # a followed run: its live forecast (live_forecast.py); a log that stopped growing, was truncated or replaced,
+        # said in words (trackers.py); one pane, two lines
+        self.follow_pane = NoticeLines(["replay-live-forecast", "replay-follow"], css_classes=["replay-following"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -304,6 +306,8 @@ class ReplayView(pn.viewable.Viewer):
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
         self._describe(views)
+        live = self._followers[0] is not None and self._followers[0].active and views[0] is not None
+        self.follow_pane.show("replay-live-forecast", live_forecast(views[0].record) if live else "")
         pos = (len(steps) - 1 if pin else min(self.grid.value, len(steps) - 1)) if len(steps) else 0
         self.grid.param.update(frames=frames_data(views, steps), value=pos, rates=self.state.view == VIEWS[1])
         self.paint(pos)
@@ -328,7 +332,7 @@ class ReplayView(pn.viewable.Viewer):
         """Re-read followed runs whose run.json (a tracker log: its files) changed; a slider at the last step stays at
         the last step."""
         fresh = tuple(f.poll() if f is not None else None for f in self._followers)
-        self.follow_pane.show(" ".join(f.notice for f in self._followers if getattr(f, "notice", "")))
+        self.follow_pane.show("replay-follow", " ".join(f.notice for f in self._followers if getattr(f, "notice", "")))
         if any(r is not None for r in fresh):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)
 
