@@ -98,3 +98,16 @@ def test_the_decay_curve_shows_when_dapo_stalls(page, lab_url):
     page.locator("#sc-loop").select_option("none")
     page.wait_for_function(f"({READ_CLASS})('gx-stall-key') === null", timeout=30_000)
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize("n,a,b", [(20_000, 2.0, 3.0), (20_000, 0.3, 0.3), (5_000, 5.0, 1.0), (20_000, 1.0, 8.0)])
+def test_a_large_population_is_thinned_within_a_thousandth(n, a, b):
+    from grpo_lab.sims.sweep import useful_share_curve
+
+    for K in (2, 8, 64):
+        for rho in (0.0, 0.5):
+            s = Scenario(n_prompts=n, a=a, b=b, K=K)
+            pop = s.population()
+            whole = useful_share_curve(pop, TS, K, rho, None, s.gain, realised=False)["expected"]
+            got = loop_stall_curve(pop, TS, K, rho, None, s.gain, "GRPO", 512, 64, 2)["u"]
+            assert np.max(np.abs(got - whole)) < 1e-3
