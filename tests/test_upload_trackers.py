@@ -153,3 +153,4 @@ def test_an_archive_of_two_runs_asks_for_one():
                  ("b/metrics.jsonl", (FIXTURES / "jsonl" / "metrics.jsonl").read_bytes())])
     rec, error = load_upload("two.zip", data, "tracker", 0.0)
     assert rec is None and "\n" not in error and "2 jsonl runs" in error
+    assert "--run" not in error and "upload one run at a time (a .zip of one run's folder)" in error
