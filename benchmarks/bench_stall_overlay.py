@@ -58,7 +58,7 @@ def main() -> int:
             cols = [1000 * statistics.median(times[name]) for name, _ in loops]
             over = max(cols[1:]) - cols[0]
             print(f"{label:<30} {frames:<22} " + " ".join(f"{c:8.1f}ms" for c in cols) +
-                  f"   +{over:.1f} ms a frame ({100 * over / cols[0]:.0f}%)")
+                  f"   {over:+.1f} ms a frame ({100 * over / cols[0]:+.0f}%)")
         lab.param.update(loop="none")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
