@@ -10,6 +10,7 @@ last complete record ended to the file's end, and the records, lines or rows in 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -194,3 +195,20 @@ def test_the_replay_shows_the_live_forecast_and_keeps_it_when_the_log_is_cut(tmp
     assert view.follow_pane.lines["replay-follow"].startswith("The log changed while followed: metrics.jsonl was "
                                                               "truncated")
     assert list(view.axis.data["step"])[-1] == 21
+
+
+def test_a_resumed_run_relogging_steps_reads_as_the_whole_reader_reads_it(tmp_path):
+    """A trainer resumed from a checkpoint logs again the steps after it: the later value of a step wins, as in a
+    full read (the follower's fast path, appending steps in order, must not apply)."""
+    log = _jsonl(tmp_path, 12)
+    follower = LogFollower(str(log), "jsonl")
+    follower.refresh()
+    lines = (FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()
+    with open(log, "a") as fh:  # resumed at step 8: steps 8.. logged again (other values), then on to 16
+        for line in lines[7:16]:
+            row = json.loads(line)
+            row["env/all/reward/total"] = row["env/all/reward/total"] / 2
+            fh.write(json.dumps(row) + "\n")
+    rec = follower.refresh()
+    _same(rec, read_scalars(str(log), fmt="jsonl"))
+    assert list(rec.steps["step"]) == list(range(1, 17))

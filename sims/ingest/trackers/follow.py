@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ...errors import InputError
 from ...record import RunRecord
 from .common import RunScalars, add_row, charge_files, flatten, pick_run, series_from_rows
@@ -78,6 +80,7 @@ class LogFollower:
     change: str = "new"  #: the last refresh's kind: new, grew, unchanged, truncated, replaced
     _files: dict = field(default_factory=dict, repr=False)
     _rows: dict = field(default_factory=dict, repr=False)
+    _built: dict = field(default_factory=dict, repr=False)  # name -> (steps, values, rows of _rows they hold)
     _config: dict = field(default_factory=dict, repr=False)
     _record: RunRecord | None = field(default=None, repr=False)
     _grown_at: float = field(default_factory=time.monotonic, repr=False)
@@ -103,7 +106,7 @@ class LogFollower:
         return name, handle
 
     def _reset(self) -> None:
-        self._files, self._rows, self._config, self._total = {}, {}, {}, 0
+        self._files, self._rows, self._built, self._config, self._total = {}, {}, {}, {}, 0
 
     def refresh(self) -> RunRecord:
         """Read what was appended since the last refresh; the run's record as it stands (see the module
@@ -238,6 +241,31 @@ class LogFollower:
             return n, end - before
         return _jsonl_lines(f, data, st.offset, self._rows)
 
+    def _series(self) -> dict:
+        """:func:`.common.series_from_rows` of the rows parsed so far, built from the last build and the rows
+        appended since: where a series' new steps all follow its last one, in order (a trainer logging), its arrays
+        are extended; else (a resumed run re-logging steps) the series is sorted and de-duplicated whole, as the full
+        reader does. Either way equal to a full read."""
+        out = {}
+        for name, (steps, values) in self._rows.items():
+            done = self._built.get(name)
+            n0 = done[2] if done is not None else 0
+            if not len(steps):
+                continue
+            if n0 < len(steps):
+                new_s = np.asarray(steps[n0:], np.int64)
+                new_v = np.asarray(values[n0:], float)
+                in_order = bool(np.all(np.diff(new_s) > 0)) and (done is None or not len(done[0]) or
+                                                                 new_s[0] > done[0][-1])
+                if in_order:
+                    s, v = (new_s, new_v) if done is None else (np.concatenate([done[0], new_s]),
+                                                                 np.concatenate([done[1], new_v]))
+                else:
+                    s, v = series_from_rows({name: (steps, values)})[name]
+                done = self._built[name] = (s, v, len(steps))
+            out[name] = (done[0], done[1])
+        return out
+
     def _trackio(self, handle, st: _FileState) -> bool:
         import orjson
         from trackio.sqlite_storage import SQLiteStorage
@@ -278,7 +306,7 @@ class LogFollower:
         if hist is not None:  # a .wandb log: its History holds the rows and the step metrics
             rs = hist.scalars(name)
         else:
-            rs = RunScalars(name=name, series=series_from_rows(self._rows), config=dict(self._config), fmt=self.fmt)
+            rs = RunScalars(name=name, series=self._series(), config=dict(self._config), fmt=self.fmt)
         return scalars_from(rs, self.path, trainer=self.trainer, num_generations=self.num_generations,
                             partial_ok=True)
 
