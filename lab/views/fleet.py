@@ -7,8 +7,10 @@ what the runs appended), never on the server's loop; a page polls for the newest
 they change. The table (class ``fleet-table``, one ``fleet-row`` a run, ranked) says per run: its rank, its name (a
 link that opens it in the Replay: ``?tab=replay&run=LABEL``), how it is known, its steps, its mixed share at the last
 step, the forecast it is ranked on with its 95% interval, and a sparkline (inline SVG, drawn from Python) of its
-mixed share per step with the trend's 95% band to the forecast horizon and the threshold. Every name shown is a
-visitor-independent file name, escaped all the same.
+mixed share per step with the trend's 95% band and the threshold. Every name shown is a visitor-independent file
+name, escaped all the same. The links are out of the Tab order (``tabindex=-1``): Panel keeps a tab that is not shown
+in the page under ``aria-hidden``, and a focusable link in it is an accessibility defect (axe's aria-hidden-focus);
+a keyboard user opens a run from the Replay's Run picker, which lists the same runs.
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ def table_html(rows: list[dict], threshold: float) -> str:
         mixed = "" if r.get("mixed_now") is None else f"{100 * r['mixed_now']:.1f}%"
         note = f'<div class="fleet-note">{html.escape(r["reason"])}</div>' if r.get("reason") and r.get("forecast") \
             else ""
-        body.append(f'<tr class="fleet-row"><td>{i}</td><td><a class="fleet-open" href="{html.escape(link)}">'
+        body.append(f'<tr class="fleet-row"><td>{i}</td><td><a class="fleet-open" tabindex="-1" '
+                    f'href="{html.escape(link)}">'
                     f'{html.escape(r["run"])}</a></td><td>{html.escape(r["kind"])}</td>'
                     f'<td class="fleet-steps">{r["steps"]}</td>'
                     f'<td>{mixed}</td><td class="fleet-forecast">{_when(r)}{note}</td>'
