@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from scipy import optimize, stats
-from scipy.special import expit, logit
+from scipy.special import expit
 
 from grpo_lab.fleet import Fleet, sparkline
 from grpo_lab.sims.doctor.fleet import fit_trend, rank_key, run_forecast, stall_table
@@ -119,7 +119,7 @@ def test_the_fleet_ranks_a_folder_as_the_runs_written_say(tmp_path):
         assert by_row[name]["fit_now"] == pytest.approx(now, abs=1e-4)
     order = [name for name, _, _ in sorted(expected, key=lambda e: rank_key({"left": e[1], "fit_now": e[2]}))]
     assert [r["run"].split("/")[0] for r in rows] == order
-    for r, run in zip(rows, runs):
+    for r in rows:
         assert sparkline(r["spark"]) and len(r["spark"]) == 40 and all(0 <= v <= 1 for v in r["spark"])
 
 
