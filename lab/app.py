@@ -52,6 +52,7 @@ class Session:
     replay: str | None = None  #: ``?replay=NAME``: open the Replay tab on that side-by-side view (lab.replay.catalog)
     tab: str | None = None  #: ``?tab=replay`` (any tab's title, any case): open on that tab
     live: LiveLab | None = None  #: the Live lab tab, once built
+    run: str | None = None  #: ``?run=LABEL``: the run the Replay tab opens on (the Fleet tab's links)
 
 
 def _live_tab(s: Session):
@@ -66,7 +67,13 @@ def _advantages_tab(s: Session):
 def _replay_tab(s: Session):
     from grpo_lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
 
-    return ReplayView(pair=s.replay)
+    return ReplayView(pair=s.replay, run=s.run)
+
+
+def _fleet_tab(s: Session):
+    from grpo_lab.views.fleet import FleetView  # the runs folders ranked (grpo_lab.fleet)
+
+    return FleetView().panel
 
 
 def _samplers_tab(s: Session):
@@ -80,6 +87,7 @@ TABS = [
     ("Live lab", _live_tab),
     ("Advantages", _advantages_tab),
     ("Replay", _replay_tab),
+    ("Fleet", _fleet_tab),
     ("Samplers", _samplers_tab),
 ]
 
@@ -102,7 +110,8 @@ def build_app(query: dict[str, str] | None = None):
     """Build one session's page from its URL query (read from the request when not given)."""
     query = session_query() if query is None else query
     session = Session(LabState(), PlayState(), AdvantageState(), embed=_is_true(query.get("embed")),
-                      present=_is_true(query.get("present")), replay=query.get("replay"), tab=query.get("tab"))
+                      present=_is_true(query.get("present")), replay=query.get("replay"), tab=query.get("tab"),
+                      run=query.get("run"))
     values, notices = sanitize(query)
     session.lab.param.update(**values)
     if notices:

@@ -24,18 +24,22 @@ import param
 
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.loop_stall import LOOPS
 from grpo_lab.sims.scenario import Scenario
 
 from .grid.pin import parse_pin, pin_text
 from .grid.spec import K_MAX, LINKED, RHO_MAX, GridControls, ordered_band
 
-__all__ = ["LabState", "PlayState", "AdvantageState", "POPULATION", "URL_PARAMS", "LAB_MAX_PROMPTS", "RHO_MAX", "sanitize",
-           "query_values"]
+__all__ = ["LabState", "PlayState", "AdvantageState", "POPULATION", "LOOP", "NO_LOOP", "URL_PARAMS", "LAB_MAX_PROMPTS",
+           "RHO_MAX", "sanitize", "query_values"]
 
 LAB_MAX_PROMPTS = 20_000  #: the most prompts the lab draws (each ships 64 float32 uniforms to the browser)
 BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
 SEED_MAX = 2**32 - 1
 
+NO_LOOP = "none"  #: the stall overlay's "no loop"
+#: the stall overlay's controls (LabState's own, not in the URL)
+LOOP = ("loop", "gen_batch", "train_batch", "cap")
 #: the controls that decide the population (LabState's own; the grid's are grid.spec.LINKED)
 POPULATION = ("n_prompts", "a", "b", "seed")
 #: URL query parameter names, in order: every control of LabState (the grid's, the population's, the pin), which
@@ -59,6 +63,21 @@ class LabState(GridControls):
         "The pinned view's controls (grpo_lab.grid.pin: e.g. K8_t0.68), shown as a ghost beside the grid and "
         "compared with the live view; empty: nothing pinned."))
     notice = param.String("", doc="Corrections made to the URL's values, shown on the page.")
+    # the trainer loop whose stall the decay curve shows (grpo_lab.sims.loop_stall); not in the URL
+    loop = param.Selector(objects=[NO_LOOP, *LOOPS], default=NO_LOOP, label="Trainer loop", doc=(
+        "Draw on the decay curve when this loop would stall as training progresses: DAPO (dynamic sampling: rounds "
+        "of the generation batch until the train batch of mixed groups is full, at most the cap) or plain GRPO (a "
+        "step whose every group is unanimous trains on nothing)."))
+    gen_batch = param.Integer(512, bounds=(1, 100_000), label="Prompts a round", doc=(
+        "DAPO: prompts drawn per generation round (verl data.gen_batch_size)."))
+    train_batch = param.Integer(512, bounds=(1, 100_000), label="Groups a step", doc=(
+        "Groups a step trains on (verl data.train_batch_size; for GRPO the step's batch)."))
+    cap = param.Integer(2, bounds=(1, 1_000), label="Rounds cap", doc=(
+        "DAPO: most generation rounds a step may take (verl algorithm.filter_groups.max_num_gen_batches)."))
+
+    def loop_settings(self) -> tuple | None:
+        """``(loop, gen_batch, train_batch, cap)`` of the stall overlay, or None when no loop is chosen."""
+        return None if self.loop == NO_LOOP else (self.loop, self.gen_batch, self.train_batch, self.cap)
 
     def scenario(self) -> Scenario:
         """The view these controls describe (band only when the filter is on; lo <= hi enforced)."""
@@ -75,8 +94,8 @@ class LabState(GridControls):
         return {name: getattr(self, name) for name in URL_PARAMS}
 
     def reset(self) -> None:
-        """Back to the defaults (``Scenario()``); clears the notice."""
-        self.param.update(**{name: self.param[name].default for name in URL_PARAMS}, notice="")
+        """Back to the defaults (``Scenario()``, no trainer loop); clears the notice."""
+        self.param.update(**{name: self.param[name].default for name in (*URL_PARAMS, *LOOP)}, notice="")
 
     def new_draw(self, rng: random.Random | None = None) -> int:
         """Draw a fresh population: a new random seed (different from the current one). Returns it."""

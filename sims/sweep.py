@@ -33,7 +33,7 @@ _CHUNK_CELLS = 4_000_000  #: at most this many (t, prompt, rollout) comparisons 
 
 
 def useful_share_curve(population: Population, ts, K: int, rho: float = 0.0, band=None,
-                       gain: float = decay.DEFAULT_GAIN) -> dict[str, np.ndarray]:
+                       gain: float = decay.DEFAULT_GAIN, realised: bool = True) -> dict[str, np.ndarray]:
     """``{"t", "expected", "realised"}``: the useful share at each progress in ``ts`` (see the module docstring).
 
     Parameters
@@ -50,6 +50,8 @@ def useful_share_curve(population: Population, ts, K: int, rho: float = 0.0, ban
         The difficulty filter's band (shares over the kept prompts), or None for every prompt.
     gain : float
         The decay gain g.
+    realised : bool
+        False: the expected share only (``realised`` all NaN; the rollout comparisons, most of the cost, skipped).
 
     Raises InputError for a t outside [0, 1], a bad K, rho or band.
     """
@@ -57,14 +59,15 @@ def useful_share_curve(population: Population, ts, K: int, rho: float = 0.0, ban
     K = int(as_group_size(K))
     rho = float(as_rho(rho))
     p_t = decay.pass_rate_at(population.pass_rates[None, :], t[:, None], gain)  # T x N
-    latent = np.broadcast_to(population.latent, p_t.shape) if rho > 0 else None
-    q = shared_rate(p_t, latent, rho)
-    u = population.uniforms(K)  # N x K
-    k = np.empty(p_t.shape, np.int64)
-    rows = max(1, _CHUNK_CELLS // max(1, u.size))
-    for i in range(0, len(t), rows):
-        k[i:i + rows] = (u[None, :, :] < q[i:i + rows, :, None]).sum(axis=2)
-    mixed = (k > 0) & (k < K) if K > 1 else np.zeros(k.shape, bool)
+    if realised:
+        latent = np.broadcast_to(population.latent, p_t.shape) if rho > 0 else None
+        q = shared_rate(p_t, latent, rho)
+        u = population.uniforms(K)  # N x K
+        k = np.empty(p_t.shape, np.int64)
+        rows = max(1, _CHUNK_CELLS // max(1, u.size))
+        for i in range(0, len(t), rows):
+            k[i:i + rows] = (u[None, :, :] < q[i:i + rows, :, None]).sum(axis=2)
+        mixed = (k > 0) & (k < K) if K > 1 else np.zeros(k.shape, bool)
     if band is None:
         kept = np.ones(p_t.shape, bool)
     else:
@@ -74,5 +77,6 @@ def useful_share_curve(population: Population, ts, K: int, rho: float = 0.0, ban
     useful = outcome_probabilities(p_t, K, rho)["p_useful"]
     with np.errstate(invalid="ignore", divide="ignore"):
         expected = np.where(n_kept > 0, np.sum(np.where(kept, useful, 0.0), axis=1) / n_kept, np.nan)
-        realised = np.where(n_kept > 0, np.sum(mixed & kept, axis=1) / n_kept, np.nan)
-    return {"t": t, "expected": expected, "realised": realised}
+        real = np.where(n_kept > 0, np.sum(mixed & kept, axis=1) / n_kept, np.nan) if realised else \
+            np.full(len(t), np.nan)
+    return {"t": t, "expected": expected, "realised": real}

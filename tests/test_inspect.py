@@ -149,3 +149,26 @@ def test_shipped_weak_runs_start_as_the_weak_regime_says():
         assert 0.2 <= p0.mean() <= 0.4 and np.mean(p0 == 0) >= 0.4 and np.mean(p0 > 0.9) > 0  # most near 0, some near 1
         # G = 4 groups from these pass rates: all-fail and all-pass shares near seed 003's 54.75% / 14.50%
         assert abs(np.mean((1 - p0) ** 4) - 0.5475) < 0.05 and abs(np.mean(p0 ** 4) - 0.145) < 0.05
+
+
+def test_compare_shows_a_run_known_from_its_trackers_scalars(tmp_path, capsys):
+    """A tinker-cookbook metrics.jsonl ingested: its row holds the shares its lines logged (means over the steps),
+    the groups its steps logged, and where it came from, beside a run with groups (was: dashes)."""
+    log = Path(__file__).parent / "fixtures" / "trackers" / "jsonl"
+    assert main(["ingest", str(log / "metrics.jsonl"), "--out", str(tmp_path / "scal"), "--force"]) == 0
+    capsys.readouterr()
+    lines = [json.loads(line) for line in (log / "metrics.jsonl").read_text().splitlines()]
+    config = json.loads((log / "config.json").read_text())
+    a = synthetic(tmp_path, "a", seed=1)
+    assert main(["compare", str(tmp_path / "scal"), str(a), "--json"]) == 0
+    scal, groups = json.loads(capsys.readouterr().out)
+    good = [x["env/all/by_group/frac_all_good"] for x in lines]
+    bad = [x["env/all/by_group/frac_all_bad"] for x in lines]
+    assert scal["from"] == "tinker-cookbook via jsonl" and groups["from"] == "groups"
+    assert scal["all_pass"] == pytest.approx(sum(good) / len(good))
+    assert scal["all_fail"] == pytest.approx(sum(bad) / len(bad))
+    assert scal["zero_std"] == pytest.approx(sum(g + b for g, b in zip(good, bad)) / len(lines))
+    assert scal["groups"] == len(lines) * config["groups_per_batch"] and scal["steps"] == len(lines)
+    assert main(["compare", str(tmp_path / "scal"), str(a)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[:4] == ["scal", "tinker-cookbook", "via", "jsonl"] and f"{scal['zero_std']:.3f}" in row

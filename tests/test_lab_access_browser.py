@@ -55,6 +55,10 @@ def test_axe_finds_no_wcag_aa_or_best_practice_violation_in_any_tab(page, lab_ur
     wait_readout(page, "replay-step", timeout=90_000)
     page.wait_for_timeout(500)
     assert axe_violations(page, best_practice=True) == []
+    page.get_by_role("tab", name="Fleet").click()  # the runs ranked (lab.views.fleet): a table of links and sparklines
+    page.wait_for_function("() => !!(" + FIND + ")('.fleet-table')", timeout=120_000)
+    page.wait_for_timeout(500)
+    assert axe_violations(page, best_practice=True) == []
     page.get_by_role("tab", name="Samplers").click()
     page.wait_for_function("() => !!(" + FIND + ")('.samplers-tab')", timeout=60_000)  # built (lab.views.samplers)
     page.wait_for_timeout(2000)
@@ -84,15 +88,16 @@ def test_tabs_come_first_and_open_by_keyboard_and_every_control_has_a_name(page,
     # the Tab order is the screen's: the header's tour link, the tabs, Play and Step, the grid's own controls
     # (progress, K, the filter and its band), then the rest (Pin, rho, the population); all named
     stops = []
-    for _ in range(16):
+    for _ in range(17):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(f"() => {{ const a = ({FOCUSED})(); return a.getAttribute('aria-label') || "
                                    "(a.labels && a.labels[0] ? a.labels[0].textContent : a.textContent).trim(); }"))
-    assert stops[:7] == ["guided tour", "Live lab", "Advantages", "Replay", "Samplers", "\u25b6 Play", "Step"], stops
-    assert stops[7:9] == ["Training progress t", "Group size K"], stops
-    assert stops[9].startswith("Difficulty filter"), stops
-    assert stops[10:12] == ["Filter band, low end", "Filter band, high end"], stops
-    assert "Rollout correlation rho" in stops[12:], stops
+    assert stops[:8] == ["guided tour", "Live lab", "Advantages", "Replay", "Fleet", "Samplers", "\u25b6 Play",
+                         "Step"], stops
+    assert stops[8:10] == ["Training progress t", "Group size K"], stops
+    assert stops[10].startswith("Difficulty filter"), stops
+    assert stops[11:13] == ["Filter band, low end", "Filter band, high end"], stops
+    assert "Rollout correlation rho" in stops[13:], stops
     assert all(s for s in stops), stops
     assert page.evaluate(HELP_ICONS) == 0  # help is text under the controls, not a "?" on a label
     # Right arrow on a tab opens the next one

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grpo_lab.replay.trackers import MAX_ENTRIES, PREFIX, TrackerFollower, TrackerSource, tracker_logs
+from grpo_lab.replay.trackers import MAX_ENTRIES, PREFIX, TrackerFollower, TrackerSource, read_shared, tracker_logs
 from grpo_lab.replay.view import ReplayView
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.testing.growing_record import growing_record
@@ -205,12 +205,17 @@ def test_follower_follows_a_tensorboard_log_as_its_writer_flushes(tmp_path):
 
 def test_sessions_following_one_log_read_it_once_per_change(tmp_path, monkeypatch):
     path = _log(tmp_path, 2)
-    reads, real = [], TrackerSource.read
-    monkeypatch.setattr(TrackerSource, "read", lambda self: reads.append(self) or real(self))
+    from grpo_lab.sims.ingest.trackers.follow import LogFollower
+
+    reads, real = [], LogFollower.refresh
+    monkeypatch.setattr(LogFollower, "refresh", lambda self: reads.append(self) or real(self))
     a, b = (TrackerFollower(TrackerSource(str(path), "jsonl")) for _ in range(2))  # two visitors' tabs
+    read_shared(TrackerSource(str(path), "jsonl"))  # the log opened: its two lines read
+    reads.clear()
     _append(path, LINES[2] + "\n")
     ra, rb = a.poll(), b.poll()
     assert ra is rb and len(reads) == 1 and list(ra.steps["step"]) == [1, 2, 3]
+    assert reads[0].bytes_read == len(LINES[2]) + 1  # the one line appended, not the log whole
 
 
 def test_a_diagnosis_stays_while_the_log_grows_and_says_what_it_covers(tmp_path):
@@ -263,7 +268,9 @@ def test_in_the_background_the_read_is_picked_up_at_the_poll_after_it(tmp_path):
 def test_a_step_written_while_the_view_redraws_is_not_lost(tmp_path, monkeypatch):
     path = _log(tmp_path, 2)
     view = ReplayView(runs_root=tmp_path)
-    real = TrackerSource.read
+    from grpo_lab.sims.ingest.trackers.follow import LogFollower
+
+    real = LogFollower.refresh
 
     def read_then_more_lands(self):  # the trainer writes its next step while the view reads the last one
         rec = real(self)
@@ -271,7 +278,7 @@ def test_a_step_written_while_the_view_redraws_is_not_lost(tmp_path, monkeypatch
             _append(path, LINES[3] + "\n")
         return rec
 
-    monkeypatch.setattr(TrackerSource, "read", read_then_more_lands)
+    monkeypatch.setattr(LogFollower, "refresh", read_then_more_lands)
     _append(path, LINES[2] + "\n")
     view.poll()
     assert len(view.axis.data["step"]) == 3

@@ -21,8 +21,12 @@ from grpo_lab.views.side_controls import FIELDS, SideControls, side_controls, si
 
 def test_the_spec_is_read_from_the_state_parameters():
     spec = side_spec()
-    assert list(spec["controls"]) == list(FIELDS) == ["rho", "n_prompts", "a", "b", "seed"]
-    for name in FIELDS:
+    assert list(spec["controls"]) == list(FIELDS) == ["rho", "n_prompts", "a", "b", "seed", "loop", "gen_batch",
+                                                      "train_batch", "cap"]
+    loop = spec["controls"]["loop"]  # the trainer loop of the stall overlay: a select of the state's options
+    assert loop["kind"] == "select" and loop["options"] == list(LabState.param.loop.objects) == ["none", "DAPO", "GRPO"]
+    assert SideControls.param.loop.default == LabState.param.loop.default and loop["doc"] == LabState.param.loop.doc
+    for name in [n for n in FIELDS if n != "loop"]:
         p, c = LabState.param[name], spec["controls"][name]
         assert (c["min"], c["max"], c["doc"]) == (p.bounds[0], p.bounds[1], p.doc)
         assert getattr(SideControls.param[name], "bounds") == p.bounds
@@ -97,5 +101,6 @@ def test_typed_values_clamped_values_and_the_buttons_in_chromium(page, lab_url):
     page.wait_for_function("() => new URLSearchParams(location.search).get('n_prompts') === '600'", timeout=15_000)
     page.wait_for_function(f"({READ_CLASS})('readout-useful') === {_useful()!r}", timeout=15_000)
     values = {n: page.locator(f"#sc-{n}").input_value() for n in FIELDS}
-    assert values == {"rho": "0", "n_prompts": "600", "a": "2", "b": "3", "seed": "1302"}
+    assert values == {"rho": "0", "n_prompts": "600", "a": "2", "b": "3", "seed": "1302", "loop": "none",
+                      "gen_batch": "512", "train_batch": "512", "cap": "2"}
     assert page.console_errors == []

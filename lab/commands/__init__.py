@@ -2,6 +2,7 @@
 
 from . import core
 from . import export
+from . import fleet
 from . import ingest
 from . import runs
 from . import samplers
@@ -10,4 +11,4 @@ from . import study
 from . import train
 from . import watch
 
-COMMAND_MODULES = [core, export, ingest, runs, samplers, serve, study, train, watch]
+COMMAND_MODULES = [core, export, fleet, ingest, runs, samplers, serve, study, train, watch]

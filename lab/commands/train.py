@@ -76,7 +76,8 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="side-by-side table of run records",
                        description="One row per run: degeneracy and both tails of the groups trained on (a dynamic-sampling "
                                    "run trains on mixed groups only; its drawn groups: grpo-lab inspect), D_real vs D_iid, "
-                                   "final pass rate.")
+                                   "final pass rate. A run known from its tracker's scalars shows the shares its trainer "
+                                   "logged (means over the steps that logged them).")
     p.add_argument("run", nargs="+", help="run directories or runs' labels (grpo-lab runs lists them)")
     add_runs_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -188,18 +189,32 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scalars_row(sc: dict) -> dict:
+    """A scalars-only record's columns of ``compare``: the trainer and tracker it came from, the groups its steps
+    logged (the sum of ``groups_per_step``; None where not logged), and the means over the logged steps of the shares
+    the trainer logged (its metric's groups: all those generated for TRL, the ones its filter saw for DAPO), as
+    ``grpo-lab inspect`` shows them; no evaluation, so no D or pass rate."""
+    gps, n = sc.get("groups_per_step"), sc.get("groups_per_step_steps", 0)
+    return {"from": f"{sc.get('trainer') or '?'} via {sc.get('format') or '?'}",
+            "groups": int(round(gps * n)) if gps is not None else None, "zero_std": sc.get("frac_reward_zero_std"),
+            "all_pass": sc.get("frac_all_pass"), "all_fail": sc.get("frac_all_fail")}
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     rows = []
     for path in args.run:
         s = _summary(run_path(path, args))
         last = s["evals"][-1] if s["evals"] else {}
-        rows.append({
-            "run": s["name"] or path, "estimator": s["estimator"] or "-", "DS": "yes" if s["dynamic_sampling"] else "-",
-            "steps": s["steps"], "groups": s["groups"], **s["trained"],
+        row = {
+            "run": s["name"] or path, "from": "groups", "estimator": s["estimator"] or "-",
+            "DS": "yes" if s["dynamic_sampling"] else "-", "steps": s["steps"], "groups": s["groups"], **s["trained"],
             "D_real": last.get("d_real"), "D_iid": last.get("d_iid"),
             "pass_0": s["evals"][0]["mean_pass_rate"] if s["evals"] else None,
             "pass_end": s["final_eval_pass_rate"], "rollouts/kept": s["rollouts_per_kept_group"],
-        })
+        }
+        if s.get("scalars"):  # a run known from its tracker's scalars: the shares its trainer logged
+            row.update(_scalars_row(s["scalars"]))
+        rows.append(row)
     if args.json:
         print_json(rows)
         return 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import param
 
-from grpo_lab.sims.ingest import FORMATS
+from grpo_lab.sims.ingest import UPLOAD_FORMATS
 
 __all__ = ["ReplayState", "NONE", "VIEWS", "UPLOAD_PREFIX"]
 
@@ -26,9 +26,11 @@ class ReplayState(param.Parameterized):
         "A named side-by-side view (two shipped runs from one start; the URL's ?replay=NAME), or (none)."))
     view = param.Selector(objects=list(VIEWS), default=VIEWS[0], doc=(
         "Colour each prompt by its group's outcome at this step, or by its pass rate at the nearest evaluation."))
-    upload_format = param.Selector(objects=list(FORMATS), default="jsonl", doc=(
+    upload_format = param.Selector(objects=list(UPLOAD_FORMATS), default="jsonl", doc=(
         "Format of an uploaded file: jsonl (one group per line), verl (rollout dump JSONL), trl (completions "
-        "parquet or trainer_state.json)."))
+        "parquet or trainer_state.json), tracker (a TensorBoard event file, a W&B .wandb log or history export, "
+        "a trackio .db, a metrics.jsonl, or a .zip of a TensorBoard, W&B or MLflow run folder; a single tracker "
+        "file is read as one whatever the format chosen)."))
     tolerance = param.Number(0.0, bounds=(0.0, None), doc=(
         "Reward tolerance for uploads: a group counts as degenerate (no gradient) when max - min of its rewards "
         "is at most this. 0 for binary rewards."))

@@ -26,11 +26,12 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_lab.memo import Memo
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.record import RunRecord
 
@@ -39,6 +40,7 @@ from .catalog import runs_folders
 __all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower",
            "signature", "read_shared"]
 
+STALE_S = 120.0  #: a followed log that has not grown for this long is said to have stopped
 PREFIX = "live tracker log: "  #: the start of a tracker log's label in the run picker
 MAX_DEPTH = 4  #: levels below a runs folder looked in (runs/<exp>/<trainer>/wandb/offline-run-x)
 MAX_ENTRIES = 5_000  #: directory entries looked at per runs folder; the walk stops there
@@ -50,13 +52,14 @@ class TrackerSource:
 
     path: str
     fmt: str
+    run: str | None = None  #: the run, where the store holds several (a trackio project, an MLflow store)
 
     def read(self) -> RunRecord:
         """The log's scalars-only record as it stands (a cut last line or record left out; nothing logged yet is
-        a record of zero steps). InputError for anything unreadable."""
+        a record of zero steps), read whole. InputError for anything unreadable."""
         from grpo_lab.sims.ingest.trackers import read_scalars
 
-        return read_scalars(self.path, fmt=self.fmt, partial_ok=True)
+        return read_scalars(self.path, fmt=self.fmt, run=self.run, partial_ok=True)
 
     def files(self) -> list[Path]:
         """The files the reader reads: the run's handle(s) from the reader's own listing, and a jsonl's config.json."""
@@ -64,9 +67,15 @@ class TrackerSource:
 
         _, runs = list_runs(self.path, self.fmt)
         out: list[Path] = []
-        for handle in runs.values():
+        for name, handle in runs.items():
+            if self.run is not None and name != self.run:
+                continue
             if isinstance(handle, dict):  # tensorboard: {"files": [...], "extra": [...]}
                 out += [Path(f) for key in ("files", "extra") for f in handle.get(key, [])]
+            elif isinstance(handle, tuple) and self.fmt == "mlflow":  # (store root, run id): the run's metric files
+                out += [f for f in Path(handle[0]).glob(f"*/{handle[1]}/metrics/**/*") if f.is_file()]
+            elif isinstance(handle, tuple):  # trackio: (db, column, identity): the project's store and its log
+                out += [Path(handle[0]), Path(str(handle[0]) + "-wal")]
             else:
                 out.append(Path(handle))
         if self.fmt == "jsonl":
@@ -74,9 +83,11 @@ class TrackerSource:
         return sorted(set(out))
 
 
-#: the logs' records as last read, shared by every session of the process that shows the same log (thirty visitors
-#: following one log read it once per change): keyed by the source and its :func:`signature`; never modified
-_READS = Memo(8, room=True)
+#: one incremental reader per log for the whole process (thirty visitors following one log read each appended byte
+#: once): :class:`~grpo_lab.sims.ingest.trackers.follow.LogFollower`, keyed by the source, the most recent
+#: :data:`SHARED_LOGS` kept
+_FOLLOWERS: OrderedDict = OrderedDict()
+SHARED_LOGS = 16  #: logs whose incremental readers the process keeps
 
 
 def signature(source: TrackerSource) -> tuple | None:
@@ -96,14 +107,40 @@ def signature(source: TrackerSource) -> tuple | None:
     return tuple(sig)
 
 
+def shared_follower(source: TrackerSource):
+    """The process's incremental reader of ``source`` (made on first use; call under :data:`_READS_LOCK`)."""
+    from grpo_lab.sims.ingest.trackers.follow import LogFollower
+
+    f = _FOLLOWERS.get(source)
+    if f is None:
+        f = _FOLLOWERS[source] = LogFollower(source.path, source.fmt, run=source.run)
+        f.last_sig = None
+        f.last_record = None
+        while len(_FOLLOWERS) > SHARED_LOGS:
+            _FOLLOWERS.popitem(last=False)
+    _FOLLOWERS.move_to_end(source)
+    return f
+
+
 def read_shared(source: TrackerSource, sig: tuple | None = None) -> RunRecord:
-    """:meth:`TrackerSource.read`, once per change of the log's files for the whole process (``sig``: its
-    :func:`signature` if already taken). InputError as the read."""
+    """The log's record as it stands, read incrementally once per change of its files for the whole process
+    (``sig``: its :func:`signature` if already taken): only what was appended since the process last looked is
+    read. InputError as the read."""
     sig = signature(source) if sig is None else sig
-    if sig is None:
-        return source.read()
-    with _READS_LOCK:  # the reading thread and the server's loop share the memo
-        return _READS.get((source, sig), source.read)
+    with _READS_LOCK:  # the reading thread and the server's loop share the readers
+        f = shared_follower(source)
+        if sig is not None and sig == f.last_sig and f.last_record is not None:
+            return f.last_record
+        f.last_record = f.refresh()
+        f.last_sig = sig
+        return f.last_record
+
+
+def log_status(source: TrackerSource) -> tuple[str, str]:
+    """``(kind, words)`` of the log's last refresh (:attr:`LogFollower.change`, :attr:`LogFollower.status`)."""
+    with _READS_LOCK:
+        f = _FOLLOWERS.get(source)
+        return ("new", "not read yet") if f is None else (f.change, f.status)
 
 
 _READS_LOCK = threading.Lock()
@@ -119,40 +156,71 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class TrackerFollower:
-    """Poll one tracker log: re-read it when the files its reader reads change (their names, sizes and modification
-    times). A log has no end mark, so it stays active; a read that fails (a file caught mid-write the partial reader
-    cannot take) is skipped, and the next change is read.
+    """Poll one tracker log: read what was appended when the files its reader reads change (their names, sizes and
+    modification times; :func:`read_shared`, incremental). A log has no end mark, so it stays active; a read that
+    fails (a file caught mid-write the partial reader cannot take) is skipped, and the next change is read.
 
-    ``background=True`` (a served session): the re-read runs in a thread of its own (a 10 MB log takes ~0.7 s to
-    parse, which the server's loop would otherwise spend), and the poll after it finishes returns its record."""
+    ``notice`` says in words what a page should tell about the log beside its forecast: that it has not grown for
+    :data:`STALE_S` seconds or more (the trainer may have stopped), or that it was truncated or replaced while
+    followed. A truncated or replaced log's new contents are not shown until it grows again: the page keeps the
+    last good record, and with it the last good forecast, and says so.
+
+    ``background=True`` (a served session): the read runs in a thread of its own, and the poll after it finishes
+    returns its record."""
 
     def __init__(self, source: TrackerSource, background: bool = False):
         self.source = source
         self.active = True
         self.background = background
         self.pending: Future | None = None  #: the re-read in progress (background)
+        self.notice = ""  #: what the page should say about the log (see the class docstring)
+        self.last_step: int | None = None  #: the last step of the last record shown
         self._seen = signature(source)
+        self._changed_at = time.monotonic()
+
+    def _result(self, record: RunRecord | None) -> RunRecord | None:
+        """``record`` if it is to be shown, else None; ``notice`` set from the log's last refresh."""
+        if record is None:
+            return None
+        kind, words = log_status(self.source)
+        if kind in ("truncated", "replaced"):
+            kept = "" if self.last_step is None else f" (to step {self.last_step})"
+            self.notice = (f"The log changed while followed: {words.split(';')[0]}. The run shown and its forecast "
+                           f"are the last good read{kept}; the new log is shown once it grows.")
+            return None
+        self.notice = ""
+        steps = record.steps.get("step", ())
+        self.last_step = int(steps[-1]) if len(steps) else None
+        return record
 
     def poll(self) -> RunRecord | None:
-        """The re-read record when the log's files changed and it reads cleanly, else None (in the background: the
-        record of the read started at an earlier poll, once it is done)."""
+        """The record with what was appended when the log's files changed and it reads cleanly, else None (in the
+        background: the record of the read started at an earlier poll, once it is done)."""
         if self.pending is not None:
             if not self.pending.done():
                 return None
             done, self.pending = self.pending, None
             try:
-                return done.result()
+                return self._result(done.result())
             except (InputError, OSError):
                 return None
         sig = signature(self.source)
         if sig is None or sig == self._seen:
+            idle = time.monotonic() - self._changed_at
+            if idle >= STALE_S and not self.notice.startswith("The log changed"):
+                at = "" if self.last_step is None else f" (last step {self.last_step})"
+                self.notice = (f"The log has not grown for {idle / 60:.0f} min{at}: the trainer may have stopped "
+                               "or be stalled. The forecast shown is from the last step read.")
             return None
         self._seen = sig  # a failed read is not retried until the files change again
+        self._changed_at = time.monotonic()
+        if self.notice.startswith("The log has not grown"):
+            self.notice = ""
         if self.background:
             self.pending = _pool().submit(read_shared, self.source, sig)
             return None
         try:
-            return read_shared(self.source, sig)
+            return self._result(read_shared(self.source, sig))
         except (InputError, OSError):
             return None
 
@@ -180,6 +248,41 @@ def _confirm(path: Path, hint: str) -> str | None:
     except (InputError, OSError, ImportError):
         return None  # unreadable, mixed, or its tracker's library is not installed: not listed
     return fmt if len(runs) == 1 else None
+
+
+def _stores(folder: Path, files) -> list[tuple[Path, str, str | None]]:
+    """``(path, format, run)`` of the stores of several runs in ``folder`` (each run listed: an MLflow ``mlruns``
+    folder, a trackio project's ``.db``) and of W&B history exports (a ``.csv`` whose header names a step column, a
+    ``.json`` list of rows with ``_step``), each confirmed by the trackers package's own listing."""
+    from grpo_lab.sims.ingest.trackers import list_runs
+    from grpo_lab.sims.ingest.trackers.wandb import STEP_COLUMNS
+
+    out = []
+    if folder.name == "mlruns":
+        candidates = [(folder, "mlflow")]
+    else:
+        candidates = [(Path(e.path), "trackio") for e in files if e.name.endswith(".db")]
+        for e in files:
+            if e.name.endswith((".csv", ".json")) and not e.name.startswith(("wandb-", "config")):
+                try:
+                    with open(e.path, "rb") as fh:
+                        head = fh.read(4096)
+                except OSError:
+                    continue
+                first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+                if (e.name.endswith(".csv") and any(c in first.split(",") for c in STEP_COLUMNS)) or \
+                        (e.name.endswith(".json") and head.lstrip().startswith(b"[") and b'"_step"' in head):
+                    candidates.append((Path(e.path), "wandb"))
+    for path, fmt in candidates:
+        try:
+            _, runs = list_runs(path, fmt)
+        except (InputError, OSError, ImportError):
+            continue  # unreadable, or its tracker's library is not installed: not listed
+        if fmt == "wandb":
+            out += [(path, fmt, None)] if len(runs) == 1 else []
+        else:
+            out += [(path, fmt, name) for name in sorted(runs)]
+    return out
 
 
 def _found_in(root: Path) -> dict[str, TrackerSource]:
@@ -210,6 +313,13 @@ def _found_in(root: Path) -> dict[str, TrackerSource]:
             rel = hit[0].relative_to(root).as_posix()
             found[f"{PREFIX}{rel if rel != '.' else root.name} ({fmt})"] = TrackerSource(str(hit[0]), fmt)
             continue  # the log's subfolders are its own (a TensorBoard run's hparams, a W&B run's files)
+        stores = _stores(folder, files)
+        for path, fmt, run in stores:
+            rel = path.relative_to(root).as_posix()
+            found[f"{PREFIX}{rel if rel != '.' else root.name}{'' if run is None else ': ' + run} ({fmt})"] = \
+                TrackerSource(str(path), fmt, run)
+        if folder.name == "mlruns" and stores:
+            continue  # the store's folders are its own
         if depth < MAX_DEPTH:
             queue += [(Path(e.path), depth + 1) for e in entries if not e.is_symlink() and e.is_dir()]
     return found

@@ -6,8 +6,9 @@ the server; :func:`for_web` rewrites each such phrase:
 
 * the size cap (``--max-mb``, the operator's) becomes this server's limit and what to upload instead;
 * ``--format X`` becomes the page's "Format of the upload" choice, ``--tolerance`` its "Reward tolerance";
+  a tracker's "pick one with --run NAME" becomes uploading one run at a time;
 * a flag the page does not offer (``--num-generations``, ``--reward-key``, ``--reward-columns``,
-  ``--reward-weights``) is named as an option of ``grpo-lab ingest`` on the visitor's own computer.
+  ``--reward-weights``, ``--trainer``) is named as an option of ``grpo-lab ingest`` on the visitor's own computer.
 
 The command line keeps the readers' own words (it never calls this).
 """
@@ -21,7 +22,7 @@ __all__ = ["for_web", "WEB_FLAGS"]
 _MiB = 1 << 20
 #: flags that may appear in an ingest message, and how the web speaks of each (a test keeps this complete)
 WEB_FLAGS = ("--max-mb", "--format", "--tolerance", "--num-generations", "--max-group", "--reward-key",
-             "--reward-columns", "--reward-weights")
+             "--reward-columns", "--reward-weights", "--run", "--trainer")
 
 _RULES = (
     (re.compile(r"^(?P<what>.*?): reading it would pass the size cap of \d+ bytes \(\d+ bytes in all; "
@@ -34,10 +35,14 @@ _RULES = (
     (re.compile(r"^(?P<what>.*?): \d+ bytes is over the size cap of \d+ bytes$"),
      "{what}: over this server's {mb} MB limit for what an upload holds; upload a smaller file"),
     (re.compile(r"use --format (?P<fmt>\w+)"), 'choose "{fmt}" as the format of the upload'),
+    (re.compile(r"pick one with --format"), 'upload one tracker\'s log at a time'),
+    (re.compile(r"pass --format"), 'choose "tracker" as the format of the upload'),
+    (re.compile(r"pick one with --run NAME"), "upload one run at a time (a .zip of one run's folder)"),
     (re.compile(r"--tolerance"), "the reward tolerance"),
 )
-_PASS = re.compile(r"\bpass (--(?:num-generations|reward-key))\b")
-_OTHER = re.compile(r"(?<!grpo-lab ingest )(--(?:num-generations|max-group|reward-key|reward-columns|reward-weights))\b")
+_PASS = re.compile(r"\bpass (--(?:num-generations|reward-key|trainer))\b")
+_OTHER = re.compile(r"(?<!grpo-lab ingest )(--(?:num-generations|max-group|reward-key|reward-columns|reward-weights|"
+                    r"trainer))\b")
 
 
 def for_web(message: str, limits=None) -> str:

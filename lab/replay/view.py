@@ -36,7 +36,7 @@ from bokeh.models import ColumnDataSource
 
 from grpo_lab.memo import Memo
 from grpo_lab.memory import trim
-from grpo_lab.notice import TextNotice, plain_html
+from grpo_lab.notice import NoticeLines, TextNotice, plain_html
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.formatting import fixed
 from grpo_lab.sims.record import RunRecord, read_record
@@ -45,6 +45,7 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
+from .live_forecast import live_forecast
 from .trackers import TrackerFollower, TrackerSource, follower, read_shared, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
@@ -116,7 +117,8 @@ def _followed(f) -> str | TrackerSource | None:
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
-    def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None, **params):
+    def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None,
+                 run: str | None = None, **params):
         super().__init__(**params)
         self.state = state or ReplayState()
         self._upload_bytes: tuple[str, bytes] | None = None
@@ -130,6 +132,8 @@ class ReplayView(pn.viewable.Viewer):
         self.pairs = pairs_in(self.state.choices)  # the named side-by-side views whose runs are here
         if pair in self.pairs:
             self.state.param.update(pair=pair, run=self.pairs[pair][1], compare=self.pairs[pair][2])
+        elif run in self.state.choices:  # ?run=LABEL (the Fleet tab's links)
+            self.state.run = run
 
         axes = AxisParts()  # one ticker, formatter and label policy for all of the tab's axes
         self.slots = [Slot("a", axes=axes), Slot("b", axes=axes)]
@@ -158,7 +162,8 @@ class ReplayView(pn.viewable.Viewer):
                               "value")
 
         # refuses a file over the limit in the browser; the server reads it off the event loop (UploadJob)
-        self.file_input = UploadInput(css_classes=["replay-upload"], width=300)
+        # any file: a TensorBoard event file's name has no extension to offer in the picker
+        self.file_input = UploadInput(css_classes=["replay-upload"], width=300, accept="")
         self._job: UploadJob | None = None
         self.format_select = pn.widgets.Select(label="Format of the upload", options=list(self.state.param.upload_format.objects),
                                                value=self.state.upload_format, css_classes=["replay-format"], width=150)
@@ -174,6 +179,9 @@ class ReplayView(pn.viewable.Viewer):
         # record names, file names and ingest messages come from visitors: notices show them as plain text
         self.missing_pane = TextNotice("", "warning", css_classes=["replay-missing"])
         self.error_pane = TextNotice("", "danger", css_classes=["replay-error"])
+        # a followed run: its live forecast (live_forecast.py); a log that stopped growing, was truncated or replaced,
+        # said in words (trackers.py); one pane, two lines
+        self.follow_pane = NoticeLines(["replay-live-forecast", "replay-follow"], css_classes=["replay-following"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -195,6 +203,8 @@ class ReplayView(pn.viewable.Viewer):
         if pair is not None and pair not in self.pairs:  # from the URL: said as plain text, the page goes on
             self.state.error = (f"No side-by-side view named {pair!r} here; choose one under Side by side "
                                 f"({', '.join(self.pairs) or 'none'}).")
+        elif run is not None and run not in self.state.choices:
+            self.state.error = f"No run named {run!r} here; choose one under Run."
         self._layout = self._build_layout()
 
     # --- layout (it wraps: from a 360 px phone, one column, to a wide screen, controls beside the plots) ---------
@@ -205,7 +215,10 @@ class ReplayView(pn.viewable.Viewer):
         upload = pn.Column(
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
-                             "folder. It stays in this browser session. " + describe_limits()),
+                             "folder; or a tracker's log (scalars only): a TensorBoard event file, a W&B `.wandb` "
+                             "log or history export, a trackio `.db`, a `metrics.jsonl`, or a .zip of a TensorBoard, "
+                             "W&B or MLflow run folder (format *tracker*). It stays in this browser session. "
+                             + describe_limits()),
             _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")
         a, b = self.slots
         wide = {"sizing_mode": "stretch_width"}
@@ -221,7 +234,8 @@ class ReplayView(pn.viewable.Viewer):
         self.plots.on_note = lambda note: plots.insert(0, pn.pane.Bokeh(note, sizing_mode="stretch_width"))
         if self.plots.note is not None:  # already made while the runs were first loaded
             self.plots.on_note(self.plots.note)
-        return pn.Column(self.error_pane, self.missing_pane, _wrap(left, plots, basis=None), self.diagnose,
+        return pn.Column(self.error_pane, self.missing_pane, self.follow_pane, _wrap(left, plots, basis=None),
+                         self.diagnose,
                          css_classes=["replay-tab"], sizing_mode="stretch_width")
 
     def __panel__(self):
@@ -292,6 +306,8 @@ class ReplayView(pn.viewable.Viewer):
         self.axis.data = {"step": steps, "row_a": rows_for(views[0], steps), "row_b": rows_for(views[1], steps)}
         self.plots.fit(steps, self.slots)
         self._describe(views)
+        live = self._followers[0] is not None and self._followers[0].active and views[0] is not None
+        self.follow_pane.show("replay-live-forecast", live_forecast(views[0].record) if live else "")
         pos = (len(steps) - 1 if pin else min(self.grid.value, len(steps) - 1)) if len(steps) else 0
         self.grid.param.update(frames=frames_data(views, steps), value=pos, rates=self.state.view == VIEWS[1])
         self.paint(pos)
@@ -316,6 +332,7 @@ class ReplayView(pn.viewable.Viewer):
         """Re-read followed runs whose run.json (a tracker log: its files) changed; a slider at the last step stays at
         the last step."""
         fresh = tuple(f.poll() if f is not None else None for f in self._followers)
+        self.follow_pane.show("replay-follow", " ".join(f.notice for f in self._followers if getattr(f, "notice", "")))
         if any(r is not None for r in fresh):
             self._on_runs(fresh=fresh, pin=self.slider.value >= len(self.axis.data["step"]) - 1)
 

@@ -17,12 +17,16 @@
  *   plots.follow(view, server)   repaint after each of the grid view's paints (view.onDraw), in the same event: the
  *                                served lab and the exported page both call this; server() -> {rho, curves} while
  *                                Python paints (the served lab with rho > 0), omitted or {rho: 0, curves: null} else
- *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
+ *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean, stall}
  *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
  *   reading the curve            pointing at the outcome plot, or the arrow keys on its reading (.gx-curve-read, a
  *                                slider: +-0.01, Page Up / Down +-0.1, Home / End), mark a pass rate p (to 0.01) on
  *                                the curve and write "At pass rate p = ..: P(gradient) = ..% at K = .." from the
  *                                curve drawn (`useful`, point round(400 p)), as the reading's text and aria-valuetext
+ *
+ * With a trainer loop chosen, Python's `curves.stall` ({t, p, first_t, label}: grpo_lab.views.decay.stall_columns,
+ * at every rho) is drawn over the decay curve: the loop's P(stall) at each progress (a dashed line, class
+ * gx-stall), the first t where it passes one half (a dotted vertical line, gx-stall-at) and its words (gx-stall-key).
  */
 (function (root) {
   "use strict";
@@ -88,10 +92,10 @@
     }
 
     /* the decay plot's curves are redrawn when they or the size change; a new progress moves its marker alone */
-    var decayDrawn = {curves: null, size: null, X: null, marker: null};
-    function drawDecay(values, c) {
+    var decayDrawn = {curves: null, stall: null, size: null, X: null, marker: null};
+    function drawDecay(values, c, stall) {
       var s = size(svgDecay);
-      if (decayDrawn.curves === c && decayDrawn.size === s) {
+      if (decayDrawn.curves === c && decayDrawn.stall === stall && decayDrawn.size === s) {
         var mx = decayDrawn.X(values.progress).toFixed(1), m = decayDrawn.marker;
         m.setAttribute("x1", mx); m.setAttribute("x2", mx); m.setAttribute("data-t", values.progress);
         return;
@@ -108,11 +112,22 @@
                                           (Y(c.real_f[i]) - 2.4).toFixed(1) + '" width="4.8" height="4.8" fill="' +
                                           colors.all_pass + '"/>';
       }
+      if (stall) {
+        out += '<path class="gx-stall" d="' + linePath(stall.t, stall.p, X, Y) + '" fill="none" stroke="#c0392b"' +
+               ' stroke-width="2" stroke-dasharray="3 3"/>';
+        if (stall.first_t !== null) {
+          var sx = X(stall.first_t).toFixed(1);
+          out += '<line class="gx-stall-at" data-t="' + stall.first_t + '" x1="' + sx + '" x2="' + sx + '" y1="6" ' +
+                 'y2="' + bottom + '" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="1 3"/>';
+        }
+        out += '<text class="gx-stall-key" x="' + (f.ml + 4) + '" y="' + (6 + s.fs * 1.1) + '" fill="#c0392b">' +
+               esc(stall.label) + "</text>";
+      }
       var x = X(values.progress).toFixed(1);
       out += '<line class="gx-marker" data-t="' + values.progress + '" x1="' + x + '" x2="' + x + '" y1="6" y2="' +
              bottom + '" stroke="#222" stroke-width="2"/>';
       svgDecay.innerHTML = out;
-      decayDrawn = {curves: c, size: s, X: X, marker: svgDecay.querySelector(".gx-marker")};
+      decayDrawn = {curves: c, stall: stall, size: s, X: X, marker: svgDecay.querySelector(".gx-marker")};
     }
 
     function drawOutcome(view, values) {
@@ -202,10 +217,11 @@
       }
       if (!decay || !useful) return;  /* rho > 0 and Python's curves not here yet */
       G.histogram(view, BINS, counts);
-      drawDecay(values, decay);
+      var stall = (curves && curves.stall) || null;
+      drawDecay(values, decay, stall);
       drawOutcome(view, values);
       plots.data = {t: values.progress, K: values.K, decay: decay, useful: useful, hist: Array.from(counts),
-                    mean: view.summary.mean_pass_rate};
+                    mean: view.summary.mean_pass_rate, stall: stall};
       if (probe !== null) writeReading();
     };
 

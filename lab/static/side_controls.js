@@ -1,8 +1,9 @@
 /* grpo-lab SideControls component (lab/views/side_controls.py): the controls beside the grid that need the server.
  *
- * Rollout correlation rho (a range input), the population (prompts, Beta a and b, seed: number inputs) and the
- * New draw and Reset buttons, with their help as text, built from `spec` (names, labels, bounds, steps and help,
- * all read in Python from the lab's state, so no bound is typed here). Every text is set with textContent.
+ * Rollout correlation rho (a range input), the population (prompts, Beta a and b, seed: number inputs), the
+ * New draw and Reset buttons, and the stall overlay's trainer loop (a select) and its batch sizes and cap, with
+ * their help as text, built from `spec` (names, labels, bounds, steps, options and help, all read in Python from the
+ * lab's state, so no bound is typed here). Every text is set with textContent.
  *
  * A value goes to Python as the reader moves rho, and when a number is committed (Enter or leaving the field):
  * a number that is not one goes back to the value shown before, one out of bounds is clamped, an integer
@@ -64,6 +65,22 @@ export function render({ model, el }) {
     return label;
   }
 
+  function choice(name) {  /* a select of the parameter's options (the trainer loop) */
+    var c = spec.controls[name], label = document.createElement("label"), select = document.createElement("select");
+    select.id = "sc-" + name;
+    select.name = name;
+    c.options.forEach(function (o) { select.appendChild(text("option", "", o)); });
+    select.value = model[name];
+    label.className = "sc-field sc-select";
+    label.htmlFor = select.id;
+    label.title = c.doc;
+    label.appendChild(text("span", "sc-label", c.label));
+    label.appendChild(select);
+    select.addEventListener("change", function () { model[name] = select.value; });
+    model.on(name, function () { select.value = model[name]; });
+    return label;
+  }
+
   function button(label, tip, counter) {
     var b = text("button", "sc-btn", label);
     b.type = "button";
@@ -86,5 +103,13 @@ export function render({ model, el }) {
   buttons.appendChild(button(spec.buttons.new_draw.label, spec.buttons.new_draw.tip, "new_draw_clicks"));
   buttons.appendChild(button(spec.buttons.reset.label, spec.buttons.reset.tip, "reset_clicks"));
   box.appendChild(buttons);
+  box.appendChild(text("p", "sc-heading", spec.loop_heading));
+  var loop = document.createElement("div");
+  loop.className = "sc-population sc-loop";
+  spec.loop.forEach(function (name) {
+    loop.appendChild(spec.controls[name].kind === "select" ? choice(name) : field(name, false));
+  });
+  box.appendChild(loop);
+  box.appendChild(text("p", "sc-hint", spec.loop_hint));
   el.appendChild(box);
 }

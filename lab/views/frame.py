@@ -20,3 +20,4 @@ class Frame:
     view: View
     band: tuple[float, float] = DEFAULT_BAND  #: the filter's band, also when the filter is off
     pin: str = ""  #: the pinned view (``grpo_lab.grid.pin``; empty: none), which the plots show as a ghost
+    loop: tuple | None = None  #: the stall overlay's (loop, gen_batch, train_batch, cap), or None

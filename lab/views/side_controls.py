@@ -19,16 +19,16 @@ import param
 from panel.custom import JSComponent
 
 from grpo_lab.grid.spec import step_digits
-from grpo_lab.state import LabState, PlayState
+from grpo_lab.state import LOOP, LabState, PlayState
 
 __all__ = ["SideControls", "side_controls", "FIELDS", "TIPS", "side_spec"]
 
-#: the state's parameters the component shows, in order: rho, then the population's
-FIELDS = ("rho", "n_prompts", "a", "b", "seed")
-POPULATION = FIELDS[1:]
+#: the state's parameters the component shows, in order: rho, then the population's, then the stall overlay's loop
+FIELDS = ("rho", "n_prompts", "a", "b", "seed", *LOOP)
+POPULATION = ("n_prompts", "a", "b", "seed")
 #: each field's label (its accessible name) is its parameter's own ``label`` (LabState); the step its input moves by
 #: (rho's is the state's own step):
-_INPUT_STEP = {"n_prompts": 1, "a": 0.1, "b": 0.1, "seed": 1}
+_INPUT_STEP = {"n_prompts": 1, "a": 0.1, "b": 0.1, "seed": 1, "gen_batch": 1, "train_batch": 1, "cap": 1}
 
 #: the buttons' and the hints' texts
 TIPS = {
@@ -38,6 +38,8 @@ TIPS = {
     "new_draw": "New draw: the same difficulty distribution, a new random seed.",
     "population": ("Prompts: one cell each; their starting pass rates are drawn from Beta(a, b), and the seed "
                    "fixes the draw (New draw picks another)."),
+    "loop": ("The decay curve shows, dashed, the chance that a step of this loop stalls at each progress, for the "
+             "population above (with the filter on: its band's prompts)."),
 }
 
 
@@ -52,12 +54,16 @@ def side_spec(state: type[LabState] = LabState) -> dict:
     controls = {}
     for name in FIELDS:
         p = state.param[name]
+        if isinstance(p, param.Selector):
+            controls[name] = {"label": p.label, "kind": "select", "options": list(p.objects), "doc": p.doc}
+            continue
         step = p.step if name == "rho" else _INPUT_STEP[name]
         controls[name] = {"label": p.label, "kind": "integer" if isinstance(p, param.Integer) else "number",
                           "min": p.bounds[0], "max": p.bounds[1], "step": step,
                           "digits": step_digits(step) if name == "rho" else None, "doc": p.doc}
     return {"controls": controls, "population": list(POPULATION), "play_hint": TIPS["play"],
             "population_heading": "Population", "population_hint": TIPS["population"],
+            "loop": list(LOOP), "loop_heading": "When would a trainer stall?", "loop_hint": TIPS["loop"],
             "buttons": {"new_draw": {"label": "New draw", "tip": TIPS["new_draw"]},
                         "reset": {"label": "Reset", "tip": TIPS["reset"]}}}
 
@@ -73,6 +79,11 @@ class SideControls(JSComponent):
     a = _like(LabState.param.a)
     b = _like(LabState.param.b)
     seed = _like(LabState.param.seed)
+    loop = param.Selector(objects=list(LabState.param.loop.objects), default=LabState.param.loop.default,
+                          doc=LabState.param.loop.doc)
+    gen_batch = _like(LabState.param.gen_batch)
+    train_batch = _like(LabState.param.train_batch)
+    cap = _like(LabState.param.cap)
     new_draw_clicks = param.Integer(default=0, bounds=(0, None), doc="Presses of New draw (a new seed).")
     reset_clicks = param.Integer(default=0, bounds=(0, None), doc="Presses of Reset (every control to its default).")
     spec = param.Dict(default=_SPEC, doc="The controls' labels, bounds, steps and help (side_spec); set once.")
@@ -87,6 +98,7 @@ class SideControls(JSComponent):
 .sc-range { flex-direction: row; flex-wrap: wrap; align-items: center; column-gap: .4em; }
 .sc-range input { flex: 1 0 100%; margin: 4px 0; accent-color: #0072b2; }
 .sc-population { display: flex; flex-wrap: wrap; gap: 4px 10px; margin: 0 0 4px; }
+.sc-select select { font: inherit; padding: 3px 4px; }
 .sc-number input { width: 80px; font: inherit; padding: 4px 6px; border: 1px solid #888; border-radius: 4px; }
 .sc-buttons { display: flex; flex-wrap: wrap; gap: 8px; margin: 4px 0 6px; }
 .sc-btn { font: inherit; font-size: 13px; padding: 6px 12px; min-height: 30px; border: 1px solid #888;

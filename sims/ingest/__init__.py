@@ -29,9 +29,25 @@ from .jsonl import ingest_jsonl
 from .trl import ingest_trl
 from .verl import ingest_verl
 
-__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "MAX_GROUP", "ingest", "ingest_upload"]
+__all__ = ["FORMATS", "UPLOAD_FORMATS", "TRACKER", "DEFAULT_MAX_BYTES", "MAX_GROUP", "ingest", "ingest_upload"]
 
 FORMATS = ("trl", "verl", "jsonl")
+TRACKER = "tracker"  #: the upload format of a tracker's log (:mod:`.trackers.upload`; ``ingest --format auto``)
+UPLOAD_FORMATS = (*FORMATS, TRACKER)  #: what the lab's upload takes
+
+
+def _is_tracker(filename: str, head: bytes) -> bool:
+    """An uploaded single file that is a tracker's log whatever format was chosen: an event file, a ``.wandb`` log,
+    a trackio store, a history export, a ``.jsonl`` whose first line is per-step scalars."""
+    from .trackers.jsonl import scalars_line
+    from .trackers.upload import is_tracker_upload
+
+    if head[:4] == b"PK\x03\x04":
+        return False  # an archive: by the chosen format
+    if is_tracker_upload(filename, head):
+        return True
+    first = next((line for line in head.split(b"\n")[:50] if line.strip()), b"")
+    return str(filename).lower().endswith(".jsonl") and scalars_line(first)
 
 
 def _dispatch(bundle: Bundle, fmt: str, *, max_group=None, **options) -> RunRecord:
@@ -118,10 +134,14 @@ def ingest_upload(filename: str, data: bytes, fmt: str, tolerance: float = 0.0,
 
     Nothing is written to disk; the record lives in memory for the session that uploaded it.
     """
-    if fmt not in FORMATS:
-        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in UPLOAD_FORMATS:
+        raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(UPLOAD_FORMATS)}")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError("upload data must be bytes")
+    if fmt == TRACKER or _is_tracker(filename, bytes(data[:1 << 16])):
+        from .trackers.upload import read_uploaded_tracker
+
+        return read_uploaded_tracker(filename, bytes(data), max_bytes, options.get("num_generations"))
     bundle = Bundle.from_bytes(filename, bytes(data), max_bytes)
     options.setdefault("name", None)
     for key in ("num_generations", "reward_columns", "reward_weights", "reward_key"):

@@ -33,8 +33,8 @@ from ..common import DEFAULT_MAX_BYTES
 from . import dialects as _dialects
 from . import jsonl as _jsonl
 
-__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "record_from_scalars", "detect_format", "list_runs",
-           "read_run_scalars"]
+__all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "scalars_from", "record_from_scalars", "detect_format",
+           "list_runs", "read_run_scalars"]
 
 FORMATS = ("tensorboard", "wandb", "mlflow", "trackio", "jsonl")  #: tracker formats; "auto" detects one
 
@@ -170,6 +170,15 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
                                         or num_generations < 1):
         raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
     rs = read_run_scalars(path, fmt=fmt, run=run, max_bytes=max_bytes, partial_ok=partial_ok)
+    return scalars_from(rs, path, trainer=trainer, num_generations=num_generations, partial_ok=partial_ok,
+                        config=config)
+
+
+def scalars_from(rs, path, *, trainer: str | None = None, num_generations: int | None = None,
+                 partial_ok: bool = False, config: dict | None = None) -> RunRecord:
+    """The scalars-only record of one run's series as read (:class:`.common.RunScalars`): the dialect detected (or
+    ``trainer``'s) mapped onto the standard columns; the rest of :func:`read_scalars`, shared with the incremental
+    reader (:mod:`.follow`)."""
     if not rs.series:
         if partial_ok:  # a log still being written may hold nothing yet: an empty record, for the next poll
             source = {"format": rs.fmt, "trainer": trainer, "run": rs.name, "dialect": {},

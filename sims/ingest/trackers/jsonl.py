@@ -32,7 +32,7 @@ from pathlib import Path
 from ...errors import InputError
 from .common import RunScalars, add_row, charge_files, load_config, number, series_from_rows
 
-__all__ = ["find_runs", "read_run", "is_metrics_jsonl"]
+__all__ = ["find_runs", "read_run", "is_metrics_jsonl", "scalars_line"]
 
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -113,6 +113,11 @@ def _first_line_is_scalars(f: Path) -> bool:
                     break
     except OSError:
         return False
+    return scalars_line(line)
+
+
+def scalars_line(line: bytes) -> bool:
+    """Whether one JSON line is a line of per-step scalars (see :func:`is_metrics_jsonl`)."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):

@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import InputError
 from .common import RunScalars, charge_files, flatten, series_from_rows
 
-__all__ = ["is_event_file", "find_runs", "read_run", "masked_crc32c"]
+__all__ = ["is_event_file", "find_runs", "read_run", "masked_crc32c", "parse_events"]
 
 EVENT_MARK = "tfevents"
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
@@ -151,23 +151,33 @@ def _check_long(data: bytes, start: int, length: int, label: str) -> None:
 
 def _read_file(path: Path, rows: dict, config: dict, partial_ok: bool) -> int:
     """Add one event file's scalars to ``rows`` and its config to ``config``; returns the records read."""
-    from google.protobuf.message import DecodeError
-    from tensorboard.compat.proto import event_pb2
-
     label = str(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    return parse_events(data, label, rows, config, partial_ok, header=True)[0]
+
+
+def parse_events(data: bytes, label: str, rows: dict, config: dict, partial_ok: bool, header: bool,
+                 base: int = 0) -> tuple[int, int]:
+    """Add the scalars of the event records in ``data`` (a file's bytes from byte ``base``: its start when
+    ``header``, whose first record must be the ``file_version``) to ``rows`` and ``config``.
+
+    Returns ``(records read, bytes consumed)``: the bytes up to the end of the last complete record (a cut tail,
+    tolerated when ``partial_ok``, is left for the next read from there: :mod:`.follow`)."""
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto import event_pb2
+
     starts, lengths = _frame(data, label, partial_ok)
     parse = event_pb2.Event.FromString
-    first = True
+    first = header
     for start, length in zip(starts.tolist(), lengths.tolist()):
         raw = data[start:start + length]
         try:
             ev = parse(raw)
         except DecodeError:
-            raise InputError(f"{label}: event record at byte {start - 12} is not a TensorBoard event") from None
+            raise InputError(f"{label}: event record at byte {base + start - 12} is not a TensorBoard event") from None
         if first:
             first = False
             if ev.WhichOneof("what") != "file_version":
@@ -188,7 +198,8 @@ def _read_file(path: Path, rows: dict, config: dict, partial_ok: bool) -> int:
                 if length > _VECTOR_MAX:
                     _check_long(data, start, length, label)
                 _tensor_value(v, step, rows, config)
-    return len(starts)
+    consumed = int(starts[-1] + lengths[-1] + 4) if len(starts) else 0
+    return len(starts), consumed
 
 
 def _tensor_value(v, step: int, rows: dict, config: dict) -> None:

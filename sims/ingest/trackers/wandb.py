@@ -39,7 +39,7 @@ from pathlib import Path
 from ...errors import InputError
 from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
 
-__all__ = ["find_runs", "read_run"]
+__all__ = ["find_runs", "read_run", "History", "is_log"]
 
 HEADER = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
 HEADER_LEN = 7
@@ -69,77 +69,92 @@ def find_runs(path: Path) -> dict[str, Path]:
     return logs or exports
 
 
-def _payloads(data: bytes, label: str, partial_ok: bool):
-    """Yield each record payload of a ``.wandb`` file (datastore.py's scan_data)."""
-    if len(data) < HEADER_LEN or data[:HEADER_LEN] != HEADER:
+def _payloads(data: bytes, label: str, partial_ok: bool, base: int = 0):
+    """Yield ``(offset, payload, end)`` for each record payload of a ``.wandb`` file (datastore.py's scan_data):
+    ``data`` is the file from byte ``base`` (0: its start, header checked; else a record boundary an earlier scan
+    ended at, :mod:`.follow`), ``end`` the file offset just past the payload's last record."""
+    if base == 0 and (len(data) < HEADER_LEN or data[:HEADER_LEN] != HEADER):
         raise InputError(f"{label}: not a W&B transaction log (no ':W&B' header of version 0)")
-    pos, n = HEADER_LEN, len(data)
+    pos, n = (HEADER_LEN, len(data)) if base == 0 else (0, len(data))
     parts: list[bytes] = []
     start = pos
     while pos < n:
-        left = BLOCK - pos % BLOCK
+        left = BLOCK - (base + pos) % BLOCK
         if left < HEADER_LEN:
             if data[pos:pos + left].strip(b"\x00"):
-                raise InputError(f"{label}: invalid block padding at byte {pos}")
+                raise InputError(f"{label}: invalid block padding at byte {base + pos}")
             pos += left
             continue
         if pos + HEADER_LEN > n:
             break
         checksum, length, kind = struct.unpack_from("<IHB", data, pos)
         if kind not in _SEED:
-            raise InputError(f"{label}: corrupt record at byte {pos} (type {kind})")
+            raise InputError(f"{label}: corrupt record at byte {base + pos} (type {kind})")
         body = data[pos + HEADER_LEN:pos + HEADER_LEN + length]
         if len(body) < length:
             break
         if zlib.crc32(body, _SEED[kind]) & 0xFFFFFFFF != checksum:
-            raise InputError(f"{label}: corrupt record at byte {pos} (checksum mismatch)")
+            raise InputError(f"{label}: corrupt record at byte {base + pos} (checksum mismatch)")
         if not parts:
             start = pos
         pos += HEADER_LEN + length
         if kind == FULL:
             if parts:
-                raise InputError(f"{label}: corrupt record at byte {start} (an unfinished FIRST record)")
-            yield start, body
+                raise InputError(f"{label}: corrupt record at byte {base + start} (an unfinished FIRST record)")
+            yield base + start, body, base + pos
         elif kind == FIRST:
             if parts:
-                raise InputError(f"{label}: corrupt record at byte {start} (two FIRST records)")
+                raise InputError(f"{label}: corrupt record at byte {base + start} (two FIRST records)")
             parts = [body]
         else:
             if not parts:
-                raise InputError(f"{label}: corrupt record at byte {start} (a MIDDLE/LAST record with no FIRST)")
+                raise InputError(f"{label}: corrupt record at byte {base + start} (a MIDDLE/LAST record with no FIRST)")
             parts.append(body)
             if kind == LAST:
-                yield start, b"".join(parts)
+                yield base + start, b"".join(parts), base + pos
                 parts = []
     if (pos < n or parts) and not partial_ok:
-        raise InputError(f"{label}: truncated at byte {pos} of {n} (a cut record: the file is incomplete or "
-                         "still being written)")
+        raise InputError(f"{label}: truncated at byte {base + pos} of {base + n} (a cut record: the file is incomplete "
+                         "or still being written)")
 
 
 def _key(item) -> str:
     return "/".join(item.nested_key) if len(item.nested_key) else item.key
 
 
-def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
-    from google.protobuf.message import DecodeError
-    from wandb.proto import wandb_internal_pb2
+class History:
+    """What a ``.wandb`` log's records say, fed record by record (a whole read, or the appended records of a log
+    followed, :mod:`.follow`): ``rows`` of scalars, ``config``, the run's display name and its step metrics."""
 
-    label = str(path)
-    data = path.read_bytes()
-    rows: dict = {}
-    config: dict = {}
-    parse = wandb_internal_pb2.Record.FromString
-    display = None
-    step_of: dict[str, str] = {}  # define_metric(name or glob, step_metric=...): the x axis W&B plots it on
-    skipped = 0
-    for offset, payload in _payloads(data, label, partial_ok):
-        try:
-            rec = parse(payload)
-        except DecodeError:
-            raise InputError(f"{label}: record at byte {offset} is not a W&B Record") from None
+    def __init__(self, label: str):
+        self.label = label
+        self.rows: dict = {}
+        self.config: dict = {}
+        self.display = None
+        self.step_of: dict[str, str] = {}  # define_metric(name or glob, step_metric=...): the x axis W&B plots it on
+        self.skipped = 0
+
+    def feed(self, data: bytes, partial_ok: bool, base: int = 0) -> tuple[int, int]:
+        """Read the records of ``data`` (the file from byte ``base``); ``(records read, file offset after the last
+        whole payload)`` (``base`` when none)."""
+        from google.protobuf.message import DecodeError
+        from wandb.proto import wandb_internal_pb2
+
+        parse = wandb_internal_pb2.Record.FromString
+        n, end = 0, base
+        for offset, payload, end in _payloads(data, self.label, partial_ok, base):
+            n += 1
+            try:
+                rec = parse(payload)
+            except DecodeError:
+                raise InputError(f"{self.label}: record at byte {offset} is not a W&B Record") from None
+            self._record(rec)
+        return n, (end if n else (base if base else 0))
+
+    def _record(self, rec) -> None:
         kind = rec.WhichOneof("record_type")
         if kind == "metric" and rec.metric.step_metric:
-            step_of[rec.metric.name or rec.metric.glob_name] = rec.metric.step_metric
+            self.step_of[rec.metric.name or rec.metric.glob_name] = rec.metric.step_metric
         elif kind == "history":
             values, step = {}, None
             for item in rec.history.item:
@@ -156,7 +171,7 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
                 step = rec.history.step.num
             by_axis: dict = {}
             for k, v in values.items():
-                axis = _axis(k, step_of)
+                axis = _axis(k, self.step_of)
                 if axis is None:
                     by_axis.setdefault(step, {})[k] = v
                 elif axis != k:
@@ -166,27 +181,36 @@ def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
                     if isinstance(s, int) and not isinstance(s, bool):
                         by_axis.setdefault(s, {})[k] = v
                     else:
-                        skipped += 1
+                        self.skipped += 1
             for s, vals in by_axis.items():
                 if isinstance(s, int) and not isinstance(s, bool):
-                    add_row(rows, s, vals)
+                    add_row(self.rows, s, vals)
         elif kind in ("run", "config"):
             items = rec.run.config.update if kind == "run" else rec.config.update
             if kind == "run" and rec.run.display_name:
-                display = rec.run.display_name
+                self.display = rec.run.display_name
             for item in items:
                 try:
                     v = json.loads(item.value_json)
                 except ValueError:
                     continue
-                config.update(flatten({_key(item): v}))
-    notes = [f"W&B run name {display!r}"] if display else []
-    if step_of:
-        notes.append("steps from the run's define_metric step metrics (" + ", ".join(sorted(set(step_of.values())))
-                     + "), not W&B's _step")
-    if skipped:
-        notes.append(f"{skipped} values logged without their step metric were left out")
-    return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="wandb", notes=notes)
+                self.config.update(flatten({_key(item): v}))
+
+    def scalars(self, name: str) -> RunScalars:
+        notes = [f"W&B run name {self.display!r}"] if self.display else []
+        if self.step_of:
+            notes.append("steps from the run's define_metric step metrics ("
+                         + ", ".join(sorted(set(self.step_of.values()))) + "), not W&B's _step")
+        if self.skipped:
+            notes.append(f"{self.skipped} values logged without their step metric were left out")
+        return RunScalars(name=name, series=series_from_rows(self.rows), config=dict(self.config), fmt="wandb",
+                          notes=notes)
+
+
+def _read_log(name: str, path: Path, partial_ok: bool) -> RunScalars:
+    history = History(str(path))
+    history.feed(path.read_bytes(), partial_ok)
+    return history.scalars(name)
 
 
 def _axis(name: str, step_of: dict[str, str]) -> str | None:
@@ -278,6 +302,11 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
             add_row(rows, step, {k: v for k, v in row.items() if not k.startswith("_") and k not in STEP_COLUMNS})
     return RunScalars(name=name, series=series_from_rows(rows), config={}, fmt="wandb",
                       notes=["a W&B history export: no config (K from --num-generations)"])
+
+
+def is_log(path: Path) -> bool:
+    """A ``.wandb`` transaction log (else a history export)."""
+    return Path(path).suffix == ".wandb"
 
 
 def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:

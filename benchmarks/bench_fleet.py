@@ -1,0 +1,73 @@
+"""A fleet of 50 runs listed and ranked, then refreshed as some grow: each refresh beside a full re-read.
+
+The folder (:func:`grpo_lab.testing.fleet_runs.make_fleet`): ``--runs`` runs (default 50) in turn run records with
+groups (written by the core's ``RecordAppender``, still open), scalars-only records and tinker-cookbook
+``metrics.jsonl`` logs, ``--steps`` steps each (default 200). Timed, in this process:
+
+1. the first listing: :class:`grpo_lab.fleet.Fleet` finds, reads and forecasts every run, ranked (target: < 2 s);
+2. ``--looks`` refreshes (default 5), each after ``--growing`` runs (default 10, a third of each kind) appended
+   ``--grow`` steps (default 5): the refresh reads only what changed; beside it, a fresh ``Fleet`` over the same
+   folder (a full re-read, what a fleet without incremental reads would do at every look), ranks checked equal.
+
+Printed: seconds and bytes read of each, and the load average (two cores shared with other work: compare the columns
+of one run). Run: ``python benchmarks/bench_fleet.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    from grpo_lab.fleet import Fleet
+    from grpo_lab.testing.fleet_runs import grow, make_fleet
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--looks", type=int, default=5)
+    ap.add_argument("--growing", type=int, default=10)
+    ap.add_argument("--grow", type=int, default=5)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
+    try:
+        t = time.perf_counter()
+        runs = make_fleet(tmp, n=args.runs, steps=args.steps)
+        print(f"wrote {args.runs} runs x {args.steps} steps in {time.perf_counter() - t:.1f} s; load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} cores")
+        fleet = Fleet(str(tmp))
+        t = time.perf_counter()
+        rows = fleet.refresh()
+        first = time.perf_counter() - t
+        print(f"first listing: {len(rows)} runs read, forecast and ranked in {first:.2f} s "
+              f"({fleet.stats['bytes_read'] / 1e6:.1f} MB read)")
+        growing = runs[:args.growing]
+        print(f"{'look':>4} {'refresh s':>10} {'runs read':>10} {'bytes read':>12} {'full re-read s':>15} "
+              f"{'bytes':>12}")
+        for look in range(1, args.looks + 1):
+            grow(growing, args.grow)
+            t = time.perf_counter()
+            rows = fleet.refresh()
+            inc = time.perf_counter() - t
+            stats = dict(fleet.stats)
+            full = Fleet(str(tmp))
+            t = time.perf_counter()
+            again = full.refresh()
+            whole = time.perf_counter() - t
+            assert [(r["run"], r["steps"], r["left"]) for r in rows] == \
+                [(r["run"], r["steps"], r["left"]) for r in again], "the refresh differs from a full re-read"
+            print(f"{look:>4} {inc:10.3f} {stats['read']:>10} {stats['bytes_read']:>12,} {whole:15.3f} "
+                  f"{full.stats['bytes_read']:>12,}")
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
