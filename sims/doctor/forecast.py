@@ -195,7 +195,8 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
         "crossing_step": cross, "crossing_interval": interval,
         "horizon_step": float(trend["s1"] + HORIZON * span),
-        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": _series(trend, steps)},
+        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": _series(trend, steps),
+                   "groups": np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)},
         "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps)},
         "backtest": backtest(groups, threshold, steps, obs, roll),
     }

@@ -27,10 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from .forecast import DEFAULT_THRESHOLD, HORIZON
+from .predictive import LEVEL, band, dispersion
 from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution, unavailable
 
-__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
+__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid", "row_groups", "mixed_dispersion",
+           "predictive_mixed", "expiry_from_curves"]
 
 MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
@@ -90,24 +92,62 @@ def _step(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+def row_groups(fit: dict) -> float:
+    """Groups per logged row ahead: the median over the fitted rows."""
+    n = np.asarray(fit["series"]["groups"], float)
+    n = n[np.isfinite(n) & (n > 0)]
+    return float(np.median(n)) if n.size else float("nan")
+
+
+def mixed_dispersion(fit: dict) -> float:
+    """Pearson over-dispersion of the logged mixed shares about the fit (:func:`.predictive.dispersion`)."""
+    s = fit["series"]
+    return dispersion(s["observed_mixed"], s["groups"], s["fitted_mixed"], fit["n_params"])
+
+
+def predictive_mixed(fit: dict, steps, n_draws: int = DRAWS, seed: int = 0, level: float = LEVEL,
+                     median: bool = False, mixed_draws=None) -> dict:
+    """The ``level`` predictive band of the mixed share a row of :func:`row_groups` groups will log at ``steps``:
+    the parameter draws' mixed shares (the drift's and the population's uncertainty) mixed with each row's
+    binomial noise, over-dispersed by :func:`mixed_dispersion` (:mod:`.predictive`). Adds ``groups`` and
+    ``dispersion``; with no covariance the point fit alone carries the band."""
+    steps = np.asarray(steps, float)
+    P = mixed_draws if mixed_draws is not None else _draw_mixed(fit, steps, fit["K"], n_draws, seed)
+    if not len(P):
+        P = _mixed(fit, fit["theta"], steps, fit["K"])[0][None, :]
+    n, phi = row_groups(fit), mixed_dispersion(fit)
+    return {**band(P, n, level, phi, median), "groups": n, "dispersion": phi,
+            "parameter_draws": int(len(P))}
+
+
 def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """``threshold``, ``mixed_now`` (fitted, last step), ``step``, ``interval``, ``status``, ``horizon_step``,
-    ``projection`` {step, mixed} (see the module docstring)."""
+    ``projection`` {step, mixed, predictive} (see the module docstring; ``predictive``: the :data:`.predictive.LEVEL`
+    band of the logged mixed share, :func:`predictive_mixed`)."""
     grid = future_grid(fit)
     K = fit["K"]
     now = shares_at(fit, [fit["steps"][1]])["mixed"][0]
     mixed, _ = _mixed(fit, fit["theta"], grid, K)
     step = _first(grid, mixed < threshold)
-    found = [_first(grid, c < threshold) for c in _draw_mixed(fit, grid, K, n_draws, seed)]
+    curves = _draw_mixed(fit, grid, K, n_draws, seed)
+    return expiry_from_curves(grid, mixed, curves, now, threshold, "drift",
+                              predictive_mixed(fit, grid, seed=seed, mixed_draws=curves))
+
+
+def expiry_from_curves(grid, mixed, curves, now: float, threshold: float, what: str, predictive: dict) -> dict:
+    """The expiry dict from the point curve ``mixed`` and the parameter draws' ``curves`` on ``grid`` (the fitted
+    mixed share ``now`` at the last step; ``what`` names what is extrapolated in the status)."""
+    step = _first(grid, mixed < threshold)
+    found = [_first(grid, c < threshold) for c in curves]
     if now < threshold:
         status, step = "already below the threshold at the last step (fit)", np.inf
     elif not np.isfinite(step):
-        status = f"stays above the threshold for {HORIZON:g} run lengths if the drift holds"
+        status = f"stays above the threshold for {HORIZON:g} run lengths if the {what} holds"
     else:
-        status = f"crosses the threshold near step {step:.0f} if the drift holds"
+        status = f"crosses the threshold near step {step:.0f} if the {what} holds"
     return {"threshold": float(threshold), "mixed_now": float(now), "step": _step(step),
             "interval": _interval(found) if np.isfinite(step) else [None, None], "status": status,
-            "horizon_step": float(grid[-1]), "projection": {"step": grid, "mixed": mixed}}
+            "horizon_step": float(grid[-1]), "projection": {"step": grid, "mixed": mixed, "predictive": predictive}}
 
 
 def _stall_curve(fit, theta, grid, settings):
