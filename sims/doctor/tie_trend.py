@@ -69,7 +69,7 @@ def fit_tie_trend(step, n, tie) -> dict:
     return {"model": "tie share: logit pi = a + b t", "a": float(x[0]), "b": float(x[1]), "theta": x, "cov": cov,
             "se_a": float(se[0]), "se_b": float(se[1]),
             "intervals": {"b": [float(x[1] - Z95 * se[1]), float(x[1] + Z95 * se[1])]},
-            "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [s0, s1], "n_params": 2,
+            "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [int(s0), int(s1)], "n_params": 2,
             "series": {"step": s, "groups": n, "observed_tie": y, "fitted_tie": pi},
             "dispersion": dispersion(1 - y, n, 1 - pi, 2)}
 
