@@ -6,7 +6,7 @@ import html
 
 import numpy as np
 
-__all__ = ["svg", "COLORS", "nice_ticks"]
+__all__ = ["svg", "COLORS", "nice_ticks", "predictive_band"]
 
 _W, _H, _PAD = 640, 260, 44  #: plot size and margin in px
 COLORS = {"obs": "#444", "pass": "#2a7ab0", "fail": "#c0392b", "fit": "#e67e22", "proj": "#8e44ad",
@@ -62,6 +62,8 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
             pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(np.concatenate([x[ok], x[ok][::-1]]),
                                                                    np.concatenate([hi, lo[::-1]])))
             out.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.2" stroke="none"/>')
+            if s.get("name"):
+                out.append(f'<text x="{legend_x}" y="38" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
             continue
         if "lo" in s:
             for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
@@ -78,3 +80,13 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
             legend_x += 7 * len(s["name"]) + 18
     out.append("</svg></figure>")
     return "".join(out)
+
+
+def predictive_band(projection: dict) -> list[dict]:
+    """The projection's predictive band (``projection['predictive']``) as a shaded ``band`` series, named with its
+    level; none where the projection has no band."""
+    pr = projection.get("predictive")
+    if not pr:
+        return []
+    return [{"name": f"{100 * pr['level']:.0f}% predictive band", "x": projection["step"], "y": pr["lo"],
+             "lo": pr["lo"], "hi": pr["hi"], "kind": "band", "color": COLORS["proj"]}]

@@ -12,13 +12,15 @@ from .honesty import intervals_text
 from .samplers import samplers_text
 from .scalars import scalars_text, side_by_side_lines
 from .stall import stall_lines, transitions_lines
+from .when import backtest_line, predictive_lines, rewards_lines, when_lines
 
-__all__ = ["text_report", "num"]
+__all__ = ["text_report", "num", "gof_text"]
 
 
-def _gof_text(g: dict) -> str:
-    """The chi-square's verdict; no test where pooling left fewer cells than the fit has parameters + 2 (df < 1)."""
-    if g["df"] < 1:
+def gof_text(g: dict) -> str:
+    """The chi-square's verdict; no test where pooling left fewer cells than the fit has parameters + 2 (df < 1) or
+    the p-value is not a number."""
+    if g["df"] < 1 or g.get("p_value") is None or not math.isfinite(g["p_value"]):
         return f"chi-square not testable ({g['cells']} cells after pooling, too few for the fit's parameters)"
     return f"chi-square p = {num(g['p_value'])} (df {g['df']})" + ("  POOR FIT" if g["poor"] else "")
 
@@ -42,8 +44,9 @@ def text_report(d: dict) -> str:
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     lines = [f"run {r['name'] or '-'}: {r['groups']:,} groups over {r['steps']} steps, {r['prompts']:,} prompts, "
              f"K = {r['K']}" + (" (rewards binarised at 0.5)" if r["binarised"] else "")]
+    lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
     lines.append(f"fit: Beta(alpha {f['alpha']:.3f} +/- {f['se_alpha']:.3f}, beta {f['beta']:.3f} +/- "
-                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + _gof_text(f["gof"]))
+                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + gof_text(f["gof"]))
     lines += [x for x in [intervals_text(f)] if x]
     for key in ("all_pass", "all_fail"):
         lo, hi = ou[f"{key}_interval"]
@@ -98,9 +101,10 @@ def text_report(d: dict) -> str:
     lines.append("coverage: " + ", ".join(f"{k} {percent(v)}" for k, v in d["coverage"].items()))
     lines.extend(samplers_text(d["samplers"]))
     bt = fc["backtest"]
-    lines.append(f"forecast: {fc['status']}; effective rate now {percent(fc['observed_rate_now'])} observed, "
-                 f"{percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "
+    lines.append(f"forecast: {d['when']['expiry']['said']}; effective rate now {percent(fc['observed_rate_now'])} "
+                 f"observed, {percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "
                  f"[{_steps(fc['crossing_interval'][0])}, {_steps(fc['crossing_interval'][1])}]")
+    lines += predictive_lines(fc["projection"], "effective rate")
     if bt.get("available"):
         lines.append(f"  backtest (fit to step {bt['fit_until_step']}, {bt['compared_steps']} later steps): "
                      f"mean absolute error {bt['mae']:.3f} per step, {bt['mae_rolling']:.3f} on the rolling mean, "

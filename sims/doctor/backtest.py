@@ -96,14 +96,3 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
     errs = np.concatenate([np.abs(x["series"]["median"] - x["series"]["observed"]) for x in done])
     return {"available": True, "level": level, "cuts": out_cuts, "held": held, "scored": scored,
             "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
-
-
-def backtest_line(bt: dict) -> str:
-    """The report's one line: "on this run's history the 90% band held h of n later rows" (and per cut)."""
-    if not bt.get("available"):
-        return f"back-test: not available: {bt.get('reason', 'not run')}"
-    per = ", ".join(f"cut at {100 * x['cut']:.0f}% (step {x['fit_until_step']}): {x['held']} of {x['scored']}"
-                    for x in bt["cuts"] if "held" in x)
-    return (f"back-test: on this run's history the {100 * bt['level']:.0f}% band held {bt['held']} of {bt['scored']} "
-            f"later rows ({100 * bt['coverage']:.1f}%); median absolute error of the median "
-            f"{100 * bt['median_abs_error']:.1f} points ({per})")

@@ -367,19 +367,23 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
                      "identified; which of all-pass / all-fail the unanimous groups are, the population's side "
                      "(alpha vs beta) and the drift's sign are not (need frac_all_pass / frac_all_fail or the mean "
                      "reward)")
+    blo, bhi = np.exp(LOG_BOUNDS[0]), np.exp(LOG_BOUNDS[1])
+    dlo, dhi = DRIFT_BOUNDS[model]
     out = {"model": model, "K": K, "alpha": float(np.exp(x[0])), "beta": float(np.exp(x[1])), "drift": float(x[2]),
            "theta": x, "cov": cov, "loglik": -float(best.fun), "at_bound": at_bound,
+           "bounds": bound_words(x, bounds, model),
            "se_log_alpha": float(se[0]), "se_log_beta": float(se[1]), "se_drift": float(se[2]),
-           "intervals": {"alpha": [float(np.exp(x[0] - Z95 * se[0])), float(np.exp(x[0] + Z95 * se[0]))],
-                         "beta": [float(np.exp(x[1] - Z95 * se[1])), float(np.exp(x[1] + Z95 * se[1]))],
-                         "drift": [float(x[2] - Z95 * se[2]), float(x[2] + Z95 * se[2])]},
+           "intervals": {"alpha": _clipped(np.exp(x[0] - Z95 * se[0]), np.exp(x[0] + Z95 * se[0]), blo, bhi),
+                         "beta": _clipped(np.exp(x[1] - Z95 * se[1]), np.exp(x[1] + Z95 * se[1]), blo, bhi),
+                         "drift": _clipped(x[2] - Z95 * se[2], x[2] + Z95 * se[2], dlo, dhi)},
            "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
            "steps": [P["s0"], P["s1"]], "n_steps": int(len(P["step"])), "groups": float(P["n"].sum()),
            "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
            "identified": identified, "notes": notes}
     if model == "logit_stuck":
         out["stuck"] = float(expit(x[3]))
-        out["intervals"]["stuck"] = [float(expit(x[3] - Z95 * se[3])), float(expit(x[3] + Z95 * se[3]))]
+        out["intervals"]["stuck"] = [float(expit(np.clip(x[3] - Z95 * se[3], *STUCK_BOUNDS))),
+                                     float(expit(np.clip(x[3] + Z95 * se[3], *STUCK_BOUNDS)))]
     out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
                    "step": P["s1"], "observed": _observed_last(d, P)}
     fitted = shares_at(out, P["step"])
@@ -391,6 +395,27 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
                      "observed_mixed": np.where(P["kind"] == "trinomial", obs[:, 2],
                                                 np.where(P["kind"] == "unanimous", obs[:, 1], np.nan)),
                      **{f"fitted_{k}": v for k, v in fitted.items()}}
+    return out
+
+
+_NAMES = ("alpha", "beta", "drift g", "never-solved share (logit)")
+
+
+def _clipped(lo, hi, a, b) -> list:
+    """[lo, hi] clipped to the parameter's bounds [a, b] (NaN stays NaN: no interval)."""
+    return [float(np.clip(lo, a, b)) if np.isfinite(lo) else float("nan"),
+            float(np.clip(hi, a, b)) if np.isfinite(hi) else float("nan")]
+
+
+def bound_words(x, bounds, model: str) -> list[str]:
+    """One sentence per parameter at (within 1e-6 of) its bound: which, which bound, what it means."""
+    out = []
+    for i, (lo, hi) in enumerate(bounds):
+        for edge, word in ((lo, "lower"), (hi, "upper")):
+            if abs(x[i] - edge) < 1e-6:
+                shown = float(np.exp(edge)) if i < 2 else float(expit(edge)) if i == 3 else float(edge)
+                out.append(f"{_NAMES[i]} is at its {word} bound ({shown:g}): the log does not limit it there, so "
+                           "its value and interval are the bound's, not the run's")
     return out
 
 

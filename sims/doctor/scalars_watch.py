@@ -4,7 +4,8 @@ r"""Early warning while a run trains: the stall forecast refitted as each step l
 a step it has not seen, refits :func:`.scalars_fit.fit_scalars` (warm-started from the previous fit) and
 forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
 stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
-``max_num_gen_batches`` (what stops verl's DAPO trainer), with its 95% interval over the fit's parameter draws.
+``max_num_gen_batches`` (what stops verl's DAPO trainer), with its predictive 95% interval (the fit's parameter
+draws and the loop's own randomness): the same answer as the doctor's report (:func:`.when.scalars_stall`).
 A warning is raised once, at the first update whose forecast stall step is at most ``warn_steps`` steps after
 the last step logged (or already passed). Until :data:`MIN_STEPS` steps have landed nothing is forecast.
 Without a cap there is no stall to warn of: the update gives the expected rounds now and ``warn_steps`` ahead.
@@ -18,6 +19,7 @@ from ..errors import InputError
 from ..record import RunRecord
 from .scalars_fit import fit_scalars, step_shares
 from .scalars_forecast import stall_forecast
+from .when import scalars_stall
 
 __all__ = ["StallWatch", "MIN_STEPS", "WATCH_DRAWS", "DEFAULT_WARN_STEPS"]
 
@@ -71,10 +73,11 @@ class StallWatch:
         if not sf["settings"]["cap"]:
             event["reason"] = "no cap: a step never stops the run; it draws rounds until the batch is full"
             return event
-        hit = sf["first_cap_hit"]
-        event["forecast"] = {"step": hit["median"], "interval": hit["median_interval"], "cause": sf["cause"],
+        st = scalars_stall(sf)  # the doctor's one answer (sims/doctor/when.py)
+        event["forecast"] = {"step": st["step"], "interval": st["interval"], "level": st["level"],
+                             "source": st["source"], "cause": sf["cause"],
                              "p_stall_next": float(sf["series"]["p_stall"][0])}
-        if hit["median"] is not None and not self.warned and hit["median"] - self.last_step <= self.warn_steps:
+        if st["step"] is not None and not self.warned and st["step"] - self.last_step <= self.warn_steps:
             self.warned = True
             event["warn"] = True
         return event

@@ -29,7 +29,7 @@ import numpy as np
 from .fit import share_interval
 from .rewards import max_mixed_share
 
-__all__ = ["LAST_ROWS", "when", "check_expiry", "logged_tail"]
+__all__ = ["LAST_ROWS", "when", "check_expiry", "check_cause", "logged_tail", "scalars_stall"]
 
 LAST_ROWS = 10  #: logged rows the verdicts are checked against
 
@@ -116,6 +116,24 @@ def _group_tail(d: dict) -> dict | None:
     return logged_tail(s["step"], s["observed"], s["groups"]) if "groups" in s else None
 
 
+SAMPLERS = ("samplers' expires", "a simulated fresh run of the prompt set on the fitted population, per sampler "
+            "(not this run's forecast)")
+
+
+def scalars_stall(sf: dict) -> dict:
+    """The first stall of a scalars stall forecast (:func:`.scalars_forecast.stall_forecast`): the first step over
+    the cap's median and its predictive 95% interval (what :func:`when` and ``grpo-lab watch`` both say)."""
+    stall = {"available": bool(sf.get("available") and sf.get("first_cap_hit"))}
+    if stall["available"]:
+        h = sf["first_cap_hit"]
+        stall.update(step=h["median"], interval=h["predictive"], level=0.95, cause=sf["cause"],
+                     source="first step over the cap (median; predictive interval: the fit's and the loop's "
+                            "randomness)")
+    else:
+        stall["reason"] = sf.get("reason") or "no cap: a step never raises (the run crawls instead)"
+    return stall
+
+
 def when(d: dict) -> dict:
     """The one forecast of "when" of diagnosis ``d`` (see the module docstring)."""
     scal = bool(d.get("scalars_only"))
@@ -127,17 +145,9 @@ def when(d: dict) -> dict:
                   "source": "the tie-share trend" if e.get("model") == "tie share" else "the scalars fit",
                   "threshold": e["threshold"]}
         tail = _scalars_tail(d)
-        sf = d["stall_forecast"]
-        stall = {"available": bool(sf.get("available") and sf.get("first_cap_hit"))}
-        if stall["available"]:
-            h = sf["first_cap_hit"]
-            stall.update(step=h["median"], interval=h["predictive"], level=0.95, cause=sf["cause"],
-                         source="first step over the cap (median; predictive interval: the fit's and the loop's "
-                                "randomness)")
-        else:
-            stall["reason"] = sf.get("reason") or "no cap: a step never raises (the run crawls instead)"
+        stall = scalars_stall(d["stall_forecast"])
         other = [("P(stall) > q first at step", "the first step whose own chance of stalling exceeds q (a per-step "
-                  "chance at the fitted parameters, not the first stall)")]
+                  "chance at the fitted parameters, not the first stall)"), SAMPLERS]
     else:
         fc = d["forecast"]
         expiry = {"step": _step(fc["crossing_step"]), "interval": fc["crossing_interval"], "level": 0.95,
@@ -161,7 +171,7 @@ def when(d: dict) -> dict:
                  ("P(stall) > q first at step", "the trend fit's first step whose own chance exceeds q"),
                  ("calibrated ...", "the trend fit rescaled to the last rows (a check of the level, not the forecast)"),
                  ("scalars fit beside the groups", "the per-step shares fitted alone (a cross-check)"),
-                 ("samplers' expires", "a simulated fresh run on the fitted population per sampler (not this run)")]
+                 SAMPLERS]
     ve = check_expiry(expiry["status"], expiry["threshold"], tail, K, rewards)
     expiry["said"] = ve["said"]
     if not ve["holds"]:
@@ -173,25 +183,3 @@ def when(d: dict) -> dict:
         verdicts.append(vc)
     return {"expiry": expiry, "stall": stall, "verdicts": verdicts, "logged_tail": tail,
             "other": [{"figure": a, "is": b} for a, b in other]}
-
-
-def when_lines(w: dict) -> list[str]:
-    """The report's "when" lines (text; the HTML and the lab show the same strings)."""
-    e, s = w["expiry"], w["stall"]
-
-    def iv(x):
-        lo, hi = x or (None, None)
-        return f"[{'-' if lo is None else f'{lo:.0f}'}, {'beyond the horizon' if hi is None else f'{hi:.0f}'}]"
-
-    out = [f"when: expiry ({e['source']}, mixed share < {e['threshold']:g}): "
-           + (f"step {e['step']:.0f} {iv(e['interval'])} ({100 * e['level']:.0f}%)" if e["step"] is not None
-              else e["said"])]
-    if s["available"] and "step" in s:
-        out.append(f"when: first stall ({s['source']}): "
-                   + (f"step {s['step']:.0f} {iv(s['interval'])} ({100 * s['level']:.0f}%)" if s["step"] is not None
-                      else "not within the horizon")
-                   + (f"; cause: {s.get('cause_said')}" if s.get("cause_said") else ""))
-    else:
-        out.append(f"when: first stall: {s.get('reason', 'not forecast')}")
-    out += [f"  checked: {v['said']}" for v in w["verdicts"] if not v["holds"] and v["said"] != e["said"]]
-    return out
