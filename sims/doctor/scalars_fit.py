@@ -380,6 +380,11 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
            "steps": [P["s0"], P["s1"]], "n_steps": int(len(P["step"])), "groups": float(P["n"].sum()),
            "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
            "identified": identified, "notes": notes}
+    for k, (a, b) in (("alpha", (blo, bhi)), ("beta", (blo, bhi)), ("drift", (dlo, dhi))):
+        lo_, hi_ = out["intervals"][k]
+        if lo_ <= a or hi_ >= b:
+            out["bounds"].append(f"the 95% interval of {k} reaches its {'lower' if lo_ <= a else 'upper'} bound "
+                                 f"({a if lo_ <= a else b:g}) and is clipped there: the log does not limit it")
     if model == "logit_stuck":
         out["stuck"] = float(expit(x[3]))
         out["intervals"]["stuck"] = [float(expit(np.clip(x[3] - Z95 * se[3], *STUCK_BOUNDS))),

@@ -1,7 +1,8 @@
 r"""Early warning while a run trains: the stall forecast refitted as each step lands (``grpo-lab watch``).
 
 :class:`StallWatch` takes the run's scalars-only record as it grows (re-read by the caller) and, when it holds
-a step it has not seen, refits :func:`.scalars_fit.fit_scalars` (warm-started from the previous fit) and
+a step it has not seen, refits every drift model of :func:`.scalars_fit.fit_scalars` (each warm-started from its previous
+fit), keeps the smallest AIC as the diagnosis does, and
 forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
 stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
 ``max_num_gen_batches`` (what stops verl's DAPO trainer), with its predictive 95% interval (the fit's parameter
@@ -17,14 +18,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .scalars_fit import fit_scalars, step_shares
+from .scalars_fit import DRAWS, MODELS, POWER_MAX_K, fit_scalars, step_shares
 from .scalars_forecast import stall_forecast
 from .when import scalars_stall
 
 __all__ = ["StallWatch", "MIN_STEPS", "WATCH_DRAWS", "DEFAULT_WARN_STEPS"]
 
 MIN_STEPS = 5  #: steps logged before the first forecast
-WATCH_DRAWS = 200  #: parameter draws per forecast (the doctor uses more; a watch refits at every poll)
+WATCH_DRAWS = DRAWS  #: parameter draws per forecast: the doctor's, so that both give the same interval
 DEFAULT_WARN_STEPS = 20  #: warn this many steps before the forecast stall
 
 
@@ -43,7 +44,7 @@ class StallWatch:
         self.K = num_generations or settings.get("K")
         self.groups = groups_per_step
         self.last_step = None
-        self.theta = None
+        self.theta = {}
         self.warned = False
 
     def update(self, record: RunRecord) -> dict | None:
@@ -62,8 +63,9 @@ class StallWatch:
         if gps is None and not (len(col) and np.isfinite(col).any()):
             gps = int(self.settings["gen_batch"])
         d = step_shares(record, num_generations=K, groups_per_step=gps)
-        fit = fit_scalars(d, start=self.theta)
-        self.theta = fit["theta"]
+        fits = {m: fit_scalars(d, m, start=self.theta.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+        self.theta = {m: f["theta"] for m, f in fits.items()}
+        fit = min(fits.values(), key=lambda f: f["aic"])  # the diagnosis's choice (smallest AIC)
         sf = stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS)
         event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
                           "mixed_now": fit["last"]["mixed"]}, stall=sf)
