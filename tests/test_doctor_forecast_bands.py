@@ -13,7 +13,7 @@ from grpo_lab.sims.doctor.backtest import backtest, observed_mixed
 from grpo_lab.sims.doctor.predictive import band, dispersion, quantiles
 from grpo_lab.sims.doctor.rewards import classify_scalars, max_mixed_share
 from grpo_lab.sims.doctor.scalars_fit import fit_scalars, step_shares
-from grpo_lab.sims.doctor.scalars_forecast import _draw_mixed, mixed_dispersion
+from grpo_lab.sims.doctor.scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from grpo_lab.sims.doctor.scalars_sim import simulate_dapo, simulate_shares
 from grpo_lab.sims.doctor.tie_trend import fit_tie_trend
 from grpo_lab.sims.doctor.when import check_cause, check_expiry, logged_tail
@@ -59,7 +59,7 @@ def _fit_and_score(seed, fit_steps=30, later=30, n_draws=200):
     d = step_shares(rec)
     fit = fit_scalars(d.subset(np.arange(len(d.step)) < fit_steps), "logit")
     steps = d.step[fit_steps:].astype(float)
-    P = _draw_mixed(fit, steps, 8, n_draws, seed)
+    P = _draw_mixed(quasi_fit(fit), steps, 8, n_draws, seed)
     phi = mixed_dispersion(fit)
     b = band(P, 64, 0.9, phi)
     obs = observed_mixed(d)[fit_steps:]

@@ -13,7 +13,7 @@ from .audit import audit_html, audit_text
 from .markup import table
 from .samplers import samplers_html, samplers_text
 from .svg import COLORS, predictive_band, svg
-from .when import backtest_line, predictive_lines, rewards_lines, when_html, when_lines
+from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_html, when_lines
 
 __all__ = ["scalars_text", "scalars_html", "side_by_side_lines", "side_by_side_html", "PLOT_AHEAD"]
 
@@ -104,6 +104,7 @@ def scalars_text(d: dict) -> str:
     a, b = d["samplers_population"]
     lines.append(f"samplers on the population at the last step, Beta({a:.3g}, {b:.3g}) (same mean and variance):")
     lines += samplers_text(d["samplers"])
+    lines.append(SAMPLERS_NOTE)
     lines += [f"consistency: {c}" for c in d["consistency"]] or ["consistency: the logged shares agree"]
     lines += audit_text(d["audit"])
     lines.append("needs the groups (not available from scalars):")

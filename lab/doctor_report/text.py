@@ -12,7 +12,7 @@ from .honesty import intervals_text
 from .samplers import samplers_text
 from .scalars import scalars_text, side_by_side_lines
 from .stall import stall_lines, transitions_lines
-from .when import backtest_line, predictive_lines, rewards_lines, when_lines
+from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_lines
 
 __all__ = ["text_report", "num", "gof_text"]
 
@@ -100,6 +100,7 @@ def text_report(d: dict) -> str:
                  f"{percent(b['effective_group_rate_kept'])} (all prompts {percent(b['effective_group_rate_all'])})")
     lines.append("coverage: " + ", ".join(f"{k} {percent(v)}" for k, v in d["coverage"].items()))
     lines.extend(samplers_text(d["samplers"]))
+    lines.append(SAMPLERS_NOTE)
     bt = fc["backtest"]
     lines.append(f"forecast: {d['when']['expiry']['said']}; effective rate now {percent(fc['observed_rate_now'])} "
                  f"observed, {percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "

@@ -9,7 +9,7 @@ import html
 from grpo_lab.sims.formatting import percent
 
 __all__ = ["when_lines", "when_html", "backtest_line", "rewards_lines", "stall_words", "interval_words",
-           "predictive_lines"]
+           "predictive_lines", "SAMPLERS_NOTE"]
 
 
 def interval_words(x) -> str:
@@ -46,6 +46,10 @@ def when_lines(w: dict) -> list[str]:
     out.append("  other step figures below answer other questions: " + "; ".join(
         f"{o['figure']}: {o['is']}" for o in w["other"]))
     return out
+
+
+SAMPLERS_NOTE = ("  the 'expires' column: a simulated fresh run of the prompt set on the fitted population, per sampler; "
+                 "not this run's forecast (the 'when' lines at the top)")
 
 
 def backtest_line(bt: dict | None) -> list[str]:

@@ -4,7 +4,8 @@ At each cut c in :data:`CUTS` (a share of the logged rows) the forecast is refit
 exactly as the diagnosis fits the whole run (every drift model of :mod:`.scalars_fit`, the smallest AIC kept;
 for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`), and its :data:`.predictive.LEVEL`
 predictive band of the logged mixed share (the parameter draws mixed with each row's binomial noise over its own
-groups, over-dispersed by the fitted rows' Pearson statistic: :mod:`.predictive`) is compared with each later
+groups, over-dispersed by the fitted rows' Pearson statistic, the parameters' covariance scaled by it too:
+:func:`.scalars_forecast.quasi_fit`, :mod:`.predictive`) is compared with each later
 row that logs the mixed share. Reported per cut and pooled: rows scored, rows inside the band (``held``),
 the coverage held / scored, and the median absolute error of the band's median against the logged share.
 
@@ -20,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from .predictive import LEVEL, band
 from .scalars_fit import MODELS, POWER_MAX_K, StepShares, _resolve, fit_scalars
-from .scalars_forecast import _draw_mixed, mixed_dispersion
+from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from .tie_trend import fit_tie_trend, tie_predict
 
 __all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "observed_mixed"]
@@ -76,7 +77,7 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
                 model = "tie share"
             else:
                 fit = _fit_binary(d.subset(before))
-                P = _draw_mixed(fit, steps, d.K, n_draws, 0)
+                P = _draw_mixed(quasi_fit(fit), steps, d.K, n_draws, 0)
                 if not len(P):
                     raise InputError("the fit has no covariance to draw from")
                 b = band(P, n, level, mixed_dispersion(fit), median=True)

@@ -10,8 +10,10 @@ mixture (1/D) sum_d Binomial(n_eff, pi(s; theta_d)) / n_eff, and the band at lev
 **Over-dispersion.** Real rows scatter more than the binomial: prompts repeat, rollouts of a prompt are
 correlated, the drift is not exactly the model's. :func:`dispersion` is the Pearson statistic of the fitted
 rows, phi = sum (x - n pi)^2 / (n pi (1 - pi)) / (rows - parameters), floored at 1; the band then uses
-n_eff = n / phi groups (the quasi-binomial variance phi n pi (1 - pi) of the count; named in the output). On
-rows that follow the model phi is near 1 and the band is the binomial mixture.
+n_eff = n / phi groups (the quasi-binomial variance phi n pi (1 - pi) of the count; named in the output), and the
+callers draw the parameters from the fit's covariance times phi (quasi-likelihood). On rows that follow the model
+phi is near 1 and the band is the binomial mixture. What the band does not hold: a drift whose shape the model
+lacks (the back-test, :mod:`.backtest`, measures how far that carries on the run's own history).
 
 Edge cases: n <= 0 or NaN rows give NaN bounds; pi is clipped to [0, 1]; no draws: the point fit alone.
 """

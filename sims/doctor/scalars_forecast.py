@@ -32,7 +32,7 @@ from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution, unavailable
 
 __all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid", "row_groups", "mixed_dispersion",
-           "predictive_mixed", "expiry_from_curves"]
+           "predictive_mixed", "expiry_from_curves", "quasi_fit"]
 
 MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
@@ -105,14 +105,22 @@ def mixed_dispersion(fit: dict) -> float:
     return dispersion(s["observed_mixed"], s["groups"], s["fitted_mixed"], fit["n_params"])
 
 
+def quasi_fit(fit: dict) -> dict:
+    """``fit`` with its covariance scaled by :func:`mixed_dispersion` (quasi-likelihood: rows that scatter phi times
+    the binomial leave the parameters phi times as uncertain); the fit itself where phi = 1."""
+    phi = mixed_dispersion(fit)
+    return fit if phi <= 1.0 else {**fit, "cov": fit["cov"] * phi}
+
+
 def predictive_mixed(fit: dict, steps, n_draws: int = DRAWS, seed: int = 0, level: float = LEVEL,
-                     median: bool = False, mixed_draws=None) -> dict:
+                     median: bool = False) -> dict:
     """The ``level`` predictive band of the mixed share a row of :func:`row_groups` groups will log at ``steps``:
-    the parameter draws' mixed shares (the drift's and the population's uncertainty) mixed with each row's
-    binomial noise, over-dispersed by :func:`mixed_dispersion` (:mod:`.predictive`). Adds ``groups`` and
-    ``dispersion``; with no covariance the point fit alone carries the band."""
+    the parameter draws' mixed shares (the drift's and the population's uncertainty, the covariance scaled by the
+    over-dispersion: :func:`quasi_fit`) mixed with each row's binomial noise, over-dispersed by
+    :func:`mixed_dispersion` (:mod:`.predictive`). Adds ``groups`` and ``dispersion``; with no covariance the point
+    fit alone carries the band."""
     steps = np.asarray(steps, float)
-    P = mixed_draws if mixed_draws is not None else _draw_mixed(fit, steps, fit["K"], n_draws, seed)
+    P = _draw_mixed(quasi_fit(fit), steps, fit["K"], n_draws, seed)
     if not len(P):
         P = _mixed(fit, fit["theta"], steps, fit["K"])[0][None, :]
     n, phi = row_groups(fit), mixed_dispersion(fit)
@@ -131,7 +139,7 @@ def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int =
     step = _first(grid, mixed < threshold)
     curves = _draw_mixed(fit, grid, K, n_draws, seed)
     return expiry_from_curves(grid, mixed, curves, now, threshold, "drift",
-                              predictive_mixed(fit, grid, seed=seed, mixed_draws=curves))
+                              predictive_mixed(fit, grid, n_draws, seed=seed))
 
 
 def expiry_from_curves(grid, mixed, curves, now: float, threshold: float, what: str, predictive: dict) -> dict:

@@ -10,7 +10,7 @@ the count of tied groups at a row of n groups Binomial(n, pi(s)); maximum likeli
 (a, b) (two parameters: the information matrix is 2 x 2), standard errors from its inverse. The expiry is
 the first future step at which the fitted mixed share 1 - pi falls below the threshold (the same grid and
 horizon as :func:`.scalars_forecast.future_grid`), its 95% interval over :data:`DRAWS` draws of (a, b) from
-the fit's normal approximation, and the projection carries the 90% predictive band of the logged mixed
+the fit's normal approximation (its covariance scaled by the Pearson over-dispersion, quasi-likelihood), and the projection carries the 90% predictive band of the logged mixed
 share (each draw's 1 - pi mixed with the row's binomial noise over-dispersed by the fit's Pearson statistic,
 :mod:`.predictive`). No population, no pass rate: those statements do not apply.
 
@@ -78,7 +78,8 @@ def _draws(fit, n_draws, seed):
     if not np.all(np.isfinite(fit["cov"])):
         return fit["theta"][None, :]
     rng = np.random.default_rng(seed)
-    return np.clip(rng.multivariate_normal(fit["theta"], fit["cov"], size=n_draws, method="eigh"), -BOUND, BOUND)
+    cov = fit["cov"] * max(fit["dispersion"], 1.0)  # quasi-likelihood: over-dispersed rows, wider parameters
+    return np.clip(rng.multivariate_normal(fit["theta"], cov, size=n_draws, method="eigh"), -BOUND, BOUND)
 
 
 def tie_predict(fit: dict, steps, n, n_draws: int = DRAWS, seed: int = 0, level: float = LEVEL,
