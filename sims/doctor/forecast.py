@@ -161,7 +161,7 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
     Returns ``threshold``, ``beta``, ``se_beta``, ``rate_now`` (model, at the last step),
     ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps), ``already_below``, ``status``,
     ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the horizon),
-    ``horizon_step``, ``series`` (observed and fitted per step, groups per step), ``projection`` (steps, rate and
+    ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per step), ``projection`` (steps, rate and
     ``predictive``: :func:`trend_predictive`), ``backtest``
     and ``_trend`` (the fit itself, for :mod:`.skip`; not for printing).
     """
@@ -192,7 +192,10 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
     span = max(trend["s1"] - trend["s0"], 1)
     proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, 3.0) * span), 60)
     fitted = _series(trend, steps)
-    n_rows = np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)
+    at = np.searchsorted(steps, groups.step)
+    n_rows = np.bincount(at, minlength=len(steps)).astype(float)
+    unanimous = {k: np.bincount(at, weights=groups.successes == v, minlength=len(steps)) / n_rows
+                 for k, v in (("all_pass", groups.K), ("all_fail", 0))}
     out = {
         "_trend": trend,
         "threshold": float(threshold), "model": "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
@@ -201,7 +204,8 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
         "crossing_step": cross, "crossing_interval": interval,
         "horizon_step": float(trend["s1"] + HORIZON * span),
-        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": fitted, "groups": n_rows},
+        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": fitted, "groups": n_rows,
+                   **unanimous},
         "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps),
                        "predictive": trend_predictive(trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))},
         "backtest": backtest(groups, threshold, steps, obs, roll),

@@ -18,8 +18,9 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
 is not below it; "crosses near step s" only if the logged rows have not already crossed (their interval lies
 above). A threshold the run's K cannot reach with binary rewards (the mixed share is at most 1 - 2^(1 - K))
 gives no expiry verdict. The cause (all-fail collapse / all-pass saturation) is said only if the logged
-last rows do not show the other side growing: the side named must hold at least the share of the unanimous
-groups it holds at the forecast's start, or be rising over the last rows.
+last rows do not contradict it: not said when the named side holds less of the last rows than the other and,
+over the last :data:`TREND_SHARE` of the rows, its share falls while the other's grows (least-squares slopes, each
+beyond :data:`Z_TREND` standard errors).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from .rewards import max_mixed_share
 __all__ = ["LAST_ROWS", "when", "check_expiry", "check_cause", "logged_tail", "scalars_stall"]
 
 LAST_ROWS = 10  #: logged rows the verdicts are checked against
+TREND_SHARE = 0.2  #: the unanimous shares' trend is read over the last 20% of the rows (at least LAST_ROWS)
+Z_TREND = 2.0  #: a trend counts when its least-squares slope is this many standard errors from 0
 
 
 def logged_tail(steps, mixed, groups, all_pass=None, all_fail=None, rows: int = LAST_ROWS) -> dict | None:
@@ -47,14 +50,20 @@ def logged_tail(steps, mixed, groups, all_pass=None, all_fail=None, rows: int = 
     lo, hi = share_interval(round(k), round(n))
     out = {"steps": [int(np.asarray(steps)[i[0]]), int(np.asarray(steps)[i[-1]])], "rows": int(len(i)),
            "groups": n, "mixed": k / n, "mixed_interval": [float(lo), float(hi)]}
+    j = ok[-max(rows, int(np.ceil(TREND_SHARE * ok.size))):]  # the trend's rows: a longer stretch
+    x = np.asarray(steps, float)[j]
     for key, arr in (("all_pass", all_pass), ("all_fail", all_fail)):
         if arr is not None:
-            a = np.asarray(arr, float)[i]
-            if np.isfinite(a).all():
-                out[key] = float(np.sum(a * groups[i]) / n)
-                half = len(i) // 2
-                if half:
-                    out[f"{key}_change"] = float(np.mean(a[half:]) - np.mean(a[:half]))
+            a = np.asarray(arr, float)
+            if np.isfinite(a[i]).all():
+                out[key] = float(np.sum(a[i] * groups[i]) / n)
+            y = a[j]
+            if len(j) >= 4 and np.isfinite(y).all() and np.ptp(x) > 0:
+                slope, icpt = np.polyfit(x, y, 1)
+                resid = y - (slope * x + icpt)
+                se = np.sqrt(np.sum(resid**2) / (len(j) - 2) / np.sum((x - x.mean()) ** 2))
+                out[f"{key}_trend"] = {"per_step": float(slope), "z": float(slope / se) if se > 0 else 0.0,
+                                       "steps": [int(x[0]), int(x[-1])]}
     return out
 
 
@@ -92,10 +101,12 @@ def check_cause(cause: str | None, tail: dict | None) -> dict:
     out["logged"] = (f"the last {tail['rows']} logged rows: all-pass {100 * tail['all_pass']:.1f}%, all-fail "
                      f"{100 * tail['all_fail']:.1f}%")
     behind = tail[side] < tail[other]
-    falling = tail.get(f"{side}_change", 0.0) < 0 and tail.get(f"{other}_change", 0.0) > 0
+    ts, to = tail.get(f"{side}_trend"), tail.get(f"{other}_trend")
+    falling = ts is not None and to is not None and ts["z"] < -Z_TREND and to["z"] > Z_TREND
     if behind and falling:
-        out.update(holds=False, said=f"not said: the model names {cause}, but {out['logged']} and the other side is "
-                   "the one growing")
+        out.update(holds=False, said=f"not said: the model names {cause}, but {out['logged']}, and over steps "
+                   f"{ts['steps'][0]}-{ts['steps'][1]} the {side.replace('_', '-')} share falls while the "
+                   f"{other.replace('_', '-')} share grows (both beyond {Z_TREND:g} standard errors)")
     return out
 
 
@@ -113,7 +124,8 @@ def _scalars_tail(d: dict) -> dict | None:
 
 def _group_tail(d: dict) -> dict | None:
     s = d["forecast"]["series"]
-    return logged_tail(s["step"], s["observed"], s["groups"]) if "groups" in s else None
+    return logged_tail(s["step"], s["observed"], s["groups"], s.get("all_pass"), s.get("all_fail")) \
+        if "groups" in s else None
 
 
 SAMPLERS = ("samplers' expires", "a simulated fresh run of the prompt set on the fitted population, per sampler "
