@@ -22,7 +22,7 @@ from .samplers_chart import about_html, samplers_svg, verdict
 from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
 from .svg import COLORS, predictive_band, svg
-from .text import gof_text, num, text_report
+from .text import BOUND_WORDS, gof_text, num, text_report
 from .when import when_html
 
 __all__ = ["html_fragment", "html_report", "LIST_PREVIEW", "OPEN"]
@@ -150,7 +150,8 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
     body = "\n".join([
         "<h2>Fit and its check</h2>",
         f"<p>Single Beta: alpha {f['alpha']:.3f} &plusmn; {f['se_alpha']:.3f}, beta {f['beta']:.3f} &plusmn; "
-        f"{f['se_beta']:.3f}; {html.escape(gof_text(f['gof']))}.</p>",
+        f"{f['se_beta']:.3f}; {html.escape(gof_text(f['gof']))}"
+        + (f"; {html.escape(BOUND_WORDS)}" if f.get("at_bound") else "") + ".</p>",
         table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"], "doctor-fit"), check,
         _pooled_html(d["pooled"], r["K"]),
         "<h2>Forecast</h2>", f"<p>{html.escape(d['when']['expiry']['said'])}.</p>", eff,

@@ -14,7 +14,11 @@ from .scalars import scalars_text, side_by_side_lines
 from .stall import stall_lines, transitions_lines
 from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_lines
 
-__all__ = ["text_report", "num", "gof_text"]
+__all__ = ["text_report", "num", "gof_text", "BOUND_WORDS"]
+
+
+BOUND_WORDS = ("a parameter of the Beta fit is at its bound (1e-3 or 1e5): the groups do not limit it there, so it "
+               "is the bound's value, not the run's, and has no standard error")
 
 
 def gof_text(g: dict) -> str:
@@ -47,6 +51,8 @@ def text_report(d: dict) -> str:
     lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
     lines.append(f"fit: Beta(alpha {f['alpha']:.3f} +/- {f['se_alpha']:.3f}, beta {f['beta']:.3f} +/- "
                  f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + gof_text(f["gof"]))
+    if f.get("at_bound"):
+        lines.append("  " + BOUND_WORDS)
     lines += [x for x in [intervals_text(f)] if x]
     for key in ("all_pass", "all_fail"):
         lo, hi = ou[f"{key}_interval"]
@@ -62,7 +68,9 @@ def text_report(d: dict) -> str:
     win = d["windows"]
     bad = sum(not (w["inside_all_pass"] and w["inside_all_fail"]) for w in win)
     lines.append(f"windows: {len(win)}; prediction outside the observed 95% interval in {bad}; "
-                 f"poor chi-square in {sum(w['gof']['poor'] for w in win)}")
+                 f"poor chi-square in {sum(w['gof']['poor'] for w in win)}"
+                 + (f"; a parameter at its bound in {sum(bool(w.get('at_bound')) for w in win)}"
+                    if any(w.get("at_bound") for w in win) else ""))
     pl = d["pooled"]
     if pl["available"]:
         pop = " + ".join(f"{w:.2f} Beta({a:.2f}, {b:.2f})" for w, a, b in pl["population"])
