@@ -1,8 +1,9 @@
 """The doctor's back-test (``grpo-lab diagnose --backtest``) on the shipped runs and on simulated logs: how often the
 90% predictive band of the logged mixed share held the rows after each cut (40/50/60/70% of the rows).
 
-Prints one row per record: rows scored, rows held and the coverage, per cut and pooled; the median absolute
-error of the band's median (points); the over-dispersion the band used at the 50% cut. Simulated logs
+Prints two rows per record (the group trend's band, the forecast a record with groups reports, and the per-step
+shares' fit's): rows scored, rows held and the coverage, per cut and pooled; the median absolute error of the
+band's median (points). Simulated logs
 (``simulate_shares``: the truth is the model; ``--sim`` replicates of each of two regimes) give the band's coverage
 where nothing misfits; the shipped runs are the project's own trainer.
 
@@ -15,9 +16,8 @@ import argparse
 import glob
 import time
 
-import numpy as np
-
-from grpo_lab.sims.doctor.backtest import backtest
+from grpo_lab.sims.doctor.backtest import backtest, backtest_trend
+from grpo_lab.sims.doctor.groups import run_groups
 from grpo_lab.sims.doctor.scalars_fit import step_shares
 from grpo_lab.sims.doctor.scalars_sim import simulate_shares
 from grpo_lab.sims.record import read_record
@@ -43,10 +43,11 @@ def main() -> None:
     for p in paths:
         t = time.perf_counter()
         rec = read_record(p)
-        groups = rec.groups.get("rewards") if rec.groups else None
-        binarised = groups is not None and len(groups) and not np.all(np.isin(np.asarray(groups), (0, 1)))
-        bt = backtest(step_shares(rec), bool(binarised), n_draws=args.draws)
-        print(row(p, bt, time.perf_counter() - t), flush=True)
+        groups = run_groups(rec, None)
+        print(row(f"{p}: group trend", backtest_trend(groups), time.perf_counter() - t), flush=True)
+        t = time.perf_counter()
+        bt = backtest(step_shares(rec), groups.binarised, n_draws=args.draws)
+        print(row(f"{p}: per-step shares' fit", bt, time.perf_counter() - t), flush=True)
     for label, kw in (("simulated saturation (1.5, 2.0, +0.03/step, K 8, 100 x 64)", (1.5, 2.0, 0.03, 8, 100, 64)),
                       ("simulated collapse (2.0, 1.2, -0.02/step, K 4, 100 x 128)", (2.0, 1.2, -0.02, 4, 100, 128))):
         held = scored = 0

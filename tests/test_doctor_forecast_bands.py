@@ -229,7 +229,7 @@ def _dapo_diagnosis():
 
 def test_text_html_json_and_watch_give_the_one_forecast(tmp_path):
     from grpo_lab.doctor_report import html_report, text_report
-    from grpo_lab.doctor_report.when import stall_words, when_lines
+    from grpo_lab.doctor_report.when import stall_words, when_html, when_lines
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
     from grpo_lab.sims.jsonable import jsonable
 
@@ -247,6 +247,10 @@ def test_text_html_json_and_watch_give_the_one_forecast(tmp_path):
     pr = js["expiry"]["projection"]["predictive"]
     assert pr["level"] == 0.9 and len(pr["lo"]) == len(pr["hi"]) == len(js["expiry"]["projection"]["step"])
     assert np.all(np.asarray(pr["lo"]) <= np.asarray(pr["hi"]))
+    from grpo_lab.doctor_report import html_fragment
+
+    lab = html_fragment(d, folded=True)  # what the lab's Replay > Diagnose shows
+    assert when_html(d) in lab
     ev = StallWatch(settings, num_generations=8).update(rec)
     assert ev["forecast"]["step"] == w["stall"]["step"]
     assert stall_words(ev["forecast"]) == stall_words(w["stall"])
@@ -275,4 +279,42 @@ def test_cli_backtest_json_and_text(capsys):
     bt = js["backtest"]
     assert bt["available"] and [c["cut"] for c in bt["cuts"]] == [0.4, 0.5, 0.6, 0.7]
     assert bt["held"] == sum(c["held"] for c in bt["cuts"]) and bt["scored"] == sum(c["scored"] for c in bt["cuts"])
+    assert bt["model"] == "group trend" and bt["scalars"]["model"] == "scalars fit"
+    for c in bt["cuts"]:  # each cut's count recomputed from its own series
+        lo, hi, o = (np.asarray(c["series"][k]) for k in ("lo", "hi", "observed"))
+        assert c["held"] == int(np.sum((o >= lo - 1e-12) & (o <= hi + 1e-12)))
     assert err == ""
+
+
+def _trend_run(seed, P=150, steps=60, per_step=40, K=4, slope=2.0):
+    """Groups from the trend model itself: prompt intercepts N(0, 1.5^2), one logit slope over the run, each step
+    drawing ``per_step`` prompts uniformly."""
+    from grpo_lab.sims.doctor.groups import RunGroups
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    a = rng.normal(0.0, 1.5, P)
+    step = np.repeat(np.arange(steps), per_step)
+    pid = rng.integers(0, P, step.size)
+    S = rng.binomial(K, expit(a[pid] + slope * step / (steps - 1)))
+    return RunGroups(K=K, successes=S.astype(np.int64), step=step.astype(np.int64), prompt_id=pid.astype(np.int64),
+                     n_prompts=P)
+
+
+def test_group_trend_band_covers_later_steps_on_runs_from_its_own_model():
+    """The group trend's 90% predictive band (slope quantiles x the step's binomial noise), fitted on the first half of
+    runs drawn from the trend model, holds the later steps' effective rates at about its level: per-run coverages
+    averaged over 24 runs, within 3 SEs (and a lattice allowance) of the band's level."""
+    from grpo_lab.sims.doctor.forecast import band_at, observed_rate
+
+    cov = []
+    for seed in range(24):
+        g = _trend_run(seed)
+        steps, obs = observed_rate(g)
+        later = steps >= 30
+        b = band_at(g, g.step < 30, steps[later])
+        inside = (obs[later] >= b["lo"] - 1e-12) & (obs[later] <= b["hi"] + 1e-12)
+        cov.append(inside.mean())
+    cov = np.array(cov)
+    se = cov.std(ddof=1) / np.sqrt(len(cov))
+    assert 0.9 - 3 * se - 0.02 < cov.mean() < 0.97 + 3 * se, (cov.mean(), se)

@@ -52,17 +52,19 @@ SAMPLERS_NOTE = ("  the 'expires' column: a simulated fresh run of the prompt se
                  "not this run's forecast (the 'when' lines at the top)")
 
 
-def backtest_line(bt: dict | None) -> list[str]:
-    """"back-test: on this run's history the 90% band held h of n later rows ..." (empty when not asked)."""
+def backtest_line(bt: dict | None, head: str = "back-test") -> list[str]:
+    """"back-test: on this run's history the 90% band held h of n later rows ..." (empty when not asked); a record
+    with groups adds the per-step shares' fit's line (``bt['scalars']``)."""
     if bt is None:
         return []
+    extra = backtest_line(bt["scalars"], "  back-test of the per-step shares' fit (beside)") if "scalars" in bt else []
     if not bt.get("available"):
-        return [f"back-test: not available: {bt.get('reason', 'not run')}"]
+        return [f"{head}: not available: {bt.get('reason', 'not run')}"] + extra
     per = ", ".join(f"cut at {100 * x['cut']:.0f}% (step {x['fit_until_step']}): {x['held']} of {x['scored']}"
                     for x in bt["cuts"] if "held" in x)
-    return [f"back-test: on this run's history the {100 * bt['level']:.0f}% band held {bt['held']} of {bt['scored']} "
-            f"later rows ({percent(bt['coverage'])}); median absolute error of the median "
-            f"{100 * bt['median_abs_error']:.1f} points ({per})"]
+    return [f"{head} ({bt.get('model', 'forecast')}): on this run's history the {100 * bt['level']:.0f}% band held "
+            f"{bt['held']} of {bt['scored']} later rows ({percent(bt['coverage'])}); median absolute error of the "
+            f"median {100 * bt['median_abs_error']:.1f} points ({per})"] + extra
 
 
 def rewards_lines(run: dict) -> list[str]:

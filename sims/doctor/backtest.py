@@ -11,7 +11,9 @@ the coverage held / scored, and the median absolute error of the band's median a
 
 A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows evenly spread (said as
 ``scored_every``). A cut that leaves fewer than :data:`~.scalars_fit.MIN_STEPS` rows before it, or none after,
-is skipped with its reason; a fit that fails (InputError) likewise.
+is skipped with its reason; a fit that fails (InputError) likewise. For a record with groups the forecast the
+report makes is the group trend's (:func:`backtest_trend`: the same cuts of its steps, its band of each later step's
+effective rate); the per-step shares' back-test is given beside it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .scalars_fit import MODELS, POWER_MAX_K, StepShares, _resolve, fit_scalars
 from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from .tie_trend import fit_tie_trend, tie_predict
 
-__all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "observed_mixed"]
+__all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "backtest_trend", "observed_mixed"]
 
 CUTS = (0.4, 0.5, 0.6, 0.7)  #: where the run is cut, as shares of its logged rows
 MAX_SCORED = 400  #: later rows scored per cut at most (evenly spread beyond)
@@ -49,6 +51,40 @@ def _score(obs, b) -> dict:
     inside = (obs >= b["lo"] - 1e-12) & (obs <= b["hi"] + 1e-12)
     return {"held": int(inside.sum()), "scored": int(len(obs)),
             "median_abs_error": float(np.median(np.abs(b["median"] - obs))) if len(obs) else None}
+
+
+def _pooled(out_cuts: list, level: float, model: str) -> dict:
+    """The cuts pooled: held, scored, coverage, the median absolute error of the median over every scored row."""
+    done = [x for x in out_cuts if "held" in x]
+    if not done:
+        return {"available": False, "level": level, "cuts": out_cuts, "model": model,
+                "reason": "no cut left rows to fit and rows to score"}
+    held, scored = sum(x["held"] for x in done), sum(x["scored"] for x in done)
+    errs = np.concatenate([np.abs(x["series"]["median"] - x["series"]["observed"]) for x in done])
+    return {"available": True, "level": level, "cuts": out_cuts, "held": held, "scored": scored, "model": model,
+            "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
+
+
+def backtest_trend(groups, cuts=CUTS, level: float = LEVEL) -> dict:
+    """The same for the group trend (:mod:`.forecast`, a record with groups): refitted on the steps before each cut,
+    its band (:func:`.forecast.band_at`) against each later step's effective rate."""
+    from .forecast import MIN_STEPS, band_at, observed_rate
+
+    steps, obs = observed_rate(groups)
+    out_cuts = []
+    for c in cuts:
+        k = int(round(c * len(steps)))
+        entry = {"cut": float(c), "fit_until_step": int(steps[k - 1]) if k >= 1 else None}
+        if k < MIN_STEPS or k >= len(steps):
+            out_cuts.append({**entry, "skipped": f"{k} steps before the cut, {len(steps) - k} after"})
+            continue
+        later = np.arange(k, len(steps))[::max(1, int(np.ceil((len(steps) - k) / MAX_SCORED)))]
+        b = band_at(groups, groups.step <= steps[k - 1], steps[later], median=True)
+        out_cuts.append({**entry, "model": "group trend", "first_scored_step": int(steps[later[0]]),
+                         "last_scored_step": int(steps[later[-1]]), **_score(obs[later], b),
+                         "series": {"step": steps[later], "observed": obs[later], "lo": b["lo"], "hi": b["hi"],
+                                    "median": b["median"]}})
+    return _pooled(out_cuts, level, "group trend")
 
 
 def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = BACKTEST_DRAWS,
@@ -89,11 +125,4 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
                          "last_scored_step": int(steps[-1]), **_score(obs, b),
                          "series": {"step": steps, "observed": obs, "lo": b["lo"], "hi": b["hi"],
                                     "median": b["median"]}})
-    done = [x for x in out_cuts if "held" in x]
-    if not done:
-        return {"available": False, "level": level, "cuts": out_cuts,
-                "reason": "no cut left rows to fit and rows to score"}
-    held, scored = sum(x["held"] for x in done), sum(x["scored"] for x in done)
-    errs = np.concatenate([np.abs(x["series"]["median"] - x["series"]["observed"]) for x in done])
-    return {"available": True, "level": level, "cuts": out_cuts, "held": held, "scored": scored,
-            "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
+    return _pooled(out_cuts, level, "tie-share trend" if not_binary else "scalars fit")

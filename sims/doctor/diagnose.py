@@ -51,7 +51,7 @@ from ..errors import InputError
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 from .audit import audit as audit_logged
-from .backtest import backtest as run_backtest
+from .backtest import backtest as run_backtest, backtest_trend
 from .correlation import within_prompt_correlation
 from .cost import cost_forecast
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
@@ -110,8 +110,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast and the
         samplers' sizes (default: the record's own config when it is a grpo-lab dynamic-sampling run), resolved
         once by :func:`.trainer_config.step_settings`.
-    backtest : refit the per-step shares' forecast on the first part of the run and score the rest
-        (:mod:`.backtest`; the result's ``backtest``; for a record with groups, on its logged per-step shares).
+    backtest : refit the forecast on the first part of the run and score the rest (:mod:`.backtest`; the result's
+        ``backtest``: the group trend's, with the per-step shares' fit's under ``backtest.scalars``).
     num_generations, groups_per_step : K and the groups per step of a scalars-only record where it does not
         say them (ignored for a record with groups).
     """
@@ -205,10 +205,11 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     bt = None
     if backtest:
         t = time.perf_counter()
+        bt = backtest_trend(groups)
         try:
-            bt = run_backtest(step_shares(record), groups.binarised)
+            bt["scalars"] = run_backtest(step_shares(record), groups.binarised)
         except InputError as exc:
-            bt = {"available": False, "reason": str(exc)}
+            bt["scalars"] = {"available": False, "reason": str(exc)}
         timings["backtest"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 

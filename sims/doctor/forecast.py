@@ -32,7 +32,8 @@ from ..replay import rolling_mean
 from .groups import RunGroups
 from .predictive import LEVEL, band, dispersion
 
-__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate"]
+__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate", "band_at",
+           "trend_predictive"]
 
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
@@ -213,7 +214,25 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
     return out
 
 
-def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int = PREDICTIVE_DRAWS) -> dict:
+def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
+    """The trend fitted on the groups in ``mask``, and its :func:`trend_predictive` band at ``steps`` (a step of the
+    fitted stretch's median groups; the dispersion of the fitted steps)."""
+    trend = fit_trend(groups, mask)
+    S, pid, t = trend["_data"]
+    refits = []
+    for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
+        if np.isfinite(b):
+            refits.append((b, _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])[0]))
+    m = np.asarray(mask, bool)
+    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    fitted_steps, obs = observed_rate(sub)
+    n_rows = np.bincount(np.searchsorted(fitted_steps, sub.step), minlength=len(fitted_steps)).astype(float)
+    phi = dispersion(obs, n_rows, _series(trend, fitted_steps), 1)
+    return trend_predictive(trend, refits, steps, n_rows, phi, median=median)
+
+
+def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int = PREDICTIVE_DRAWS,
+                     median: bool = False) -> dict:
     """The :data:`.predictive.LEVEL` predictive band of the effective rate a step of the run's median groups will
     log at ``steps``: the slope's uncertainty as ``draws`` normal quantiles z of beta = beta_hat + z se, the rate
     at each interpolated quadratically in z through the fits at z = -1.96, 0, +1.96 (``refits``: (beta, alphas)
@@ -228,7 +247,7 @@ def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int 
         P = np.clip(r0 + z * (hi - lo) / 2 + z * z * (hi + lo - 2 * r0) / 2, 0.0, 1.0)
     else:
         P = r0[None, :]
-    return {**band(P, n, LEVEL, phi), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
+    return {**band(P, n, LEVEL, phi, median), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
 
 
 def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None) -> dict:
