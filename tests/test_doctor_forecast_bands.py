@@ -249,6 +249,7 @@ def test_text_html_json_and_watch_give_the_one_forecast(tmp_path):
     assert np.all(np.asarray(pr["lo"]) <= np.asarray(pr["hi"]))
     from grpo_lab.doctor_report import html_fragment
 
+    assert "90% predictive band</text>" in page and 'fill-opacity="0.2"' in page  # the band drawn, with its legend
     lab = html_fragment(d, folded=True)  # what the lab's Replay > Diagnose shows
     assert when_html(d) in lab
     ev = StallWatch(settings, num_generations=8).update(rec)

@@ -63,7 +63,8 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
                                                                    np.concatenate([hi, lo[::-1]])))
             out.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.2" stroke="none"/>')
             if s.get("name"):
-                out.append(f'<text x="{legend_x}" y="38" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
+                out.append(f'<text x="{legend_x}" y="24" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
+                legend_x += 7 * len(s["name"]) + 18
             continue
         if "lo" in s:
             for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
