@@ -319,3 +319,26 @@ def test_group_trend_band_covers_later_steps_on_runs_from_its_own_model():
     cov = np.array(cov)
     se = cov.std(ddof=1) / np.sqrt(len(cov))
     assert 0.9 - 3 * se - 0.02 < cov.mean() < 0.97 + 3 * se, (cov.mean(), se)
+
+
+def test_not_binary_stall_forecast_from_the_tie_trend_equals_the_binomial_closed_form():
+    """With rewards that are not binary the stall forecast runs on the tie trend's mixed share u(s) = 1 - pi(s): a
+    step of cap rounds of B fresh prompts stalls iff fewer than T of the cap x B groups are mixed, so
+    P(stall) = Binomial(cap B, u).cdf(T - 1) (scipy, independent of the rounds' code); the cause is not identified."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(0)
+    n = 80
+    steps = np.arange(1, n + 1)
+    tie = rng.binomial(96, 0.12 + 0.006 * steps) / 96
+    rec = _rec({"frac_reward_zero_std": tie, "reward_mean": rng.normal(5, 1, n), "groups_per_step": np.full(n, 96.0)},
+               K=8, n=n)
+    settings = {"trainer": "verl", "source": "test", "gen_batch": 96, "train_batch": 64, "cap": 3, "K": 8,
+                "pool": None}
+    d = diagnose(rec, trainer_config=settings)
+    sf, tf = d["stall_forecast"], d["tie_fit"]
+    assert sf["available"] and sf["cause"].startswith("not identified (rewards not binary")
+    g = np.asarray(sf["series"]["step"], float)
+    u = 1 - expit(tf["a"] + tf["b"] * (g - tf["steps"][0]) / (tf["steps"][1] - tf["steps"][0]))
+    assert np.allclose(sf["series"]["p_stall"], stats.binom.cdf(63, 3 * 96, u), atol=1e-6)
+    assert d["when"]["stall"]["step"] == sf["first_cap_hit"]["median"] is not None

@@ -94,8 +94,8 @@ def _settings_K(settings):
 
 
 NOT_BINARY = ("the rewards are not binary: pass-rate statements (the Beta population, all-pass / all-fail, the "
-              "samplers on the population, the stall forecast from it) do not apply; the tie share (groups whose K "
-              "rewards all tie) is modelled with its own trend")
+              "samplers on the population) do not apply; the tie share (groups whose K rewards all tie) is modelled "
+              "with its own trend, and the expiry and the stall forecast are the tie trend's")
 
 
 def bad_rows(steps: dict) -> str | None:
@@ -160,8 +160,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold)
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
-    stall = ({"available": False, "reason": "not forecast: the rewards are not binary (the stall forecast draws "
-              "prompts from the pass-rate population)"} if not_binary else stall_forecast(fit, trainer_config))
+    stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     timings["stall"] = time.perf_counter() - t
     t = time.perf_counter()
     pop = beta_at_last(fit)

@@ -27,9 +27,10 @@ from ..errors import InputError
 from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
 
-__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "DRAWS"]
+__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "DRAWS", "MODEL"]
 
 DRAWS = 400  #: parameter draws of the intervals and the band
+MODEL = "tie share: logit pi = a + b t"  #: the fit's ``model`` (what :mod:`.scalars_forecast` dispatches on)
 NEWTON = 50  #: Newton iterations at most
 BOUND = 30.0  #: |a|, |b| beyond this: at the bound (the tie share at 0 or 1 at every row)
 Z95 = 1.959963984540054
@@ -66,7 +67,7 @@ def fit_tie_trend(step, n, tie) -> dict:
     except np.linalg.LinAlgError:
         cov = np.full((2, 2), np.nan)
     se = np.sqrt(np.abs(np.diag(cov)))
-    return {"model": "tie share: logit pi = a + b t", "a": float(x[0]), "b": float(x[1]), "theta": x, "cov": cov,
+    return {"model": MODEL, "a": float(x[0]), "b": float(x[1]), "theta": x, "cov": cov,
             "se_a": float(se[0]), "se_b": float(se[1]),
             "intervals": {"b": [float(x[1] - Z95 * se[1]), float(x[1] + Z95 * se[1])]},
             "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [int(s0), int(s1)], "n_params": 2,
