@@ -98,6 +98,8 @@ def test_backtest_counts_are_the_rows_inside_and_cover_on_simulated_logs():
             assert c["median_abs_error"] == pytest.approx(np.median(np.abs(s["median"] - s["observed"])))
         held += bt["held"]
         scored += bt["scored"]
+    # 3 binomial SEs of the pooled count, times 2.5 for the rows of one log sharing its fit's error (a design effect
+    # of about 6 in variance: the later rows of a cut move together with the fitted drift)
     assert held == pytest.approx(0.9 * scored, abs=3 * np.sqrt(0.09 * scored) * 2.5)
 
 
