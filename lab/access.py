@@ -6,7 +6,8 @@ Tab order, sliders, spin buttons and the Player's buttons with no name, a focus 
 Play button, Markdown code at 2.3:1).
 ``PageAccess()`` is placed once on a page; its script (``lab/static/page_access.js``) closes those
 gaps in the browser, and :data:`PAGE_CSS` is the focus ring and contrast it adopts into every
-shadow root. It draws nothing and does no work while a control moves.
+shadow root. ``PageAccess(heading=...)`` gives a page that shows no title (the embed) a level-one heading for screen
+readers. It draws nothing and does no work while a control moves.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class PageAccess(JSComponent):
     """An invisible component whose script fixes the page's widgets for keyboards and screen readers."""
 
     css = param.String(default=PAGE_CSS, doc="The stylesheet adopted into every shadow root.")
+    heading = param.String(default="", doc=(
+        "A page without a visible level-one heading (the embed): this text becomes one, visually hidden, first in "
+        "the document, so a screen reader's heading list starts with the page's name."))
 
     _esm = (Path(__file__).with_name("static") / "page_access.js").read_text(encoding="utf-8")
 

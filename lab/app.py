@@ -33,7 +33,7 @@ from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.embed import embed_page
 from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS, page_template
 from grpo_lab.views.live import LiveLab
-from grpo_lab.views.tour import TourPanel, TourState, tour_step
+from grpo_lab.views.tour import KCOST, TourPanel, TourState, tour_step
 
 __all__ = ["Session", "TABS", "build_app", "session_query"]
 
@@ -51,10 +51,12 @@ class Session:
     present: bool = False  #: presentation mode (``?present=true``): larger type, fewer panels
     replay: str | None = None  #: ``?replay=NAME``: open the Replay tab on that side-by-side view (lab.replay.catalog)
     tab: str | None = None  #: ``?tab=replay`` (any tab's title, any case): open on that tab
+    live: LiveLab | None = None  #: the Live lab tab, once built
 
 
 def _live_tab(s: Session):
-    return LiveLab(s.lab, s.play, present=s.present, heading=TITLE).panel
+    s.live = LiveLab(s.lab, s.play, present=s.present, heading=TITLE)
+    return s.live.panel
 
 
 def _advantages_tab(s: Session):
@@ -106,17 +108,22 @@ def build_app(query: dict[str, str] | None = None):
     if notices:
         session.lab.notice = "Some URL parameters were corrected: " + "; ".join(notices) + "."
     tour = TourState()
-    tour_panel = TourPanel(tour, session.lab)
+    # presentation mode builds no K-cost table on its page: the tour's step on it shows the Live lab's in its box
+    figures = {KCOST[0]: lambda: session.live.kcost_panel() if session.live else None} if session.present else {}
+    tour_panel = TourPanel(tour, session.lab, present=session.present, figures=figures)
     if not session.embed:
         tour_panel.go(tour_step(query.get("tour")))  # a linked tour step sets the controls (?tour=N)
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
         pn.state.onload(lambda: _sync_url(session.lab, query, tour))
         pn.state.on_session_destroyed(release_soon)  # memory back to the system once a room has left (grpo_lab.memory)
     if session.embed:
-        return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query), PageAccess())
+        return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query),
+                          PageAccess(heading=TITLE))  # the embed shows no title: its h1 for screen readers
     header = [] if session.present else [pn.pane.HTML(_header_html(), sizing_mode="stretch_width", css_classes=["lab-header"])]
     tabs = _lazy_tabs(session)
     tour_panel.on_step = lambda: setattr(tabs, "active", 0)  # a tour step talks about the Live lab tab
+    if figures and tour.step:
+        tour_panel.show()  # the Live lab is built now: the step's figure with it
     access = PageAccess(css=PAGE_CSS + PHONE_CSS + (PRESENT_CSS if session.present else ""))
     # the tour's box only where a tour runs: a tour starts from its link (?tour=N), which builds a new page
     touring = [tour_panel.panel] if tour.step else []

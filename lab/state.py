@@ -103,6 +103,30 @@ class PlayState(param.Parameterized):
 REWARD_SOURCES = {"binary": "K pass / fail rollouts (the sliders)", "typed": "the typed reward vector"}
 
 
+MAX_TYPED_REWARDS = 1024  #: the most rewards the advantage explorer takes typed
+
+
+def parse_rewards(text: str) -> np.ndarray:
+    """A typed reward vector: numbers separated by commas, semicolons or spaces. Raises InputError saying, in words,
+    what is wrong (the first word that is not a number, no number at all, too many, or NaN / inf)."""
+    words = [w for w in str(text).replace(";", ",").replace(" ", ",").split(",") if w != ""]
+    if not words:
+        raise InputError("no number typed; type rewards separated by commas, e.g. 1, 0, 0.5")
+    if len(words) > MAX_TYPED_REWARDS:
+        raise InputError(f"{len(words):,} rewards typed; at most {MAX_TYPED_REWARDS:,}")
+    values = []
+    for w in words:
+        try:
+            values.append(float(w))
+        except ValueError:
+            shown = w if len(w) <= 20 else w[:20] + "\u2026"
+            raise InputError(f"\u201c{shown}\u201d is not a number; type rewards separated by commas, "
+                             "e.g. 1, 0, 0.5") from None
+    if not all(math.isfinite(v) for v in values):
+        raise InputError("every reward must be a finite number (not NaN or infinity)")
+    return adv.as_rewards(values)
+
+
 class AdvantageState(param.Parameterized):
     """The advantage explorer: a group of K binary rollouts with ``correct`` successes, or typed rewards.
 
@@ -122,20 +146,46 @@ class AdvantageState(param.Parameterized):
     def _follow_text(self) -> None:
         self.source = "typed" if self.rewards_text.strip() else "binary"
 
+    @param.depends("rewards_text", "source", watch=True)
+    def _typed_sets_K(self) -> None:
+        """While typed rewards are used, the sliders' K is their count (K_MAX for more), so the sliders and the plots
+        say the group the table shows; going back to the sliders gives them back their own K and correct count.
+        Applied at once, or through ``defer`` where a page sets one (a served page: after the change that caused
+        it has been sent, as a change of K made within it left the browser's radio buttons behind)."""
+        if self.defer is not None and self.source == "typed":  # the sliders' own K comes back at once
+            self.defer(self._follow_typed)
+        else:
+            self._follow_typed()
+
+    def _follow_typed(self) -> None:
+        r = self._typed()[0] if self.source == "typed" else None
+        if r is not None:
+            if self._sliders is None:
+                self._sliders = (self.G, self.correct)
+            self.G = int(min(r.size, K_MAX))
+        elif self._sliders is not None:  # back to the sliders, or the typed text no longer parses
+            (G, correct), self._sliders = self._sliders, None
+            self.param.update(G=G, correct=min(correct, G))
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._sliders = None  #: (G, correct) of the sliders while typed rewards set K
+        self.defer = None  #: None, or a function that runs a function later (a served page's next tick)
+
+    def _typed(self) -> tuple[np.ndarray | None, str]:
+        """The typed rewards and "" , or None and why they cannot be used (in words)."""
+        try:
+            return parse_rewards(self.rewards_text), ""
+        except InputError as exc:
+            return None, f"Rewards not used: {exc}"
+
     def rewards(self) -> np.ndarray:
         """The group's rewards: the typed vector when ``source`` is "typed" and it parses, else ``correct`` ones
         then zeros (``error`` says why typed rewards were not used)."""
-        text = self.rewards_text.strip() if self.source == "typed" else ""
-        if text:
-            try:
-                values = [float(v) for v in text.replace(";", ",").replace(" ", ",").split(",") if v != ""]
-                r = adv.as_rewards(values)
-                if r.size > 1024:
-                    raise InputError("at most 1024 rewards")
-                self.error = ""
+        if self.source == "typed" and self.rewards_text.strip():
+            r, self.error = self._typed()
+            if r is not None:
                 return r
-            except (ValueError, InputError) as exc:
-                self.error = f"Rewards not used: {exc}"
         else:
             self.error = ""
         c = min(self.correct, self.G)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["fixed", "percent", "signed"]
+__all__ = ["fixed", "percent", "signed", "points"]
 
 
 def fixed(x: float, digits: int = 1) -> str:
@@ -36,3 +36,11 @@ def signed(x: float, digits: int = 1) -> str:
     to zero is '+0'); an en dash for None/NaN/inf."""
     s = fixed(x, digits)
     return s if s.startswith("-") or s == "\u2013" else "+" + s
+
+
+def points(x: float, digits: int = 1) -> str:
+    """A difference of two shares in percentage points, e.g. 0.089 -> '8.9 percentage points' (one point is one
+    hundredth, so 10.8% against 1.9% differ by 8.9 points, not by 8.9%); an en dash for None/NaN/inf."""
+    if x is None or not math.isfinite(x):
+        return "\u2013"
+    return fixed(100.0 * float(x), digits) + " percentage points"

@@ -13,8 +13,12 @@ Independent rollouts (``rho = 0``)::
 
 Correlated rollouts (``0 < rho < 1``): the number of successes is
 beta-binomial with intra-group correlation ``rho``,
-``alpha = p (1/rho - 1)``, ``beta = (1 - p)(1/rho - 1)``; P(all pass) and
-P(all fail) are its pmf at K and at 0 (``scipy.stats.betabinom``). The
+``alpha = p s``, ``beta = (1 - p) s`` with ``s = 1/rho - 1`` (:func:`betabinom_scale`);
+P(all pass) and P(all fail) are its pmf at K and at 0 (``scipy.stats.betabinom``),
+which are the products::
+
+    P(all pass) = prod_{i=0}^{K-1} (p s + i) / (s + i)
+    P(all fail) = prod_{i=0}^{K-1} ((1 - p) s + i) / (s + i) The
 marginal pass rate of each rollout is still p, and rho = 0 is the iid case.
 
 All functions broadcast over arrays of ``p``, ``K`` and ``rho``. The limits are
@@ -40,6 +44,7 @@ __all__ = [
     "p_useful",
     "rollouts_per_useful",
     "outcome_probabilities",
+    "betabinom_scale",
 ]
 
 
@@ -57,9 +62,15 @@ def _iid_parts(p: np.ndarray, K: np.ndarray):
     return all_pass, all_fail, useful
 
 
+def betabinom_scale(rho):
+    """s = 1/rho - 1 = alpha + beta of the beta-binomial with intra-group correlation ``rho`` (0 < rho < 1): the
+    prior's weight, in rollouts; large s (small rho) is nearly independent rollouts. Broadcasts over ``rho``."""
+    return 1.0 / np.asarray(rho, dtype=float) - 1.0
+
+
 def _betabinom_parts(p: np.ndarray, K: np.ndarray, rho: np.ndarray):
     """(all_pass, all_fail, useful) for beta-binomial rollouts with 0 < rho < 1 and 0 < p < 1."""
-    scale = 1.0 / rho - 1.0
+    scale = betabinom_scale(rho)
     # subnormal shape parameters make scipy return NaN; 1e-300 is indistinguishable in every output
     alpha, beta = np.maximum(p * scale, 1e-300), np.maximum((1.0 - p) * scale, 1e-300)
     log_pass = stats.betabinom.logpmf(K, K, alpha, beta)

@@ -12,6 +12,10 @@ did not log it):
 ``frac_reward_zero_std``  share with zero reward spread (all-pass + all-fail for binary rewards)
 ``reward_mean``           mean reward over the step's rollouts
 ``groups_per_step``       groups (prompts x 1) the shares were computed over; the fit's weight per step
+``rounds``                generation rounds (batches of prompts) the step drew before its batch was full, where
+                          the trainer logs it (verl DAPO ``train/num_gen_batches``, NeMo-RL
+                          ``dynamic_sampling_num_gen_batches``): a dynamic-sampling run's evidence of its zero-std
+                          share when it logs no share, and what its cap (``max_num_gen_batches``) is checked on
 
 The trainer's raw series are kept beside them as ``scalar/<name as logged>``. ``meta`` holds
 ``scalars_only: True``, ``num_generations`` (K, or None where the source does not say it),
@@ -34,7 +38,7 @@ from .record import RunRecord
 __all__ = ["SHARES", "COLUMNS", "scalars_record", "is_scalars_only", "summarise_scalars"]
 
 SHARES = ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean")  #: per-step shares
-COLUMNS = ("step", *SHARES, "groups_per_step")  #: the standard columns of a scalars-only record
+COLUMNS = ("step", *SHARES, "groups_per_step", "rounds")  #: the standard columns of a scalars-only record
 
 
 def scalars_record(name: str, steps, columns: dict, *, num_generations: int | None, source: dict,
@@ -45,7 +49,7 @@ def scalars_record(name: str, steps, columns: dict, *, num_generations: int | No
     ----------
     name : the run's name.
     steps : the optimizer steps, one per row (sorted ascending, unique).
-    columns : any of :data:`SHARES` and ``groups_per_step``, each an array as long as ``steps``; a column
+    columns : any of :data:`SHARES`, ``groups_per_step`` and ``rounds``, each an array as long as ``steps``; a column
         not given is all NaN.
     num_generations : K, or None where unknown.
     source : ``{format, trainer, run, dialect, missing, notes}`` (``kind`` is set to ``"tracker"``).

@@ -414,3 +414,23 @@ def test_pressed_play_reads_at_4_5_to_1_and_shows_its_focus(page, default_page_f
     page.keyboard.press("Space")
     page.wait_for_function("() => !window.grpoExport.playing()", timeout=60_000)
     assert page.console_errors == []
+
+
+def test_exported_page_grid_and_curve_answer_the_keyboard(page, default_page_file):
+    """The exported page has the served lab's keyboard reading (issue 41): the grid's cells by the arrow keys, read
+    out, and the P(gradient) curve's reading, both equal to the core."""
+    from grpo_lab.sims.outcomes import outcome_probabilities
+    from grpo_lab.sims.scenario import Scenario, evaluate
+
+    open_offline(page, default_page_file)
+    view = evaluate(Scenario())
+    page.locator("#gx-grid").focus()
+    page.keyboard.press("ArrowRight")
+    said = page.evaluate("() => document.getElementById('gx-cell-said').textContent")
+    i = int(said.split(" ")[1])
+    assert said == page.locator("#gx-tip").text_content() and f"pass rate now {percent(view.pass_rate[i])}" in said
+    page.locator(".gx-curve-read").focus()
+    page.keyboard.press("Home")
+    page.keyboard.press("PageUp")
+    assert page.locator(".gx-curve-read").text_content() == (
+        f"At pass rate p = 0.10: P(gradient) = {percent(outcome_probabilities(0.1, 8)['p_useful'])} at K = 8")

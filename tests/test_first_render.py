@@ -75,3 +75,33 @@ def test_a_replay_link_first_render_draws_with_lean_glyphs():
     assert kinds["Stack"] == 0 and kinds["VBar"] == 2, kinds  # each histogram one bar glyph, no stack transforms
     assert kinds["Line"] + kinds["Scatter"] + kinds["VBar"] == kinds["GlyphRenderer"], kinds  # no unseen copies
     assert kinds["BasicTicker"] == kinds["BasicTickFormatter"] == 1, kinds  # one per tab, shared by every axis
+
+
+def test_presentation_modes_tour_shows_the_k_cost_table_in_its_box_on_its_step_alone():
+    """Presentation mode builds no K-cost table on its page; the tour's step on it shows the Live lab's in the tour's
+    box (with the core's figures for the step's settings), built on that step only, and gone on the next."""
+    import panel as pn
+
+    from grpo_lab.sims.formatting import fixed
+    from grpo_lab.sims.kcost import BASELINE_K, k_cost
+    from grpo_lab.sims.scenario import Scenario, evaluate
+    from grpo_lab.views.tour import KCOST, TOUR
+
+    n = next(i for i, s in enumerate(TOUR, 1) if KCOST[0] in s.targets)
+
+    def tables(page) -> list:
+        return [o for o in page.select(pn.pane.HTML) if "kcost" in (o.css_classes or [])]
+
+    for query in ({"present": "true", "tour": str(n - 1)}, {"present": "true"}):
+        assert tables(build_app(query)) == [], query
+    page = build_app({"present": "true", "tour": str(n)})
+    box = next(o for o in page.objects if "tour" in (getattr(o, "css_classes", None) or []))
+    assert "tour-with-figure" in box.css_classes
+    (table,) = tables(box)
+    settings = TOUR[n - 1].settings
+    view = evaluate(Scenario(progress=settings["progress"], K=settings["K"]))
+    c = k_cost(view.pass_rate[view.kept], [settings["K"]], baseline_K=BASELINE_K)
+    assert f"<td>{fixed(c['rollouts_per_useful'][0], 1)}</td>" in table.object
+    (next_button,) = [b for b in box.select(pn.widgets.Button) if b.name.startswith("Next")]
+    next_button.clicks += 1  # the box's own Next, as a click sends it
+    assert tables(box) == [] and "tour-with-figure" not in box.css_classes

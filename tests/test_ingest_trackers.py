@@ -39,16 +39,20 @@ def test_each_fixture_reads_back_onto_the_truth(name):
     tol = 1e-6 if t["float32"] else 1e-12  # TensorBoard's simple_value is a float32
     for col in t["columns"]:
         np.testing.assert_allclose(rec.steps[col], t[col], rtol=0, atol=tol, err_msg=f"{name} {col}")
-    assert src["missing"] == [c for c in STANDARD if c not in t["columns"]]
+    gpr = src["groups_per_row"]
+    inferred = "groups_per_step" not in t["columns"] and gpr["from"] == "lattice"
+    if inferred:  # no config gave the groups: the lattice of the logged shares did, equal to the simulation's
+        np.testing.assert_array_equal(rec.steps["groups_per_step"], t["groups_per_step"])
+    assert src["missing"] == [c for c in STANDARD if c not in t["columns"] and not (c == "groups_per_step" and inferred)]
     for col in src["missing"]:
         assert np.isnan(rec.steps[col]).all()
     for metric in src["dialect"].values():  # what was read is kept as logged
-        if " + " not in metric and not metric.startswith("config "):
+        if " + " not in metric and not metric.startswith(("config ", "lattice ")):
             assert f"scalar/{metric}" in rec.steps
 
 
-@pytest.mark.parametrize("name", ["tensorboard/trl", "trl_tensorboard", "trl_wandb", "wandb", "mlflow", "trackio",
-                                  "jsonl"])
+@pytest.mark.parametrize("name", ["tensorboard/trl", "trl_tensorboard", "trl_wandb", "wandb", "wandb_orlhf", "mlflow",
+                                  "trackio", "jsonl"])
 def test_auto_detects_the_format_and_takes_k_from_the_runs_config(name):
     t = TRUTH[name]
     rec = read_scalars(FIX / t["path"], run=t["run"])  # fmt auto, no --num-generations
@@ -134,7 +138,7 @@ def test_cli_json_report_names_what_was_read_and_missing(tmp_path):
     rep = json.loads(proc.stdout)
     assert rep["trainer"] == "verl-v1" and rep["groups"] == 0 and rep["num_generations"] == 8
     assert rep["dialect"]["frac_reward_zero_std"] == "training/filter_groups/evicted_samples"
-    assert rep["missing"] == ["frac_all_pass", "frac_all_fail", "reward_mean"]
+    assert rep["missing"] == ["frac_all_pass", "frac_all_fail", "reward_mean", "rounds"]
 
 
 def test_a_groups_jsonl_still_ingests_as_groups_under_auto_and_jsonl(tmp_path):

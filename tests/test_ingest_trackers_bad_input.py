@@ -137,7 +137,7 @@ def test_a_history_export_without_a_step_column(tmp_path):
 def test_run_and_trainer_are_refused_for_a_group_dump(tmp_path):
     f = tmp_path / "g.jsonl"
     f.write_text('{"step": 0, "prompt_id": "a", "rewards": [1, 0]}\n')
-    refused(tmp_path, f, "--run", "x", fragments=("--run and --trainer are for tracker logs",))
+    refused(tmp_path, f, "--run", "x", fragments=("--run, --trainer and --trainer-config are for tracker logs",))
 
 
 def test_auto_leaves_group_dumps_to_their_readers_and_says_so(tmp_path):

@@ -33,6 +33,7 @@ def test_k_cost_equals_the_pmf(rho):
         u = useful_by_pmf(p, K, rho)
         assert got["useful_share"][i] == pytest.approx(u, rel=1e-9, abs=1e-12)
         assert got["useful_per_1000_rollouts"][i] == pytest.approx(1000 * u / K, rel=1e-9, abs=1e-9)
+        assert got["useful_rollouts_per_1000"][i] == pytest.approx(1000 * u, rel=1e-9, abs=1e-9)
         if u > 0:
             assert got["rollouts_per_useful"][i] == pytest.approx(K / u, rel=1e-9)
             assert got["cost_vs_baseline"][i] == pytest.approx((K / u) / base, rel=1e-9)
@@ -61,11 +62,12 @@ def test_bigger_k_raises_the_share_but_costs_more_per_useful_group():
     p = np.random.default_rng(0).beta(2, 3, size=600) ** 0.2  # an easy, late-training population
     got = k_cost(p, (4, 8, 16, 32, 64))
     assert np.all(np.diff(got["useful_share"]) > 0)
-    assert np.all(np.diff(got["useful_per_1000_rollouts"]) < 0)
+    assert np.all(np.diff(got["useful_rollouts_per_1000"]) > 0)  # more rollouts sit in useful groups ...
+    assert np.all(np.diff(got["useful_per_1000_rollouts"]) < 0)  # ... but K of them make a group: fewer groups
     assert np.all(np.diff(got["cost_vs_baseline"]) > 0)
 
 
 def test_k_cost_of_no_prompts_is_nan():
     got = k_cost(np.array([]), (4, 8))
-    for key in ("useful_share", "useful_per_1000_rollouts", "rollouts_per_useful", "cost_vs_baseline"):
+    for key in ("useful_share", "useful_rollouts_per_1000", "useful_per_1000_rollouts", "rollouts_per_useful", "cost_vs_baseline"):
         assert np.all(np.isnan(got[key]))

@@ -1,8 +1,11 @@
-"""The embed in a blog column (issue 34), in real Chromium: a 700x500 and a 640x480 iframe, and no script on the host.
+"""The embed in a blog column (issues 34 and 41), in real Chromium: a 700x500 and a 640x480 iframe, and no script on the
+host.
 
 The exported page (``grpo-lab export``) and the served lab's ``?embed=true`` choose a compact layout by their width
 (CSS alone, ``lab/static/gridview.css``: the controls and readouts beside the grid), so the progress slider and the
-whole grid lie in the iframe's first screen. The exported page carries the served lab's two plots, drawn by the same
+whole grid lie in the iframe's first screen, with no readout's label on more than two lines; a switch under the
+readouts shows both plots, whole (titles, keys and drawings), in the grid's place, and the grid again; the served
+embed's page is no taller than its frame (nothing cut at its edge). The exported page carries the served lab's two plots, drawn by the same
 browser code (``lab/static/live_plots.js``, inlined verbatim), whose data after a control's input equals the core's;
 the default file stays under 1.5 MB, and the page makes no request.
 """
@@ -27,6 +30,19 @@ FRAMES = [(700, 500), (640, 480)]
 BOX = "sel => { const e = (" + FIND + """)(sel); if (!e) return null; const r = e.getBoundingClientRect();
   return {left: r.left, top: r.top, right: r.right, bottom: r.bottom, width: r.width, height: r.height}; }"""
 MAX_BYTES = 1_500_000  #: the default exported file's ceiling (issue 34)
+#: JavaScript (in the frame): each readout's label and the number of lines its text takes
+LABEL_LINES = "() => { const t = (" + FIND + """)('.grpo-readouts table');
+  return Array.from(t.querySelectorAll('tr')).slice(1).map(r => { const range = document.createRange();
+    range.selectNodeContents(r.cells[0]);
+    const tops = Array.from(range.getClientRects()).filter(b => b.width > 0).map(b => b.top).sort((a, b) => a - b);
+    return [r.cells[0].textContent.trim(), tops.filter((t, i) => i === 0 || t - tops[i - 1] > 4).length]; }); }"""
+#: JavaScript (in the frame): whether the plots have been drawn at their shown size (each SVG's viewBox is its width)
+PLOTS_AT_SIZE = "() => ['#gx-decay', '#gx-outcome'].every(s => { const e = (" + FIND + """)(s);
+  const w = e.getBoundingClientRect().width, vb = (e.getAttribute('viewBox') || '').split(' ');
+  return w > 0 && Math.abs(Number(vb[2]) - Math.round(w)) <= 1 && e.querySelectorAll('path').length >= 2; })"""
+#: JavaScript (in the frame): whether any plot title is cut (its text wider or taller than its box)
+TITLES_CUT = "() => ['.gx-plot-decay .gx-plot-title', '.gx-plot-outcome .gx-plot-title'].some(s => { const e = (" + FIND + \
+    """)(s); return e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1; })"""
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +57,28 @@ def blog(tmp_path_factory):
             f'post.</p><iframe src="decay.html" width="{w}" height="{h}" title="The lab"></iframe></main></body></html>',
             encoding="utf-8")
     return folder
+
+
+def _switches_to_the_plots(frame, width: int, height: int) -> None:
+    """In grid view the readouts' labels take two lines at most; the switch shows both plots whole in the frame, the
+    slider still beside them, and the grid again."""
+    lines = frame.evaluate(LABEL_LINES)
+    assert len(lines) == 3 and all(n <= 2 for _label, n in lines), lines
+    _in_frame(frame, width, height, [".gx-show"])
+    assert frame.evaluate(BOX, ".gx-plot-decay")["height"] == 0  # the plots wait behind the switch, not cut below
+    frame.get_by_label("the plots").check()
+    frame.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
+    _in_frame(frame, width, height, ["#gx-progress", "#gx-K", ".readout-useful", ".gx-plot-decay", ".gx-plot-outcome",
+                                     ".gx-plot-decay .gx-plot-title", ".gx-plot-outcome .gx-plot-title",
+                                     ".gx-plot-decay .gx-plot-key", ".gx-plot-outcome .gx-plot-key", "#gx-decay",
+                                     "#gx-outcome"])
+    assert not frame.evaluate(TITLES_CUT)
+    for svg in ("#gx-decay", "#gx-outcome"):
+        assert frame.evaluate(BOX, svg)["height"] >= 90, svg
+    assert frame.evaluate(BOX, "#gx-grid")["width"] == 0  # in the grid's place
+    frame.get_by_label("the grid").check()
+    frame.wait_for_function("() => (" + FIND + ")('#gx-grid').getBoundingClientRect().width > 0", timeout=15_000)
+    _in_frame(frame, width, height, ["#gx-grid", ".grpo-legend"])
 
 
 def _in_frame(frame, width: int, height: int, selectors) -> None:
@@ -66,6 +104,7 @@ def test_an_exported_page_in_a_blog_frame_shows_the_slider_and_the_whole_grid(br
         _in_frame(inner, width, height, ["#gx-play", "#gx-progress", "#gx-K", "#gx-grid", ".readout-useful"])
         grid = inner.evaluate(BOX, "#gx-grid")
         assert grid["width"] >= 0.4 * width, grid  # beside the controls, not shrunk to a stamp
+        _switches_to_the_plots(inner, width, height)
         assert outside == []
     finally:
         page.close()
@@ -118,6 +157,34 @@ def test_the_served_embed_in_a_blog_frame_shows_the_slider_and_the_whole_grid(br
         play = inner.get_by_role("button", name="\u25b6 Play").bounding_box()  # in page coordinates
         frame_box = page.locator("iframe").bounding_box()
         assert play["y"] + play["height"] <= frame_box["y"] + height
+        _switches_to_the_plots(inner, width, height)
+        # nothing below the first screen to be cut at the frame's edge (the caption in words is read out, not drawn)
+        assert inner.evaluate("() => document.documentElement.scrollHeight") <= height + 1
+    finally:
+        page.close()
+    assert errors == []
+
+
+def test_the_switch_is_keyboard_reachable_and_both_views_pass_axe(browser, lab_url):
+    from grpo_lab.testing.page import axe_violations
+
+    page = browser.new_page(viewport={"width": 640, "height": 480})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{lab_url}?embed=true")
+        page.wait_for_function("() => { const v = (" + FIND + ")('.gx-view');"
+                               " return !!(v && v.__grpoPlots && v.__grpoPlots.data); }", timeout=30_000)
+        assert axe_violations(page) == []
+        grid = page.get_by_label("the grid")
+        grid.focus()
+        page.keyboard.press("ArrowRight")  # a radio group: the arrow keys move the choice
+        assert page.get_by_label("the plots").is_checked()
+        page.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
+        assert axe_violations(page) == []
+        page.keyboard.press("ArrowLeft")
+        assert grid.is_checked()
+        page.wait_for_function("() => (" + FIND + ")('#gx-grid').getBoundingClientRect().width > 0", timeout=15_000)
     finally:
         page.close()
     assert errors == []

@@ -9,44 +9,22 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import wait_readout
 from grpo_lab.testing.page import FIND
+from grpo_lab.testing.screen import SHOWN_BOX as BOX, UNCOVERED_READOUTS, open_sized, overlap
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-#: JavaScript: the bounding box of the first element matching a selector (through shadow roots), or null
-BOX = "sel => { const e = (" + FIND + """)(sel); if (!e) return null; const r = e.getBoundingClientRect();
-  if (!r.width || !r.height) return null;
-  return {left: r.left, top: r.top, right: r.right, bottom: r.bottom, width: r.width, height: r.height}; }"""
 #: the parts of the first screen that must not overlap one another
 PARTS = {"grid": "#gx-grid", "readouts": ".gx-readouts", "decay": ".gx-plot-decay", "outcome": ".gx-plot-outcome",
          "controls": ".gx-controls", "play row": ".lab-main-controls"}
-#: JavaScript: for each readout value, whether the element on top at its centre is the value itself (or inside it)
-UNCOVERED = "() => { const view = (" + FIND + """)('.gx-view'); const root = view.getRootNode();
-  return Array.from(view.querySelectorAll('.gx-readouts [data-v]')).map(v => { const r = v.getBoundingClientRect();
-    const top = root.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-    return !!top && (top === v || v.contains(top)); }); }"""
 #: JavaScript: the font size of the plots' tick labels (their SVG text), in CSS px
 TICK_FONT = "() => { const t = (" + FIND + """)('#gx-decay text'); return t ? parseFloat(getComputedStyle(t).fontSize) : 0; }"""
 
 
-def _overlap(a, b) -> bool:
-    return a["left"] < b["right"] - 0.5 and b["left"] < a["right"] - 0.5 and a["top"] < b["bottom"] - 0.5 and \
-        b["top"] < a["bottom"] - 0.5
-
-
 @pytest.mark.parametrize("width, height", [(1920, 1080), (1280, 720), (1024, 768)])
 def test_the_grid_readouts_plots_and_controls_share_the_first_screen_without_overlap(browser, lab_url, width, height):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = open_sized(browser, lab_url + "?present=true", width, height)
     try:
-        page.goto(lab_url + "?present=true")
-        wait_readout(page)
-        page.wait_for_function("() => document.fonts.status === 'loaded'")
-        page.wait_for_function("() => { const v = (" + FIND + ")('.gx-view');"
-                               " return !!(v && v.__grpoPlots && v.__grpoPlots.data); }", timeout=30_000)
         page.wait_for_timeout(800)  # Panel's layout settles
         boxes = {name: page.evaluate(BOX, sel) for name, sel in PARTS.items()}
         for name, box in boxes.items():
@@ -56,11 +34,11 @@ def test_the_grid_readouts_plots_and_controls_share_the_first_screen_without_ove
         names = list(boxes)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
-                assert not _overlap(boxes[a], boxes[b]), (a, boxes[a], b, boxes[b])
+                assert not overlap(boxes[a], boxes[b]), (a, boxes[a], b, boxes[b])
         grid = boxes["grid"]
         assert grid["width"] * grid["height"] >= 0.30 * width * height, grid  # the largest thing on the screen
         assert all(grid["width"] * grid["height"] > boxes[n]["width"] * boxes[n]["height"] for n in names if n != "grid")
-        assert all(page.evaluate(UNCOVERED)), "a readout lies under something"
+        assert all(page.evaluate(UNCOVERED_READOUTS)), "a readout lies under something"
         font = "sel => { const e = (" + FIND + ")(sel); return parseFloat(getComputedStyle(e).fontSize); }"
         assert page.evaluate(font, ".readout-useful") >= 22  # the readouts the lecture is about, large
         assert page.evaluate(font, ".gx-field") >= 16 and page.evaluate(font, ".grpo-legend span") >= 16

@@ -99,7 +99,8 @@ def test_the_story_is_told_from_zero_and_ends_with_the_practitioners_question():
     text = step_text(len(TOUR))
     dropped = end["n_prompts"] - end["n_kept"]
     assert f"drops {percent(1 - end['kept_share'])} ({dropped:,} prompts)" in text, text
-    assert f"keeps {percent(end['kept_share'])}" in text and percent(end["useful_share_realised"]) in text
+    # the dashed decay line (the filter's expected share, as the line draws it) at t = 1
+    assert f"keeps {percent(end['kept_share'])}" in text and f"ends at {percent(end['useful_share_expected'])}" in text
     assert "does not stop the environment from expiring" in text
 
 

@@ -123,3 +123,16 @@ def test_broadcasting():
 def test_bad_input_raises_input_error(bad):
     with pytest.raises(InputError):
         outcome_probabilities(**bad)
+
+
+@pytest.mark.parametrize("p,K,rho", [(0.3, 8, 0.3), (0.9, 32, 0.05), (0.05, 4, 0.8), (0.5, 64, 0.01)])
+def test_correlated_is_the_products_the_lab_shows(p, K, rho):
+    """The beta-binomial P(all pass) and P(all fail) the lab writes out (prod_i (p s + i)/(s + i), s = 1/rho - 1)."""
+    from grpo_lab.sims.outcomes import betabinom_scale
+
+    s = 1.0 / rho - 1.0
+    assert betabinom_scale(rho) == pytest.approx(s, rel=1e-15)
+    i = np.arange(K)
+    o = outcome_probabilities(p, K, rho)
+    assert o["p_all_pass"] == pytest.approx(np.prod((p * s + i) / (s + i)), rel=1e-9)
+    assert o["p_all_fail"] == pytest.approx(np.prod(((1 - p) * s + i) / (s + i)), rel=1e-9)

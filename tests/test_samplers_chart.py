@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from grpo_lab.doctor_report.samplers_chart import Z95, about_html, expiry_words, samplers_svg, verdict
+from grpo_lab.doctor_report.samplers_chart import (NEVER_TRAINED_WORDS, Z95, about_html, expiry_words, samplers_svg,
+                                                   verdict, verdict_notes)
 
 SETTINGS = {"K": 8, "prompts": 600, "epochs": 4.0, "budget_rollouts": 19200.0, "batch": 32, "gen_batch": 32,
             "max_num_gen_batches": 10, "band": [0.2, 0.8], "n_retire": 3, "p_easy": 0.5, "p_hard": 0.5,
@@ -32,7 +33,9 @@ def test_verdict_names_the_best_sampler_and_its_cost():
                 {"plain": "plain GRPO", "band": "pass-rate band", "pods": "PODS"})
     assert verdict(s) == ("At this budget (4 epochs of plain GRPO, 19,200 rollouts), pass-rate band gives 30% more "
                           "useful groups than plain GRPO (130.0 vs 100.0 per 1,000 rollouts), at the cost of never "
-                          "training on 25.0% of prompts (plain GRPO: 1.0%).")
+                          "training on 25.0% of prompts (plain GRPO: 1.0%). Pass-rate band is an oracle: it reads each "
+                          "prompt's true pass rate, which no trainer knows, so its figure is a bound no trainer can "
+                          "reach; of the samplers a trainer can run, PODS gives the most (60.0 per 1,000 rollouts).")
 
 
 def test_verdict_when_none_beats_plain_and_when_the_gain_is_simulation_noise():
@@ -44,6 +47,18 @@ def test_verdict_when_none_beats_plain_and_when_the_gain_is_simulation_noise():
     assert 1.0 - Z95 * 1.0 < 0  # the premise: the interval's low end lies below plain's value
     clear = verdict(section({"plain": (100.0, 0.01), "greso": (110.0, 0.02, 1.0)}))
     assert "10% more useful groups" in clear
+
+
+def test_verdict_notes_say_why_dapo_costs_more_and_what_never_trained_counts():
+    s = section({"plain": (100.0, 0.01), "dapo": (62.5, 0.1)}, {"plain": "plain GRPO", "dapo": "DAPO dynamic sampling"})
+    s["rows"][1]["details"] = {"rounds_expected": 2.0}
+    dapo, never = verdict_notes(s)
+    assert dapo == ("DAPO dynamic sampling trains on 62.5 useful groups per 1,000 rollouts against plain GRPO's 100.0 "
+                    "because it pays for every round it generates (about 2.0 rounds of 32 prompts for each step of 32 "
+                    "groups) and discards the groups without a gradient and the useful groups past the step's 32: "
+                    "those rollouts are paid for and never trained on.")
+    assert never == NEVER_TRAINED_WORDS and "Never trained" in never
+    assert verdict_notes(section({"plain": (100.0, 0.01)})) == [NEVER_TRAINED_WORDS]  # no DAPO row: no DAPO sentence
 
 
 @pytest.mark.parametrize("t,steps,said", [

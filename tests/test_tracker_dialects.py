@@ -39,7 +39,7 @@ def test_prime_rl_old_names_count_sums_to_k():
     assert K == 16
     np.testing.assert_allclose(cols["frac_reward_zero_std"], [0.75, 0.75])
     np.testing.assert_allclose(cols["reward_mean"], [0.4, 0.6])
-    assert missing == ["groups_per_step"]
+    assert missing == ["groups_per_step", "rounds"]
 
 
 def test_skyrl_counts_groups_over_the_train_batch():

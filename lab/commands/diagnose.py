@@ -75,10 +75,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         else:
             print("\n".join(audit_text(result) or ["audit: the record carries no trainer scalar and no correctness score"]))
         return 0
-    result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
-                      stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after, trainer_config=settings,
-                      num_generations=args.num_generations, groups_per_step=args.groups_per_step,
-                      backtest=args.backtest)
+    try:
+        result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
+                          stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after,
+                          trainer_config=settings, num_generations=args.num_generations,
+                          groups_per_step=args.groups_per_step, backtest=args.backtest)
+    except InputError as exc:  # a record the doctor cannot fit may still show what is wrong with the run
+        return _rules_only(record, exc, args.json)
     written = {}
     if args.lists and result.get("scalars_only"):
         raise InputError("--lists needs each prompt's groups; the record holds per-step scalars only")
@@ -100,3 +103,20 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     for name, path in written.items():
         print(f"wrote {name}: {path}")
     return 0
+
+
+def _rules_only(record, exc: InputError, as_json: bool) -> int:
+    """The rules that fire on a record the doctor refused (``exc``): printed with the refusal, exit 2; none: the
+    refusal alone (raised again: one line, exit 2)."""
+    from grpo_lab.doctor_report.rules import rules_text
+    from grpo_lab.sims.doctor.rules import fire_rules
+
+    rules = fire_rules(record)
+    if not rules:
+        raise exc
+    if as_json:
+        print_json({"error": str(exc), "rules": rules})
+    else:
+        print(f"error: {exc}")
+        print("\n".join(rules_text({"rules": rules})))
+    return 2

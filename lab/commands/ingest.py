@@ -80,6 +80,14 @@ def register(sub) -> None:
     p.add_argument("--reward-key", help="verl: the reward to classify: training (default: the reward that "
                                         "trained), or a per-row key of the dump such as score or acc")
     p.add_argument("--scalars", help="verl: the file logger's JSONL, when it is not inside PATH")
+    p.add_argument("--metrics", metavar="LOG",
+                   help="group dumps: the same run's tracker log (TensorBoard, W&B, MLflow, trackio, metrics.jsonl), "
+                        "joined by step; gives a dump of trained groups only (verl DAPO) its generation rounds per "
+                        "step (train/num_gen_batches) and the log's scalars")
+    p.add_argument("--trainer-config", metavar="FILE",
+                   help="tracker logs: the run's config (.json or .yaml: a GRPOConfig dump, verl's .hydra/config.yaml "
+                        "or its overrides list of key=value) for K, batch sizes, gradient accumulation and processes "
+                        "the log does not hold; laid over any config the tracker stored")
     p.add_argument("--name", help="run name stored in the record (default: the --out folder's name)")
     p.add_argument("--force", action="store_true", help="replace an existing record at --out")
     p.add_argument("--json", action="store_true",
@@ -105,9 +113,14 @@ def default_out(source: str, name: str | None) -> Path:
 def _tracker_format(path: str, fmt: str) -> str | None:
     """The tracker format ``path`` is read as, or None for a group dump (trl, verl, a groups JSONL)."""
     from grpo_lab.sims.ingest.trackers import detect_format
-    from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl
+    from grpo_lab.sims.ingest.trackers.jsonl import is_metrics_jsonl, output_folder_state, trainer_state_kind
 
-    if fmt in ("trl", "verl"):
+    if fmt == "trl":  # a TRL output folder without completion logs, or its state alone: the state's scalars record
+        p = Path(path)
+        if p.is_dir() and not any(p.rglob("*.parquet")) and output_folder_state(p):
+            return "jsonl"
+        return "jsonl" if p.is_file() and p.suffix.lower() == ".json" and trainer_state_kind(p) else None
+    if fmt == "verl":
         return None
     if fmt == "auto":
         p = Path(path)
@@ -119,7 +132,9 @@ def _tracker_format(path: str, fmt: str) -> str | None:
             raise InputError(f"{exc}; for a TRL or verl dump pass --format trl or --format verl") from None
     if fmt == "jsonl":
         p = Path(path)
-        return "jsonl" if p.name == "trainer_state.json" or is_metrics_jsonl(p) else None
+        return "jsonl" if (p.name == "trainer_state.json" or is_metrics_jsonl(p)
+                           or (p.is_file() and trainer_state_kind(p))
+                           or (p.is_dir() and not any(p.rglob("*.jsonl")) and output_folder_state(p))) else None
     return fmt
 
 
@@ -127,8 +142,13 @@ def _cmd_tracker(args: argparse.Namespace, fmt: str, out: Path) -> int:
     from grpo_lab.sims.ingest.trackers import read_scalars
     from grpo_lab.sims.record import write_record
 
+    config = None
+    if args.trainer_config:
+        from grpo_lab.sims.ingest.trackers.common import load_config
+
+        config = load_config(args.trainer_config)
     rec = read_scalars(args.path, fmt=fmt, run=args.run, trainer=args.trainer, num_generations=args.num_generations,
-                       max_bytes=int(args.max_mb * 1024 * 1024))
+                       max_bytes=int(args.max_mb * 1024 * 1024), config=config)
     rec.meta["name"] = args.name or out.name
     write_record(out, rec)
     src = rec.meta["source"]
@@ -136,12 +156,19 @@ def _cmd_tracker(args: argparse.Namespace, fmt: str, out: Path) -> int:
     if args.json:
         print_json({"out": str(out), "name": rec.meta["name"], "steps": int(len(steps)), "groups": 0,
                     "num_generations": rec.meta["num_generations"], **{k: src[k] for k in
-                    ("format", "trainer", "run", "dialect", "missing", "notes")}})
+                    ("format", "trainer", "run", "dialect", "missing", "notes", "groups_per_row")}})
         return 0
     print(f"wrote {out}: scalars only, {len(steps)} steps of {src['trainer']} metrics from {fmt} run {src['run']!r} "
           f"(K = {rec.meta['num_generations'] or 'unknown'})")
     for col, name in src["dialect"].items():
         print(f"  {col} <- {name}")
+    gpr = src.get("groups_per_row") or {}
+    lat = gpr.get("lattice") or {}
+    print(f"groups per logged row: {gpr.get('value') if gpr.get('value') is not None else 'unknown'}"
+          f" (from {gpr.get('from') or 'nothing'}; config {gpr.get('config') if gpr.get('config') is not None else '-'}"
+          f", lattice {lat.get('g') if lat.get('g') is not None else '-'}"
+          f"{'' if lat.get('informative') else ' (uninformative)'}"
+          f"{'' if gpr.get('agree') is not False else ', they DISAGREE'})")
     print(f"missing: {', '.join(src['missing']) or 'nothing'}")
     for n in src["notes"]:
         print(f"note: {n}")
@@ -165,9 +192,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         raise InputError(f"--out {out} exists and is not a directory")
     tracker = _tracker_format(args.path, args.fmt)
     if tracker is not None:
+        if args.metrics:
+            raise InputError("--metrics joins a tracker log to a group dump; PATH is itself a tracker log")
         return _cmd_tracker(args, tracker, out)
-    if args.run or args.trainer:
-        raise InputError("--run and --trainer are for tracker logs (tensorboard, wandb, mlflow, trackio, "
+    if args.trainer or args.trainer_config or (args.run and not args.metrics):
+        raise InputError("--run, --trainer and --trainer-config are for tracker logs (tensorboard, wandb, mlflow, trackio, "
                          "metrics.jsonl)")
     if args.fmt == "auto":
         args.fmt = "jsonl"  # auto reached a groups JSONL
@@ -177,6 +206,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                  reward_key=args.reward_key, scalars=args.scalars,
                  progress=None if args.no_progress or args.json else "tqdm",
                  workers=args.workers, max_group=args.max_group)
+    if args.metrics:
+        from grpo_lab.sims.ingest.join import join_metrics
+
+        join_metrics(rec, args.metrics, run=args.run, max_bytes=int(args.max_mb * 1024 * 1024))
     write_record(out, rec)
     summary = summarise(rec)
     if args.json:

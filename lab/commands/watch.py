@@ -4,7 +4,13 @@ Every ``--interval`` seconds it re-reads the log (a TensorBoard dir, a W&B offli
 a cut last record is left for the next poll) when its files changed, and for each new step prints the
 forecast stall step with its 95% interval (:class:`grpo_lab.sims.doctor.scalars_watch.StallWatch`); a
 WARNING line when the forecast stall is at most ``--warn-steps`` steps ahead. It stops after ``--max-polls``
-polls (0: until interrupted), exit status 0; bad input is one line, exit 2.
+polls (0: until interrupted), exit status 0; bad input is one line, exit 2. The log may not exist yet: it waits
+for the trainer's first event. Each rule of :mod:`grpo_lab.sims.doctor.rules` that fires is printed once.
+
+``--emit`` writes each new step's forecast back into the run's own tracker (:mod:`grpo_lab.tracker_emit`): the
+``grpo_lab/...`` scalars of :mod:`grpo_lab.sims.doctor.tracker_values`, computed by the doctor's diagnosis of the
+record so far (so they equal ``grpo-lab diagnose --json``'s ``tracker`` on the same record), and one alert through
+the tracker's alert API ``--alert-before`` steps before the forecast stall.
 """
 
 from __future__ import annotations
@@ -43,15 +49,21 @@ def register(sub) -> None:
     p.add_argument("--interval", type=float, default=DEFAULT_INTERVAL,
                    help=f"seconds between polls (default {DEFAULT_INTERVAL:g})")
     p.add_argument("--max-polls", type=int, default=0, help="stop after this many polls (default 0: never)")
+    p.add_argument("--emit", action="store_true",
+                   help="write the forecast back into the run's own tracker (TensorBoard, W&B resumed offline, MLflow, "
+                        "trackio) as grpo_lab/... scalars at each new step, and alert through the tracker's alert API")
+    p.add_argument("--alert-before", type=int, default=None,
+                   help="with --emit: alert this many steps before the forecast stall (default: --warn-steps)")
+    p.add_argument("--wandb-online", action="store_true", help="with --emit to W&B: resume the run online, not offline")
     p.set_defaults(func=cmd_watch)
 
 
-def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None):
+def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None, config=None):
     """The run's scalars-only record (:func:`grpo_lab.sims.ingest.trackers.read_scalars`), tolerating a file still
-    being written."""
+    being written; ``config`` the --trainer-config file's keys (K, batch sizes, TRL's accumulation) for the reader."""
     from grpo_lab.sims.ingest.trackers import read_scalars
 
-    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True)
+    return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True, config=config)
 
 
 def signature(path) -> tuple:
@@ -81,50 +93,144 @@ def _line(ev: dict) -> str:
 
 def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=None, groups_per_step=None,
           warn_steps: int = 20, interval: float = DEFAULT_INTERVAL, max_polls: int = 0, write=print,
-          sleep=time.sleep) -> list[dict]:
-    """Poll ``path`` and write one line per new step (see the module docstring); returns the events."""
+          sleep=time.sleep, emit: bool = False, alert_before: int | None = None, wandb_online: bool = False,
+          writer=None, config: dict | None = None) -> list[dict]:
+    """Poll ``path`` and write one line per new step (see the module docstring); returns the events.
+
+    ``path`` may not exist yet (the trainer has not written its first event): the watch says so once and waits.
+    ``emit``: each new step's forecast is also written into the run's tracker (:mod:`grpo_lab.tracker_emit`; the
+    event's ``tracker`` values and ``rules``), with one alert ``alert_before`` steps (default ``warn_steps``) before
+    the forecast stall; ``writer``: a writer to use instead of the tracker's own (tests); ``config``: the
+    --trainer-config file's keys for the reader (:func:`read_tracker`)."""
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
 
-    if not Path(path).exists():
-        raise InputError(f"{str(path)!r} does not exist")
     if interval < 0 or max_polls < 0:
         raise InputError("--interval and --max-polls must be >= 0")
     w = StallWatch(settings, warn_steps=warn_steps, num_generations=num_generations, groups_per_step=groups_per_step)
-    seen, events, polls = None, [], 0
-    while True:
-        sig = signature(path)
-        if sig != seen:
-            seen = sig
-            try:
-                record = read_tracker(path, fmt=fmt, run=run, num_generations=num_generations)
-            except InputError as exc:
-                if not events:
-                    raise
-                record = None
-                write(f"(skipped a read: {exc})")
-            ev = w.update(record) if record is not None else None
-            if ev is not None:
-                events.append(ev)
-                write(_line(ev))
-                if ev["warn"]:
-                    fc = ev["forecast"]
-                    write(f"WARNING: at step {ev['step']} the run is forecast to exceed its cap of "
-                          f"{w.settings['cap']} rounds at step {fc['step']:.0f} (within {warn_steps} steps): "
-                          f"{fc['cause']}")
-        polls += 1
-        if max_polls and polls >= max_polls:
-            return events
-        sleep(interval)
+    emitter = _Emitter(settings, num_generations, groups_per_step, warn_steps if alert_before is None else alert_before,
+                       wandb_online, writer) if emit else None
+    seen, events, polls, said = None, [], 0, set()
+    try:
+        while True:
+            if not Path(path).exists():
+                if "missing" not in said:
+                    said.add("missing")
+                    write(f"waiting for {str(path)!r}: the trainer has not written its first event yet")
+            else:
+                sig = signature(path)
+                if sig != seen:
+                    seen = sig
+                    record = _read(path, fmt, run, num_generations, events, write, said, config)
+                    ev = w.update(record) if record is not None else None
+                    if ev is not None:
+                        events.append(ev)
+                        write(_line(ev))
+                        if ev["warn"]:
+                            fc = ev["forecast"]
+                            write(f"WARNING: at step {ev['step']} the run is forecast to exceed its cap of "
+                                  f"{w.settings['cap']} rounds at step {fc['step']:.0f} (within {warn_steps} steps): "
+                                  f"{fc['cause']}")
+                        _rules(ev, record, emitter, path, fmt, run, write, said)
+                        if emitter is not None and emitter.follow is not None:
+                            path, seen = emitter.follow, signature(emitter.follow)
+            polls += 1
+            if max_polls and polls >= max_polls:
+                return events
+            sleep(interval)
+    finally:
+        if emitter is not None:
+            emitter.close()
+
+
+def _read(path, fmt, run, num_generations, events, write, said, config=None):
+    """The record so far, or None: before the first event a folder with no file yet is waited for (said once); files
+    that do not read then are bad input (raised)."""
+    try:
+        return read_tracker(path, fmt=fmt, run=run, num_generations=num_generations, config=config)
+    except InputError as exc:
+        if not events and signature(path):  # files that do not read before any event: bad input
+            raise
+        if events:
+            write(f"(skipped a read: {exc})")
+        elif "empty" not in said:  # a folder with no file yet: the trainer has not started writing
+            said.add("empty")
+            write(f"waiting for the trainer's first event in {str(path)!r}")
+        return None
+
+
+def _rules(ev: dict, record, emitter, path, fmt, run, write, said) -> None:
+    """The rules that fire at this step (each said once) and, with ``emitter``, the forecast into the tracker."""
+    from grpo_lab.sims.doctor.rules import fire_rules, rule_line
+
+    if emitter is not None:
+        emitter.update(ev, record, path, fmt, run, write)
+    rules = ev.get("rules") if emitter is not None else fire_rules(record)
+    for r in rules or []:
+        if r["rule"] not in said:
+            said.add(r["rule"])
+            write(rule_line(r))
+
+
+class _Emitter:
+    """The forecast of each new step written into the run's tracker (``watch --emit``)."""
+
+    def __init__(self, settings, num_generations, groups_per_step, alert_before, wandb_online, writer):
+        if alert_before < 0:
+            raise InputError(f"--alert-before must be >= 0, got {alert_before!r}")
+        self.settings, self.K, self.gps = settings, num_generations, groups_per_step
+        self.alert_before, self.online, self.writer = alert_before, wandb_online, writer
+        self.alerted, self.follow = False, None
+
+    def update(self, ev: dict, record, path, fmt, run, write) -> None:
+        from grpo_lab.sims.doctor import diagnose
+        from grpo_lab.sims.doctor.tracker_values import alert_due, alert_text
+        from grpo_lab.sims.ingest.trackers import detect_format
+
+        if ev["steps"] < 5:
+            return
+        try:
+            result = diagnose(record, trainer_config=self.settings, num_generations=self.K,
+                              groups_per_step=self.gps)
+        except InputError as exc:
+            write(f"(no forecast to emit at step {ev['step']}: {exc})")
+            return
+        ev["tracker"], ev["rules"] = result["tracker"], result["rules"]
+        if self.writer is None:
+            from grpo_lab.tracker_emit import WandbWriter, _wandb_run_file, open_writer
+
+            kind = detect_format(Path(path)) if fmt == "auto" else fmt
+            if kind == "wandb" and Path(path).is_dir():
+                self.follow = _wandb_run_file(Path(path))  # the trainer's own run: the resumed one is a sibling
+            self.writer = open_writer(path, kind, run, wandb_online=self.online)
+            write(f"writing the forecast into the run's {kind} log" +
+                  (f" (run {self.writer.run_id} resumed in {self.writer.folder})" if isinstance(self.writer, WandbWriter)
+                   else ""))
+        self.writer.write(ev["step"], ev["tracker"])
+        if not self.alerted and alert_due(ev["tracker"], ev["step"], self.alert_before):
+            self.alerted = ev["alert"] = True
+            title, text = alert_text(ev["tracker"], ev["step"], self.settings["cap"])
+            self.writer.alert(ev["step"], title, text)
+            write(f"ALERT sent to the tracker: {text}")
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
     settings = trainer_settings(args)
+    config = None
+    if args.trainer_config:  # the same file informs the reader: K, batch sizes, TRL's groups per logged row
+        from grpo_lab.sims.ingest.trackers.common import load_config
+
+        config = load_config(args.trainer_config)
 
     def write(line):
         print(line, flush=True)
 
     watch(args.path, settings, fmt=args.format, run=args.run, num_generations=args.num_generations,
           groups_per_step=args.groups_per_step, warn_steps=args.warn_steps, interval=args.interval,
-          max_polls=args.max_polls, write=write)
+          max_polls=args.max_polls, write=write, emit=args.emit, alert_before=args.alert_before,
+          wandb_online=args.wandb_online, config=config)
     sys.stdout.flush()
     return 0

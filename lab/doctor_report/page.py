@@ -15,6 +15,7 @@ import numpy as np
 from grpo_lab.sims.formatting import percent
 
 from .audit import audit_html
+from .rules import rules_html
 from .markup import table
 from .cost import cost_html
 from .samplers import samplers_html
@@ -92,7 +93,7 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
     """
     if d.get("scalars_only"):
         return (f"<div class=\"doctor-report\"><style>{_STYLE}</style>"
-                f"{_fold(scalars_html(d, lab_href), OPEN if folded else None)}</div>")
+                f"{rules_html(d)}{_fold(scalars_html(d, lab_href), OPEN if folded else None)}</div>")
     r, fc, win, f = d["run"], d["forecast"], d["windows"], d["fit"]
     mid = [(w["step_first"] + w["step_last"]) / 2 for w in win]
     xlim = (min(w["step_first"] for w in win), max(w["step_last"] for w in win))
@@ -169,5 +170,4 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "<h2>The report as text</h2>", f"<pre>{html.escape(text_report(d))}</pre>"])
     return "\n".join([f"<div class=\"doctor-report\"><style>{_STYLE}</style>", f"<h1>{html.escape(title)}</h1>", link,
-                      when_html(d),
-                      _fold(body, OPEN if folded else None), "</div>"])
+                      when_html(d), rules_html(d), _fold(body, OPEN if folded else None), "</div>"])

@@ -8,6 +8,8 @@ One code for the doctor's report (command line page and the lab's Replay tab) an
   plain GRPO's values drawn as a dashed reference line across each panel
 - :func:`verdict`        one sentence in plain words for the population compared, every figure taken from
   the section (never typed)
+- :func:`verdict_notes`  what the verdict's figures mean: why DAPO pays more rollouts per useful group (the rounds
+  it discards) and what "never trained" counts (:data:`NEVER_TRAINED_WORDS`)
 - :func:`expiry_words`   when a sampler's useful groups per K rollouts fall below the threshold: "already
   below", a progress t within the run (t <= 1), "after N steps" when a run length is given, or "beyond the run"
 - :func:`about`, :func:`about_html`  each sampler's settings in words, with its source's link (:data:`PAPERS`)
@@ -23,9 +25,9 @@ import html
 import math
 
 from grpo_lab.sims.formatting import fixed, percent
-from grpo_lab.sims.samplers.compare import Z95, mc_interval
+from grpo_lab.sims.samplers.compare import ORACLES, Z95, mc_interval
 
-__all__ = ["samplers_svg", "verdict", "expiry_words", "interval", "about", "about_html", "PAPERS", "Z95"]
+__all__ = ["samplers_svg", "verdict", "verdict_notes", "NEVER_TRAINED_WORDS", "expiry_words", "interval", "about", "about_html", "PAPERS", "Z95"]
 
 
 #: sampler key -> (the paper or source it follows, its address)
@@ -126,8 +128,43 @@ def verdict(section: dict) -> str:
             "per 1,000 rollouts, within its simulation's 95% interval)" if noise else
             f"{percent(more, 0)} more useful groups than plain GRPO ({fixed(best['useful_per_1000'], 1)} vs "
             f"{fixed(base, 1)} per 1,000 rollouts)")
-    return (f"{budget}, {best['label']} gives {gain}, at the cost of never training on "
-            f"{percent(best['never_trained'])} of prompts (plain GRPO: {percent(plain['never_trained'])}).")
+    out = (f"{budget}, {best['label']} gives {gain}, at the cost of never training on "
+           f"{percent(best['never_trained'])} of prompts (plain GRPO: {percent(plain['never_trained'])}).")
+    if best["sampler"] in ORACLES:
+        out += (f" {best['label'][:1].upper() + best['label'][1:]} is an oracle: it reads each prompt's true pass rate, which no trainer "
+                "knows, so its figure is a bound no trainer can reach")
+        real = max((r for r in others if r["sampler"] not in ORACLES), key=lambda r: r["useful_per_1000"], default=None)
+        out += (f"; of the samplers a trainer can run, {real['label']} gives the most "
+                f"({fixed(real['useful_per_1000'], 1)} per 1,000 rollouts)." if real is not None else ".")
+    return out
+
+
+#: what the table's "never trained" share counts, in words
+NEVER_TRAINED_WORDS = (
+    "\u201cNever trained\u201d counts the prompts from which a sampler trains on no group with a gradient within the "
+    "whole budget: never drawn (filtered out, retired or skipped), or drawn only into groups whose rollouts all "
+    "passed or all failed (or, for DAPO, only into rounds it discarded).")
+
+
+def verdict_notes(section: dict) -> list[str]:
+    """Sentences that explain the verdict's figures (plain text, every figure from ``section``): why DAPO's useful
+    groups per 1,000 rollouts fall below plain GRPO's (it pays for every round it generates and discards the groups
+    without a gradient and the useful ones past a full step), and what "never trained" counts."""
+    rows = _rows(section)
+    s = section["settings"]
+    notes = []
+    dapo, plain = rows.get("dapo"), rows.get("plain")
+    if dapo is not None and plain is not None and math.isfinite(dapo["useful_per_1000"]):
+        rounds = dapo.get("details", {}).get("rounds_expected")
+        per_step = (f" (about {fixed(rounds, 1)} rounds of {s['gen_batch']} prompts for each step of {s['batch']} "
+                    "groups)" if rounds is not None and math.isfinite(rounds) else "")
+        notes.append(
+            f"{dapo['label']} trains on {fixed(dapo['useful_per_1000'], 1)} useful groups per 1,000 rollouts against "
+            f"plain GRPO's {fixed(plain['useful_per_1000'], 1)} because it pays for every round it generates{per_step} "
+            f"and discards the groups without a gradient and the useful groups past the step's {s['batch']}: those "
+            "rollouts are paid for and never trained on.")
+    notes.append(NEVER_TRAINED_WORDS)
+    return notes
 
 
 _W, _ROW, _TOP, _LABEL, _GAP = 680, 24, 34, 190, 24  #: width, row height, header, label column, gap (px)

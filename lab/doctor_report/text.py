@@ -7,6 +7,7 @@ import math
 from grpo_lab.sims.formatting import percent
 
 from .audit import audit_text
+from .rules import rules_text
 from .cost import cost_lines
 from .honesty import intervals_text
 from .samplers import samplers_text
@@ -43,7 +44,7 @@ def _steps(x) -> str:
 def text_report(d: dict) -> str:
     """A plain-text summary of :func:`~.diagnose.diagnose`'s result (a scalars-only one: :func:`.scalars.scalars_text`)."""
     if d.get("scalars_only"):
-        return scalars_text(d)
+        return "\n".join([scalars_text(d), *rules_text(d)])
     r, f, fc = d["run"], d["fit"], d["forecast"]
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     lines = [f"run {r['name'] or '-'}: {r['groups']:,} groups over {r['steps']} steps, {r['prompts']:,} prompts, "
@@ -137,6 +138,7 @@ def text_report(d: dict) -> str:
                  f"hard {pc['hard']:,} (never solved), live {pc['live']:,}, never drawn {pc['never_drawn']:,}")
     lines.append(f"  caution: {d['prompts']['caution']}")
     lines += audit_text(d["audit"]) if "audit" in d else []
+    lines += rules_text(d)
     lines.extend(stall_lines(d) + cost_lines(d) + transitions_lines(d) + side_by_side_lines(d))
     lines.append(f"open in the lab: ?{d['lab_query']}")
     return "\n".join(lines)

@@ -95,17 +95,28 @@ def legend_html(grey_label: str = FILTERED_LABEL) -> str:
     return f'<div class="grpo-legend" style="font:13px/1.6 system-ui,sans-serif">{spans}</div>'
 
 
+#: how a keyboard explores the grid (lab/static/gridview.js): said in the canvas's name
+CELL_KEYS = ("Focus the grid and use the arrow keys to move from cell to cell (Home and End: the row's ends, Page Up "
+             "and Page Down: the top and bottom rows, Escape: hide); each cell's prompt, group and advantages are "
+             "shown beside it and read out.")
+#: in the accessibility tree, not on screen (the live region that reads out the focused cell)
+_SR_ONLY = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip-path:inset(50%);"
+            "white-space:nowrap;border:0")
+
+
 def grid_html(n_prompts: int, geometry: dict, readouts: str = "") -> str:
     """Readouts (``readouts``: their filled HTML, or empty until the view paints), legend, canvas and tip.
 
     The legend sits above the canvas, so the colour key is on the first screen with the grid."""
     W, H = geometry["cols"] * geometry["P"], geometry["rows"] * geometry["P"]
-    label = html.escape(f"{n_prompts} prompts, one cell each, coloured by the outcome of its group", quote=True)
+    label = html.escape(f"{n_prompts} prompts, one cell each, coloured by the outcome of its group. {CELL_KEYS}",
+                        quote=True)
     return f"""<div class="gx-readouts" id="gx-readouts" aria-live="polite">{readouts}</div>
 {legend_html()}
 <div class="gx-grid">
-  <canvas id="gx-grid" width="{W}" height="{H}" role="img" aria-label="{label}"></canvas>
+  <canvas id="gx-grid" width="{W}" height="{H}" role="img" tabindex="0" aria-label="{label}"></canvas>
   <div class="gx-tip" id="gx-tip" role="tooltip" hidden></div>
+  <div class="gx-cell-said" id="gx-cell-said" aria-live="polite" style="{_SR_ONLY}"></div>
 </div>"""
 
 

@@ -6,7 +6,9 @@ session without a word. This component checks ``file.size`` against ``max_bytes`
 it is over, says so beside the input and sends nothing. A file within the limit is sent with
 ``model.send_msg`` (base64) and lands in ``filename`` / ``value`` on the Python side, which the
 replay view watches as it watched ``FileInput``'s. ``status`` is the server's word on the upload
-(shown beside the input: reading, rows so far, done); ``busy`` disables the input meanwhile. The file last sent
+(shown beside the input: reading, rows so far, done); ``busy`` disables the input meanwhile; ``error`` is why the
+last upload was not used, shown beside the input (class ``upload-error``, ``role="alert"``, so a screen reader
+reads it out) as well as at the top of the tab. The file last sent
 is named under the input (class ``upload-file``; the browser's own "No file chosen" is hidden, as the input is
 emptied after each send so that the same file can be chosen again).
 
@@ -45,10 +47,19 @@ export function render({ model, el }) {
   note.className = "upload-status";
   note.setAttribute("role", "status");
   note.style.cssText = "font-size:13px;margin-top:4px;overflow-wrap:anywhere";
-  el.append(style, input, chosen, note);
+  // why the last upload was not used, beside the control and read out at once (role alert: an assertive live region)
+  const error = document.createElement("div");
+  error.className = "upload-error";
+  error.setAttribute("role", "alert");
+  error.style.cssText = "font-size:14px;margin-top:4px;padding:6px 8px;border-radius:4px;overflow-wrap:anywhere;" +
+    "background:#f8d7da;color:#842029;border:1px solid #f5c2c7";
+  el.append(style, input, chosen, note, error);
   const mb = (n) => (n / 1048576).toFixed(1) + " MB";
-  const show = () => { note.textContent = model.status; input.disabled = model.busy; };
-  model.on(["status", "busy"], show);
+  const show = () => {
+    note.textContent = model.status; input.disabled = model.busy;
+    error.textContent = model.error; error.style.display = model.error ? "" : "none";
+  };
+  model.on(["status", "busy", "error"], show);
   show();
   input.addEventListener("change", () => {
     const file = input.files[0];
@@ -60,6 +71,7 @@ export function render({ model, el }) {
       return;
     }
     note.textContent = `Sending ${file.name} (${mb(file.size)})\u2026`;
+    error.textContent = ""; error.style.display = "none";
     chosen.textContent = `File: ${file.name} (${mb(file.size)})`;
     const reader = new FileReader();
     reader.addEventListener("load", () => {
@@ -82,6 +94,9 @@ class UploadInput(JSComponent):
     max_bytes = param.Integer(UPLOAD_LIMITS.file_bytes, doc="Largest file sent; larger ones are refused in the browser.")
     status = param.String("", doc="What the server says about the current upload.")
     busy = param.Boolean(False, doc="Disable the input while an upload is read.")
+    error = param.String("", doc=(
+        "Why the last upload was not used (shown beside the input in an alert, read out by screen readers); "
+        "empty: none."))
     filename = param.String(None, allow_None=True, doc="Name of the last file received (Python side only).")
     value = param.Bytes(None, allow_None=True, doc="Bytes of the last file received (Python side only).")
 

@@ -360,6 +360,7 @@ class ReplayView(pn.viewable.Viewer):
         if event.new is None:
             return
         self._upload_bytes = (self.file_input.filename or "upload", bytes(event.new))
+        self.file_input.error = ""  # a new file: the last one's error no longer applies
         self._ingest()
 
     def _on_format(self, event) -> None:
@@ -393,10 +394,15 @@ class ReplayView(pn.viewable.Viewer):
         refused = QUOTA.begin_read(self._quota_keys, token=self._quota_token)
         if refused:
             self.file_input.status = ""
-            self.state.error = f"Upload not read: {refused}"
+            self._upload_failed(f"Upload not read: {refused}")
             return
         self._job = UploadJob(doc, name, data, fmt, tolerance, self.file_input,
                               lambda rec, error: self._loaded(name, fmt, tolerance, rec, error), self._quota_keys)
+
+    def _upload_failed(self, message: str) -> None:
+        """Why an upload was not used: at the top of the tab and beside the upload control, read out there."""
+        self.state.error = message
+        self.file_input.error = message
 
     def _let_go(self) -> None:
         """The tab closed: its upload no longer counts for its visitor, and its memory goes back (trimmed)."""
@@ -410,15 +416,16 @@ class ReplayView(pn.viewable.Viewer):
         """An upload was read (``rec``) or refused (``error``): list it and show it, or say why not."""
         self._job = None
         if rec is None:
-            self.state.error = f"Upload not loaded: {error}"
+            self._upload_failed(f"Upload not loaded: {error}")
             return
         if self._quota_keys is not None:
             size = held_bytes(rec) + len(self._upload_bytes[1] if self._upload_bytes else b"")
             refused = QUOTA.hold(self._quota_keys, self._quota_token, size)
             if refused:
                 self.file_input.status = ""
-                self.state.error = f"Upload not kept: {refused}"
+                self._upload_failed(f"Upload not kept: {refused}")
                 return
+        self.file_input.error = ""
         label = f"{UPLOAD_PREFIX}{name} ({fmt}, tolerance {fixed(tolerance, 3)})"
         self.state.choices = {**{k: v for k, v in self.state.choices.items() if not k.startswith(UPLOAD_PREFIX)},
                               label: rec}

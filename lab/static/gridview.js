@@ -26,6 +26,9 @@
  *   view.onDraw(fn)             fn(result, K, d) after each paint or show: the evaluated view on screen (pass_rate,
  *                               outcome, kept, summary), its K and the decoded population (the served lab's
  *                               plots, lab/static/live_plots.js, repaint from it in the same event)
+ *   keyboard                    the canvas takes the focus: the arrow keys (Home / End, Page Up / Page Down) move a
+ *                               cursor from cell to cell, whose tip is shown and read out (#gx-cell-said, a polite
+ *                               live region); a click puts the cursor on the clicked cell; Escape hides the tip
  *   view.onHover(fn)            fn(h) when the hovered cell or its view changes: h = {prompt, p (pass rate now),
  *                               pu (its expected P(useful) at K, NaN when rho > 0), K}, or null when the
  *                               pointer leaves; the served lab moves the plots' markers with it
@@ -387,14 +390,67 @@
       hoverChanged(i, pu);
     }
 
-    /* a new width may wrap the readouts differently: measure their height again on the next paint */
-    window.addEventListener("resize", function () {
-      if (el.readouts.__grpoFixed) { unfix(el.readouts); fix(el.readouts); }
-    });
+    /* a new width may wrap the readouts differently: measure their height again (the window resized, or the column
+       holding them changed width: presentation mode's tour docks its box beside the lab) */
+    function refix() { if (el.readouts.__grpoFixed) { unfix(el.readouts); fix(el.readouts); } }
+    window.addEventListener("resize", refix);
+    if (typeof ResizeObserver !== "undefined") {
+      var readoutsWidth = 0;
+      new ResizeObserver(function (entries) {
+        var w = Math.round(entries[entries.length - 1].contentRect.width);
+        if (w !== readoutsWidth) { var was = readoutsWidth; readoutsWidth = w; if (was) refix(); }
+      }).observe(el.readouts);
+    }
 
     el.grid.addEventListener("pointermove", function (e) { tip({x: e.clientX, y: e.clientY}); });
-    el.grid.addEventListener("pointerdown", function (e) { tip({x: e.clientX, y: e.clientY}); });
+    el.grid.addEventListener("pointerdown", function (e) {
+      cursor = cellXY({x: e.clientX, y: e.clientY});  /* the click focuses the grid: the keys go on from this cell */
+      tip({x: e.clientX, y: e.clientY});
+    });
     el.grid.addEventListener("pointerleave", leave);
+
+    /* the keyboard's cursor: a cell (x, y; row 0 at the bottom) that the arrow keys move, whose tip is shown and
+       whose text the live region #gx-cell-said reads out */
+    var said = q("#gx-cell-said"), cursor = null;
+    function cellXY(at) {
+      var g = data.geometry, box = el.grid.getBoundingClientRect();
+      return {x: Math.max(0, Math.min(g.cols - 1, Math.floor((at.x - box.left) / box.width * g.cols))),
+              y: Math.max(0, Math.min(g.rows - 1, g.rows - 1 - Math.floor((at.y - box.top) / box.height * g.rows)))};
+    }
+    function sayCell() {
+      if (!cursor || !data || !shown) return;
+      var g = data.geometry, box = el.grid.getBoundingClientRect();
+      var at = {x: box.left + (cursor.x + 0.5) * box.width / g.cols, y: box.top + (g.rows - 0.5 - cursor.y) * box.height / g.rows};
+      tip(at);
+      var text = el.tip.hidden ? "No prompt in this cell (row " + (g.rows - cursor.y) + ", column " + (cursor.x + 1) + ")."
+                               : el.tip.textContent;
+      if (said) setText(said, text);
+    }
+    el.grid.addEventListener("focus", function () {
+      if (!data) return;
+      if (!cursor) cursor = {x: 0, y: data.geometry.rows - 1};  /* the top left cell */
+      sayCell();
+    });
+    el.grid.addEventListener("blur", function () { leave(); });
+    el.grid.addEventListener("keydown", function (e) {
+      if (!data) return;
+      var g = data.geometry, c = cursor || {x: 0, y: g.rows - 1}, x = c.x, y = c.y;
+      switch (e.key) {
+        case "ArrowLeft": x--; break;
+        case "ArrowRight": x++; break;
+        case "ArrowUp": y++; break;
+        case "ArrowDown": y--; break;
+        case "Home": x = 0; break;
+        case "End": x = g.cols - 1; break;
+        case "PageUp": y = g.rows - 1; break;
+        case "PageDown": y = 0; break;
+        case "Escape": leave(); if (said) setText(said, ""); return;
+        default: return;
+      }
+      e.preventDefault();  /* the keys move the cell, not the page */
+      cursor = {x: Math.max(0, Math.min(g.cols - 1, x)), y: Math.max(0, Math.min(g.rows - 1, y))};
+      sayCell();
+    });
 
     var start = {};
     NAMES.forEach(function (name) { start[name] = C[name].kind === "boolean" ? el[name].checked : Number(el[name].value); });

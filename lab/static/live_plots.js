@@ -19,6 +19,10 @@
  *                                Python paints (the served lab with rho > 0), omitted or {rho: 0, curves: null} else
  *   plots.data                   what is drawn now, for tests: {t, K, decay: {...}, useful, hist, mean}
  *   plots.pinned                 the pinned view's curve drawn now ({K, rho, useful}), or null
+ *   reading the curve            pointing at the outcome plot, or the arrow keys on its reading (.gx-curve-read, a
+ *                                slider: +-0.01, Page Up / Down +-0.1, Home / End), mark a pass rate p (to 0.01) on
+ *                                the curve and write "At pass rate p = ..: P(gradient) = ..% at K = .." from the
+ *                                curve drawn (`useful`, point round(400 p)), as the reading's text and aria-valuetext
  */
 (function (root) {
   "use strict";
@@ -47,6 +51,7 @@
     var svgDecay = q("#gx-decay"), svgOut = q("#gx-outcome"), pinKey = q("#gx-pin-key");
     var d = null, curveKey = null, decay = null, useful = null, usefulK = null, counts = new Int32Array(BINS * 4);
     var last = null, hovered = null, pinned = null;
+    var reader = q(".gx-curve-read"), probe = null, outGeom = null;
     var plots = {data: null, pinned: null};
 
     /* each plot's size in pixels and its font size, measured once and again when the plots' box resizes (a
@@ -111,9 +116,10 @@
     }
 
     function drawOutcome(view, values) {
-      var s = size(svgOut), split = Math.round(s.h * 0.36), bottom = s.h - 2.7 * s.fs;
+      var s = size(svgOut), split = Math.round(s.h * 0.4), bottom = s.h - 2.7 * s.fs;
       var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
-      var top = frame(s, 6, split - gap, [0, 1], fmt, false);
+      var head = 6 + 1.3 * s.fs;  /* the upper panel's label sits above its frame, where no curve runs */
+      var top = frame(s, head, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
       var ymax = Math.max(5, Math.ceil(max / 5) * 5);
@@ -146,17 +152,25 @@
       var mean = view.summary.mean_pass_rate;
       if (isFinite(mean)) {
         var mx = X(mean).toFixed(1);
-        out += '<line x1="' + mx + '" x2="' + mx + '" y1="6" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
+        out += '<line x1="' + mx + '" x2="' + mx + '" y1="' + head + '" y2="' + (split - gap) + '" stroke="#555" stroke-dasharray="4 3"/>';
+      }
+      outGeom = {ml: top.ml, mr: top.mr, w: s.w, h: s.h};
+      if (probe !== null && useful && isFinite(useful[Math.round(probe * (POINTS - 1))])) {
+        var px = X(probe).toFixed(1);
+        out += '<line class="gx-probe-line" x1="' + px + '" x2="' + px + '" y1="6" y2="' + (split - gap) +
+               '" stroke="#000" stroke-dasharray="2 2"/><circle class="gx-probe-dot" cx="' + px + '" cy="' +
+               top.Y(useful[Math.round(probe * (POINTS - 1))]).toFixed(1) + '" r="5" fill="' + colors.mixed +
+               '" stroke="#000" stroke-width="2"/>';
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);
-        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="6" y2="' + bottom +
+        out += '<line class="gx-hover-line" data-p="' + hovered.p + '" x1="' + hx + '" x2="' + hx + '" y1="' + head + '" y2="' + bottom +
                '" stroke="#000" stroke-width="2"/>';
         if (isFinite(hovered.pu)) out += '<circle class="gx-hover-dot" data-p="' + hovered.p + '" data-pu="' +
                                          hovered.pu + '" cx="' + hx + '" cy="' + top.Y(hovered.pu).toFixed(1) +
                                          '" r="5" fill="#fff" stroke="#000" stroke-width="2"/>';
       }
-      out += '<text x="' + (top.ml + 4) + '" y="' + (6 + s.fs * 1.1) + '" fill="#444">P(gradient), K = ' +
+      out += '<text class="gx-curve-label" x="' + top.ml + '" y="' + (2 + s.fs) + '" fill="#444">P(gradient), K = ' +
              values.K + "</text>";
       svgOut.innerHTML = '<defs><pattern id="gx-hatch-1" width="6" height="6" patternUnits="userSpaceOnUse">' +
         '<path d="M0 6L6 0" stroke="#000" stroke-opacity=".45"/></pattern><pattern id="gx-hatch-2" width="6" ' +
@@ -192,7 +206,56 @@
       drawOutcome(view, values);
       plots.data = {t: values.progress, K: values.K, decay: decay, useful: useful, hist: Array.from(counts),
                     mean: view.summary.mean_pass_rate};
+      if (probe !== null) writeReading();
     };
+
+    /* the curve's reading at the probe's pass rate, from the curve drawn */
+    function writeReading() {
+      if (!reader || probe === null || !useful || !last) return;
+      var pu = useful[Math.round(probe * (POINTS - 1))];
+      var text = "At pass rate p = " + probe.toFixed(2) + ": P(gradient) = " + G.percent(pu) + " at K = " + last.values.K +
+                 (last.values.rho ? ", rho = " + last.values.rho : "");
+      if (reader.textContent !== text) {
+        reader.textContent = text;
+        reader.setAttribute("aria-valuenow", String(probe));
+        reader.setAttribute("aria-valuetext", text);
+      }
+    }
+    function readAt(p) {
+      if (!last || !useful || !isFinite(p)) return;
+      var next = Math.max(0, Math.min(100, Math.round(p * 100))) / 100;  /* to 0.01: a point of the curve (400 = 4 x 100) */
+      if (next === probe) return;  /* the pointer moved within the same hundredth: nothing to redraw */
+      probe = next;
+      writeReading();
+      drawOutcome(last.view, last.values);
+    }
+    if (reader) {
+      svgOut.addEventListener("pointermove", function (e) {
+        if (!outGeom) return;
+        var r = svgOut.getBoundingClientRect(), x = (e.clientX - r.left) * outGeom.w / r.width;
+        var p = (x - outGeom.ml) / (outGeom.w - outGeom.ml - outGeom.mr);
+        if (p >= 0 && p <= 1) readAt(p);
+      });
+      svgOut.addEventListener("pointerleave", function () {
+        if (reader.getRootNode().activeElement === reader || probe === null) return;  /* the reading stays; the mark goes */
+        probe = null;
+        if (last) drawOutcome(last.view, last.values);
+      });
+      reader.addEventListener("focus", function () {
+        readAt(probe !== null ? probe : (last && isFinite(last.view.summary.mean_pass_rate) ? last.view.summary.mean_pass_rate : 0.5));
+      });
+      reader.addEventListener("blur", function () { probe = null; if (last) drawOutcome(last.view, last.values); });
+      reader.addEventListener("keydown", function (e) {
+        var p = probe !== null ? probe : 0.5, step = {ArrowLeft: -0.01, ArrowDown: -0.01, ArrowRight: 0.01, ArrowUp: 0.01,
+                                                      PageDown: -0.1, PageUp: 0.1}[e.key];
+        if (step !== undefined) p += step;
+        else if (e.key === "Home") p = 0;
+        else if (e.key === "End") p = 1;
+        else return;
+        e.preventDefault();
+        readAt(p);
+      });
+    }
 
     /* the last view again: resized, or with Python's new curves (`curves`; undefined: the same) */
     plots.redraw = function (curves) {

@@ -4,6 +4,7 @@
  * reader falls into. This component (placed once on the page, drawing nothing) walks the document and
  * every shadow root, and again when elements are added, and:
  *   - adopts the page's focus and contrast stylesheet (model.css) into each root (a visible focus ring);
+ *   - gives a page with no visible title (model.heading: the embed) a visually hidden h1 with that text;
  *   - makes Bokeh tabs a tablist: role tab, aria-selected, Enter / Space to open one, Left / Right / Home /
  *     End to move between them, and the tab headers first in the Tab order (Bokeh puts them after the tab's
  *     content);
@@ -63,6 +64,7 @@ export function render({ model, el }) {
     if (root === document) {
       var top = document.querySelector(".grpo-lab");
       if (top && !top.hasAttribute("role")) top.setAttribute("role", "main");
+      heading();
     }
     tabs(root);
     sliders(root);
@@ -72,6 +74,21 @@ export function render({ model, el }) {
     root.querySelectorAll("input[type=file]:not([aria-label])").forEach(function (n) {
       n.setAttribute("aria-label", "Choose a run record file to upload");
     });
+  }
+
+  /* a page that shows no title (the embed) gets its name as a visually hidden h1, first in the main landmark (the
+     lab's root, whose children are drawn in its shadow root: the h1 goes there, and back if a redraw drops it) */
+  function heading() {
+    var top = document.querySelector(".grpo-lab");
+    var where = top && top.shadowRoot ? top.shadowRoot : document.body;
+    if (!model.heading || where.querySelector("h1.page-access-heading")) return;
+    var h = document.createElement("h1");
+    h.className = "page-access-heading";
+    h.textContent = model.heading;
+    h.style.cssText = "position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;" +
+      "clip-path:inset(50%);white-space:nowrap;border:0";
+    var first = Array.prototype.find.call(where.childNodes, function (n) { return n.nodeType === 1 && n.nodeName !== "STYLE"; });
+    where.insertBefore(h, first || null);
   }
 
   function tabs(root) {

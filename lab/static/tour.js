@@ -13,9 +13,20 @@
  * over `drain_seconds`, one input event per animation frame, exactly as a reader's drag would: the grid
  * view repaints the cells, readouts and plots on each, and Python hears the end. A reader who grabs the
  * slider stops it; with prefers-reduced-motion the slider goes to its end in one step.
+ *
+ * In presentation mode (`present`) nothing scrolls: the box docks where it hides nothing and the page's layout leaves
+ * it that room. On a wide window (at least 3:2, with room for the lab's two columns beside it) it is a column at the
+ * right, the full window's height (`--present-tour-w`: the page's right padding); otherwise, or when the step's text
+ * does not fit that column, a band at the top (`--present-tour-h`: taken from the grid's height). Both are measured
+ * here from the box's own size, again whenever it changes (a new step's text) or the window does, and read by
+ * lab.views.layout.PRESENT_CSS, so the grid, the readouts, the plots and the controls stay whole beside or under it.
  */
 var STYLE = {outline: "3px solid #0b5cad", outlineOffset: "3px", boxShadow: "0 0 0 7px rgba(11, 92, 173, 0.25)"};
 var WAIT_MS = 20000;  /* how long a step looks for its subject (the plots are built once scrolled to) */
+/* presentation mode's right-hand column: its width (a share of the window's, within bounds), the least width the lab
+   keeps beside it (its two-column layout needs an 880 px container, plus margins), the least window shape (3:2); the
+   most of the window's height a band at the top may take (else the column scrolls, on a window too small for both) */
+var DOCK = {share: 0.3, min: 340, max: 560, lab: 900, aspect: 1.5, band: 0.45};
 
 function roots() {
   var out = [document];
@@ -48,9 +59,102 @@ function reducedMotion() {
   return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 }
 
+/* the tour's box: the element of class "tour" that holds `el`, across shadow roots */
+function tourBox(el) {
+  for (var host = el; host; host = host.parentNode || host.host) {
+    if (host.classList && host.classList.contains("tour")) return host;
+  }
+  return null;
+}
+
+function setVar(name, px) { document.documentElement.style.setProperty(name, Math.ceil(px) + "px"); }
+
+/* presentation mode: dock the box (a right-hand column of width w, or a band at the top when w is 0) */
+function place(box, w) {
+  var s = box.style, imp = "important";
+  s.setProperty("position", w ? "fixed" : "relative", imp);
+  s.setProperty("top", "0", imp);
+  s.setProperty("right", w ? "0" : "auto", imp);
+  s.setProperty("width", w ? w + "px" : "auto", imp);
+  s.setProperty("height", w ? "100vh" : "auto", imp);
+  s.setProperty("max-height", "none", imp);
+  s.setProperty("overflow", w ? "auto" : "visible", imp);
+  box.setAttribute("data-dock", w ? "right" : "top");
+  s.setProperty("--tour-figure-lead", w ? "block" : "none");  /* a figure's lead line: in the column, not in a band */
+  setVar("--present-tour-w", w);
+  setVar("--present-tour-h", w ? 0 : box.getBoundingClientRect().height + 6);
+  document.documentElement.style.setProperty("--present-tour-link", "none");  /* the tour's link, while it runs */
+}
+
+/* whether the box holds its content: nothing taller than it, and no part of it (a figure's table) scrolled sideways */
+function fits(box) {
+  if (box.scrollHeight > box.clientHeight + 1) return false;
+  var all = [box.shadowRoot || box];
+  for (var i = 0; i < all.length; i++) {
+    var els = all[i].querySelectorAll("*");
+    for (var j = 0; j < els.length; j++) {
+      if (els[j].shadowRoot) all.push(els[j].shadowRoot);
+      if (els[j].scrollWidth > els[j].clientWidth + 1 && /auto|scroll|hidden/.test(getComputedStyle(els[j]).overflowX)) return false;
+    }
+  }
+  return true;
+}
+
+/* what the page's first screen overflows the window by (the grid's key may take a line more beside a narrower grid) */
+function overflow() {
+  return Math.max(0, document.documentElement.scrollHeight - window.innerHeight);
+}
+
+function dock(box) {
+  if (!box.getBoundingClientRect().height) { undock(box); return; }  /* the tour ended */
+  var W = window.innerWidth, H = window.innerHeight;
+  var w = Math.floor(Math.min(DOCK.max, Math.max(DOCK.min, DOCK.share * W), W - DOCK.lab));
+  var right = W / H >= DOCK.aspect && w >= DOCK.min;
+  if (right) {
+    place(box, w);
+    if (!fits(box)) {  /* the step's text or figure does not fit the column: a band at the top */
+      place(box, 0);
+      right = box.getBoundingClientRect().height > DOCK.band * H;  /* unless that takes too much of the grid's room */
+      if (right) place(box, w);
+    }
+  } else {
+    place(box, 0);
+  }
+  /* whatever the first screen still overflows the window by is taken from the grid's height too */
+  var taken = right ? 0 : box.getBoundingClientRect().height + 6;
+  for (var i = 0; i < 4; i++) {
+    var over = overflow();
+    if (!over) break;
+    taken += over;
+    setVar("--present-tour-h", taken);
+  }
+}
+
+function undock(box) {
+  box.removeAttribute("data-dock");
+  setVar("--present-tour-w", 0);
+  setVar("--present-tour-h", 0);
+  document.documentElement.style.removeProperty("--present-tour-link");
+}
+
 export function render({ model, el }) {
   var current = null, saved = null, poll = 0, settle = 0, anim = 0, run = 0;
   el.setAttribute("aria-hidden", "true");
+  var box = null;  /* presentation mode: the tour's box, found once the page holds this element */
+  function docked() {
+    if (!model.present || box) return box;
+    box = tourBox(el);
+    if (box) {
+      var again = function () { requestAnimationFrame(function () { dock(box); }); };
+      if (typeof ResizeObserver !== "undefined") {  /* the box, and its parts: a new step's text resizes them */
+        var ro = new ResizeObserver(again);
+        ro.observe(box);
+        if (box.shadowRoot) Array.prototype.forEach.call(box.shadowRoot.children, function (c) { ro.observe(c); });
+      }
+      window.addEventListener("resize", again);
+    }
+    return box;
+  }
 
   function unmark() {
     if (!current) return;
@@ -71,13 +175,9 @@ export function render({ model, el }) {
 
   /* the height the tour's box takes at the top of the window once the page scrolls (it is sticky) */
   function boxHeight() {
-    var host = el, box = null;
-    while (host) {  /* the tour's box is an ancestor, across shadow roots */
-      if (host.classList && host.classList.contains("tour")) { box = host; break; }
-      host = host.parentNode || host.host;
-    }
-    if (!box || getComputedStyle(box).position !== "sticky") return 0;
-    return box.getBoundingClientRect().height;
+    var b = tourBox(el);
+    if (!b || getComputedStyle(b).position !== "sticky") return 0;
+    return b.getBoundingClientRect().height;
   }
 
   /* the subject's box, grown to hold the controls the step names (while they fit in the room under the tour's box) */
@@ -96,6 +196,7 @@ export function render({ model, el }) {
   }
 
   function bringIntoView(target, smooth) {
+    if (model.present) return;  /* presentation mode: everything is on the screen, nothing scrolls */
     var r = region(target), top = boxHeight() + 12, room = window.innerHeight - top - 12;
     var want = r.height <= room ? top + (room - r.height) / 2 : top;
     var dx = r.left < 0 ? r.left - 12 : (r.right > window.innerWidth ? Math.min(r.left - 12, r.right - window.innerWidth + 12) : 0);
@@ -152,6 +253,7 @@ export function render({ model, el }) {
     stopDrain();
     unmark();
     var targets = model.targets.slice(), reveal = model.reveal.slice();
+    requestAnimationFrame(function () { var b = docked(); if (b) { if (targets.length) dock(b); else undock(b); } });
     if (!targets.length) return;
     function look() {
       if (id !== run) return;

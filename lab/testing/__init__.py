@@ -23,6 +23,7 @@
 - :mod:`grpo_lab.testing.report_cells`     a cell of the doctor's samplers table read back: value, SE, interval
 - :mod:`grpo_lab.testing.no_torch`         Python code that makes ``import torch`` fail (tests of the torch-free parts)
 - :mod:`grpo_lab.testing.ingested_truth`   figures recomputed from an ingest fixture's truth.json (fit, transitions, mixed share)
+- :mod:`grpo_lab.testing.real_logs`        the real logs of tests/fixtures/real (index, provenance), each read with its config
 - :mod:`grpo_lab.testing.run_async`        a coroutine run on a loop of its own thread (beside Playwright's sync loop)
 - :mod:`grpo_lab.testing.stall_study`      the stall forecast's simulation study: regimes, one seed of a cell, coverage
 

@@ -26,6 +26,15 @@ _P = np.linspace(0.005, 0.995, 199)
 #: them the lab's outcome colours
 _COLORS = dict(zip(adv.ESTIMATORS, (Colorblind8[0], Colorblind8[7], "#A6761D", Colorblind8[6])))
 _DASH = dict(zip(adv.ESTIMATORS, ("solid", "dashed", "dotted", "dashdot")))
+_COEF_TITLE = "Expected gradient coefficient (units of |\u2207p|) at group size K = {K}"
+_COVER_TITLE = "Coverage: P(group has any non-zero advantage) at K = {K}"
+#: the coefficient's unit in words, under the plots
+UNITS_TEXT = (
+    "How to read the left plot: a rollout's expected update moves the model along \u2207p, the direction that raises "
+    "the prompt's pass rate p, and the coefficient is how far, in units of |\u2207p| (the length of that direction). "
+    "At 1 an estimator pushes p up as hard as following \u2207p itself; at 0.5 half as hard; at 0 (a group whose "
+    "advantages are all zero) not at all. Right: the chance that a group of K at pass rate p has any non-zero "
+    "advantage, so that the estimator pushes at all. Both assume binary rewards (pass or fail) at group size K.")
 HEADROOM = 1.12  #: the plots' top sits this far above their highest curve (a curve at the top is off the border)
 _DOC = {
     "grpo": "(r \u2212 mean) / (std + 10\u207b\u2074), as TRL",
@@ -51,6 +60,9 @@ class AdvantageExplorer:
 
     def __init__(self, state: AdvantageState):
         self.state = state
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:  # K follows the typed rewards after their change is sent
+            state.defer = doc.add_next_tick_callback
         p = state.param
         self.G = pn.widgets.IntSlider.from_param(p.G)
         self.correct = pn.widgets.IntSlider.from_param(p.correct, name="Correct rollouts", end=state.G)
@@ -64,9 +76,9 @@ class AdvantageExplorer:
         self.curves = ColumnDataSource({"p": _P, **{f"c_{n}": _P * 0 for n in adv.ESTIMATORS},
                                         **{f"v_{n}": _P * 0 for n in adv.ESTIMATORS}})
         coef = figure(height=260, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
-                      y_range=Range1d(0, 1), title="Expected gradient coefficient (units of |\u2207p|) at group size K")
+                      y_range=Range1d(0, 1), title=_COEF_TITLE.format(K=state.G))
         cover = figure(height=260, sizing_mode="stretch_width", tools="", toolbar_location=None, x_range=(0, 1),
-                       y_range=Range1d(0, HEADROOM), title="Coverage: P(group has any non-zero advantage)")
+                       y_range=Range1d(0, HEADROOM), title=_COVER_TITLE.format(K=state.G))
         self.coef, self.cover = coef, cover
         for n in adv.ESTIMATORS:
             coef.line("p", f"c_{n}", source=self.curves, color=_COLORS[n], line_dash=_DASH[n], line_width=2.5,
@@ -79,6 +91,7 @@ class AdvantageExplorer:
             f.legend.orientation = "horizontal"  # under the plot, where it covers no curve
             f.legend.spacing, f.legend.padding, f.legend.margin = 6, 2, 0
             f.add_layout(f.legend[0], "below")
+        self.units = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["adv-units"])
         self.error = TextNotice("", "warning", css_classes=["adv-error"])  # quotes the typed text: shown verbatim
         state.param.watch(self._clamp, ["G"])
         state.param.watch(lambda *_e: self.refresh(), ["G", "correct", "rewards_text", "source"])
@@ -96,6 +109,7 @@ class AdvantageExplorer:
                        sizing_mode="stretch_width"),
             pn.Row(pn.pane.Bokeh(coef, sizing_mode="stretch_width"), pn.pane.Bokeh(cover, sizing_mode="stretch_width"),
                    sizing_mode="stretch_width"),
+            self.units,
             sizing_mode="stretch_width")
 
     def _sliders_follow_source(self) -> None:
@@ -122,6 +136,9 @@ class AdvantageExplorer:
                         f"{'<td></td>' if more else ''}<td class='adv-max-{n}'><b>{fixed(t['max_abs'][n], 3)}</b></td></tr>")
         used = REWARD_SOURCES[self.state.source if not self.state.error else "binary"]
         K = r.size
+        beyond = (f" The typed group has {K:,} rewards; the plots stop at K = {self.state.G}, the largest group size."
+                  if K > self.state.G else "")
+        self.units.object = f"<p class='adv-units-text' style='font-size:14px;margin:6px 0'>{UNITS_TEXT}{beyond}</p>"
         self.table.object = (
             f"{_TABLE_STYLE}<p class='adv-source'>The table uses {html.escape(used)}: a group of K = {K} "
             f"rewards.</p><div class='adv-scroll'>"
@@ -136,6 +153,7 @@ class AdvantageExplorer:
             data[f"c_{n}"] = np.asarray(adv.expected_gradient_coef(_P, G, n), float)
             data[f"v_{n}"] = np.asarray(adv.coverage(_P, G, n), float)
         self.curves.data = data
+        self.coef.title.text, self.cover.title.text = _COEF_TITLE.format(K=G), _COVER_TITLE.format(K=G)
         top = max(float(np.nanmax(data[f"c_{n}"])) for n in adv.ESTIMATORS)
         bottom = min(float(np.nanmin(data[f"c_{n}"])) for n in adv.ESTIMATORS)
         self.coef.y_range.update(start=min(0.0, bottom * HEADROOM), end=top * HEADROOM if top > 0 else 1.0)

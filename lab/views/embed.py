@@ -11,13 +11,23 @@ from panel.custom import JSComponent
 
 from grpo_lab.embed import HEIGHT_MESSAGE, EmbedOptions, caption_html
 
-__all__ = ["EmbedHeight", "embed_page", "EMBED_ABOVE_PX", "CAPTION_PX"]
+from .layout import SR_ONLY_CSS
+
+__all__ = ["EmbedHeight", "embed_page", "EMBED_ABOVE_PX", "CAPTION_PX", "SHORT_FRAME_PX", "short_frame_caption"]
 
 EMBED_ABOVE_PX = 72  #: Play and Step above the embed's grid, and a margin (``--gx-embed-above``, lab/static/gridview.css)
 CAPTION_PX = 66  #: the most a caption takes above them in a blog's column (three lines of 15 px type)
 #: under a caption the grid takes at most this share of the embed's width (52% without), so in a 700 px column the
 #: caption, Play, the grid and its key share 500 px even when the host sizes the frame to its content
 CAPTIONED_GRID_WIDTH = "42cqw"
+SHORT_FRAME_PX = 700  #: a frame up to this tall (a blog's 700x500 or 640x480) shows what fits on its first screen
+
+
+def short_frame_caption(caption) -> None:
+    """In a short frame the view's caption (its words under the grid) would be cut at the frame's edge: there it is
+    read out to screen readers but not drawn (the readouts beside the grid show its numbers)."""
+    caption.stylesheets = [*caption.stylesheets, f"@media (max-height: {SHORT_FRAME_PX}px) and (min-width: 480px) "
+                                                 f"{{ :host {{ {SR_ONLY_CSS} }} }}"]
 
 
 class EmbedHeight(JSComponent):

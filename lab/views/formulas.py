@@ -9,7 +9,10 @@ from html import escape
 
 import panel as pn
 
-__all__ = ["formulas_pane", "FORMULAS"]
+from grpo_lab.sims.formatting import fixed
+from grpo_lab.sims.outcomes import betabinom_scale
+
+__all__ = ["formulas_pane", "FORMULAS", "share_formula_html"]
 
 
 def _m(body: str) -> str:
@@ -21,6 +24,10 @@ _K = "<mi>K</mi>"
 _POW_P = f"<msup>{_P}{_K}</msup>"
 _POW_Q = f"<msup><mrow><mo>(</mo><mn>1</mn><mo>\u2212</mo>{_P}<mo>)</mo></mrow>{_K}</msup>"
 
+#: the product over the group's rollouts i = 0 .. K - 1 (the beta-binomial's P(all pass) and P(all fail))
+_PROD = ("<munderover><mo>\u220f</mo><mrow><mi>i</mi><mo>=</mo><mn>0</mn></mrow><mrow><mi>K</mi><mo>\u2212</mo>"
+         "<mn>1</mn></mrow></munderover>")
+
 #: (caption, MathML) pairs, in reading order
 FORMULAS = (
     ("A group of K rollouts is unanimous (no gradient) with probability",
@@ -28,6 +35,13 @@ FORMULAS = (
     ("and carries a gradient with probability",
      _m(f"<mi>P</mi><mo>(</mo><mtext>useful</mtext><mo>)</mo><mo>=</mo><mn>1</mn><mo>\u2212</mo>{_POW_P}"
         f"<mo>\u2212</mo>{_POW_Q}")),
+    ("With correlated rollouts (rho > 0, the lab's rho control) the passes in a group are beta-binomial, with "
+     "s = 1/\u03c1 \u2212 1 (\u03c1 = 0 gives p<sup>K</sup> and (1 \u2212 p)<sup>K</sup> again):",
+     _m("<mi>P</mi><mo>(</mo><mtext>all pass</mtext><mo>)</mo><mo>=</mo>" + _PROD
+        + "<mfrac><mrow><mi>p</mi><mi>s</mi><mo>+</mo><mi>i</mi></mrow><mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>")
+     + _m("<mi>P</mi><mo>(</mo><mtext>all fail</mtext><mo>)</mo><mo>=</mo>" + _PROD
+          + "<mfrac><mrow><mo>(</mo><mn>1</mn><mo>\u2212</mo><mi>p</mi><mo>)</mo><mi>s</mi><mo>+</mo><mi>i</mi></mrow>"
+          "<mrow><mi>s</mi><mo>+</mo><mi>i</mi></mrow></mfrac>")),
     ("Each prompt's pass rate rises with training progress t (gain g = 7.84):",
      _m("<msub><mi>p</mi><mi>t</mi></msub><mo>=</mo><msubsup><mi>p</mi><mn>0</mn><mrow><mn>1</mn><mo>/</mo>"
         "<mo>(</mo><mn>1</mn><mo>+</mo><mi>g</mi><mi>t</mi><mo>)</mo></mrow></msubsup>")),
@@ -45,6 +59,21 @@ FORMULAS = (
         "<mover><mi>r</mi><mo>\u00af</mo></mover></mrow><mrow><mtext>std</mtext><mo>(</mo><mi>r</mi><mo>)</mo>"
         "<mo>+</mo><mi>\u03b5</mi></mrow></mfrac>")),
 )
+
+
+def share_formula_html(rho: float) -> str:
+    """The share of groups with a gradient as one line of HTML, for the rollouts' correlation ``rho``: the
+    independent form 1 - p^K - (1 - p)^K at rho = 0, else the beta-binomial products with s = 1/rho - 1
+    (``sims.outcomes``: the formula and ``betabinom_scale``; this only writes them)."""
+    if not rho:
+        return ("share = mean over the prompts of 1 \u2212 p<sup>K</sup> \u2212 (1 \u2212 p)<sup>K</sup> "
+                "(independent rollouts, rho = 0)")
+    s = float(betabinom_scale(rho))
+    prod = "\u220f<sub><i>i</i> = 0..K\u22121</sub> "
+    return (f"share = mean over the prompts of 1 \u2212 P(all pass) \u2212 P(all fail), with correlated rollouts "
+            f"(rho = {rho:g}, beta-binomial): P(all pass) = {prod}(p s + i)/(s + i) and P(all fail) = {prod}"
+            f"((1 \u2212 p) s + i)/(s + i), s = 1/rho \u2212 1 = {fixed(s, 2)} (at rho = 0 these are p<sup>K</sup> "
+            "and (1 \u2212 p)<sup>K</sup>)")
 
 
 def formulas_pane(heading: str = "") -> pn.pane.HTML:

@@ -9,13 +9,13 @@ from bokeh.models import ColumnDataSource, Span
 from grpo_lab.grid.spec import K_MAX
 from grpo_lab.memo import Memo, array_key
 from grpo_lab.palette import ALL_FAIL_COLOR, ALL_PASS_COLOR
-from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.formatting import fixed, percent, points
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 
 from .frame import Frame
 from .glyphs import AxisParts, add_legend, add_line, lean_figure
 
-__all__ = ["JensenPlot"]
+__all__ = ["JensenPlot", "jensen_caption"]
 
 _K = np.arange(1, K_MAX + 1)
 _CURVES = Memo(32)  #: (kept pass rates, rho) -> (D_real, D_iid) over _K; the same for every session
@@ -63,8 +63,16 @@ class JensenPlot:
         real, iid = _curves(p, s.rho)
         self.source.data = {"K": _K, "real": real, "iid": iid}
         self.marker.location = s.K
-        sm = v.summary
-        self.text.object = (f"<p class='jensen-caption' style='margin:0'>At K = {s.K}: D_real = <b>{percent(sm['d_real'])}</b>, D_iid = <b>{percent(sm['d_iid'])}"
-                            f"</b>; the mean pass rate alone understates the waste by "
-                            f"{percent(sm['d_real'] - sm['d_iid'])} (Jensen: D_real \u2265 D_iid). "
-                            f"DAPO-style resampling would generate {fixed(sm['rollout_amplification'], 2)}\u00d7 the rollouts.</p>")
+        self.text.object = jensen_caption(frame)
+
+
+def jensen_caption(frame: Frame) -> str:
+    """The Jensen gap in words at the current K: D_real, D_iid and their difference in percentage points."""
+    s, sm = frame.scenario, frame.view.summary
+    return (f"<p class='jensen-caption' style='margin:0'>At K = {s.K}: D_real = <b class='jensen-real'>"
+            f"{percent(sm['d_real'])}</b> of groups have no gradient, averaging each prompt's chance of a unanimous "
+            f"group; D_iid = <b class='jensen-iid'>{percent(sm['d_iid'])}</b> is that chance at the mean pass rate "
+            f"alone. The chance curves up at both ends (easy and hard prompts are both nearly always unanimous), "
+            f"so the mean pass rate understates the waste by <b class='jensen-gap'>{points(sm['d_real'] - sm['d_iid'])}"
+            f"</b> (Jensen's inequality: D_real \u2265 D_iid). DAPO-style resampling would generate "
+            f"{fixed(sm['rollout_amplification'], 2)}\u00d7 the rollouts.</p>")

@@ -14,9 +14,10 @@ from grpo_lab.grid.spec import K_MAX
 from grpo_lab.sims.formatting import fixed, percent
 from grpo_lab.sims.kcost import BASELINE_K, k_cost
 
+from .formulas import share_formula_html
 from .frame import Frame
 
-__all__ = ["KCostTable", "K_ROWS", "counted_text"]
+__all__ = ["KCostTable", "K_ROWS", "counted_text", "rollouts_and_groups_text"]
 
 K_ROWS = (4, 8, 16, 32, K_MAX)  #: the table's rows: doublings from 4 up to the largest group size
 _STYLE = ("<style>.kcost-table{border-collapse:collapse;width:100%;text-align:right;font-size:14px}"
@@ -37,6 +38,16 @@ def counted_text(n_kept: int, n_prompts: int, K: int, filter_on: bool) -> str:
             "count the kept prompts.")
 
 
+def rollouts_and_groups_text(useful_rollouts: float, useful_groups: float, K: int) -> str:
+    """One sentence that ties the grid's "useful rollouts per 1,000" (1000 U) to the table's "useful groups per 1,000
+    rollouts" (1000 U / K) at group size K: more rollouts sit in useful groups as K grows, but K make one group."""
+    return (f"Of every 1,000 rollouts at K = {K}, <b class='kcost-useful-rollouts'>{fixed(useful_rollouts, 0)}</b> sit "
+            f"in groups with a gradient (the readout \u201cuseful rollouts per 1,000\u201d), but each group takes "
+            f"{K} of them, so they make {fixed(useful_rollouts, 0)} / {K} = <b class='kcost-useful-groups'>"
+            f"{fixed(useful_groups, 1)}</b> useful groups: a bigger K puts more of the rollouts in useful groups, and "
+            "buys fewer useful groups per rollout.")
+
+
 class KCostTable:
     """Rows K; columns useful share, useful groups per 1,000 rollouts, rollouts per useful group, cost vs K = 4."""
 
@@ -54,7 +65,9 @@ class KCostTable:
             headline = (f"At K = {s.K}, {percent(c['useful_share'][i])} of groups carry a gradient: "
                         f"<b>{fixed(c['useful_per_1000_rollouts'][i], 1)} useful groups per 1,000 rollouts</b>, "
                         f"or {fixed(c['rollouts_per_useful'][i], 1)} rollouts per useful group, "
-                        f"<b>{fixed(c['cost_vs_baseline'][i], 2)}\u00d7 the cost at K = {BASELINE_K}</b>.")
+                        f"<b>{fixed(c['cost_vs_baseline'][i], 2)}\u00d7 the cost at K = {BASELINE_K}</b>. "
+                        + rollouts_and_groups_text(c['useful_rollouts_per_1000'][i], c['useful_per_1000_rollouts'][i],
+                                                   s.K))
         else:
             headline = "No prompt is counted: the filter keeps none."
         body = []
@@ -72,7 +85,5 @@ class KCostTable:
             "<tr><th scope='col'>K</th><th scope='col'>groups with a gradient</th>"
             "<th scope='col'>useful groups per 1,000 rollouts</th><th scope='col'>rollouts per useful group</th>"
             f"<th scope='col'>cost per useful group vs K = {BASELINE_K}</th></tr>" + "".join(body) + "</table></div>"
-            "<p style='font-size:13px;margin-top:6px'>Expected values: share = mean over the prompts of "
-            "1 \u2212 p<sup>K</sup> \u2212 (1 \u2212 p)<sup>K</sup>"
-            + (f" (correlated rollouts, rho = {s.rho:g})" if s.rho else "")
-            + "; a step spends K rollouts per prompt, so a bigger K buys a larger share at a higher price.</p>")
+            f"<p class='kcost-formula' style='font-size:13px;margin-top:6px'>Expected values: {share_formula_html(s.rho)}"
+            "; a step spends K rollouts per prompt, so a bigger K buys a larger share at a higher price.</p>")

@@ -15,7 +15,9 @@ lays it out at its own width.
 the left, as tall as the window allows, and beside it the controls a lecturer touches, the three main readouts in
 large type and the two plots; the heading and the tour's link go on Play's row (:func:`present_heading`), and rho,
 the population, Pin, the formulas and the secondary plots are left out; :data:`PRESENT_CSS` is its stylesheet
-(adopted by :class:`grpo_lab.access.PageAccess`). On a phone the grid's controls, readouts and key are compact
+(adopted by :class:`grpo_lab.access.PageAccess`). Its guided tour's box docks beside the lab (a column at the right of
+a wide window) or above it (a band), as ``lab/static/tour.js`` measures, and :data:`PRESENT_CSS` leaves it that room
+(``--present-tour-w``, ``--present-tour-h``), so it covers nothing; the caption is read out, not drawn. On a phone the grid's controls, readouts and key are compact
 (:data:`PHONE_CSS`), so the slider and most of the grid share the first screen.
 """
 
@@ -25,7 +27,7 @@ import html
 
 import panel as pn
 
-__all__ = ["first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
+__all__ = ["SR_ONLY_CSS", "first_screen", "plot_rows", "GRID_SIZE", "NARROW_PX", "PHONE_CSS", "PRESENT_CSS",
            "PRESENT_PLOT_TEXT", "PRESENT_BUTTON_GROW", "present_buttons", "present_heading", "present_plots", "VIEWPORT_TEMPLATE",
            "page_template"]
 
@@ -38,6 +40,10 @@ VIEWPORT_TEMPLATE = ("{% block preamble %}{{ super() }}"
 def page_template(doc) -> None:
     """Give a server session's document :data:`VIEWPORT_TEMPLATE` (Panel extends its base page with it)."""
     doc.template = VIEWPORT_TEMPLATE
+
+#: CSS declarations that take an element off the screen yet leave it to screen readers (a live region keeps speaking)
+SR_ONLY_CSS = ("position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden !important; "
+               "clip-path: inset(50%) !important; margin: 0 !important;")
 
 NARROW_PX = 760  #: below this window width the first screen is one column, the grid first
 #: the grid component (its controls, readouts, key, grid and two plots) takes the page's width
@@ -112,8 +118,31 @@ PHONE_CSS = f"""
 #: and the secondary material are not built (lab.views.live)
 PRESENT_ABOVE_PX = 175  #: the tabs and Play / Step above the grid, the key under it (two lines), and a margin
 PRESENT_ABOVE_SHORT_PX = 172  #: the same on a short window (up to 900 px), where the key takes three lines
-PRESENT_SIDE_PX = 440  #: the least width the column beside the grid keeps
+PRESENT_SIDE_PX = 600  #: the least width the column beside the grid keeps (beside the tour's box too: lab/static/tour.js)
+PRESENT_TOUR_BUTTON_PX = 104  #: the tour's Back / Next / End tour buttons in presentation mode (three fit its 380 px column)
+PRESENT_TOP_PX = 100  #: the tabs and Play / Step's row above the grid component: it reaches down to the window's foot
+PRESENT_SIDE_NARROW_PX = 480  #: the same in a container of 880 to 1100 px (a 1024 px projector, or 1280 px beside the tour)
 PRESENT_CSS = f"""
+/* the guided tour's box (lab/static/tour.js docks it): the page leaves it a column at the right (--present-tour-w) or
+   a band at the top (--present-tour-h, taken from the grid's height); its text for the back row (22 px at 1080 px) */
+.grpo-lab {{ box-sizing: border-box; padding-right: var(--present-tour-w, 0px) !important; }}
+.tour-step {{ font-size: max(16px, 2.05vh) !important; line-height: 1.4 !important; }}
+:host(.tour-buttons) {{ flex-wrap: wrap !important; }}
+/* a step's figure (the K-cost table: the page has none) in the box: its headline and table; in a band at the top, the
+   table alone, beside the step's text */
+:host(.kcost) p, :host(.kcost) .kcost-table {{ font-size: max(14px, 1.6vh) !important; }}
+:host(.kcost) p:not(.kcost-headline) {{ display: none !important; }}
+:host(.kcost) .kcost-headline {{ display: var(--tour-figure-lead, block) !important; }}  /* in a band: the table alone */
+:host(.kcost) .kcost-table th, :host(.kcost) .kcost-table td {{ padding: 1px 4px !important; line-height: 1.25; }}
+:host(.kcost) .kcost-table td:first-child {{ white-space: nowrap; }}
+:host(.tour-with-figure[data-dock=top]) {{ display: grid !important; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr);
+  grid-template-rows: auto 1fr; column-gap: 12px; }}
+:host(.tour-with-figure[data-dock=top]) > .tour-text {{ grid-column: 1; grid-row: 1; }}
+:host(.tour-with-figure[data-dock=top]) > .tour-buttons {{ grid-column: 1; grid-row: 2; align-self: start; }}
+:host(.tour-with-figure[data-dock=top]) > .tour-figure {{ grid-column: 2; grid-row: 1 / 3; }}
+/* the caption (the view in words) is read out, not drawn: the readouts show its numbers, and the first screen keeps
+   its rows for the grid */
+.lab-caption {{ {SR_ONLY_CSS} }}
 :host(.lab-header) h1 {{ font-size: 26px !important; margin: 2px 0 !important; }}
 .bk-tab {{ font-size: 17px !important; }}
 .bk-btn {{ font-size: 20px !important; }}
@@ -121,20 +150,20 @@ PRESENT_CSS = f"""
 .gx-view {{ font-size: 18px !important; }}
 .grpo-legend, .grpo-legend span {{ font-size: 18px !important; }}
 .grpo-readouts table {{ font-size: 19px !important; }}
-.grpo-readouts .main td {{ font-size: clamp(19px, 1.5vw, 28px) !important; }}
-.grpo-readouts .main td + td {{ font-size: clamp(22px, 2vw, 38px) !important; }}
+.grpo-readouts .main td {{ font-size: clamp(19px, 1.5cqw, 28px) !important; }}
+.grpo-readouts .main td + td {{ font-size: clamp(22px, 2cqw, 38px) !important; }}
 .gx-view .grpo-readouts td + td, .gx-view .grpo-readouts th + th {{ width: 1%; white-space: nowrap; }}
 .gx-view .grpo-readouts th, .gx-view .grpo-readouts td {{ padding: 2px 6px !important; line-height: 1.2 !important; }}
 .gx-view .grpo-readouts small {{ font-size: 16px; }}
 .gx-view .gx-field {{ margin-bottom: .2em; }}
 .gx-plot-title {{ font-size: 18px !important; }}
 .gx-plot-key {{ font-size: 16px !important; }}
-.gx-plot-key .gx-note, .gx-title-long {{ display: none; }}
+.gx-title-long {{ display: none; }}
 .gx-title-short {{ display: inline !important; }}
 .gx-svg {{ font-size: 18px !important; }}
 @container (min-width: 880px) {{
-  .gx-view {{ column-gap: 20px !important;
-    grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_PX}px), calc(100cqw - {PRESENT_SIDE_PX}px)))
+  .gx-view {{ column-gap: 20px !important; min-height: calc(100vh - {PRESENT_TOP_PX}px - var(--present-tour-h, 0px));
+    grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_PX}px - var(--present-tour-h, 0px)), calc(100cqw - {PRESENT_SIDE_PX}px)))
                            minmax(0, 1fr) !important;
     grid-template-rows: auto auto auto 1fr !important;  /* the plots span a flexible row: the key follows the grid */
     grid-template-areas: "grid controls" "grid readouts" "grid plots" "legend plots" !important; }}
@@ -151,14 +180,14 @@ PRESENT_CSS = f"""
   @container (min-width: 880px) {{
     .gx-view > .gx-plots {{ flex-direction: row; }}
     .grpo-legend, .grpo-legend span {{ font-size: 16px !important; }}
-    .gx-view {{ grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px),
+    .gx-view {{ grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px - var(--present-tour-h, 0px)),
       calc(100cqw - {PRESENT_SIDE_PX}px))) minmax(0, 1fr) !important; }}
   }}
 }}
 /* a 1024 px projector: the same, with a little less type beside a grid that keeps 30% of the screen */
 @container (min-width: 880px) and (max-width: 1100px) {{
-  .gx-view {{ font-size: 16px !important; grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px),
-    calc(100cqw - {PRESENT_SIDE_PX + 40}px))) minmax(0, 1fr) !important; }}
+  .gx-view {{ font-size: 16px !important; grid-template-columns: minmax(300px, min(calc(100vh - {PRESENT_ABOVE_SHORT_PX}px - var(--present-tour-h, 0px)),
+    calc(100cqw - {PRESENT_SIDE_NARROW_PX}px))) minmax(0, 1fr) !important; }}
   .grpo-legend, .grpo-legend span {{ font-size: 16px !important; }}
   .grpo-readouts .main td {{ font-size: 17px !important; }}
   .grpo-readouts .main td + td {{ font-size: 22px !important; }}
@@ -166,7 +195,7 @@ PRESENT_CSS = f"""
   .gx-plot-title {{ font-size: 18px !important; }}
   .gx-plot-key {{ font-size: 14px !important; }}
   .gx-svg {{ font-size: 15px !important; min-height: 90px; }}
-  .gx-view > .gx-plots {{ min-height: calc(100vh - 450px); }}  /* down to the window's foot, past the key */
+  .gx-view > .gx-plots {{ min-height: calc(100vh - 450px - var(--present-tour-h, 0px)); }}  /* down to the window's foot, past the key */
 }}
 """
 
@@ -216,7 +245,7 @@ def present_heading(title: str) -> pn.pane.HTML:
 
 _HEADING_CSS = """
 .present-heading { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 28px; }
-.present-heading a { font-size: 20px; }
+.present-heading a { font-size: 20px; display: var(--present-tour-link, inline); }  /* hidden while a tour runs */
 .present-heading h1 { font-size: 22px; margin: 0; color: #333; }
 """
 

@@ -32,7 +32,7 @@ from .decay import plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
-from .embed import EMBED_ABOVE_PX
+from .embed import EMBED_ABOVE_PX, short_frame_caption
 from .glyphs import AxisParts
 from grpo_lab.grid.pin import pin_values
 from .in_view import InView
@@ -102,6 +102,7 @@ class LiveLab:
         # mode, which keeps the controls a lecturer touches: Play / Step, progress, K, the filter and its band)
         self.side = None if embed or present else side_controls(lab, play, sizing_mode="stretch_width")
         if embed:
+            short_frame_caption(self.caption.panel)
             self.panel = pn.Column(self.notices, c.main(), grid_pane, self.caption.panel,
                                    css_classes=["lab-embed"])
         else:
@@ -127,6 +128,16 @@ class LiveLab:
                     self._build_plots()
                 else:
                     self._until_seen.param.watch(lambda e: e.new and self._plots_soon(doc), "seen")
+
+    def kcost_panel(self):
+        """Presentation mode (whose page has no K-cost table): the K-cost table, built on the first call (the guided
+        tour's step on it shows it in the tour's box) and from then on redrawn with the plots."""
+        table = next((p for p in self.plots if isinstance(p, KCostTable)), None)
+        if table is None:
+            table = KCostTable()
+            table.update(self.frame())
+            self.plots.append(table)
+        return table.panel
 
     def _plots_soon(self, doc) -> None:
         """Build the plots (the visitor has got to them) after the builds queued before, one at a time per

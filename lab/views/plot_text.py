@@ -18,7 +18,7 @@ import numpy as np
 import panel as pn
 
 from grpo_lab.grid.spec import K_MAX
-from grpo_lab.sims.formatting import fixed, percent
+from grpo_lab.sims.formatting import fixed, percent, points
 from grpo_lab.sims.outcomes import outcome_probabilities
 from grpo_lab.sims.population import degeneracy_iid, degeneracy_real
 from grpo_lab.sims.scenario import ALL_FAIL, ALL_PASS, MIXED
@@ -48,7 +48,11 @@ def outcome_text(frame: Frame) -> str:
     lo, hi = np.quantile(v.pass_rate, [0.1, 0.9]) if v.pass_rate.size else (np.nan, np.nan)
     parts = [f"Chart: probability that a group of K = {s.K} rollouts has a gradient, against pass rate p: "
              f"0 at p = 0 and p = 1, highest ({percent(u[i])}) at p = {fixed(_P[i], 2)}, {span}. "
-             f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}.",
+             + (f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}, where the curve reads "
+             f"{percent(1.0 - v.summary['d_iid'])}; averaged over the prompts' own pass rates it gives "
+             f"{percent(1.0 - v.summary['d_real'])} (the Jensen gap: {points(v.summary['d_real'] - v.summary['d_iid'])})."
+             if v.summary["n_kept"] else
+             f"A dashed line marks the mean pass rate, {percent(v.summary['mean_pass_rate'])}."),
              f"Below it, a histogram of the {kept.size:,} prompts by current pass rate: {count[MIXED]:,} mixed groups, "
              f"{count[ALL_PASS]:,} all pass, {count[ALL_FAIL]:,} all fail"
              + (f", {removed:,} removed by the filter" if s.band is not None else "")
@@ -60,11 +64,13 @@ def decay_text(frame: Frame) -> str:
     """The useful share against training progress t (all prompts, and within the filter's band)."""
     s, pop = frame.scenario, frame.population
     ts = np.array([0.0, float(s.progress), 1.0])
-    every = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)["expected"]
+    curve = useful_share_curve(pop, ts, s.K, s.rho, None, s.gain)
+    every, dots = curve["expected"], curve["realised"]
     band = useful_share_curve(pop, ts, s.K, s.rho, frame.band, s.gain)["expected"]
     lo, hi = frame.band
     return (f"Chart: expected share of groups with a gradient as training progress t goes from 0 to 1, at K = {s.K}. "
-            f"All prompts: {percent(every[0])} at t = 0, {percent(every[2])} at t = 1. "
+            f"All prompts: {percent(every[0])} at t = 0, {percent(every[2])} at t = 1 (dots, the groups on the grid: "
+            f"{percent(dots[0])} and {percent(dots[2])}). "
             f"With the filter's band [{lo:g}, {hi:g}]: {percent(band[0])} at t = 0, {percent(band[2])} at t = 1. "
             f"A vertical line marks the current t = {s.progress:.2f}, where the shares are {percent(every[1])} "
             f"and {percent(band[1])}.")

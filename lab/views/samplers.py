@@ -14,7 +14,7 @@ its expiry cells pending and the expiry search (the slow part) runs on the next 
 (benchmarks/bench_samplers.py for the computation; benchmarks/bench_samplers_browser.py for control change ->
 table painted in Chromium). Built only when the tab is opened.
 
-Stable CSS classes: ``samplers-verdict``, ``samplers-chart``, ``samplers-table``, ``samplers-about`` (the
+Stable CSS classes: ``samplers-verdict``, ``samplers-chart``, ``samplers-note`` (what the verdict's figures mean), ``samplers-table``, ``samplers-about`` (the
 settings in words), ``samplers-doctor-link``, ``samplers-notice``.
 """
 
@@ -26,7 +26,7 @@ import panel as pn
 
 from grpo_lab.doctor_report.markup import table
 from grpo_lab.doctor_report.samplers import HEAD, table_rows
-from grpo_lab.doctor_report.samplers_chart import about_html, samplers_svg, verdict
+from grpo_lab.doctor_report.samplers_chart import about_html, samplers_svg, verdict, verdict_notes
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
@@ -128,7 +128,8 @@ class SamplersView:
         rows = [[PENDING if i in EXPIRY_COLUMNS else c for i, c in enumerate(r)] if pending else r
                 for r in table_rows(out)]
         grid = table([row[:LAB_COLUMNS] for row in rows], HEAD[:LAB_COLUMNS], "samplers-table")  # the report's, escaped
-        self.table.object = (f"{_STYLE}<p class='samplers-verdict'>{html.escape(verdict(out))}</p>"
+        notes = "".join(f"<p class='samplers-note'>{html.escape(n)}</p>" for n in verdict_notes(out))
+        self.table.object = (f"{_STYLE}<p class='samplers-verdict'>{html.escape(verdict(out))}</p>{notes}"
                              f"<div class='samplers-row'><div>{samplers_svg(out, _title(out))}</div>"
                              f"<div style='overflow-x:auto'>{grid}</div></div>")
         self.about.object = (f"<style>.samplers-about{{font-size:13px;line-height:1.4;margin:4px 0;padding-left:1.2em}}"

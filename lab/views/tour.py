@@ -31,7 +31,10 @@ from panel.custom import JSComponent
 
 from grpo_lab.sims.formatting import fixed, percent
 
-__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "DRAIN_SECONDS",
+from .layout import PRESENT_TOUR_BUTTON_PX
+
+__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "STEP_FIGURES",
+           "DRAIN_SECONDS",
            "HIGHLIGHT_CLASS"]
 
 DRAIN_SECONDS = 2.5  #: the drain step moves training progress from 0 to 1 over this long
@@ -92,44 +95,49 @@ TOUR = (
          {**_BASE, "progress": 0.0},
          "Training progress t now runs from 0 (start of training) to 1 (end). As the model improves every pass "
          "rate rises, and green cells turn orange: the prompts become too easy for their group to disagree. "
-         "The readouts follow: groups with a gradient fall from {useful_t0} to {useful_t1}. Drag training "
-         "progress yourself, or press Play, to see it again.",
+         "The readouts follow: groups with a gradient (realised, the groups on the grid) fall from {useful_t0} to "
+         "{useful_t1}. Drag training progress yourself, or press Play, to see it again.",
          READOUTS, drain=True, controls=(PLAY, PROGRESS)),
     Step("Where the gradient lives",
          {**_BASE, "progress": 0.5},
-         "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K. "
-         "It is high in the middle and falls to zero at both ends, for hard prompts (p near 0) and easy ones "
-         "(p near 1) alike. The bars below it count the prompts at each pass rate, split by what their group did: "
-         "halfway through training most of them sit on the right, where the curve drops.",
+         "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K, "
+         "high in the middle and zero at both ends, for hard prompts (p near 0) and easy ones (p near 1) alike. The "
+         "bars count the prompts at each pass rate by what their group did: halfway through training most sit on the "
+         "right, where the curve drops. At the mean pass rate (the dashed line, {mean_t05}) the curve reads "
+         "{iid_useful_t05}, but averaged over the prompts it gives {real_useful_t05}: the mean alone understates the "
+         "waste by {jensen_t05} (the Jensen gap, drawn against K below the plots).",
          HISTOGRAM),
     Step("The environment expires",
          {**_BASE, "progress": 1.0},
          "The decay curve is the whole run at once: the share of groups with a gradient at every training "
-         "progress, here falling from {useful_t0} to {useful_t1} at K = 8. The same prompts that taught the "
-         "model at the start are spent by the end: at t = 1 {all_pass_t1} of groups are all-pass.",
+         "progress (the line: expected; the dots: the groups on the grid), here with dots falling from {useful_t0} "
+         "to {useful_t1} at K = 8. The same prompts that taught the model at the start are spent by the end: the "
+         "groups that lost their gradient turned orange, all-pass.",
          DECAY),
     Step("A bigger group",
          {**_BASE, "progress": 1.0, "K": 32},
-         "More rollouts per prompt make a disagreement likelier: with K = 32 {useful_k32} of groups carry a "
-         "gradient at t = 1, against {useful_t1} with K = 8. Move the group size and watch the grid turn green "
-         "again.",
-         K_CONTROL),
+         "More rollouts per prompt make a disagreement likelier: with K = 32 the readouts say {useful_k32} of groups "
+         "carry a gradient at t = 1, against {useful_t1} with K = 8. Move the group size and watch the grid turn "
+         "green again.",
+         READOUTS, controls=(K_CONTROL,)),
     Step("... and its bill",
          {**_BASE, "progress": 1.0, "K": 32},
          "Every rollout costs compute. The table prices each K for the prompts on screen: at t = 1 a useful group "
-         "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. A bigger K rescues groups by buying more "
-         "rollouts, not cheaper ones.",
+         "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. With K = 32, {share_k32} of groups (and so of "
+         "rollouts) have a gradient, against {share_k8} at K = 8, yet they make only {ug_k32} useful groups per 1,000 "
+         "rollouts, against {ug_k8}: each group takes K rollouts. A bigger K rescues groups by buying more rollouts, "
+         "not cheaper ones.",
          KCOST),
     Step("The difficulty filter",
          {**_BASE, "progress": 0.4, "filter": True},
          "The filter trains only on prompts whose current pass rate lies in a band (here 0.2 to 0.8) and greys "
-         "out the rest. At t = 0.4 it keeps {kept_t04} of the prompts, and nearly all kept groups carry a "
-         "gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
+         "out the rest. At t = 0.4 the readouts say it keeps {kept_t04} of the prompts, and nearly all kept groups "
+         "carry a gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
          "rollouts but runs out of prompts.",
-         FILTER, controls=(PROGRESS,)),
+         READOUTS, controls=(FILTER, PROGRESS)),
     Step("Your own run",
          {**_BASE, "progress": 1.0, "filter": True},
-         "With the filter on, its dashed decay line stays near {useful_band_t1}, but that share counts only the prompts "
+         "With the filter on, its dashed decay line ends at {useful_band_t1}, but that share counts only the prompts "
          "the filter keeps. At t = 1 it keeps {kept_t1} of them ({n_kept_t1} of {n_prompts}) and drops {dropped_t1} "
          "({n_dropped_t1} prompts), which no longer teach the model anything: the filter saves rollouts, it does not "
          "stop the environment from expiring. That leaves a practitioner's questions: which K, which filter, and when "
@@ -141,21 +149,45 @@ TOUR = (
 )
 
 
+#: step (1-based) -> the figures it quotes that its outlined element shows while the step is on screen (at a drain
+#: step's end); the others recall an earlier step (step 6's K = 8) or what a move the step asks for will show
+#: (step 8's kept pool at t = 1)
+STEP_FIGURES = {3: ("useful_t1",), 4: ("mean_t05", "iid_useful_t05", "real_useful_t05", "jensen_t05"),
+                5: ("useful_t0", "useful_t1"), 6: ("useful_k32",), 8: ("kept_t04",),
+                7: ("rpu_k8", "rpu_k32", "share_k8", "share_k32", "ug_k8", "ug_k32"), 9: ("useful_band_t1",)}
+
+
 @lru_cache(maxsize=1)
 def tour_figures() -> dict[str, str]:
-    """The figures the steps quote, for the default population (600 prompts from Beta(2, 3)), from the core."""
+    """The figures the steps quote, for the default population (600 prompts from Beta(2, 3)), from the core, each
+    as the element its step outlines shows it (:data:`STEP_FIGURES`): the readouts' realised column and the decay
+    curve's dots (the groups on the grid), the decay curve's dashed line (the filter's expected share), the outcome
+    plot's curve read at the mean pass rate (``d_iid``) and averaged over the prompts (``d_real``), the K-cost
+    table (:func:`grpo_lab.sims.kcost.k_cost` over the prompts counted)."""
+    from grpo_lab.sims.formatting import points
+    from grpo_lab.sims.kcost import k_cost
     from grpo_lab.sims.scenario import Scenario, evaluate
+    from grpo_lab.sims.sweep import useful_share_curve
 
-    def summary(**kw) -> dict:
-        return evaluate(Scenario(**kw)).summary
+    def view(**kw):
+        return evaluate(Scenario(**kw))
 
-    t0, t1, k32 = summary(progress=0.0), summary(progress=1.0), summary(progress=1.0, K=32)
-    band_t1 = summary(progress=1.0, band=(0.2, 0.8))
+    t0, t1, k32 = (view(progress=0.0).summary, view(progress=1.0), view(progress=1.0, K=32).summary)
+    half = view(progress=0.5).summary
+    band_t1 = view(progress=1.0, band=(0.2, 0.8)).summary
+    c = k_cost(t1.pass_rate[t1.kept], [8, 32])  # the table's rows at t = 1, K = 8 and 32 (every prompt counted)
+    base = Scenario(progress=1.0, band=(0.2, 0.8))
+    dashed_t1 = useful_share_curve(base.population(), [1.0], base.K, base.rho, base.band, base.gain)["expected"][0]
+    t1 = t1.summary
     return {"useful_t0": percent(t0["useful_share_realised"]), "useful_t1": percent(t1["useful_share_realised"]),
-            "all_pass_t1": percent(t1["all_pass_share"]), "useful_k32": percent(k32["useful_share_realised"]),
-            "rpu_k8": fixed(t1["rollouts_per_useful_realised"], 1), "rpu_k32": fixed(k32["rollouts_per_useful_realised"], 1),
-            "kept_t04": percent(summary(progress=0.4, band=(0.2, 0.8))["kept_share"]),
-            "kept_t1": percent(band_t1["kept_share"]), "useful_band_t1": percent(band_t1["useful_share_realised"]),
+            "useful_k32": percent(k32["useful_share_realised"]),
+            "mean_t05": percent(half["mean_pass_rate"]), "iid_useful_t05": percent(1.0 - half["d_iid"]),
+            "real_useful_t05": percent(1.0 - half["d_real"]), "jensen_t05": points(half["d_real"] - half["d_iid"]),
+            "rpu_k8": fixed(c["rollouts_per_useful"][0], 1), "rpu_k32": fixed(c["rollouts_per_useful"][1], 1),
+            "share_k8": percent(c["useful_share"][0]), "share_k32": percent(c["useful_share"][1]),
+            "ug_k8": fixed(c["useful_per_1000_rollouts"][0], 1), "ug_k32": fixed(c["useful_per_1000_rollouts"][1], 1),
+            "kept_t04": percent(view(progress=0.4, band=(0.2, 0.8)).summary["kept_share"]),
+            "kept_t1": percent(band_t1["kept_share"]), "useful_band_t1": percent(dashed_t1),
             "dropped_t1": percent(1 - band_t1["kept_share"]), "n_kept_t1": f"{band_t1['n_kept']:,}",
             "n_dropped_t1": f"{band_t1['n_prompts'] - band_t1['n_kept']:,}", "n_prompts": f"{band_t1['n_prompts']:,}"}
 
@@ -193,6 +225,9 @@ class TourDriver(JSComponent):
     drain = param.Boolean(default=False, doc="Move the grid's progress slider from its minimum to its maximum.")
     drain_seconds = param.Number(default=DRAIN_SECONDS, bounds=(0.1, None), doc="The drain's length, in seconds.")
     highlight = param.String(default=HIGHLIGHT_CLASS, doc="The class put on the step's subject.")
+    present = param.Boolean(default=False, doc=(
+        "Presentation mode: dock the tour's box where it hides nothing (a column at the right of a wide window, else "
+        "a band at the top) and leave it that room in the page's layout, instead of scrolling (lab.views.layout)."))
     nonce = param.Integer(default=0, doc="Bumped each time a step is shown.")
 
     _esm = _JS.read_text(encoding="utf-8")
@@ -208,10 +243,16 @@ _BOX_CSS = """
 class TourPanel:
     """The tour's box: the step's title and text, Back / Next / End tour; hidden while no tour runs.
 
-    ``on_step``: called (no arguments) each time a step is shown, e.g. to bring the Live lab tab forward."""
+    ``on_step``: called (no arguments) each time a step is shown, e.g. to bring the Live lab tab forward.
+    ``present``: presentation mode (the box docks beside or above the lab: ``lab/static/tour.js``; its text is sized
+    for a projector's back row by ``lab.views.layout.PRESENT_CSS``). ``figures``: selector -> a function returning a
+    panel, shown in the box under the text of a step whose targets name that selector (presentation mode builds no
+    K-cost table on its page, so the step on it shows one here)."""
 
-    def __init__(self, tour: TourState, lab, on_step=None):
-        self.tour, self.lab, self.on_step = tour, lab, on_step
+    def __init__(self, tour: TourState, lab, on_step=None, present: bool = False, figures: dict | None = None):
+        self.tour, self.lab, self.on_step, self.present = tour, lab, on_step, present
+        self.figures = dict(figures or {})
+        self.figure = None  # the box's slot for a step's figure (built with the box)
         self.text = self.back = self.next = self.end = self.driver = None  # built when a tour first shows
         self.panel = pn.Column(sizing_mode="stretch_width", css_classes=["tour"], visible=False,
                                stylesheets=[_BOX_CSS],
@@ -229,8 +270,14 @@ class TourPanel:
         self.back.on_click(lambda _e: self.go(self.tour.step - 1))
         self.next.on_click(lambda _e: self.go(self.tour.step + 1))
         self.end.on_click(lambda _e: self.go(0))
-        self.driver = TourDriver(width=0, height=0, margin=0)
-        self.panel.objects = [self.text, pn.Row(self.back, self.next, self.end, self.driver)]
+        self.driver = TourDriver(width=0, height=0, margin=0, present=self.present)
+        if self.present:  # wide enough for their labels in presentation mode's type, three to a 380 px column
+            for b in (self.back, self.next, self.end):
+                b.width = PRESENT_TOUR_BUTTON_PX
+        buttons = pn.Row(self.back, self.next, self.end, self.driver, css_classes=["tour-buttons"])
+        if self.figures:  # a slot for a step's figure, only where there are figures (one Bokeh model fewer elsewhere)
+            self.figure = pn.Column(sizing_mode="stretch_width", margin=(0, 4), visible=False, css_classes=["tour-figure"])
+        self.panel.objects = [p for p in (self.text, self.figure, buttons) if p is not None]
 
     def go(self, step: int) -> None:
         """Show step ``step`` (0 ends the tour) and set the lab to it."""
@@ -258,6 +305,11 @@ class TourPanel:
         self.next.disabled = step == len(TOUR)
         if self.on_step is not None:
             self.on_step()
+        if self.figure is not None:  # after on_step: the tab a figure comes from is built by then
+            figures = [build() for sel, build in self.figures.items() if sel in s.targets]
+            self.figure.objects = [f for f in figures if f is not None]
+            self.figure.visible = bool(self.figure.objects)
+            self.panel.css_classes = ["tour", "tour-with-figure"] if self.figure.visible else ["tour"]
         self.driver.param.update(targets=list(s.targets), reveal=list(s.reveal), controls=[list(c) for c in s.controls],
                                  drain=s.drain,
                                  nonce=self.driver.nonce + 1)

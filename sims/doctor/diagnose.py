@@ -33,6 +33,9 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
 ``scalars_fit``          the record's per-step shares fitted alone (:mod:`.scalars_fit`) beside the group-level
                          fit (:func:`.scalars_diagnose.side_by_side`; "not available" where it logs none)
+``rules``                the rules from the field's threads that fire, each ``{rule, title, evidence, advice}``
+                         (:mod:`.rules`; on a scalars-only record too)
+``tracker``              the forecast as the ``grpo_lab/...`` scalars ``watch --emit`` writes (:mod:`.tracker_values`)
 ``timings``              seconds per stage (``fit`` = the beta-binomial fits, windows included)
 
 A record of per-step scalars only (:func:`grpo_lab.sims.scalars_record.is_scalars_only`) is diagnosed by
@@ -61,6 +64,8 @@ from .honesty import bootstrap_resamples, check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
 from .rewards import classify_groups
+from .rules import fire_rules
+from .tracker_values import tracker_values
 from .samplers import samplers_section
 from .scalars_diagnose import diagnose_scalars, side_by_side
 from .scalars_fit import step_shares
@@ -118,9 +123,14 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     if is_scalars_only(record):
-        return diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
-                                num_generations=num_generations, groups_per_step=groups_per_step, batch=batch,
-                                backtest=backtest)
+        out = diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
+                               num_generations=num_generations, groups_per_step=groups_per_step, batch=batch,
+                               backtest=backtest)
+        t = time.perf_counter()
+        out["rules"] = fire_rules(record, out)
+        out["timings"]["rules"] = time.perf_counter() - t
+        out["tracker"] = tracker_values(out)
+        return out
     lo, hi = check_band(*band)
     t_all = time.perf_counter()
     timings = {}
@@ -246,4 +256,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     if bt is not None:
         out["backtest"] = bt
     out["when"] = when(out)
+    t = time.perf_counter()
+    out["rules"] = fire_rules(record, out)
+    timings["rules"] = time.perf_counter() - t  # after the total: the stages before it are the diagnosis proper
+    out["tracker"] = tracker_values(out)
     return out

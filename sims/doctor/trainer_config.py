@@ -32,6 +32,8 @@ citing its source and version:
   B = T = generation_batch_size / num_generations prompts. TRL's ``GRPOTrainer`` does not resample (a
   unanimous group just carries no gradient), so its figures are what DAPO-style resampling would need to
   fill the same batch with mixed groups; no cap.
+* **ROLL** (:mod:`.configs.roll`): ``rollout_batch_size``, ``num_return_sequences_in_group``, each domain's
+  ``query_filter_config.type`` and ``generate_opt_level`` (told from slime's by those keys; read as slime's before).
 * **slime** (``slime/utils/arguments.py``; keys with ``_`` or ``-``): ``rollout_batch_size`` (T),
   ``over_sampling_batch_size`` (B, default T), ``n_samples_per_prompt`` (K); dynamic sampling is on when
   ``dynamic_sampling_filter_path`` is set (if the key is present). slime submits a new round of B prompts
@@ -53,10 +55,10 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from .configs import nemo_rl, openrlhf, prime_rl, skyrl, verl
+from .configs import nemo_rl, openrlhf, prime_rl, roll, skyrl, verl
 from .configs._keys import as_int as _int
 
-__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings"]
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings", "load_file"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
 
@@ -124,7 +126,12 @@ def _grpo_lab(d: dict) -> dict:
 
 
 def settings_from_mapping(d) -> dict:
-    """Settings from a parsed config mapping (see the module docstring)."""
+    """Settings from a parsed config mapping (see the module docstring); hydra's override list (``key=value``
+    items, as in ``.hydra/overrides.yaml`` or a verl launch) is read as the mapping it sets."""
+    if isinstance(d, list) and d and all(isinstance(x, str) for x in d):
+        from ..ingest.trackers.common import overrides_mapping
+
+        d = overrides_mapping(d, "trainer config")
     if not isinstance(d, dict):
         raise InputError(f"trainer config: expected a mapping of keys, got {type(d).__name__}")
     if isinstance(d.get("config"), dict) and "prompts_per_step" in d["config"]:
@@ -140,6 +147,8 @@ def settings_from_mapping(d) -> dict:
         return verl.read(nested)
     if prime_rl.looks_like(nested):
         return prime_rl.read(nested)
+    if roll.looks_like(nested):  # before slime's: both name rollout_batch_size
+        return roll.read(nested)
     flat = {str(k).replace("-", "_").lstrip("_") for k in d}
     if flat & {"rollout_batch_size", "over_sampling_batch_size", "n_samples_per_prompt"}:
         return _slime(d)
@@ -192,6 +201,9 @@ def _load(path: Path):
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"trainer config {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+load_file = _load  #: the parsed config file (public: the tracker readers' --trainer-config reads it too)
 
 
 def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None, max_num_gen_batches=None) -> dict | None:

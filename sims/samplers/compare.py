@@ -37,7 +37,7 @@ from ..errors import InputError
 from . import closed, simulate
 
 __all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS",
-           "Z95", "mc_interval"]
+           "Z95", "mc_interval", "ORACLES"]
 
 EXPIRY_TOL = 0.002  #: the expiry search stops when its bracket in t is this narrow
 HORIZON = 10.0  #: the expiry is searched up to this progress (t = 1: the lab's end of training)
@@ -62,6 +62,9 @@ DEFAULTS = {"epochs": 4.0, "threshold": 0.5, "batch": 32, "gen_batch": 32, "max_
             "scheme": "rounds", "inflight": 1,
             "band": (0.2, 0.8), "n_retire": 3, "p_easy": 0.5, "p_hard": 0.5, "pods_factor": 2, "k_max_factor": 2,
             "reps": 0, "seed": 0}  # reps 0: auto_reps(N)
+
+#: samplers that read what no trainer knows (the band reads each prompt's true pass rate): their figures are a bound
+ORACLES = frozenset({"band"})
 
 SIM_VISITS = 8000  #: the simulated samplers average enough runs for about this many prompts (auto_reps) ...
 MAX_REPS = 4  #: ... and never more runs than this

@@ -9,5 +9,6 @@ Each module reads one trainer's keys, as its source specifies them, into the set
 - :mod:`.openrlhf`  OpenRLHF ``--algo.dynamic_filtering_enable`` / ``--algo.dynamic_filtering_range`` (command-line args)
 - :mod:`.prime_rl`  prime-rl's orchestrator TOML: ``batch_size``, ``group_size``, admission gates, difficulty pools
 - :mod:`.nemo_rl`   NeMo-RL ``grpo.use_dynamic_sampling`` and its batch settings
+- :mod:`.roll`      ROLL's RLVR query filter (``rewards.<domain>.query_filter_config``), rounds or replacement
 - :mod:`._keys`     the shared integer / mapping checks (one line each on bad input)
 """

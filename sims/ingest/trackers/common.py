@@ -20,7 +20,8 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number"]
+__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number",
+           "overrides_mapping", "load_config", "parse_namespace"]
 
 
 @dataclass
@@ -83,9 +84,54 @@ def add_row(rows: dict, step: int, values: dict, skip=()) -> None:
         entry[1].append(x)
 
 
+_NAMESPACE_MAX = 1 << 20  #: a stringified namespace longer than this is kept as the string
+
+
+def _literal(node):
+    """A literal AST node's value: constants, -x, lists, tuples, dicts of those, and nested namespace(...)
+    calls (as dicts). ValueError for anything else: nothing is evaluated."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values)}
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("namespace", "Namespace")
+            and not node.args):
+        return {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg is not None}
+    raise ValueError("not a literal")
+
+
+def parse_namespace(text: str) -> dict | None:
+    """A config value W&B stored as a string because it was an object: ``repr()`` of a ``SimpleNamespace``
+    (``namespace(batch_size=128, n_samples_per_prompt=8)``, OpenRLHF 0.11's nested ``args`` sections,
+    ``openrlhf/utils/config.py`` ``hierarchize``) or of an argparse ``Namespace(...)``, as a dict (nested
+    namespaces too). Read from the syntax tree (:mod:`ast`), never evaluated; None where ``text`` is not such a
+    repr of literals."""
+    import ast
+
+    t = text.strip()
+    if not (t.startswith(("namespace(", "Namespace(")) and t.endswith(")")) or len(t) > _NAMESPACE_MAX:
+        return None
+    try:
+        value = _literal(ast.parse(t, mode="eval").body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def flatten(config, prefix: str = "") -> dict:
-    """A nested config as ``{"a.b.c": value}``; W&B's ``{"value": x, "desc": ...}`` wrappers are unwrapped."""
+    """A nested config as ``{"a.b.c": value}``; W&B's ``{"value": x, "desc": ...}`` wrappers are unwrapped, and a
+    namespace W&B stored as its string (:func:`parse_namespace`) is read as the mapping it shows."""
     out = {}
+    if isinstance(config, str) and prefix and (ns := parse_namespace(config)) is not None:
+        return flatten(ns, prefix)
     if isinstance(config, dict):
         if set(config) <= {"value", "desc"} and "value" in config:
             return flatten(config["value"], prefix)
@@ -127,3 +173,48 @@ def pick_run(runs: dict, run: str | None, where: str, fmt: str):
         raise InputError(f"{where} holds {len(names)} {fmt} runs; pick one with --run NAME: {shown}")
     (name, handle), = runs.items()
     return name, handle
+
+
+def _scalar(text: str):
+    """A hydra override's value as YAML reads it (int, float, bool, null, list), else the string."""
+    try:
+        import yaml
+    except ImportError:  # pragma: no cover - PyYAML is a dependency of the ingest extra
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def overrides_mapping(items, label: str) -> dict:
+    """Hydra's override list (``.hydra/overrides.yaml``, or a run's command line): ``["data.train_batch_size=512",
+    "+trainer.x=1", "~key"]`` -> ``{"data.train_batch_size": 512, "trainer.x": 1}`` (``+``/``++`` prefixes
+    dropped, ``~key`` deletions skipped, values read as YAML scalars). InputError for an item that is not
+    ``key=value``."""
+    out = {}
+    for n, item in enumerate(items):
+        if not isinstance(item, str) or ("=" not in item and not item.startswith("~")):
+            raise InputError(f"{label}: item {n} ({str(item)[:60]!r}) is not a hydra override key=value")
+        if item.startswith("~"):
+            continue
+        key, value = item.split("=", 1)
+        out[key.lstrip("+").strip()] = _scalar(value)
+    return out
+
+
+def load_config(path) -> dict:
+    """A run's config file as a flattened dict (:func:`flatten`): any file the doctor's ``--trainer-config``
+    reads (:func:`grpo_lab.sims.doctor.trainer_config.load_file`: JSON, YAML, TOML, a launch command's arguments),
+    a nested mapping (verl's ``.hydra/config.yaml``, a GRPOConfig dump, tinker's ``config.json``) or hydra's
+    override list (``key=value`` items, :func:`overrides_mapping`). InputError (one line, naming the file) for
+    anything else."""
+    from ...doctor.trainer_config import load_file
+
+    data = load_file(Path(path))
+    if isinstance(data, list):
+        return overrides_mapping(data, str(path))
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of settings or a list of key=value overrides, "
+                         f"got {type(data).__name__}")
+    return flatten(data)

@@ -4,7 +4,8 @@ One row per trainer (:data:`DIALECTS`), each quoted from the trainer's source at
 (read with ``git show`` on a mirror of the repository; docs/ingest.md "Tracker scalars" renders the same
 table). A row maps the trainer's metric names onto the standard columns of a scalars-only record
 (:mod:`grpo_lab.sims.scalars_record`): ``frac_all_pass``, ``frac_all_fail``, ``frac_reward_zero_std``,
-``reward_mean`` (shares of **groups** at K), ``groups_per_step``; it says what each name counts and the
+``reward_mean`` (shares of **groups** at K), ``groups_per_step``, ``rounds`` (generation rounds a step
+drew); it says what each name counts and the
 trainer's known mistakes, and converts counts and per-rollout figures into shares of groups.
 
 :func:`map_run` applies a row to a run: it finds each column's series (a metric name matches a pattern
@@ -82,6 +83,7 @@ DIALECTS: tuple[Dialect, ...] = (
        label="TRL (GRPOTrainer)", repo="huggingface/trl", version="f2cd57710 (2026-07-24, 1.10.0.dev0)",
        source="trl/trainer/grpo_trainer.py (_generate_and_score_completions, log)",
        rules=[("frac_reward_zero_std", r"frac_reward_zero_std"), ("reward_mean", r"reward", "share", False)],
+       signature=(r"reward_std", r"completions/mean_length|completion_length"),
        counts="frac_reward_zero_std = is_std_zero.float().mean(), is_std_zero = isclose(std of each group's "
               "rewards repeated per rollout, 0): a share of rollouts, equal to the share of groups (K each); "
               "computed on the gathered batch (all processes); reward = nanmean of the weighted reward sum. "
@@ -97,7 +99,8 @@ DIALECTS: tuple[Dialect, ...] = (
        scope="global (the driver's batch), once per training step",
        label="verl DAPO recipe", repo="verl-project/verl-recipe",
        version="48ea0a7 (2026-08-05)", source="dapo/dapo_ray_trainer.py (fit)",
-       rules=[("groups_per_step", r"train/num_gen_batches", "batches")],
+       rules=[("groups_per_step", r"train/num_gen_batches", "batches"), ("rounds", r"train/num_gen_batches")],
+       signature=(r"critic/score/mean",),
        counts="train/num_gen_batches = generation batches (data.gen_batch_size prompts each) drawn until "
               "train_batch_size prompts with std > 0 were kept; kept groups exclude zero-std ones, so "
               "critic/score/mean is over mixed groups only and is not the population's reward. The zero-std "
@@ -223,7 +226,8 @@ DIALECTS: tuple[Dialect, ...] = (
        scope="global (the driver's loop of the step)",
        label="NeMo-RL", repo="NVIDIA-NeMo/RL", version="7ea279abf (2026-08-22)",
        source="nemo_rl/algorithms/grpo.py (dynamic_sampling, grpo_train)",
-       rules=[("groups_per_step", r"dynamic_sampling_num_gen_batches", "batches")],
+       rules=[("groups_per_step", r"dynamic_sampling_num_gen_batches", "batches"),
+              ("rounds", r"dynamic_sampling_num_gen_batches")],
        counts="dynamic_sampling_num_gen_batches = generation batches (num_prompts_per_step prompts each) drawn "
               "until enough prompts with std != 0 were cached; only the groups drawn are known, the zero-std "
               "share is bounded, not logged.",
@@ -292,20 +296,55 @@ def config_value(config: dict, keys) -> float | None:
 
 
 def trl_groups_per_log(config: dict, K: int | None) -> tuple[float | None, str]:
-    """TRL's groups behind one logged row: ``generation_batch_size / num_generations`` groups per generation
-    (GRPOConfig: completions per generation batch over all processes), times the generations a log averages,
-    ``logging_steps / (steps_per_generation x num_iterations)`` (at least 1): TRL appends a generation's metrics
-    once, when it is generated, and ``log()`` averages what was appended since the last log. (None, why) where the
-    config lacks them."""
+    """TRL's groups behind one logged row, from ``GRPOConfig`` as trl 1.16's ``grpo_trainer.py`` uses it.
+
+    ``_prepare_inputs`` generates once every ``steps_per_generation x num_iterations`` calls of
+    ``training_step`` (``self._step`` counts micro-batches: ``gradient_accumulation_steps`` of them make one
+    optimizer step), each generation scoring ``generation_batch_size`` completions gathered over every process
+    (``GRPOConfig.__post_init__``: ``per_device_train_batch_size x num_processes x steps_per_generation``,
+    ``steps_per_generation`` defaulting to ``gradient_accumulation_steps``) and appending one
+    ``frac_reward_zero_std`` over its ``generation_batch_size / num_generations`` groups; ``log()`` averages
+    what was appended since the last log, every ``logging_steps`` optimizer steps. So
+
+        groups per row = generation_batch_size / K x max(1, logging_steps x GA / (steps_per_generation x num_iterations))
+
+    which with the defaults is ``per_device_train_batch_size x processes x GA x logging_steps / K``. Keys read
+    (a flattened config; a key matches the last dotted parts): ``generation_batch_size``,
+    ``per_device_train_batch_size``, ``num_processes`` / ``world_size``, ``gradient_accumulation_steps``,
+    ``steps_per_generation``, ``num_iterations``, ``logging_steps``; a missing GA, process count or iteration count
+    is taken as 1 and said. (None, why) where neither batch key nor K is known."""
+    if not K:
+        return None, "TRL: K is unknown (--num-generations)"
+    per_dev = config_value(config, ("per_device_train_batch_size",))
     gb = config_value(config, ("generation_batch_size",))
-    if gb is None or not K:
-        return None, "TRL: the config gives no generation_batch_size (or K is unknown)"
-    per_gen = config_value(config, ("steps_per_generation",)) or 1.0
-    per_gen *= config_value(config, ("num_iterations",)) or 1.0
-    logs = config_value(config, ("logging_steps",)) or 1.0
-    gens = max(1.0, logs / per_gen)
-    return gb / K * gens, (f"groups per logged step = generation_batch_size {gb:g} / K {K} x {gens:g} generation(s) "
-                           f"a log averages (logging_steps {logs:g}, steps_per_generation x num_iterations {per_gen:g})")
+    assumed = []
+    procs = config_value(config, ("num_processes", "world_size"))
+    if procs is None:
+        procs = 1.0
+        assumed.append("processes 1")
+    ga = config_value(config, ("gradient_accumulation_steps",))
+    if ga is None:
+        ga = 1.0
+        assumed.append("gradient_accumulation_steps 1")
+    spg = config_value(config, ("steps_per_generation",))
+    if gb is None and per_dev is None:
+        return None, "TRL: the config gives no generation_batch_size nor per_device_train_batch_size"
+    if spg is None:
+        spg = gb / (per_dev * procs) if gb is not None and per_dev is not None else ga
+    if gb is None:
+        gb = per_dev * procs * spg
+    iters = config_value(config, ("num_iterations",)) or 1.0
+    logs = config_value(config, ("logging_steps",))
+    if logs is None:
+        logs = 1.0
+        assumed.append("logging_steps 1")
+    gens = max(1.0, logs * ga / (spg * iters))
+    how = (f"groups per logged row = generation_batch_size {gb:g} / K {K} x {gens:g} generation(s) a log averages "
+           f"(logging_steps {logs:g} x gradient_accumulation_steps {ga:g} / (steps_per_generation {spg:g} x "
+           f"num_iterations {iters:g})), trl 1.16 GRPOTrainer")
+    if assumed:
+        how += f"; not in the config, taken as: {', '.join(assumed)} (give them with --trainer-config)"
+    return gb / K * gens, how
 
 
 def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None):
@@ -412,8 +451,8 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
                 i = int(np.flatnonzero(bad)[0])
                 raise InputError(f"{read[col]} reads {v[i]:g} at step {int(steps[i])}, not a share in [0, 1]; "
                                  f"is this run from {d.label}? (--trainer, --num-generations)")
-    missing = [c for c in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step")
-               if c not in cols]
+    missing = [c for c in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step",
+                           "rounds") if c not in cols]
     return steps, cols, raw, read, missing, notes, K
 
 

@@ -5,8 +5,14 @@ Two shapes, one object a line:
 - verl's file logger (``verl/utils/tracking.py`` ``FileLogger.log``): ``{"step": N, "data": {name: value}}``;
 - tinker-cookbook's ``JsonLogger`` (``tinker_cookbook/stores/training_store.py`` ``write_metrics``):
   ``{"step": N, name: value, ...}``, with the run's config in ``config.json`` beside it;
-- and, read the same way, the HF Trainer's ``trainer_state.json`` (TRL's own log whatever it reports to):
-  its ``log_history`` list of ``{"step": N, name: value}``; no K in it (``--num-generations``).
+- and, read the same way, the HF Trainer's ``trainer_state.json`` (TRL's and Unsloth's own log whatever they
+  report to): its ``log_history`` list of ``{"step": N, name: value}``, told by its content, not its name
+  (:func:`trainer_state_kind`): a JSON object with a ``log_history`` list under any file name, or a bare JSON
+  list of such rows (``trainer.state.log_history`` dumped on its own). A TRL / Unsloth output folder with no
+  ``.jsonl`` is read from its ``trainer_state.json``, else from the latest ``checkpoint-N/trainer_state.json``
+  (largest N; said in the notes). The state's ``logging_steps`` and ``train_batch_size`` (the per-device batch)
+  are kept as config keys (``logging_steps``, ``per_device_train_batch_size``); no K in it
+  (``--num-generations``), nor the gradient accumulation or processes (``--trainer-config``).
 
 Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
 ``null`` is NaN. A line that is not JSON is an InputError naming it, except a cut last line (no newline at
@@ -20,17 +26,64 @@ A JSONL whose lines hold ``rewards`` is a *groups* file (:mod:`grpo_lab.sims.ing
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from ...errors import InputError
-from .common import RunScalars, add_row, charge_files, flatten, number, series_from_rows
+from .common import RunScalars, add_row, charge_files, load_config, number, series_from_rows
 
 __all__ = ["find_runs", "read_run", "is_metrics_jsonl"]
+
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+_SNIFF = 1 << 16  #: bytes looked at to tell a JSON file's kind
+
+
+def trainer_state_kind(path: Path) -> str | None:
+    """``"state"`` for a JSON object holding a ``log_history`` list (an HF Trainer's trainer_state.json under any
+    name), ``"rows"`` for a bare JSON list of ``log_history`` rows (objects with an integer ``step`` and no W&B
+    ``_step``), None for anything else. Decided from the first 64 KiB (a key ``"log_history": [`` or a list whose
+    first object has ``"step"``), so a large file is not parsed twice."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF)
+    except OSError:
+        return None
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        return "state" if re.search(rb'"log_history"\s*:\s*\[', head) else None
+    if text.startswith(b"["):
+        first = re.match(rb'\[\s*\{(.{0,4000}?)\}', text, re.S)
+        body = first.group(1) if first else text[:4000]
+        if re.search(rb'"step"\s*:\s*\d', body) and b'"_step"' not in body and b'"rewards"' not in body:
+            return "rows"
+    return None
+
+
+def output_folder_state(path: Path) -> tuple[Path, str | None] | None:
+    """The trainer_state.json a TRL / Unsloth output folder is read from: its own, else the latest
+    ``checkpoint-N/`` one (largest N) with a note saying so; None when it holds neither."""
+    own = path / "trainer_state.json"
+    if own.is_file():
+        return own, None
+    best = None
+    for d in path.iterdir() if path.is_dir() else ():
+        m = _CHECKPOINT.match(d.name)
+        if m and (d / "trainer_state.json").is_file() and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), d / "trainer_state.json")
+    if best is None:
+        return None
+    return best[1], (f"read {best[1].parent.name}/trainer_state.json, the latest checkpoint's (the output folder "
+                     "has no trainer_state.json of its own)")
 
 
 def find_runs(path: Path) -> dict[str, Path]:
     if path.is_file():
         return {path.parent.name or path.stem: path}
+    if not any(path.rglob("*.jsonl")):
+        found = output_folder_state(path)
+        if found is not None:
+            return {path.name or "trainer_state": found[0]}
     files = sorted(f for f in path.rglob("*.jsonl") if f.is_file() and len(f.relative_to(path).parts) <= 4)
     named = [f for f in files if f.name == "metrics.jsonl"]
     if len(named) == 1 and len(files) > 1:
@@ -76,11 +129,13 @@ def _first_line_is_scalars(f: Path) -> bool:
 
 
 def _trainer_state(path: Path, data: bytes) -> RunScalars:
+    """A trainer_state.json (any name) or a bare list of its ``log_history`` rows, as one run's scalars."""
     try:
         state = json.loads(data)
     except (ValueError, RecursionError):
         raise InputError(f"{path}: not valid JSON") from None
-    history = state.get("log_history") if isinstance(state, dict) else None
+    bare = isinstance(state, list)
+    history = state if bare else (state.get("log_history") if isinstance(state, dict) else None)
     if not isinstance(history, list):
         raise InputError(f"{path}: no log_history list (not an HF Trainer's trainer_state.json)")
     rows: dict = {}
@@ -89,16 +144,32 @@ def _trainer_state(path: Path, data: bytes) -> RunScalars:
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise InputError(f"{path}: log_history[{n}] has no integer step")
         add_row(rows, step, entry, skip=("step", "epoch"))
-    return RunScalars(name=path.parent.name or "trainer_state", series=series_from_rows(rows), fmt="jsonl",
-                      notes=["TRL's trainer_state.json: no num_generations in it (--num-generations)"])
+    config = {}
+    if not bare:  # the state's own settings: logging_steps, and train_batch_size = args.per_device_train_batch_size
+        for key, as_key in (("logging_steps", "logging_steps"), ("train_batch_size", "per_device_train_batch_size")):
+            value = state.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                config[as_key] = value
+    what = "a bare list of log_history rows" if bare else (
+        "TRL's trainer_state.json" if path.name == "trainer_state.json" else
+        f"an HF Trainer state (log_history) saved as {path.name}")
+    notes = [f"{what}: no num_generations in it (--num-generations)"]
+    return RunScalars(name=path.parent.name or path.stem or "trainer_state", series=series_from_rows(rows),
+                      config=config, fmt="jsonl", notes=notes)
 
 
 def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
     config_file = path.parent / "config.json"
-    charge_files([path, *([config_file] if config_file.is_file() else [])], max_bytes, str(path))
+    hydra = [f for f in (path.parent / ".hydra" / "config.yaml", path.parent / ".hydra" / "overrides.yaml")
+             if f.is_file()]
+    charge_files([path, *([config_file] if config_file.is_file() else []), *hydra], max_bytes, str(path))
     data = path.read_bytes()
-    if path.name == "trainer_state.json":
-        return _trainer_state(path, data)
+    if path.suffix.lower() == ".json" or path.name == "trainer_state.json" or trainer_state_kind(path):
+        rs = _trainer_state(path, data)
+        if _CHECKPOINT.match(path.parent.name):
+            rs.notes.append(f"read {path.parent.name}/trainer_state.json (a checkpoint's state: the run's log up to "
+                            "that checkpoint)")
+        return rs
     rows: dict = {}
     lines = data.split(b"\n")
     last = len(lines)
@@ -122,10 +193,10 @@ def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False)
             raise InputError(f"{path} line {n}: 'step' must be an integer >= 0, got {step!r}")
         values = obj["data"] if isinstance(obj.get("data"), dict) else obj
         add_row(rows, step, values, skip=("step", "_step"))
-    config = {}
+    config, notes = {}, []
     if config_file.is_file():
-        try:
-            config = flatten(json.loads(config_file.read_bytes()))
-        except (ValueError, RecursionError):
-            raise InputError(f"{config_file}: not valid JSON") from None
-    return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="jsonl")
+        config = load_config(config_file)
+    elif hydra:  # verl's file logger under hydra: the run's resolved config (or its overrides) beside it
+        config = load_config(hydra[0])
+        notes.append(f"config from {hydra[0].parent.name}/{hydra[0].name}")
+    return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="jsonl", notes=notes)

@@ -1,0 +1,108 @@
+r"""The forecast as a tracker's scalars: what ``grpo-lab watch --emit`` and the TRL callback write beside the
+trainer's metrics, read from one diagnosis (:func:`grpo_lab.sims.doctor.diagnose`'s dict), so the curves in the
+tracker equal ``grpo-lab diagnose --json`` (its ``tracker`` entry) on the same record at the same step.
+
+Scalars, all under :data:`PREFIX` (a key is left out where its figure does not exist, e.g. no stall within the
+horizon; a tracker draws a gap):
+
+``expiry_step``          the step the effective (mixed) group rate falls below the threshold: the trend's crossing
+                         (a record of groups, :mod:`.forecast`) or the scalars fit's (:func:`.scalars_forecast.expiry_forecast`)
+``first_stall_median``   the first step whose generation rounds exceed the cap: the median of the first stall's
+                         distribution (the risk's, :mod:`.stall_risk`, for a record of groups; the first cap hit's,
+                         :func:`.scalars_forecast.stall_forecast`, for scalars)
+``first_stall_lo``, ``first_stall_hi``  its band: the risk's :data:`.stall_risk.LEVEL` interval, or the scalars
+                         forecast's predictive interval (both uncertainties: the fit's and the loop's own)
+``first_stall_band_level`` that band's coverage (0.9 for the risk; the scalars forecast's own level)
+``p_stall_next``         P(the first stall falls within the next :data:`NEXT_SHARE` of the run), the run being the
+                         steps logged so far (at least one step ahead): 1 - prod over those steps of
+                         (1 - P(stall at the step)) (:func:`.scalars_forecast._hit_cdf`), or the risk's P(first stall
+                         by the step)
+``mixed_now``            the effective group rate at the last step (the fit's)
+``rules``                how many of :mod:`.rules` fire
+
+:func:`alert_due` says whether the forecast stall is within ``before`` steps of ``step`` (or already past).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["PREFIX", "NEXT_SHARE", "tracker_values", "alert_due", "alert_text", "next_steps"]
+
+PREFIX = "grpo_lab/"  #: every key written to a tracker starts with it
+NEXT_SHARE = 0.1  #: P(stall) is over the next this share of the run
+SCALARS_BAND = 0.95  #: coverage of the scalars forecast's predictive interval (its 2.5% and 97.5% quantiles)
+
+
+def next_steps(last_step: int) -> int:
+    """Steps in "the next :data:`NEXT_SHARE` of the run" after ``last_step`` (the run so far): at least 1."""
+    return max(1, int(math.ceil(NEXT_SHARE * max(int(last_step), 0))))
+
+
+def _scalars_stall(sf: dict) -> dict:
+    from .scalars_forecast import _hit_cdf
+
+    hit = sf.get("first_cap_hit") or {}
+    out = {"first_stall_median": hit.get("median")}
+    if hit.get("median") is not None:
+        lo, hi = hit.get("predictive") or [None, None]
+        out.update(first_stall_lo=lo, first_stall_hi=hi, first_stall_band_level=SCALARS_BAND)
+    last = int(sf["now"]["step"])
+    steps = np.arange(last + 1, last + next_steps(last) + 1, dtype=float)
+    grid, p = np.asarray(sf["series"]["step"], float), np.asarray(sf["series"]["p_stall"], float)
+    at = np.interp(steps, grid, p)  # the grid holds every step within the next run length where it is short
+    out["p_stall_next"] = float(_hit_cdf(steps, at, last + 1)[-1])
+    return out
+
+
+def _risk_stall(sf: dict) -> dict:
+    risk = sf["risk"]
+    fs = risk["first_stall"]
+    out = {"first_stall_median": fs["median"]}
+    if fs["median"] is not None:
+        out.update(first_stall_lo=fs["interval"][0], first_stall_hi=fs["interval"][1],
+                   first_stall_band_level=float(risk["level"]))
+    last = int(sf["now"]["step"])
+    steps = np.asarray(risk["step"], float)
+    i = min(int(np.searchsorted(steps, last + next_steps(last), side="right")), len(steps)) - 1
+    out["p_stall_next"] = float(np.asarray(risk["cumulative"])[i]) if i >= 0 else 0.0
+    return out
+
+
+def tracker_values(result: dict) -> dict[str, float]:
+    """``{PREFIX + name: value}`` of a diagnosis (see the module docstring); figures that do not exist are left out."""
+    out: dict = {"rules": len(result.get("rules") or [])}
+    sf = result.get("stall_forecast") or {}
+    if result.get("scalars_only"):
+        out["expiry_step"] = result["expiry"]["step"]
+        out["mixed_now"] = result["expiry"]["mixed_now"]
+        if sf.get("available") and sf.get("first_cap_hit") is not None:
+            out.update(_scalars_stall(sf))
+    else:
+        out["expiry_step"] = result["forecast"]["crossing_step"]
+        out["mixed_now"] = result["forecast"]["rate_now"]
+        if sf.get("available") and (sf.get("risk") or {}).get("available"):
+            out.update(_risk_stall(sf))
+    if "when" in result:  # the expiry as the report says it: none where its verdict failed the log's check
+        out["expiry_step"] = result["when"]["expiry"]["step"]
+    return {PREFIX + k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
+
+
+def alert_due(values: dict, step: int, before: int) -> bool:
+    """True where the forecast first stall (its median) is at most ``before`` steps after ``step``."""
+    median = values.get(PREFIX + "first_stall_median")
+    return median is not None and median - step <= before
+
+
+def alert_text(values: dict, step: int, cap) -> tuple[str, str]:
+    """(title, text) of the alert a tracker shows (a title under 64 characters, W&B's limit)."""
+    median = values[PREFIX + "first_stall_median"]
+    lo, hi = values.get(PREFIX + "first_stall_lo"), values.get(PREFIX + "first_stall_hi")
+    band = f" (band {lo:.0f}-{'beyond the horizon' if hi is None else f'{hi:.0f}'})" if lo is not None else ""
+    p = values.get(PREFIX + "p_stall_next")
+    return ("grpo-lab: dynamic sampling stall ahead",
+            f"At step {step} the run is forecast to exceed its cap of {cap} generation rounds at step {median:.0f}"
+            f"{band}, {median - step:.0f} steps ahead" + (f"; P(stall within the next {next_steps(step)} steps) "
+                                                          f"{100 * p:.0f}%" if p is not None else "") + ".")

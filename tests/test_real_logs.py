@@ -1,0 +1,136 @@
+"""Real training logs from public repositories (tests/fixtures/real/, provenance in each SOURCE.md and in
+index.json): each reads as given, its groups per logged row equal its config's arithmetic (or the
+disagreement is named), and the lattice of its logged shares is what the shares say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grpo_lab.sims.ingest.trackers import read_scalars
+from grpo_lab.sims.ingest.trackers.common import load_config
+from grpo_lab.sims.ingest.trackers.lattice import share_lattice
+from grpo_lab.testing.cli import run_cli
+from grpo_lab.testing.real_logs import read_real, real_logs
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+INDEX = json.loads((REAL / "index.json").read_text())
+NAMES = sorted(INDEX)
+
+
+def test_the_collection_spans_eight_runs_with_provenance():
+    assert len(NAMES) >= 8 and [e["name"] for e in real_logs()] == NAMES
+    assert {e["rewards"] for e in real_logs()} <= {"binary", "not binary", "unknown"}
+    for name in NAMES:
+        f = INDEX[name]
+        src = (REAL / name / "SOURCE.md").read_text()
+        for field in ("Repository", "Commit", "Licence", "K (num_generations)", "Batch sizes, where read"):
+            assert field in src, (name, field)
+        assert f["commit"] in src and str(f["K"]) in src
+        assert (REAL / name / f["file"]).stat().st_size < 1 << 20
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_real_log_reads_as_given(name, tmp_path):
+    """`grpo-lab ingest FILE` with no --format: the file is told by its content (a trainer state saved as
+    training_logs.json included); every logged row becomes a step."""
+    f = INDEX[name]
+    out = tmp_path / "rec"
+    proc = run_cli("ingest", REAL / name / f["file"], "--out", out, "--json", "--num-generations", f["K"])
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["trainer"] == f["trainer"] and got["steps"] == f["rows"]
+    assert got["num_generations"] == f["K"]
+    assert "frac_reward_zero_std" in got["dialect"]
+    assert "groups_per_row" in got and got["groups_per_row"]["lattice"]["rows"] > 0
+
+
+def _arithmetic(cfg: dict, K: int) -> float:
+    """The trainer's groups per logged row, written out here independently of the reader: TRL's
+    per_device x processes x GA x logging_steps / K (defaults: steps_per_generation = GA, one iteration);
+    tinker's groups_per_batch (one row per iteration)."""
+    if "dataset_builder.groups_per_batch" in cfg:
+        return float(cfg["dataset_builder.groups_per_batch"])
+    return (cfg["per_device_train_batch_size"] * cfg.get("num_processes", 1) * cfg.get("gradient_accumulation_steps", 1)
+            * cfg["logging_steps"] / K)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_groups_per_row_equal_the_configs_arithmetic(name):
+    f = INDEX[name]
+    cfg = load_config(REAL / name / f["config"])
+    rec = read_real(name)
+    gpr = rec.meta["source"]["groups_per_row"]
+    expected = _arithmetic(cfg, f["K"])
+    assert expected == f["groups_per_row"]
+    assert gpr["config"] == pytest.approx(expected)
+    shares = rec.steps["frac_reward_zero_std"]
+    shares = shares[np.isfinite(shares)]
+    on_lattice = np.allclose(shares * expected, np.round(shares * expected), atol=1e-6 * expected)
+    if on_lattice:  # the config holds: used, and agreeing wherever a share lies inside (0, 1)
+        assert gpr["from"] == "config" and gpr["value"] == pytest.approx(expected)
+        assert gpr["agree"] in (True, None)
+        np.testing.assert_array_equal(rec.steps["groups_per_step"], expected)
+    else:  # refuted by a logged share: the lattice's figure is used and the disagreement named
+        assert gpr["agree"] is False and gpr["from"] == "lattice"
+        assert gpr["value"] == f["lattice"]
+        assert any("disagree" in n or "not all multiples" in n for n in rec.meta["source"]["notes"])
+
+
+def test_the_chaos_economy_config_is_refuted_by_its_own_log():
+    """The one real run whose script's arithmetic (2.5 groups a row) the logged shares (0, 0.2, 0.4) refute."""
+    gpr = read_real("trl-chaos-economy-unified").meta["source"]["groups_per_row"]
+    assert (gpr["config"], gpr["lattice"]["g"], gpr["agree"], gpr["value"]) == (2.5, 5, False, 5.0)
+
+
+def test_k_alone_on_a_trainer_state_takes_one_process_and_no_accumulation_and_says_so():
+    """tau-bench's state with K only: per_device 2 x logging 10 / 8 = 2.5 with GA = 1 assumed (said); its one
+    share, 9/20, refutes that and the lattice's 20 is used: the config's 20 once --trainer-config gives GA 8."""
+    rec = read_scalars(REAL / "trl-tau-bench" / "trainer_state.json", num_generations=8)
+    src = rec.meta["source"]
+    assert src["groups_per_row"]["config"] == 2.5 and src["groups_per_row"]["value"] == 20
+    assert any("gradient_accumulation_steps 1" in n and "--trainer-config" in n for n in src["notes"])
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if INDEX[n]["lattice"] is not None])
+def test_the_lattice_of_each_real_log_is_the_one_its_shares_lie_on(name):
+    f = INDEX[name]
+    rec = read_scalars(REAL / name / f["file"], num_generations=f["K"])
+    shares = rec.steps["frac_reward_zero_std"]
+    lat = share_lattice(shares)
+    assert lat["g"] == f["lattice"]
+    # independently: every share is k / g, and for no smaller g
+    fin = shares[np.isfinite(shares)]
+    assert np.allclose(fin * lat["g"], np.round(fin * lat["g"]), atol=1e-6)
+    assert all(not np.allclose(fin * g, np.round(fin * g), atol=1e-6 * g) for g in range(1, lat["g"]))
+
+
+def test_tinker_runs_take_k_and_groups_from_their_config_json():
+    for name in NAMES:
+        if INDEX[name]["trainer"] != "tinker-cookbook":
+            continue
+        rec = read_scalars(REAL / name / "metrics.jsonl")  # config.json beside it, no flag
+        assert rec.meta["num_generations"] == INDEX[name]["K"]
+        np.testing.assert_array_equal(rec.steps["groups_per_step"], INDEX[name]["groups_per_row"])
+
+
+def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_plus_a_format_penalty():
+    """arvindcr4/tinker-rl-lab's arithmetic run, read against the log's own columns: every row holds
+    K x groups_per_batch episodes (4 x 100), the zero-std share the reader gives is 1 - frac_mixed (tinker's
+    all-same test), and the reward is correct + 0.1 (format - 1), so it is binary only where format is 1
+    (steps 6-99), as its SOURCE.md says."""
+    name = "tinker-arithmetic-gs4-gpb100"
+    raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    cfg = load_config(REAL / name / "config.json")
+    assert {r["env/all/total_episodes"] for r in raw} == {cfg["dataset_builder.group_size"] * cfg["dataset_builder.groups_per_batch"]}
+    rec = read_real(name)
+    mixed = np.array([r["env/all/by_group/frac_mixed"] for r in raw])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], 1.0 - mixed, atol=1e-12)
+    total = np.array([r["env/all/reward/total"] for r in raw])
+    correct = np.array([r["env/all/correct"] for r in raw])
+    fmt = np.array([r["env/all/format"] for r in raw])
+    np.testing.assert_allclose(total, correct + 0.1 * (fmt - 1.0), atol=1e-12)
+    assert [r["step"] for r, f in zip(raw, fmt) if f < 1.0] == [0, 1, 2, 3, 4, 5]
