@@ -344,3 +344,11 @@ def test_not_binary_stall_forecast_from_the_tie_trend_equals_the_binomial_closed
     u = 1 - expit(tf["a"] + tf["b"] * (g - tf["steps"][0]) / (tf["steps"][1] - tf["steps"][0]))
     assert np.allclose(sf["series"]["p_stall"], stats.binom.cdf(63, 3 * 96, u), atol=1e-6)
     assert d["when"]["stall"]["step"] == sf["first_cap_hit"]["median"] is not None
+
+
+def test_a_dispersion_above_the_groups_leaves_one_effective_group():
+    """phi = 300 over rows of 100 groups: the band is the Bernoulli mixture's (one effective group), not NaN."""
+    P = np.array([[0.02, 0.5], [0.03, 0.6]])
+    b = band(P, 100, 0.9, 300.0)
+    # one Bernoulli draw: P(0) = 1 - mean p is 0.975 in the first column (both quantiles 0), 0.45 in the second
+    assert list(b["lo"]) == [0.0, 0.0] and list(b["hi"]) == [0.0, 1.0]

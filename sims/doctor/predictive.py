@@ -15,7 +15,8 @@ callers draw the parameters from the fit's covariance times phi (quasi-likelihoo
 phi is near 1 and the band is the binomial mixture. What the band does not hold: a drift whose shape the model
 lacks (the back-test, :mod:`.backtest`, measures how far that carries on the run's own history).
 
-Edge cases: n <= 0 or NaN rows give NaN bounds; pi is clipped to [0, 1]; no draws: the point fit alone.
+Edge cases: n < 1 or NaN rows give NaN bounds; n_eff is at least 1 (a dispersion above n leaves one effective
+group a row: the band is then the Bernoulli mixture's); pi is clipped to [0, 1]; no draws: the point fit alone.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def dispersion(observed, n, fitted, n_params: int) -> float:
 def band(p_draws, n, level: float = LEVEL, phi: float = 1.0, median: bool = False) -> dict:
     """``{"level", "lo", "hi"}`` (and ``"median"``) of the logged share per column of ``p_draws`` (D x G) over
     ``n`` groups per row, the count's variance inflated by ``phi`` (n_eff = n / phi)."""
-    n_eff = np.asarray(n, float) / max(float(phi), 1.0)
+    n = np.asarray(n, float)
+    n_eff = np.where(n >= 1, np.maximum(n / max(float(phi), 1.0), 1.0), n)  # at least one effective group a row
     qs = [(1 - level) / 2, (1 + level) / 2] + ([0.5] if median else [])
     q = quantiles(p_draws, n_eff, qs)
     out = {"level": float(level), "lo": q[0], "hi": q[1]}
