@@ -144,3 +144,20 @@ def test_auto_leaves_group_dumps_to_their_readers_and_says_so(tmp_path):
     ingest = Path(__file__).parent / "fixtures" / "ingest"
     refused(tmp_path, ingest / "verl_run", fragments=("looks like a verl rollout dump: use --format verl",))
     refused(tmp_path, ingest / "trl_run", fragments=("no tracker files found", "--format trl"))
+
+
+def test_a_corrupt_length_field_is_called_corrupt_not_truncated(tmp_path):
+    """The second record's length field made huge: the record seems to run past the file's end, but its length
+    checksum fails, so the file is corrupt there (it read "truncated" before)."""
+    import struct
+
+    run = copy(FIX / "tensorboard" / "prime", tmp_path)
+    f = one(run, "*tfevents*")
+    data = bytearray(f.read_bytes())
+    (first,) = struct.unpack_from("<Q", data, 0)
+    head = 16 + first
+    data[head + 7] = 0x7F
+    f.write_bytes(bytes(data))
+    line = refused(tmp_path, run, "--num-generations", "8",
+                   fragments=(f"corrupt event record at byte {head}", "length field fails its checksum"))
+    assert "truncated" not in line

@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--audit", action="store_true",
                    help="only the audit of the logged metrics (the trainer's scalars recomputed from the groups, the "
                         "correctness split, phantom-gradient groups): no fit, so any record with groups")
+    p.add_argument("--backtest", action="store_true",
+                   help="refit the forecast on the first 40/50/60/70%% of the logged rows and score the rest: how "
+                        "often its 90%% predictive band held the later rows (JSON: backtest)")
     add_trainer_config_arguments(p)
     p.add_argument("--num-generations", type=int, default=None,
                    help="K, rollouts per prompt, for a record of tracker scalars that does not say it")
@@ -76,7 +79,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         result = diagnose(record, tolerance=args.tolerance, threshold=args.threshold, window=args.window,
                           stride=args.stride, batch=args.batch, band=band, retire_after=args.retire_after,
                           trainer_config=settings, num_generations=args.num_generations,
-                          groups_per_step=args.groups_per_step)
+                          groups_per_step=args.groups_per_step, backtest=args.backtest)
     except InputError as exc:  # a record the doctor cannot fit may still show what is wrong with the run
         return _rules_only(record, exc, args.json)
     written = {}

@@ -85,10 +85,9 @@ def _line(ev: dict) -> str:
     fc = ev.get("forecast")
     if fc is None:
         return f"{head} {ev.get('reason', 'no forecast')}"
-    lo, hi = fc["interval"]
-    when = "beyond the horizon" if fc["step"] is None else f"step {fc['step']:.0f}"
-    iv = f" [{'-' if lo is None else f'{lo:.0f}'}, {'-' if hi is None else f'{hi:.0f}'}]"
-    return (f"{head} forecast stall (first step over the cap) {when}{iv}; cause {fc['cause']}; mixed share now "
+    from grpo_lab.doctor_report.when import stall_words
+
+    return (f"{head} forecast stall (first step over the cap) {stall_words(fc)}; cause {fc['cause']}; mixed share now "
             f"{100 * ev['fit']['mixed_now']:.1f}% (fit); P(stall) next step {100 * fc['p_stall_next']:.1f}%")
 
 

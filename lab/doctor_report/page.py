@@ -22,8 +22,9 @@ from .samplers import samplers_html
 from .samplers_chart import about_html, samplers_svg, verdict
 from .scalars import scalars_html, side_by_side_html
 from .stall import stall_html
-from .svg import COLORS, svg
-from .text import num, text_report
+from .svg import COLORS, predictive_band, svg
+from .text import BOUND_WORDS, gof_text, num, text_report
+from .when import when_html
 
 __all__ = ["html_fragment", "html_report", "LIST_PREVIEW", "OPEN"]
 
@@ -109,7 +110,8 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
          "dashed": True}], xlim)
     ser, proj, bt = fc["series"], fc["projection"], fc["backtest"]
     xmax = float(np.max(proj["step"]))
-    lines = [{"name": "observed", "x": ser["step"], "y": ser["observed"], "kind": "points", "color": "#bbb"},
+    lines = [*predictive_band(proj),
+             {"name": "observed", "x": ser["step"], "y": ser["observed"], "kind": "points", "color": "#bbb"},
              {"name": "rolling", "x": ser["step"], "y": ser["observed_rolling"], "color": COLORS["obs"]},
              {"name": "trend fit", "x": ser["step"], "y": ser["fitted"], "color": COLORS["fit"]},
              {"name": "projection", "x": proj["step"], "y": proj["rate"], "color": COLORS["proj"], "dashed": True}]
@@ -149,11 +151,11 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
     body = "\n".join([
         "<h2>Fit and its check</h2>",
         f"<p>Single Beta: alpha {f['alpha']:.3f} &plusmn; {f['se_alpha']:.3f}, beta {f['beta']:.3f} &plusmn; "
-        f"{f['se_beta']:.3f}; chi-square p = {num(f['gof']['p_value'])}"
-        f"{' (poor fit)' if f['gof']['poor'] else ''}.</p>",
+        f"{f['se_beta']:.3f}; {html.escape(gof_text(f['gof']))}"
+        + (f"; {html.escape(BOUND_WORDS)}" if f.get("at_bound") else "") + ".</p>",
         table(fit_rows, ["at K = %d" % r["K"], "observed", "95% interval", "predicted"], "doctor-fit"), check,
         _pooled_html(d["pooled"], r["K"]),
-        "<h2>Forecast</h2>", f"<p>{html.escape(fc['status'])}.</p>", eff,
+        "<h2>Forecast</h2>", f"<p>{html.escape(d['when']['expiry']['said'])}.</p>", eff,
         "<h2>What-ifs</h2>", kplot,
         table(wi_rows, ["K", "effective rate", "rollouts per useful group", "all-pass", "all-fail",
                          "effective rate (recent, prompt-pooled)"]),
@@ -168,4 +170,4 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
         "<h2>Prompt lists</h2>", f"<p class=\"caution\">{html.escape(d['prompts']['caution'])}</p>", *lists,
         "<h2>The report as text</h2>", f"<pre>{html.escape(text_report(d))}</pre>"])
     return "\n".join([f"<div class=\"doctor-report\"><style>{_STYLE}</style>", f"<h1>{html.escape(title)}</h1>", link,
-                      rules_html(d), _fold(body, OPEN if folded else None), "</div>"])
+                      when_html(d), rules_html(d), _fold(body, OPEN if folded else None), "</div>"])

@@ -12,7 +12,8 @@ from grpo_lab.sims.formatting import percent
 from .audit import audit_html, audit_text
 from .markup import table
 from .samplers import samplers_html, samplers_text
-from .svg import COLORS, svg
+from .svg import COLORS, predictive_band, svg
+from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_html, when_lines
 
 __all__ = ["scalars_text", "scalars_html", "side_by_side_lines", "side_by_side_html", "PLOT_AHEAD"]
 
@@ -37,6 +38,7 @@ def _fit_lines(f: dict) -> list[str]:
            f"  population at step {f['steps'][0]}: Beta(alpha {f['alpha']:.3f} [{iv['alpha'][0]:.3f}, "
            f"{iv['alpha'][1]:.3f}], beta {f['beta']:.3f} [{iv['beta'][0]:.3f}, {iv['beta'][1]:.3f}]); drift "
            f"g {f['drift']:+.3f} [{iv['drift'][0]:+.3f}, {iv['drift'][1]:+.3f}] over the run (95% Wald)"]
+    out += [f"  bound: {b}" for b in f.get("bounds", [])]
     if "stuck" in f:
         out.append(f"  never solved (p = 0 throughout): {percent(f['stuck'])} [{percent(iv['stuck'][0])}, "
                    f"{percent(iv['stuck'][1])}] of the prompts; the Beta and its drift are the rest's")
@@ -65,12 +67,13 @@ def _stall_lines(sf: dict) -> list[str]:
         out.append("  no cap: a step never raises; it draws rounds until the batch is full (the run crawls instead)")
         return out
     for level, st in sf["stall"].items():
-        out.append(f"  P(stall) > {float(level):g} first at step {_step(st['step'])} {_iv(st['interval'])}"
+        out.append(f"  a step's own P(stall) > {float(level):g} first at step {_step(st['step'])} {_iv(st['interval'])}"
                    + (" (already above at the last step)" if st["already"] else "")
                    + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']:.0f})"))
     h = sf["first_cap_hit"]
-    out.append(f"  first step over the cap: median {_step(h['median'])} {_iv(h['median_interval'])}, 95% of runs "
-               f"within {_iv(h['range'])}; cause: {sf['cause']}")
+    out.append(f"  first step over the cap (the forecast above): median {_step(h['median'])}, predictive 95% "
+               f"{_iv(h['predictive'])}; the median's own 95% interval over the fit {_iv(h['median_interval'])}; at "
+               f"the fitted parameters 95% of runs within {_iv(h['range'])}; cause: {sf['cause']}")
     return out
 
 
@@ -81,17 +84,27 @@ def scalars_text(d: dict) -> str:
     lines = [f"run {r['name'] or '-'}: scalars only ({src.get('format', '-')}, {src.get('trainer', '-')}), "
              f"{r['steps']} steps, K = {r['K']} (from {r['K_from']}), {r['groups_per_step']:g} groups per step (from "
              f"{r['groups_per_step_from']})"]
+    lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
+    if d.get("tie_fit"):
+        t = d["tie_fit"]
+        lines.append(f"tie-share trend (rewards not binary): logit tie share {t['a']:+.3f} {t['b']:+.3f} t over steps "
+                     f"{t['steps'][0]:.0f}-{t['steps'][1]:.0f}, slope 95% [{t['intervals']['b'][0]:+.3f}, "
+                     f"{t['intervals']['b'][1]:+.3f}]" + (" (at the bound: every row ties or none does)"
+                                                          if t["at_bound"] else ""))
+        lines.append("the pass-rate fit below does not apply to these rewards (kept for reference only):")
     lines += _fit_lines(d["fit"])
     other = [m for m in d["fits"] if m != d["model"]]
     if other:
         lines.append("  drift model by AIC: " + ", ".join(
             f"{m} {d['fits'][m]['aic']:.1f}" for m in d["fits"]) + f" (chosen: {d['model']})")
-    lines.append(f"expiry: {e['status']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
+    lines.append(f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
                  f"{_step(e['step'])} {_iv(e['interval'])}")
+    lines += predictive_lines(e["projection"], "mixed share")
     lines += _stall_lines(d["stall_forecast"])
     a, b = d["samplers_population"]
     lines.append(f"samplers on the population at the last step, Beta({a:.3g}, {b:.3g}) (same mean and variance):")
     lines += samplers_text(d["samplers"])
+    lines.append(SAMPLERS_NOTE)
     lines += [f"consistency: {c}" for c in d["consistency"]] or ["consistency: the logged shares agree"]
     lines += audit_text(d["audit"])
     lines.append("needs the groups (not available from scalars):")
@@ -105,7 +118,10 @@ def _shares_plot(f: dict, e: dict) -> str:
     x0 = float(s["step"][0])
     x1 = min(float(e["projection"]["step"][-1]), s1 + PLOT_AHEAD * max(s1 - s0, 1))
     keep = np.asarray(e["projection"]["step"]) <= x1
-    series = []
+    series = predictive_band({"step": np.asarray(e["projection"]["step"])[keep],
+                              "predictive": {**e["projection"]["predictive"],
+                                             "lo": np.asarray(e["projection"]["predictive"]["lo"])[keep],
+                                             "hi": np.asarray(e["projection"]["predictive"]["hi"])[keep]}})
     for key, col in (("all_pass", COLORS["pass"]), ("all_fail", COLORS["fail"]), ("mixed", COLORS["obs"])):
         series.append({"name": f"{key.replace('_', '-')} logged", "x": s["step"], "y": s[f"observed_{key}"],
                        "kind": "points", "color": col})
@@ -129,7 +145,7 @@ def scalars_html(d: dict, lab_href: str | None = None) -> str:
     link = (f'<p><a class="doctor-lab-link" href="{html.escape(lab_href, quote=True)}" target="_blank" '
             f'rel="noopener">Open this population in the lab</a> (Beta({a:.3g}, {b:.3g}) at K = {r["K"]}, the last '
             f'step\'s)</p>' if lab_href is not None else "")
-    parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link,
+    parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link, when_html(d),
              f"<pre>{html.escape(text_report(d))}</pre>", "<h2>Fit from the per-step shares</h2>",
              _shares_plot(f, d["expiry"])]
     if sf["available"] and sf["settings"]["cap"]:

@@ -6,7 +6,7 @@ import html
 
 import numpy as np
 
-__all__ = ["svg", "COLORS", "nice_ticks"]
+__all__ = ["svg", "COLORS", "nice_ticks", "predictive_band"]
 
 _W, _H, _PAD = 640, 260, 44  #: plot size and margin in px
 LEGEND_PX = 12  #: the in-plot legend's type size
@@ -64,6 +64,9 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
             pts = " ".join(f"{X(a):.1f},{Y(b):.1f}" for a, b in zip(np.concatenate([x[ok], x[ok][::-1]]),
                                                                    np.concatenate([hi, lo[::-1]])))
             out.append(f'<polygon points="{pts}" fill="{color}" fill-opacity="0.2" stroke="none"/>')
+            if s.get("name"):
+                out.append(f'<text x="{legend_x}" y="24" font-size="10" fill="{color}">{html.escape(s["name"])}</text>')
+                legend_x += 7 * len(s["name"]) + 18
             continue
         if "lo" in s:
             for xi, lo, hi in zip(x[ok], np.asarray(s["lo"])[ok], np.asarray(s["hi"])[ok]):
@@ -88,3 +91,13 @@ def svg(title: str, series: list[dict], xlim, ylim=(0.0, 1.0), xlabel="step", yl
             legend_x += width + 14
     out.append("</svg></figure>")
     return "".join(out)
+
+
+def predictive_band(projection: dict) -> list[dict]:
+    """The projection's predictive band (``projection['predictive']``) as a shaded ``band`` series, named with its
+    level; none where the projection has no band."""
+    pr = projection.get("predictive")
+    if not pr:
+        return []
+    return [{"name": f"{100 * pr['level']:.0f}% predictive band", "x": projection["step"], "y": pr["lo"],
+             "lo": pr["lo"], "hi": pr["hi"], "kind": "band", "color": COLORS["proj"]}]

@@ -13,13 +13,19 @@ from .honesty import intervals_text
 from .samplers import samplers_text
 from .scalars import scalars_text, side_by_side_lines
 from .stall import stall_lines, transitions_lines
+from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_lines
 
-__all__ = ["text_report", "num"]
+__all__ = ["text_report", "num", "gof_text", "BOUND_WORDS"]
 
 
-def _gof_text(g: dict) -> str:
-    """The chi-square's verdict; no test where pooling left fewer cells than the fit has parameters + 2 (df < 1)."""
-    if g["df"] < 1:
+BOUND_WORDS = ("a parameter of the Beta fit is at its bound (1e-3 or 1e5): the groups do not limit it there, so it "
+               "is the bound's value, not the run's, and has no standard error")
+
+
+def gof_text(g: dict) -> str:
+    """The chi-square's verdict; no test where pooling left fewer cells than the fit has parameters + 2 (df < 1) or
+    the p-value is not a number."""
+    if g["df"] < 1 or g.get("p_value") is None or not math.isfinite(g["p_value"]):
         return f"chi-square not testable ({g['cells']} cells after pooling, too few for the fit's parameters)"
     return f"chi-square p = {num(g['p_value'])} (df {g['df']})" + ("  POOR FIT" if g["poor"] else "")
 
@@ -43,8 +49,11 @@ def text_report(d: dict) -> str:
     ou, pu = d["observed_unanimous"], d["predicted_unanimous"]
     lines = [f"run {r['name'] or '-'}: {r['groups']:,} groups over {r['steps']} steps, {r['prompts']:,} prompts, "
              f"K = {r['K']}" + (" (rewards binarised at 0.5)" if r["binarised"] else "")]
+    lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
     lines.append(f"fit: Beta(alpha {f['alpha']:.3f} +/- {f['se_alpha']:.3f}, beta {f['beta']:.3f} +/- "
-                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + _gof_text(f["gof"]))
+                 f"{f['se_beta']:.3f}), mean pass rate {f['mean']:.3f}; " + gof_text(f["gof"]))
+    if f.get("at_bound"):
+        lines.append("  " + BOUND_WORDS)
     lines += [x for x in [intervals_text(f)] if x]
     for key in ("all_pass", "all_fail"):
         lo, hi = ou[f"{key}_interval"]
@@ -60,7 +69,9 @@ def text_report(d: dict) -> str:
     win = d["windows"]
     bad = sum(not (w["inside_all_pass"] and w["inside_all_fail"]) for w in win)
     lines.append(f"windows: {len(win)}; prediction outside the observed 95% interval in {bad}; "
-                 f"poor chi-square in {sum(w['gof']['poor'] for w in win)}")
+                 f"poor chi-square in {sum(w['gof']['poor'] for w in win)}"
+                 + (f"; a parameter at its bound in {sum(bool(w.get('at_bound')) for w in win)}"
+                    if any(w.get("at_bound") for w in win) else ""))
     pl = d["pooled"]
     if pl["available"]:
         pop = " + ".join(f"{w:.2f} Beta({a:.2f}, {b:.2f})" for w, a, b in pl["population"])
@@ -98,10 +109,12 @@ def text_report(d: dict) -> str:
                  f"{percent(b['effective_group_rate_kept'])} (all prompts {percent(b['effective_group_rate_all'])})")
     lines.append("coverage: " + ", ".join(f"{k} {percent(v)}" for k, v in d["coverage"].items()))
     lines.extend(samplers_text(d["samplers"]))
+    lines.append(SAMPLERS_NOTE)
     bt = fc["backtest"]
-    lines.append(f"forecast: {fc['status']}; effective rate now {percent(fc['observed_rate_now'])} observed, "
-                 f"{percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "
+    lines.append(f"forecast: {d['when']['expiry']['said']}; effective rate now {percent(fc['observed_rate_now'])} "
+                 f"observed, {percent(fc['rate_now'])} model; crossing {_steps(fc['crossing_step'])} "
                  f"[{_steps(fc['crossing_interval'][0])}, {_steps(fc['crossing_interval'][1])}]")
+    lines += predictive_lines(fc["projection"], "effective rate")
     if bt.get("available"):
         lines.append(f"  backtest (fit to step {bt['fit_until_step']}, {bt['compared_steps']} later steps): "
                      f"mean absolute error {bt['mae']:.3f} per step, {bt['mae_rolling']:.3f} on the rolling mean, "

@@ -54,6 +54,7 @@ from ..errors import InputError
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 from .audit import audit as audit_logged
+from .backtest import backtest as run_backtest, backtest_trend
 from .correlation import within_prompt_correlation
 from .cost import cost_forecast
 from .fit import MIXTURE_MIN_K, bic, fit_beta, fit_mixture, share_interval
@@ -62,15 +63,18 @@ from .groups import run_groups
 from .honesty import bootstrap_resamples, check_population, cluster_bootstrap
 from .pooled import pooled_fit
 from .prompts import DEFAULT_RETIRE_AFTER, prompt_lists
+from .rewards import classify_groups
 from .rules import fire_rules
 from .tracker_values import tracker_values
 from .samplers import samplers_section
 from .scalars_diagnose import diagnose_scalars, side_by_side
+from .scalars_fit import step_shares
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .stall import for_record as stall_for_record
 from .trainer_config import step_settings
 from .transitions import transitions
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
+from .when import when
 from .windows import window_fits
 
 __all__ = ["diagnose"]
@@ -96,7 +100,7 @@ def _predicted(fit: dict) -> dict:
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
              window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
              retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None,
-             num_generations: int | None = None, groups_per_step: int | None = None) -> dict:
+             num_generations: int | None = None, groups_per_step: int | None = None, backtest: bool = False) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
     Parameters
@@ -111,6 +115,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     trainer_config : settings from :func:`.trainer_config.read_trainer_config` for the stall forecast and the
         samplers' sizes (default: the record's own config when it is a grpo-lab dynamic-sampling run), resolved
         once by :func:`.trainer_config.step_settings`.
+    backtest : refit the forecast on the first part of the run and score the rest (:mod:`.backtest`; the result's
+        ``backtest``: the group trend's, with the per-step shares' fit's under ``backtest.scalars``).
     num_generations, groups_per_step : K and the groups per step of a scalars-only record where it does not
         say them (ignored for a record with groups).
     """
@@ -118,7 +124,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     if is_scalars_only(record):
         out = diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
-                               num_generations=num_generations, groups_per_step=groups_per_step, batch=batch)
+                               num_generations=num_generations, groups_per_step=groups_per_step, batch=batch,
+                               backtest=backtest)
         t = time.perf_counter()
         out["rules"] = fire_rules(record, out)
         out["timings"]["rules"] = time.perf_counter() - t
@@ -205,12 +212,21 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     partial = {"forecast": fc, "fit": fit, "stall_forecast": stall}
     beside = side_by_side(record, groups, partial, sizes, threshold)
     timings["scalars_fit"] = time.perf_counter() - t
+    bt = None
+    if backtest:
+        t = time.perf_counter()
+        bt = backtest_trend(groups)
+        try:
+            bt["scalars"] = run_backtest(step_shares(record), groups.binarised)
+        except InputError as exc:
+            bt["scalars"] = {"available": False, "reason": str(exc)}
+        timings["backtest"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
     out = {
         "run": {"name": groups.name, "groups": groups.n, "steps": int(len(steps)), "prompts": groups.n_prompts,
-                "K": K, "binarised": groups.binarised, "batch_groups": int(batch)},
+                "K": K, "binarised": groups.binarised, "batch_groups": int(batch), **classify_groups(groups.binarised)},
         "fit": fit_out,
         "cells": {"observed": counts, "fitted": fit["cell_probs"] * groups.n},
         "mixture": {k: v for k, v in mixture.items() if k != "cell_probs"},
@@ -237,6 +253,9 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     }
     if mixture.get("available"):
         out["predicted_unanimous_mixture"] = _predicted(mixture)
+    if bt is not None:
+        out["backtest"] = bt
+    out["when"] = when(out)
     t = time.perf_counter()
     out["rules"] = fire_rules(record, out)
     timings["rules"] = time.perf_counter() - t  # after the total: the stages before it are the diagnosis proper

@@ -25,13 +25,15 @@ error in the crossing step.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, ndtri
 
 from ..outcomes import p_useful
 from ..replay import rolling_mean
 from .groups import RunGroups
+from .predictive import LEVEL, band, dispersion
 
-__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate"]
+__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate", "band_at",
+           "trend_predictive"]
 
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
@@ -43,6 +45,7 @@ MAX_STEP = 5.0  #: largest Newton step on any logit parameter
 Z95 = 1.959963984540054  #: standard normal 97.5% quantile
 MIN_STEPS = 3  #: fewer distinct steps than this: no forecast
 ROLLING = 10  #: steps in the rolling mean of the observed rate (as the replay's default)
+PREDICTIVE_DRAWS = 41  #: slope quantiles of the projection's predictive band
 
 
 def _scale(step, s0, s1):
@@ -159,20 +162,22 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
     Returns ``threshold``, ``beta``, ``se_beta``, ``rate_now`` (model, at the last step),
     ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps), ``already_below``, ``status``,
     ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the horizon),
-    ``horizon_step``, ``series`` (observed and fitted per step), ``projection`` (steps, rate), ``backtest``
+    ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per step), ``projection`` (steps, rate and
+    ``predictive``: :func:`trend_predictive`), ``backtest``
     and ``_trend`` (the fit itself, for :mod:`.skip`; not for printing).
     """
     steps, obs = observed_rate(groups)
     roll = rolling_mean(obs, ROLLING)
     trend = fit_trend(groups)
     cross, now = _crossing(trend, threshold)
-    bounds = []
+    bounds, refits = [], []
     S, pid, t = trend["_data"]
     for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
         if not np.isfinite(b):
             bounds.append(None)
             continue
         alpha, _, _ = _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])
+        refits.append((b, alpha))
         bounds.append(_crossing(trend, threshold, beta=b, alpha=alpha)[0])
     finite = [x for x in bounds if x is not None]
     interval = [min(finite), None if None in bounds else max(finite)] if cross is not None and finite else [None, None]
@@ -187,6 +192,11 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         status = f"crosses the threshold near step {cross:.0f} if the trend holds"
     span = max(trend["s1"] - trend["s0"], 1)
     proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, 3.0) * span), 60)
+    fitted = _series(trend, steps)
+    at = np.searchsorted(steps, groups.step)
+    n_rows = np.bincount(at, minlength=len(steps)).astype(float)
+    unanimous = {k: np.bincount(at, weights=groups.successes == v, minlength=len(steps)) / n_rows
+                 for k, v in (("all_pass", groups.K), ("all_fail", 0))}
     out = {
         "_trend": trend,
         "threshold": float(threshold), "model": "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
@@ -195,11 +205,49 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
         "crossing_step": cross, "crossing_interval": interval,
         "horizon_step": float(trend["s1"] + HORIZON * span),
-        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": _series(trend, steps)},
-        "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps)},
+        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": fitted, "groups": n_rows,
+                   **unanimous},
+        "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps),
+                       "predictive": trend_predictive(trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))},
         "backtest": backtest(groups, threshold, steps, obs, roll),
     }
     return out
+
+
+def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
+    """The trend fitted on the groups in ``mask``, and its :func:`trend_predictive` band at ``steps`` (a step of the
+    fitted stretch's median groups; the dispersion of the fitted steps)."""
+    trend = fit_trend(groups, mask)
+    S, pid, t = trend["_data"]
+    refits = []
+    for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
+        if np.isfinite(b):
+            refits.append((b, _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])[0]))
+    m = np.asarray(mask, bool)
+    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    fitted_steps, obs = observed_rate(sub)
+    n_rows = np.bincount(np.searchsorted(fitted_steps, sub.step), minlength=len(fitted_steps)).astype(float)
+    phi = dispersion(obs, n_rows, _series(trend, fitted_steps), 1)
+    return trend_predictive(trend, refits, steps, n_rows, phi, median=median)
+
+
+def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int = PREDICTIVE_DRAWS,
+                     median: bool = False) -> dict:
+    """The :data:`.predictive.LEVEL` predictive band of the effective rate a step of the run's median groups will
+    log at ``steps``: the slope's uncertainty as ``draws`` normal quantiles z of beta = beta_hat + z se, the rate
+    at each interpolated quadratically in z through the fits at z = -1.96, 0, +1.96 (``refits``: (beta, alphas)
+    with the intercepts refitted), mixed with the step's binomial noise over-dispersed by ``phi``
+    (:mod:`.predictive`). With no finite bound the point fit alone."""
+    steps = np.asarray(steps, float)
+    r0 = trend_rate(trend, steps)
+    n = float(np.median(n_rows[n_rows > 0])) if np.any(n_rows > 0) else float("nan")
+    if len(refits) == 2:
+        lo, hi = (trend_rate(trend, steps, b, a) for b, a in refits)
+        z = ndtri((np.arange(draws) + 0.5) / draws)[:, None] / Z95
+        P = np.clip(r0 + z * (hi - lo) / 2 + z * z * (hi + lo - 2 * r0) / 2, 0.0, 1.0)
+    else:
+        P = r0[None, :]
+    return {**band(P, n, LEVEL, phi, median), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
 
 
 def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None) -> dict:

@@ -35,7 +35,11 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .audit import audit as audit_logged
+from .backtest import backtest as run_backtest
 from .forecast import DEFAULT_THRESHOLD
+from .rewards import classify_scalars
+from .tie_trend import fit_tie_trend, tie_expiry
+from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import MODELS, POWER_MAX_K, fit_scalars, population_moments, step_shares
 from .scalars_forecast import expiry_forecast, stall_forecast
@@ -89,10 +93,35 @@ def _settings_K(settings):
     return settings.get("K") if settings else None
 
 
+NOT_BINARY = ("the rewards are not binary: pass-rate statements (the Beta population, all-pass / all-fail, the "
+              "samplers on the population) do not apply; the tie share (groups whose K rewards all tie) is modelled "
+              "with its own trend, and the expiry and the stall forecast are the tie trend's")
+
+
+def bad_rows(steps: dict) -> str | None:
+    """A note counting the rows whose logged shares are NaN or inf (in a column the run does log)."""
+    n = len(steps.get("step", []))
+    bad = np.zeros(n, bool)
+    cols = []
+    for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean", "groups_per_step"):
+        v = np.asarray(steps.get(k, []), float)
+        if len(v) != n or not np.isfinite(v).any():
+            continue
+        b = ~np.isfinite(v)
+        if b.any():
+            bad |= b
+            cols.append(f"{k} {int(b.sum())} ({int(np.isnan(v).sum())} NaN, {int(np.isinf(v).sum())} inf)")
+    if not bad.any():
+        return None
+    return (f"{int(bad.sum())} of {n} rows hold a NaN or inf share and were left out where it matters: "
+            + ", ".join(cols))
+
+
 def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD, trainer_config: dict | None = None,
                      num_generations: int | None = None, groups_per_step: int | None = None,
-                     batch: int | None = None) -> dict:
-    """The doctor on a scalars-only record (see the module docstring). Raises InputError."""
+                     batch: int | None = None, backtest: bool = False) -> dict:
+    """The doctor on a scalars-only record (see the module docstring). Raises InputError. ``backtest``: refit on
+    the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``)."""
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     t_all = time.perf_counter()
@@ -120,12 +149,18 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         fits[m] = fit_scalars(d, m)
     model = min(fits, key=lambda m: fits[m]["aic"])
     fit = fits[model]
+    rewards = classify_scalars(steps, d.K, meta.get("source"))
+    not_binary = rewards["rewards"] == "not binary"
+    tie_fit = None
+    if not_binary:
+        tie = np.where(np.isfinite(d.zero_std), d.zero_std, d.all_pass + d.all_fail)
+        tie_fit = fit_tie_trend(d.step, d.n, tie)
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    expiry = expiry_forecast(fit, threshold)
+    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold)
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
-    stall = stall_forecast(fit, trainer_config)
+    stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     timings["stall"] = time.perf_counter() - t
     t = time.perf_counter()
     pop = beta_at_last(fit)
@@ -136,10 +171,16 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
                                 step_settings(meta, trainer_config, fit["K"]))
     timings["samplers"] = time.perf_counter() - t
+    bt = None
+    if backtest:
+        t = time.perf_counter()
+        bt = run_backtest(d, not_binary)
+        timings["backtest"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
-    return {
+    notes = [x for x in [bad_rows(steps)] if x] + ([NOT_BINARY] if not_binary else [])
+    out = {
         "scalars_only": True,
-        "run": {"name": d.name, "steps": n_steps, "K": fit["K"], "K_from": K_from,
+        "run": {"name": d.name, "steps": n_steps, "K": fit["K"], "K_from": K_from, **rewards, "notes": notes,
                 "groups_per_step": float(np.median(d.n[np.isfinite(d.n)])),
                 "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
                 "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
@@ -150,6 +191,12 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,
         "lab_query": urlencode({"a": f"{pop[0]:.4g}", "b": f"{pop[1]:.4g}", "K": fit["K"]}),
     }
+    if tie_fit is not None:
+        out["tie_fit"] = tie_fit
+    if bt is not None:
+        out["backtest"] = bt
+    out["when"] = when(out)
+    return out
 
 
 def _last_observed(groups, n_last: int = 10) -> dict:

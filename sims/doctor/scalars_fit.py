@@ -67,6 +67,7 @@ STUCK_BOUNDS = (-12.0, 3.0)  #: bounds of logit w0, the never-solved share of ``
 Z95 = 1.959963984540054  #: standard normal 97.5% quantile
 Y_FLOOR = 0.25  #: variance floor (successes^2) of a step's total successes: the rounding of a logged mean
 DRAWS = 400  #: parameter draws from the fit's normal approximation for the forecasts' intervals
+MAX_ROWS = 4096  #: more usable rows than this: consecutive rows pooled into bins for the fit (:func:`_pool`)
 _EPS = 1e-300
 
 # Observed classes over the three atoms (all-pass, all-fail, mixed), one row per kind of step
@@ -295,10 +296,33 @@ def _prepare(d: StepShares):
     step = d.step[keep]
     s0, s1 = int(step[0]), int(step[-1])
     t = (step - s0) / max(s1 - s0, 1)
-    masks = np.array([_KINDS[k] for k in kind[keep]], float)
+    uniq, inv = np.unique(kind[keep].astype(str), return_inverse=True)  # one lookup per kind, not per row
+    masks = np.array([_KINDS[k] for k in uniq], float).reshape(len(uniq), 3, 3)[inv.reshape(-1)]
     y = np.where(rm_ok, d.reward_mean, 0.0)[keep] * d.K * d.n[keep]
-    return {"kind": kind[keep], "counts": counts[keep], "masks": masks, "y": y, "y_on": rm_ok[keep], "t": t,
-            "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes}
+    return _pool({"kind": kind[keep], "counts": counts[keep], "masks": masks, "y": y, "y_on": rm_ok[keep], "t": t,
+                  "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes, "rows": int(len(step)),
+                  "pooled": 1})
+
+
+def _pool(P: dict) -> dict:
+    """More than :data:`MAX_ROWS` rows: consecutive rows of one kind pooled into bins of at most
+    ceil((rows - 1) / (MAX_ROWS - 1)) rows (the last row kept alone). A bin's counts, groups and successes are
+    the sums of its rows' (exact for the multinomial where the class probabilities are equal across the bin; they
+    move by at most the drift over a bin, 1 / (MAX_ROWS - 1) of the run), its t the groups-weighted mean."""
+    m = P["rows"]
+    if m <= MAX_ROWS:
+        return P
+    size = int(np.ceil((m - 1) / (MAX_ROWS - 1)))
+    block = np.arange(m) // size
+    block[-1] = block[-2] + 1
+    kind, y_on = P["kind"], P["y_on"]
+    starts = np.flatnonzero(np.r_[True, (block[1:] != block[:-1]) | (kind[1:] != kind[:-1]) | (y_on[1:] != y_on[:-1])])
+    n = np.add.reduceat(P["n"], starts)
+    t = np.add.reduceat(P["t"] * P["n"], starts) / n
+    step = np.round(np.add.reduceat(P["step"] * P["n"], starts) / n).astype(np.int64)
+    step[-1] = P["step"][-1]
+    return {**P, "kind": kind[starts], "counts": np.add.reduceat(P["counts"], starts, axis=0), "masks": P["masks"][starts],
+            "y": np.add.reduceat(P["y"], starts), "y_on": y_on[starts], "t": t, "step": step, "n": n, "pooled": size}
 
 
 def _start_points(P, K):
@@ -362,24 +386,37 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
     split = any(k in kinds for k in ("trinomial", "all_pass", "all_fail")) or bool(P["y_on"].any())
     identified = {"mixed_share": True, "split": split, "population": split and bool(np.all(np.isfinite(se)))}
     notes = list(d.notes) + P["notes"]
+    if P["pooled"] > 1:
+        notes.append(f"{P['rows']:,} rows: consecutive rows of one kind pooled into {len(P['step']):,} bins of up to "
+                     f"{P['pooled']} for the fit (the series below holds the bins; the last row alone)")
     if not split:
         notes.append("only the zero-std share is logged: the mixed share, the expiry and the stall forecast are "
                      "identified; which of all-pass / all-fail the unanimous groups are, the population's side "
                      "(alpha vs beta) and the drift's sign are not (need frac_all_pass / frac_all_fail or the mean "
                      "reward)")
+    blo, bhi = np.exp(LOG_BOUNDS[0]), np.exp(LOG_BOUNDS[1])
+    dlo, dhi = DRIFT_BOUNDS[model]
     out = {"model": model, "K": K, "alpha": float(np.exp(x[0])), "beta": float(np.exp(x[1])), "drift": float(x[2]),
            "theta": x, "cov": cov, "loglik": -float(best.fun), "at_bound": at_bound,
+           "bounds": bound_words(x, bounds, model),
            "se_log_alpha": float(se[0]), "se_log_beta": float(se[1]), "se_drift": float(se[2]),
-           "intervals": {"alpha": [float(np.exp(x[0] - Z95 * se[0])), float(np.exp(x[0] + Z95 * se[0]))],
-                         "beta": [float(np.exp(x[1] - Z95 * se[1])), float(np.exp(x[1] + Z95 * se[1]))],
-                         "drift": [float(x[2] - Z95 * se[2]), float(x[2] + Z95 * se[2])]},
+           "intervals": {"alpha": _clipped(np.exp(x[0] - Z95 * se[0]), np.exp(x[0] + Z95 * se[0]), blo, bhi),
+                         "beta": _clipped(np.exp(x[1] - Z95 * se[1]), np.exp(x[1] + Z95 * se[1]), blo, bhi),
+                         "drift": _clipped(x[2] - Z95 * se[2], x[2] + Z95 * se[2], dlo, dhi)},
            "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
-           "steps": [P["s0"], P["s1"]], "n_steps": int(len(P["step"])), "groups": float(P["n"].sum()),
+           "steps": [P["s0"], P["s1"]], "n_steps": P["rows"], "groups": float(P["n"].sum()),
+           "pooled_rows": P["pooled"],
            "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
            "identified": identified, "notes": notes}
+    for k, (a, b) in (("alpha", (blo, bhi)), ("beta", (blo, bhi)), ("drift", (dlo, dhi))):
+        lo_, hi_ = out["intervals"][k]
+        if lo_ <= a or hi_ >= b:
+            out["bounds"].append(f"the 95% interval of {k} reaches its {'lower' if lo_ <= a else 'upper'} bound "
+                                 f"({a if lo_ <= a else b:g}) and is clipped there: the log does not limit it")
     if model == "logit_stuck":
         out["stuck"] = float(expit(x[3]))
-        out["intervals"]["stuck"] = [float(expit(x[3] - Z95 * se[3])), float(expit(x[3] + Z95 * se[3]))]
+        out["intervals"]["stuck"] = [float(expit(np.clip(x[3] - Z95 * se[3], *STUCK_BOUNDS))),
+                                     float(expit(np.clip(x[3] + Z95 * se[3], *STUCK_BOUNDS)))]
     out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
                    "step": P["s1"], "observed": _observed_last(d, P)}
     fitted = shares_at(out, P["step"])
@@ -391,6 +428,27 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
                      "observed_mixed": np.where(P["kind"] == "trinomial", obs[:, 2],
                                                 np.where(P["kind"] == "unanimous", obs[:, 1], np.nan)),
                      **{f"fitted_{k}": v for k, v in fitted.items()}}
+    return out
+
+
+_NAMES = ("alpha", "beta", "drift g", "never-solved share (logit)")
+
+
+def _clipped(lo, hi, a, b) -> list:
+    """[lo, hi] clipped to the parameter's bounds [a, b] (NaN stays NaN: no interval)."""
+    return [float(np.clip(lo, a, b)) if np.isfinite(lo) else float("nan"),
+            float(np.clip(hi, a, b)) if np.isfinite(hi) else float("nan")]
+
+
+def bound_words(x, bounds, model: str) -> list[str]:
+    """One sentence per parameter at (within 1e-6 of) its bound: which, which bound, what it means."""
+    out = []
+    for i, (lo, hi) in enumerate(bounds):
+        for edge, word in ((lo, "lower"), (hi, "upper")):
+            if abs(x[i] - edge) < 1e-6:
+                shown = float(np.exp(edge)) if i < 2 else float(expit(edge)) if i == 3 else float(edge)
+                out.append(f"{_NAMES[i]} is at its {word} bound ({shown:g}): the log does not limit it there, so "
+                           "its value and interval are the bound's, not the run's")
     return out
 
 

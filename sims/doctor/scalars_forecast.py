@@ -27,10 +27,13 @@ from __future__ import annotations
 import numpy as np
 
 from .forecast import DEFAULT_THRESHOLD, HORIZON
+from .predictive import LEVEL, band, dispersion
 from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution, unavailable
+from .tie_trend import MODEL as TIE_MODEL, tie_predict
 
-__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid"]
+__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid", "row_groups", "mixed_dispersion",
+           "predictive_mixed", "expiry_from_curves", "quasi_fit"]
 
 MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
@@ -90,28 +93,85 @@ def _step(x):
     return None if x is None or not np.isfinite(x) else float(x)
 
 
+def row_groups(fit: dict) -> float:
+    """Groups per logged row ahead: the median over the fitted rows."""
+    n = np.asarray(fit["series"]["groups"], float)
+    n = n[np.isfinite(n) & (n > 0)]
+    return float(np.median(n)) if n.size else float("nan")
+
+
+def mixed_dispersion(fit: dict) -> float:
+    """Pearson over-dispersion of the logged mixed shares about the fit (:func:`.predictive.dispersion`)."""
+    s = fit["series"]
+    return dispersion(s["observed_mixed"], s["groups"], s["fitted_mixed"], fit["n_params"])
+
+
+def quasi_fit(fit: dict) -> dict:
+    """``fit`` with its covariance scaled by :func:`mixed_dispersion` (quasi-likelihood: rows that scatter phi times
+    the binomial leave the parameters phi times as uncertain); the fit itself where phi = 1."""
+    phi = mixed_dispersion(fit)
+    return fit if phi <= 1.0 else {**fit, "cov": fit["cov"] * phi}
+
+
+def predictive_mixed(fit: dict, steps, n_draws: int = DRAWS, seed: int = 0, level: float = LEVEL,
+                     median: bool = False) -> dict:
+    """The ``level`` predictive band of the mixed share a row of :func:`row_groups` groups will log at ``steps``:
+    the parameter draws' mixed shares (the drift's and the population's uncertainty, the covariance scaled by the
+    over-dispersion: :func:`quasi_fit`) mixed with each row's binomial noise, over-dispersed by
+    :func:`mixed_dispersion` (:mod:`.predictive`). Adds ``groups`` and ``dispersion``; with no covariance the point
+    fit alone carries the band."""
+    steps = np.asarray(steps, float)
+    P = _draw_mixed(quasi_fit(fit), steps, fit["K"], n_draws, seed)
+    if not len(P):
+        P = _mixed(fit, fit["theta"], steps, fit["K"])[0][None, :]
+    n, phi = row_groups(fit), mixed_dispersion(fit)
+    return {**band(P, n, level, phi, median), "groups": n, "dispersion": phi,
+            "parameter_draws": int(len(P))}
+
+
 def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """``threshold``, ``mixed_now`` (fitted, last step), ``step``, ``interval``, ``status``, ``horizon_step``,
-    ``projection`` {step, mixed} (see the module docstring)."""
+    ``projection`` {step, mixed, predictive} (see the module docstring; ``predictive``: the :data:`.predictive.LEVEL`
+    band of the logged mixed share, :func:`predictive_mixed`)."""
     grid = future_grid(fit)
     K = fit["K"]
     now = shares_at(fit, [fit["steps"][1]])["mixed"][0]
     mixed, _ = _mixed(fit, fit["theta"], grid, K)
     step = _first(grid, mixed < threshold)
-    found = [_first(grid, c < threshold) for c in _draw_mixed(fit, grid, K, n_draws, seed)]
+    curves = _draw_mixed(fit, grid, K, n_draws, seed)
+    return expiry_from_curves(grid, mixed, curves, now, threshold, "drift",
+                              predictive_mixed(fit, grid, n_draws, seed=seed))
+
+
+def expiry_from_curves(grid, mixed, curves, now: float, threshold: float, what: str, predictive: dict) -> dict:
+    """The expiry dict from the point curve ``mixed`` and the parameter draws' ``curves`` on ``grid`` (the fitted
+    mixed share ``now`` at the last step; ``what`` names what is extrapolated in the status)."""
+    step = _first(grid, mixed < threshold)
+    found = [_first(grid, c < threshold) for c in curves]
     if now < threshold:
         status, step = "already below the threshold at the last step (fit)", np.inf
     elif not np.isfinite(step):
-        status = f"stays above the threshold for {HORIZON:g} run lengths if the drift holds"
+        status = f"stays above the threshold for {HORIZON:g} run lengths if the {what} holds"
     else:
-        status = f"crosses the threshold near step {step:.0f} if the drift holds"
+        status = f"crosses the threshold near step {step:.0f} if the {what} holds"
     return {"threshold": float(threshold), "mixed_now": float(now), "step": _step(step),
             "interval": _interval(found) if np.isfinite(step) else [None, None], "status": status,
-            "horizon_step": float(grid[-1]), "projection": {"step": grid, "mixed": mixed}}
+            "horizon_step": float(grid[-1]), "projection": {"step": grid, "mixed": mixed, "predictive": predictive}}
+
+
+def _is_tie(fit) -> bool:
+    return fit.get("model") == TIE_MODEL
+
+
+def _point_mixed(fit, steps, K):
+    """(mixed share at ``steps`` at the fit, moments or None): the pass-rate fit's, or the tie-share trend's."""
+    if _is_tie(fit):
+        return tie_predict(fit, steps, 1.0, n_draws=1)["mixed"], None
+    return _mixed(fit, fit["theta"], steps, K)
 
 
 def _stall_curve(fit, theta, grid, settings):
-    mixed, mo = _mixed(fit, theta, grid, settings["K"])
+    mixed, mo = _point_mixed(fit, grid, settings["K"])
     d = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
                             settings.get("pool"))
     return np.asarray(d["p_stall"], float), np.asarray(d["expected"], float), mo
@@ -119,7 +179,8 @@ def _stall_curve(fit, theta, grid, settings):
 
 def _stall_curves(fit, grid, settings, n_draws, seed) -> np.ndarray:
     """P(stall) on ``grid`` per parameter draw (one :func:`rounds_distribution` call for all)."""
-    mixed = _draw_mixed(fit, grid, settings["K"], n_draws, seed)
+    mixed = (tie_predict(fit, grid, 1.0, n_draws, seed)["draws"] if _is_tie(fit)
+             else _draw_mixed(fit, grid, settings["K"], n_draws, seed))
     if not mixed.size:
         return np.zeros((0, len(grid)))
     d = rounds_distribution(mixed.reshape(-1, 1), settings["gen_batch"], settings["train_batch"], settings["cap"],
@@ -142,7 +203,7 @@ def _quantiles(grid, cdf, qs=(0.025, 0.5, 0.975)) -> list:
 def _uncapped(fit, grid, settings) -> dict:
     """No cap: no stall, only the rounds a step needs, per step (inf beyond :data:`MAX_NEED` rounds expected)."""
     steps = np.concatenate([[fit["steps"][1]], grid])
-    mixed, _ = _mixed(fit, fit["theta"], steps, settings["K"])
+    mixed, _ = _point_mixed(fit, steps, settings["K"])
     B, T = settings["gen_batch"], settings["train_batch"]
     expected = np.full(len(steps), np.inf)
     for i, u in enumerate(mixed):  # one step at a time: the rounds' range follows each step's own need
@@ -157,10 +218,12 @@ def _uncapped(fit, grid, settings) -> dict:
 def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int = DRAWS) -> dict:
     """The stall forecast for the trainer's ``settings`` (:func:`.trainer_config.read_trainer_config`);
     ``{"available": False, "reason"}`` without them (see the module docstring). ``n_draws``: parameter draws
-    of the intervals."""
+    of the intervals. ``fit``: a :func:`.scalars_fit.fit_scalars` fit, or a :func:`.tie_trend.fit_tie_trend` fit
+    for rewards that are not binary (the rounds depend on the mixed share alone; the cause is then not
+    identified)."""
     if (off := unavailable(settings)) is not None:
         return off
-    settings = {**settings, "K": int(settings.get("K") or fit["K"])}
+    settings = {**settings, "K": int(settings.get("K") or fit.get("K") or 0)}
     s1 = fit["steps"][1]
     grid = future_grid(fit)
     if not settings["cap"] and not settings.get("pool"):
@@ -179,9 +242,13 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
     pred = _quantiles(grid, cdfs.mean(axis=0)) if len(cdfs) else [np.inf] * 3
     at = levels[str(LEVELS[0])]["step"]
     i = int(np.searchsorted(grid, at)) if at is not None else 0
-    ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
-    cause = ("not identified (only the zero-std share was logged)" if not fit["identified"]["split"]
-             else "all-fail collapse" if af > ap else "all-pass saturation")
+    if mo is None:  # the tie-share trend: no pass / fail split
+        ap = af = 0.0
+        cause = "not identified (rewards not binary: a group's rewards tie or not; no pass / fail split)"
+    else:
+        ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
+        cause = ("not identified (only the zero-std share was logged)" if not fit["identified"]["split"]
+                 else "all-fail collapse" if af > ap else "all-pass saturation")
     return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p[0]),
                                                              "expected": float(now_e[0])},
             "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,

@@ -1,10 +1,12 @@
 r"""Early warning while a run trains: the stall forecast refitted as each step lands (``grpo-lab watch``).
 
 :class:`StallWatch` takes the run's scalars-only record as it grows (re-read by the caller) and, when it holds
-a step it has not seen, refits :func:`.scalars_fit.fit_scalars` (warm-started from the previous fit) and
+a step it has not seen, refits every drift model of :func:`.scalars_fit.fit_scalars` (each warm-started from its previous
+fit), keeps the smallest AIC as the diagnosis does, and
 forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
 stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
-``max_num_gen_batches`` (what stops verl's DAPO trainer), with its 95% interval over the fit's parameter draws.
+``max_num_gen_batches`` (what stops verl's DAPO trainer), with its predictive 95% interval (the fit's parameter
+draws and the loop's own randomness): the same answer as the doctor's report (:func:`.when.scalars_stall`).
 A warning is raised once, at the first update whose forecast stall step is at most ``warn_steps`` steps after
 the last step logged (or already passed). Until :data:`MIN_STEPS` steps have landed nothing is forecast.
 Without a cap there is no stall to warn of: the update gives the expected rounds now and ``warn_steps`` ahead.
@@ -16,13 +18,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .scalars_fit import fit_scalars, step_shares
+from .scalars_fit import DRAWS, MODELS, POWER_MAX_K, fit_scalars, step_shares
 from .scalars_forecast import stall_forecast
+from .when import scalars_stall
 
 __all__ = ["StallWatch", "MIN_STEPS", "WATCH_DRAWS", "DEFAULT_WARN_STEPS"]
 
 MIN_STEPS = 5  #: steps logged before the first forecast
-WATCH_DRAWS = 200  #: parameter draws per forecast (the doctor uses more; a watch refits at every poll)
+WATCH_DRAWS = DRAWS  #: parameter draws per forecast: the doctor's, so that both give the same interval
 DEFAULT_WARN_STEPS = 20  #: warn this many steps before the forecast stall
 
 
@@ -41,7 +44,7 @@ class StallWatch:
         self.K = num_generations or settings.get("K")
         self.groups = groups_per_step
         self.last_step = None
-        self.theta = None
+        self.theta = {}
         self.warned = False
 
     def update(self, record: RunRecord) -> dict | None:
@@ -60,8 +63,9 @@ class StallWatch:
         if gps is None and not (len(col) and np.isfinite(col).any()):
             gps = int(self.settings["gen_batch"])
         d = step_shares(record, num_generations=K, groups_per_step=gps)
-        fit = fit_scalars(d, start=self.theta)
-        self.theta = fit["theta"]
+        fits = {m: fit_scalars(d, m, start=self.theta.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+        self.theta = {m: f["theta"] for m, f in fits.items()}
+        fit = min(fits.values(), key=lambda f: f["aic"])  # the diagnosis's choice (smallest AIC)
         sf = stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS)
         event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
                           "mixed_now": fit["last"]["mixed"]}, stall=sf)
@@ -71,10 +75,11 @@ class StallWatch:
         if not sf["settings"]["cap"]:
             event["reason"] = "no cap: a step never stops the run; it draws rounds until the batch is full"
             return event
-        hit = sf["first_cap_hit"]
-        event["forecast"] = {"step": hit["median"], "interval": hit["median_interval"], "cause": sf["cause"],
+        st = scalars_stall(sf)  # the doctor's one answer (sims/doctor/when.py)
+        event["forecast"] = {"step": st["step"], "interval": st["interval"], "level": st["level"],
+                             "source": st["source"], "cause": sf["cause"],
                              "p_stall_next": float(sf["series"]["p_stall"][0])}
-        if hit["median"] is not None and not self.warned and hit["median"] - self.last_step <= self.warn_steps:
+        if st["step"] is not None and not self.warned and st["step"] - self.last_step <= self.warn_steps:
             self.warned = True
             event["warn"] = True
         return event

@@ -85,6 +85,8 @@ def tracker_values(result: dict) -> dict[str, float]:
         out["mixed_now"] = result["forecast"]["rate_now"]
         if sf.get("available") and (sf.get("risk") or {}).get("available"):
             out.update(_risk_stall(sf))
+    if "when" in result:  # the expiry as the report says it: none where its verdict failed the log's check
+        out["expiry_step"] = result["when"]["expiry"]["step"]
     return {PREFIX + k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
 
 

@@ -101,6 +101,14 @@ def _event_folders(root: Path, max_depth: int = 6) -> dict[str, list[Path]]:
     return runs
 
 
+def _length_corrupt(buf: np.ndarray, head: int) -> bool:
+    """Whether the record at ``head`` has a length field whose masked CRC-32C differs from the one stored after it
+    (a corrupt length, not a cut record)."""
+    crc = _mask(_crc_many(buf, np.array([head], np.int64), np.array([8], np.int64)))[0]
+    stored = int(buf[head + 8:head + 12].astype(np.uint64) @ (256 ** np.arange(4, dtype=np.uint64)))
+    return int(crc) != stored
+
+
 def _frame(data: bytes, label: str, partial_ok: bool):
     """(starts, lengths) of every complete record's data; checks both checksums of each."""
     n = len(data)
@@ -118,10 +126,12 @@ def _frame(data: bytes, label: str, partial_ok: bool):
         pos += 16 + length
     if not starts and n and not partial_ok:
         raise InputError(f"{label}: not a TensorBoard event file (no event record at its start)")
+    buf = np.frombuffer(data, np.uint8)
     if pos < n and not partial_ok:
+        if pos + 12 <= n and _length_corrupt(buf, pos):
+            raise InputError(f"{label}: corrupt event record at byte {pos} (its length field fails its checksum)")
         raise InputError(f"{label}: truncated at byte {pos} of {n} (a cut event record; the file is "
                          "incomplete or still being written)")
-    buf = np.frombuffer(data, np.uint8)
     starts = np.asarray(starts, np.int64)
     lengths = np.asarray(lengths, np.int64)
     if len(starts) == 0:

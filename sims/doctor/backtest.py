@@ -1,0 +1,128 @@
+r"""The run checks the doctor: refit on the first part of the run's own log, score the rest (``--backtest``).
+
+At each cut c in :data:`CUTS` (a share of the logged rows) the forecast is refitted on the rows before the cut
+exactly as the diagnosis fits the whole run (every drift model of :mod:`.scalars_fit`, the smallest AIC kept;
+for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`), and its :data:`.predictive.LEVEL`
+predictive band of the logged mixed share (the parameter draws mixed with each row's binomial noise over its own
+groups, over-dispersed by the fitted rows' Pearson statistic, the parameters' covariance scaled by it too:
+:func:`.scalars_forecast.quasi_fit`, :mod:`.predictive`) is compared with each later
+row that logs the mixed share. Reported per cut and pooled: rows scored, rows inside the band (``held``),
+the coverage held / scored, and the median absolute error of the band's median against the logged share.
+
+A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows evenly spread (said as
+``scored_every``). A cut that leaves fewer than :data:`~.scalars_fit.MIN_STEPS` rows before it, or none after,
+is skipped with its reason; a fit that fails (InputError) likewise. For a record with groups the forecast the
+report makes is the group trend's (:func:`backtest_trend`: the same cuts of its steps, its band of each later step's
+effective rate); the per-step shares' back-test is given beside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputError
+from .predictive import LEVEL, band
+from .scalars_fit import MODELS, POWER_MAX_K, StepShares, _resolve, fit_scalars
+from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
+from .tie_trend import fit_tie_trend, tie_predict
+
+__all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "backtest_trend", "observed_mixed"]
+
+CUTS = (0.4, 0.5, 0.6, 0.7)  #: where the run is cut, as shares of its logged rows
+MAX_SCORED = 400  #: later rows scored per cut at most (evenly spread beyond)
+BACKTEST_DRAWS = 200  #: parameter draws per cut
+
+
+def observed_mixed(d: StepShares) -> np.ndarray:
+    """The logged mixed share per row of ``d`` (NaN where the row does not resolve it)."""
+    kind, counts, _, _, _ = _resolve(d)
+    n = np.where(np.isfinite(d.n) & (d.n > 0), d.n, np.nan)
+    return np.where(kind == "trinomial", counts[:, 2] / n, np.where(kind == "unanimous", counts[:, 1] / n, np.nan))
+
+
+def _fit_binary(d: StepShares):
+    fits = {}
+    for m in MODELS if d.K <= POWER_MAX_K else [x for x in MODELS if x != "power"]:
+        fits[m] = fit_scalars(d, m)
+    return min(fits.values(), key=lambda f: f["aic"])
+
+
+def _score(obs, b) -> dict:
+    inside = (obs >= b["lo"] - 1e-12) & (obs <= b["hi"] + 1e-12)
+    return {"held": int(inside.sum()), "scored": int(len(obs)),
+            "median_abs_error": float(np.median(np.abs(b["median"] - obs))) if len(obs) else None}
+
+
+def _pooled(out_cuts: list, level: float, model: str) -> dict:
+    """The cuts pooled: held, scored, coverage, the median absolute error of the median over every scored row."""
+    done = [x for x in out_cuts if "held" in x]
+    if not done:
+        return {"available": False, "level": level, "cuts": out_cuts, "model": model,
+                "reason": "no cut left rows to fit and rows to score"}
+    held, scored = sum(x["held"] for x in done), sum(x["scored"] for x in done)
+    errs = np.concatenate([np.abs(x["series"]["median"] - x["series"]["observed"]) for x in done])
+    return {"available": True, "level": level, "cuts": out_cuts, "held": held, "scored": scored, "model": model,
+            "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
+
+
+def backtest_trend(groups, cuts=CUTS, level: float = LEVEL) -> dict:
+    """The same for the group trend (:mod:`.forecast`, a record with groups): refitted on the steps before each cut,
+    its band (:func:`.forecast.band_at`) against each later step's effective rate."""
+    from .forecast import MIN_STEPS, band_at, observed_rate
+
+    steps, obs = observed_rate(groups)
+    out_cuts = []
+    for c in cuts:
+        k = int(round(c * len(steps)))
+        entry = {"cut": float(c), "fit_until_step": int(steps[k - 1]) if k >= 1 else None}
+        if k < MIN_STEPS or k >= len(steps):
+            out_cuts.append({**entry, "skipped": f"{k} steps before the cut, {len(steps) - k} after"})
+            continue
+        later = np.arange(k, len(steps))[::max(1, int(np.ceil((len(steps) - k) / MAX_SCORED)))]
+        b = band_at(groups, groups.step <= steps[k - 1], steps[later], median=True)
+        out_cuts.append({**entry, "model": "group trend", "first_scored_step": int(steps[later[0]]),
+                         "last_scored_step": int(steps[later[-1]]), **_score(obs[later], b),
+                         "series": {"step": steps[later], "observed": obs[later], "lo": b["lo"], "hi": b["hi"],
+                                    "median": b["median"]}})
+    return _pooled(out_cuts, level, "group trend")
+
+
+def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = BACKTEST_DRAWS,
+             level: float = LEVEL) -> dict:
+    """The back-test of ``d``'s forecast (see the module docstring): ``{available, level, cuts: [...], held,
+    scored, coverage, median_abs_error, model}``."""
+    obs_all = observed_mixed(d)
+    rows = len(d.step)
+    out_cuts = []
+    for c in cuts:
+        k = int(round(c * rows))
+        before = np.arange(rows) < k
+        later = np.flatnonzero(~before & np.isfinite(obs_all) & np.isfinite(d.n) & (d.n > 0))
+        entry = {"cut": float(c), "fit_until_step": int(d.step[k - 1]) if k >= 1 else None}
+        if not later.size:
+            out_cuts.append({**entry, "skipped": "no later row logs the mixed share"})
+            continue
+        every = max(1, int(np.ceil(later.size / MAX_SCORED)))
+        later = later[::every]
+        steps, n, obs = d.step[later].astype(float), d.n[later], obs_all[later]
+        try:
+            if not_binary:
+                tie = np.where(np.isfinite(obs_all), 1 - obs_all, np.nan)
+                tf = fit_tie_trend(d.step[before], d.n[before], tie[before])
+                b = tie_predict(tf, steps, n, n_draws, median=True, level=level)["predictive"]
+                model = "tie share"
+            else:
+                fit = _fit_binary(d.subset(before))
+                P = _draw_mixed(quasi_fit(fit), steps, d.K, n_draws, 0)
+                if not len(P):
+                    raise InputError("the fit has no covariance to draw from")
+                b = band(P, n, level, mixed_dispersion(fit), median=True)
+                model = fit["model"]
+        except InputError as exc:
+            out_cuts.append({**entry, "skipped": str(exc)})
+            continue
+        out_cuts.append({**entry, "model": model, "scored_every": every, "first_scored_step": int(steps[0]),
+                         "last_scored_step": int(steps[-1]), **_score(obs, b),
+                         "series": {"step": steps, "observed": obs, "lo": b["lo"], "hi": b["hi"],
+                                    "median": b["median"]}})
+    return _pooled(out_cuts, level, "tie-share trend" if not_binary else "scalars fit")

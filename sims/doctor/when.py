@@ -1,0 +1,197 @@
+r"""One answer to "when": the run's expiry and its first stall, each checked against the log before it is said.
+
+:func:`when` reads a diagnosis (group-level or scalars-only) and returns the one forecast every surface prints
+(the text report, the HTML page, the lab's Diagnose section, ``grpo-lab watch``):
+
+``expiry``  the first future step at which the mixed (effective) share falls below the threshold: the group
+            trend's crossing (:mod:`.forecast`) for a record with groups, the scalars fit's (or, for rewards
+            that are not binary, the tie-share trend's) for a scalars-only record; its interval and level
+``stall``   the first step whose rounds exceed the cap: the risk's median first stall and its 90% interval
+            (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, the first cap hit's median
+            and its predictive 95% interval (:mod:`.scalars_forecast`) for scalars
+``verdicts`` each verdict checked against the logged rows it speaks of (:func:`check_expiry`,
+            :func:`check_cause`): ``holds`` False replaces the verdict by what the log says
+``other``   the other step figures in the report, each named for what it is (they answer other questions)
+
+**Checks.** "Already below the threshold at the last step" is said only if the logged mixed share of the last
+:data:`LAST_ROWS` rows is not above the threshold beyond its 95% binomial interval; "stays above" only if it
+is not below it; "crosses near step s" only if the logged rows have not already crossed (their interval lies
+above). A threshold the run's K cannot reach with binary rewards (the mixed share is at most 1 - 2^(1 - K))
+gives no expiry verdict. The cause (all-fail collapse / all-pass saturation) is said only if the logged
+last rows do not contradict it: not said when the named side holds less of the last rows than the other and,
+over the last :data:`TREND_SHARE` of the rows, its share falls while the other's grows (least-squares slopes, each
+beyond :data:`Z_TREND` standard errors).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .fit import share_interval
+from .rewards import max_mixed_share
+
+__all__ = ["LAST_ROWS", "when", "check_expiry", "check_cause", "logged_tail", "scalars_stall"]
+
+LAST_ROWS = 10  #: logged rows the verdicts are checked against
+TREND_SHARE = 0.2  #: the unanimous shares' trend is read over the last 20% of the rows (at least LAST_ROWS)
+Z_TREND = 2.0  #: a trend counts when its least-squares slope is this many standard errors from 0
+
+
+def logged_tail(steps, mixed, groups, all_pass=None, all_fail=None, rows: int = LAST_ROWS) -> dict | None:
+    """The logged shares of the last ``rows`` rows with a finite mixed share, pooled by groups, with the mixed
+    share's 95% interval (Jeffreys, :func:`.fit.share_interval`); None when there is no such row."""
+    mixed, groups = np.asarray(mixed, float), np.asarray(groups, float)
+    ok = np.flatnonzero(np.isfinite(mixed) & np.isfinite(groups) & (groups > 0))
+    if not ok.size:
+        return None
+    i = ok[-rows:]
+    n = float(groups[i].sum())
+    k = float(np.sum(mixed[i] * groups[i]))
+    lo, hi = share_interval(round(k), round(n))
+    out = {"steps": [int(np.asarray(steps)[i[0]]), int(np.asarray(steps)[i[-1]])], "rows": int(len(i)),
+           "groups": n, "mixed": k / n, "mixed_interval": [float(lo), float(hi)]}
+    j = ok[-max(rows, int(np.ceil(TREND_SHARE * ok.size))):]  # the trend's rows: a longer stretch
+    x = np.asarray(steps, float)[j]
+    for key, arr in (("all_pass", all_pass), ("all_fail", all_fail)):
+        if arr is not None:
+            a = np.asarray(arr, float)
+            if np.isfinite(a[i]).all():
+                out[key] = float(np.sum(a[i] * groups[i]) / n)
+            y = a[j]
+            if len(j) >= 4 and np.isfinite(y).all() and np.ptp(x) > 0:
+                slope, icpt = np.polyfit(x, y, 1)
+                resid = y - (slope * x + icpt)
+                se = np.sqrt(np.sum(resid**2) / (len(j) - 2) / np.sum((x - x.mean()) ** 2))
+                out[f"{key}_trend"] = {"per_step": float(slope), "z": float(slope / se) if se > 0 else 0.0,
+                                       "steps": [int(x[0]), int(x[-1])]}
+    return out
+
+
+def check_expiry(status: str, threshold: float, tail: dict | None, K: int | None, rewards: str) -> dict:
+    """``{"claim", "holds", "said", "logged"}``: the expiry verdict ``status`` against the logged tail."""
+    out = {"claim": status, "holds": True, "said": status, "logged": None}
+    if rewards == "binary" and K and threshold >= max_mixed_share(K):
+        out.update(holds=False, said=f"no expiry verdict: the threshold {threshold:g} is at or above the most mixed "
+                   f"groups binary rewards give at K = {K} ({100 * max_mixed_share(K):.1f}%); give a lower --threshold")
+        return out
+    if tail is None:
+        return out
+    lo, hi = tail["mixed_interval"]
+    out["logged"] = (f"the last {tail['rows']} logged rows (steps {tail['steps'][0]}-{tail['steps'][1]}) average "
+                     f"{100 * tail['mixed']:.1f}% mixed [{100 * lo:.1f}%, {100 * hi:.1f}%]")
+    contradicts = (("already below" in status and lo > threshold)
+                   or ("stays above" in status and hi < threshold)
+                   or ("crosses" in status and hi < threshold))
+    if contradicts:
+        out.update(holds=False, said=f"no verdict: the model says \"{status}\", but {out['logged']}, "
+                   f"{'above' if lo > threshold else 'below'} the threshold {threshold:g}: the model misfits the "
+                   "last rows")
+    return out
+
+
+def check_cause(cause: str | None, tail: dict | None) -> dict:
+    """The stall's cause against the logged all-pass / all-fail shares of the last rows."""
+    out = {"claim": cause, "holds": True, "said": cause, "logged": None}
+    if not cause or tail is None or "all_pass" not in tail or "all_fail" not in tail:
+        return out
+    side, other = ("all_fail", "all_pass") if cause.startswith("all-fail") else ("all_pass", "all_fail") \
+        if cause.startswith("all-pass") else (None, None)
+    if side is None:
+        return out
+    out["logged"] = (f"the last {tail['rows']} logged rows: all-pass {100 * tail['all_pass']:.1f}%, all-fail "
+                     f"{100 * tail['all_fail']:.1f}%")
+    behind = tail[side] < tail[other]
+    ts, to = tail.get(f"{side}_trend"), tail.get(f"{other}_trend")
+    falling = ts is not None and to is not None and ts["z"] < -Z_TREND and to["z"] > Z_TREND
+    if behind and falling:
+        out.update(holds=False, said=f"not said: the model names {cause}, but {out['logged']}, and over steps "
+                   f"{ts['steps'][0]}-{ts['steps'][1]} the {side.replace('_', '-')} share falls while the "
+                   f"{other.replace('_', '-')} share grows (both beyond {Z_TREND:g} standard errors)")
+    return out
+
+
+def _step(x):
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def _scalars_tail(d: dict) -> dict | None:
+    if d.get("tie_fit"):
+        s = d["tie_fit"]["series"]
+        return logged_tail(s["step"], 1 - np.asarray(s["observed_tie"]), s["groups"])
+    s = d["fit"]["series"]
+    return logged_tail(s["step"], s["observed_mixed"], s["groups"], s["observed_all_pass"], s["observed_all_fail"])
+
+
+def _group_tail(d: dict) -> dict | None:
+    s = d["forecast"]["series"]
+    return logged_tail(s["step"], s["observed"], s["groups"], s.get("all_pass"), s.get("all_fail")) \
+        if "groups" in s else None
+
+
+SAMPLERS = ("samplers' expires", "a simulated fresh run of the prompt set on the fitted population, per sampler "
+            "(not this run's forecast)")
+
+
+def scalars_stall(sf: dict) -> dict:
+    """The first stall of a scalars stall forecast (:func:`.scalars_forecast.stall_forecast`): the first step over
+    the cap's median and its predictive 95% interval (what :func:`when` and ``grpo-lab watch`` both say)."""
+    stall = {"available": bool(sf.get("available") and sf.get("first_cap_hit"))}
+    if stall["available"]:
+        h = sf["first_cap_hit"]
+        stall.update(step=h["median"], interval=h["predictive"], level=0.95, cause=sf["cause"],
+                     source="first step over the cap (median; predictive interval: the fit's and the loop's "
+                            "randomness)")
+    else:
+        stall["reason"] = sf.get("reason") or "no cap: a step never raises (the run crawls instead)"
+    return stall
+
+
+def when(d: dict) -> dict:
+    """The one forecast of "when" of diagnosis ``d`` (see the module docstring)."""
+    scal = bool(d.get("scalars_only"))
+    rewards = d["run"].get("rewards", "unknown")
+    K = d["run"].get("K")
+    if scal:
+        e = d["expiry"]
+        expiry = {"step": _step(e["step"]), "interval": e["interval"], "level": 0.95, "status": e["status"],
+                  "source": "the tie-share trend" if e.get("model") == "tie share" else "the scalars fit",
+                  "threshold": e["threshold"]}
+        tail = _scalars_tail(d)
+        stall = scalars_stall(d["stall_forecast"])
+        other = [("P(stall) > q first at step", "the first step whose own chance of stalling exceeds q (a per-step "
+                  "chance at the fitted parameters, not the first stall)"), SAMPLERS]
+    else:
+        fc = d["forecast"]
+        expiry = {"step": _step(fc["crossing_step"]), "interval": fc["crossing_interval"], "level": 0.95,
+                  "status": fc["status"], "source": "the group trend", "threshold": fc["threshold"]}
+        tail = _group_tail(d)
+        sf = d.get("stall_forecast") or {}
+        rk = sf.get("risk") or {}
+        stall = {"available": bool(sf.get("available") and sf["settings"].get("cap_effective"))}
+        if stall["available"] and rk.get("available"):
+            fs = rk["first_stall"]
+            stall.update(step=_step(fs["median"]), interval=fs["interval"], level=rk["level"], cause=sf["cause"],
+                         source="the stall risk (median first stall; every uncertainty drawn)")
+        elif stall["available"]:
+            st = sf["stall"]["0.5"]
+            stall.update(step=st["step"], interval=st["interval"], level=0.95, cause=sf["cause"],
+                         source="the trend fit's first step with P(stall) > 0.5 (the risk is not available)")
+        else:
+            stall["reason"] = sf.get("reason") or "no cap: a step never raises (the run crawls instead)"
+        other = [("ahead: P(stall) at a step", "that step's own chance of stalling on the trend fit alone (a "
+                  "point estimate, not P(stall by the step))"),
+                 ("P(stall) > q first at step", "the trend fit's first step whose own chance exceeds q"),
+                 ("calibrated ...", "the trend fit rescaled to the last rows (a check of the level, not the forecast)"),
+                 ("scalars fit beside the groups", "the per-step shares fitted alone (a cross-check)"),
+                 SAMPLERS]
+    ve = check_expiry(expiry["status"], expiry["threshold"], tail, K, rewards)
+    expiry["said"] = ve["said"]
+    if not ve["holds"]:
+        expiry.update(step=None, interval=[None, None])
+    verdicts = [ve]
+    if stall.get("cause"):
+        vc = check_cause(stall["cause"], tail)
+        stall["cause_said"] = vc["said"]
+        verdicts.append(vc)
+    return {"expiry": expiry, "stall": stall, "verdicts": verdicts, "logged_tail": tail,
+            "other": [{"figure": a, "is": b} for a, b in other]}
