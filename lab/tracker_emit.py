@@ -84,7 +84,7 @@ def _wandb_project(log: Path) -> str | None:
 
     from grpo_lab.sims.ingest.trackers.wandb import _payloads
 
-    for _, payload in _payloads(log.read_bytes(), str(log), True):
+    for _, payload, _end in _payloads(log.read_bytes(), str(log), True):
         rec = wandb_internal_pb2.Record.FromString(payload)
         if rec.WhichOneof("record_type") == "run":
             return rec.run.project or None

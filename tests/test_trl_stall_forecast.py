@@ -86,7 +86,7 @@ def test_the_forecast_lands_in_tensorboard_and_wandb_and_the_alert_comes_before_
         want = {e["step"]: e["tracker"][key] for e in events if key in e["tracker"]}
         assert dict(zip(steps.tolist(), values.tolist())) == want
     (log,) = folder.glob("run-*.wandb")
-    records = [wandb_internal_pb2.Record.FromString(p) for _, p in _payloads(log.read_bytes(), str(log), True)]
+    records = [wandb_internal_pb2.Record.FromString(p) for _, p, _end in _payloads(log.read_bytes(), str(log), True)]
     alert = [x.alert for x in records if x.WhichOneof("record_type") == "alert"]
     assert len(alert) == 1 and alert[0].level == "WARN" and f"At step {alerts[0]['step']} " in alert[0].text
 

@@ -148,7 +148,7 @@ def test_wandb_run_resumed_offline_holds_the_forecast_and_the_alert(tmp_path, ru
         steps, values = rs.series[key]
         assert list(steps) == [last] and values[0] == value  # JSON keeps the float64 exactly
     (log,) = resumed.glob("run-*.wandb")
-    records = [wandb_internal_pb2.Record.FromString(p) for _, p in _payloads(log.read_bytes(), str(log), True)]
+    records = [wandb_internal_pb2.Record.FromString(p) for _, p, _end in _payloads(log.read_bytes(), str(log), True)]
     alerts = [x.alert for x in records if x.WhichOneof("record_type") == "alert"]
     assert len(alerts) == 1 and alerts[0].level == "WARN" and f"At step {last} " in alerts[0].text
     runs = [x.run for x in records if x.WhichOneof("record_type") == "run"]
