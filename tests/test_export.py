@@ -429,6 +429,11 @@ def test_exported_page_grid_and_curve_answer_the_keyboard(page, default_page_fil
     said = page.evaluate("() => document.getElementById('gx-cell-said').textContent")
     i = int(said.split(" ")[1])
     assert said == page.locator("#gx-tip").text_content() and f"pass rate now {percent(view.pass_rate[i])}" in said
+    # the page's column (720 px at most) shows the plots in the grid's place by its switch (lab/static/gridview.css)
+    assert page.locator(".gx-curve-read").is_hidden()
+    page.get_by_role("radio", name="the plots", exact=True).check()
+    page.wait_for_function("() => document.querySelector('#gx-outcome').getBoundingClientRect().height > 0"
+                           " && document.querySelectorAll('#gx-outcome path').length >= 2", timeout=15_000)
     page.locator(".gx-curve-read").focus()
     page.keyboard.press("Home")
     page.keyboard.press("PageUp")

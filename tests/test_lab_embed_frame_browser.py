@@ -4,7 +4,7 @@ host.
 The exported page (``grpo-lab export``) and the served lab's ``?embed=true`` choose a compact layout by their width
 (CSS alone, ``lab/static/gridview.css``: the controls and readouts beside the grid), so the progress slider and the
 whole grid lie in the iframe's first screen, with no readout's label on more than two lines; a switch under the
-readouts shows both plots, whole (titles, keys and drawings), in the grid's place, and the grid again; the served
+readouts shows both plots, whole (titles, keys, drawings and the P(gradient) curve's reading), in the grid's place, and the grid again; the served
 embed's page is no taller than its frame (nothing cut at its edge). The exported page carries the served lab's two plots, drawn by the same
 browser code (``lab/static/live_plots.js``, inlined verbatim), whose data after a control's input equals the core's;
 the default file stays under 1.5 MB, and the page makes no request.
@@ -66,17 +66,17 @@ def _switches_to_the_plots(frame, width: int, height: int) -> None:
     assert len(lines) == 3 and all(n <= 2 for _label, n in lines), lines
     _in_frame(frame, width, height, [".gx-show"])
     assert frame.evaluate(BOX, ".gx-plot-decay")["height"] == 0  # the plots wait behind the switch, not cut below
-    frame.get_by_label("the plots").check()
+    frame.get_by_role("radio", name="the plots", exact=True).check()
     frame.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
     _in_frame(frame, width, height, ["#gx-progress", "#gx-K", ".readout-useful", ".gx-plot-decay", ".gx-plot-outcome",
                                      ".gx-plot-decay .gx-plot-title", ".gx-plot-outcome .gx-plot-title",
                                      ".gx-plot-decay .gx-plot-key", ".gx-plot-outcome .gx-plot-key", "#gx-decay",
-                                     "#gx-outcome"])
+                                     "#gx-outcome", ".gx-curve-read"])
     assert not frame.evaluate(TITLES_CUT)
     for svg in ("#gx-decay", "#gx-outcome"):
         assert frame.evaluate(BOX, svg)["height"] >= 90, svg
     assert frame.evaluate(BOX, "#gx-grid")["width"] == 0  # in the grid's place
-    frame.get_by_label("the grid").check()
+    frame.get_by_role("radio", name="the grid", exact=True).check()
     frame.wait_for_function("() => (" + FIND + ")('#gx-grid').getBoundingClientRect().width > 0", timeout=15_000)
     _in_frame(frame, width, height, ["#gx-grid", ".grpo-legend"])
 
@@ -176,10 +176,10 @@ def test_the_switch_is_keyboard_reachable_and_both_views_pass_axe(browser, lab_u
         page.wait_for_function("() => { const v = (" + FIND + ")('.gx-view');"
                                " return !!(v && v.__grpoPlots && v.__grpoPlots.data); }", timeout=30_000)
         assert axe_violations(page) == []
-        grid = page.get_by_label("the grid")
+        grid = page.get_by_role("radio", name="the grid", exact=True)
         grid.focus()
         page.keyboard.press("ArrowRight")  # a radio group: the arrow keys move the choice
-        assert page.get_by_label("the plots").is_checked()
+        assert page.get_by_role("radio", name="the plots", exact=True).is_checked()
         page.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
         assert axe_violations(page) == []
         page.keyboard.press("ArrowLeft")

@@ -22,7 +22,9 @@
  *   reading the curve            pointing at the outcome plot, or the arrow keys on its reading (.gx-curve-read, a
  *                                slider: +-0.01, Page Up / Down +-0.1, Home / End), mark a pass rate p (to 0.01) on
  *                                the curve and write "At pass rate p = ..: P(gradient) = ..% at K = .." from the
- *                                curve drawn (`useful`, point round(400 p)), as the reading's text and aria-valuetext
+ *                                curve drawn (`useful`, point round(400 p)), as the reading's text and aria-valuetext;
+ *                                the plot marks the point with a dot and writes its value beside it (.gx-probe-value:
+ *                                presentation mode reads the reading out without drawing it, lab.views.layout)
  *
  * With a trainer loop chosen, Python's `curves.stall` ({t, p, first_t, label}: grpo_lab.views.decay.stall_columns,
  * at every rho) is drawn over the decay curve: the loop's P(stall) at each progress (a dashed line, class
@@ -171,11 +173,15 @@
       }
       outGeom = {ml: top.ml, mr: top.mr, w: s.w, h: s.h};
       if (probe !== null && useful && isFinite(useful[Math.round(probe * (POINTS - 1))])) {
-        var px = X(probe).toFixed(1);
-        out += '<line class="gx-probe-line" x1="' + px + '" x2="' + px + '" y1="6" y2="' + (split - gap) +
-               '" stroke="#000" stroke-dasharray="2 2"/><circle class="gx-probe-dot" cx="' + px + '" cy="' +
-               top.Y(useful[Math.round(probe * (POINTS - 1))]).toFixed(1) + '" r="5" fill="' + colors.mixed +
-               '" stroke="#000" stroke-width="2"/>';
+        /* the point read: a dashed line down from the label's row, a dot on the curve, and its value beside the dot
+           (on the side away from the nearer edge), so the plot says it too where the reading is not drawn */
+        var pu = useful[Math.round(probe * (POINTS - 1))], px = X(probe), py = top.Y(pu), west = probe > 0.5;
+        out += '<line class="gx-probe-line" x1="' + px.toFixed(1) + '" x2="' + px.toFixed(1) + '" y1="' + head + '" y2="' +
+               (split - gap) + '" stroke="#000" stroke-dasharray="2 2"/><circle class="gx-probe-dot" cx="' +
+               px.toFixed(1) + '" cy="' + py.toFixed(1) + '" r="5" fill="' + colors.mixed + '" stroke="#000" stroke-width="2"/>' +
+               '<text class="gx-probe-value" x="' + (px + (west ? -10 : 10)).toFixed(1) + '" y="' + (py + 0.35 * s.fs).toFixed(1) +
+               '" text-anchor="' + (west ? "end" : "start") + '" font-weight="600" fill="#000" stroke="#fff" ' +
+               'stroke-width="4" paint-order="stroke">' + G.percent(pu) + "</text>";
       }
       if (hovered) {
         var hx = X(hovered.p).toFixed(1);

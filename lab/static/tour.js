@@ -81,6 +81,7 @@ function place(box, w) {
   s.setProperty("overflow", w ? "auto" : "visible", imp);
   box.setAttribute("data-dock", w ? "right" : "top");
   s.setProperty("--tour-figure-lead", w ? "block" : "none");  /* a figure's lead line: in the column, not in a band */
+  s.setProperty("--tour-figure-cell", w ? "table-cell" : "none");  /* a table's last column: likewise */
   setVar("--present-tour-w", w);
   setVar("--present-tour-h", w ? 0 : box.getBoundingClientRect().height + 6);
   document.documentElement.style.setProperty("--present-tour-link", "none");  /* the tour's link, while it runs */

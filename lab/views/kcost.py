@@ -41,11 +41,11 @@ def counted_text(n_kept: int, n_prompts: int, K: int, filter_on: bool) -> str:
 def rollouts_and_groups_text(useful_rollouts: float, useful_groups: float, K: int) -> str:
     """One sentence that ties the grid's "useful rollouts per 1,000" (1000 U) to the table's "useful groups per 1,000
     rollouts" (1000 U / K) at group size K: more rollouts sit in useful groups as K grows, but K make one group."""
-    return (f"Of every 1,000 rollouts at K = {K}, <b class='kcost-useful-rollouts'>{fixed(useful_rollouts, 0)}</b> sit "
-            f"in groups with a gradient (the readout \u201cuseful rollouts per 1,000\u201d), but each group takes "
-            f"{K} of them, so they make {fixed(useful_rollouts, 0)} / {K} = <b class='kcost-useful-groups'>"
-            f"{fixed(useful_groups, 1)}</b> useful groups: a bigger K puts more of the rollouts in useful groups, and "
-            "buys fewer useful groups per rollout.")
+    return (f"<span class='kcost-tie'>Of every 1,000 rollouts at K = {K}, <b class='kcost-useful-rollouts'>"
+            f"{fixed(useful_rollouts, 0)}</b> sit in groups with a gradient (the readout \u201cuseful rollouts per "
+            f"1,000\u201d), but each group takes {K} of them, so they make {fixed(useful_rollouts, 0)} / {K} = "
+            f"<b class='kcost-useful-groups'>{fixed(useful_groups, 1)}</b> useful groups: a bigger K puts more of the "
+            "rollouts in useful groups, and buys fewer useful groups per rollout.</span>")
 
 
 class KCostTable:

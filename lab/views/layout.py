@@ -17,7 +17,8 @@ large type and the two plots; the heading and the tour's link go on Play's row (
 the population, Pin, the formulas and the secondary plots are left out; :data:`PRESENT_CSS` is its stylesheet
 (adopted by :class:`grpo_lab.access.PageAccess`). Its guided tour's box docks beside the lab (a column at the right of
 a wide window) or above it (a band), as ``lab/static/tour.js`` measures, and :data:`PRESENT_CSS` leaves it that room
-(``--present-tour-w``, ``--present-tour-h``), so it covers nothing; the caption is read out, not drawn. On a phone the grid's controls, readouts and key are compact
+(``--present-tour-w``, ``--present-tour-h``), so it covers nothing; the caption and the P(gradient) curve's reading
+are read out, not drawn (the plot shows the value read beside its dot). On a phone the grid's controls, readouts and key are compact
 (:data:`PHONE_CSS`), so the slider and most of the grid share the first screen.
 """
 
@@ -133,16 +134,28 @@ PRESENT_CSS = f"""
 :host(.kcost) p, :host(.kcost) .kcost-table {{ font-size: max(14px, 1.6vh) !important; }}
 :host(.kcost) p:not(.kcost-headline) {{ display: none !important; }}
 :host(.kcost) .kcost-headline {{ display: var(--tour-figure-lead, block) !important; }}  /* in a band: the table alone */
+/* the headline's sentence tying useful rollouts to useful groups: the step's own text says it, with the table's figures */
+:host(.kcost) .kcost-tie {{ display: none !important; }}
 :host(.kcost) .kcost-table th, :host(.kcost) .kcost-table td {{ padding: 1px 4px !important; line-height: 1.25; }}
 :host(.kcost) .kcost-table td:first-child {{ white-space: nowrap; }}
-:host(.tour-with-figure[data-dock=top]) {{ display: grid !important; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr);
+:host(.tour-with-figure[data-dock=top]) {{ display: grid !important; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr);
   grid-template-rows: auto 1fr; column-gap: 12px; }}
-:host(.tour-with-figure[data-dock=top]) > .tour-text {{ grid-column: 1; grid-row: 1; }}
-:host(.tour-with-figure[data-dock=top]) > .tour-buttons {{ grid-column: 1; grid-row: 2; align-self: start; }}
-:host(.tour-with-figure[data-dock=top]) > .tour-figure {{ grid-column: 2; grid-row: 1 / 3; }}
+/* the text beside the table and the buttons under the table, so the band is no taller than the longer of the two; and
+   the table without its last column (the cost against K = 4: the rollouts per useful group say it), so the band leaves
+   a 4:3 projector's lab its rows (step 7's text, 7 lines, and the table, with the buttons, about 210 px at 1024x768) */
+:host(.tour-with-figure[data-dock=top]) > .tour-text {{ grid-column: 1; grid-row: 1 / 3; }}
+:host(.tour-with-figure[data-dock=top]) > .tour-buttons {{ grid-column: 2; grid-row: 2; align-self: start; }}
+:host(.tour-with-figure[data-dock=top]) > .tour-figure {{ grid-column: 2; grid-row: 1; }}
+:host(.kcost) .kcost-table th:last-child, :host(.kcost) .kcost-table td:last-child {{
+  display: var(--tour-figure-cell, table-cell) !important; }}
 /* the caption (the view in words) is read out, not drawn: the readouts show its numbers, and the first screen keeps
    its rows for the grid */
 .lab-caption {{ {SR_ONLY_CSS} }}
+/* the P(gradient) curve's reading too (its 13 px line under the plot would take the plots' last rows): the plot marks
+   the point read and writes its value beside it (lab/static/live_plots.js), larger; the keyboard's focus on the
+   reading outlines the plot */
+.gx-curve-read {{ {SR_ONLY_CSS} }}
+.gx-plot-outcome:has(.gx-curve-read:focus-visible) .gx-svg {{ outline: 3px solid #0b57d0; outline-offset: 2px; }}
 :host(.lab-header) h1 {{ font-size: 26px !important; margin: 2px 0 !important; }}
 .bk-tab {{ font-size: 17px !important; }}
 .bk-btn {{ font-size: 20px !important; }}
