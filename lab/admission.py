@@ -400,7 +400,8 @@ def _page_handler(base, admission: Admission):
         def write(self, chunk):
             """The page, with :data:`SOCKET_NOTICE_PATH` loaded first in its ``<head>`` (a page whose websocket is
             refused says so and tries again, rather than staying blank)."""
-            if isinstance(chunk, str) and "<head>" in chunk and SOCKET_NOTICE_PATH not in chunk:
+            if self.get_status() == 200 and isinstance(chunk, str) and "<head>" in chunk and \
+                    SOCKET_NOTICE_PATH not in chunk:
                 chunk = chunk.replace("<head>", f"<head><script src='{SOCKET_NOTICE_PATH}'></script>", 1)
             return super().write(chunk)
 

@@ -16,8 +16,9 @@ A room (:class:`Room`, per server process like every limit) admits:
 * at most ``N`` **visitors** (distinct visitor cookies, ``grpo_lab_visitor``): the 1st to N-th browser to open the
   link take a place for as long as the key lasts; a browser past them gets "this class's room is full";
 * at most :data:`TABS_PER_PLACE` x ``N`` **open pages** at once (a student's second tab, a reload);
-* **new sessions** from a bucket of its own, ``N`` at once and refilled at ``N`` per :data:`REFILL_S` (a reload a
-  minute per student): the room's total work, whatever the address.
+* **new pages and sessions** from buckets of its own, :data:`TABS_PER_PLACE` x ``N`` at once (every place's tabs
+  opened together) and refilled at ``N`` per :data:`REFILL_S` (a reload a minute per student): the room's total
+  work, whatever the address.
 
 A hostile client without the key gets today's per-address limits; one with the key, the room's, which are the
 lecturer's ``N``: no more than a class. A refused key is answered with a page in words and holds nothing: no
@@ -161,5 +162,5 @@ class Room:
         """Take one of the room's ``kind`` tokens ("page" or "build"): None, or why not."""
         bucket = self.buckets.get(kind)
         if bucket is None:
-            bucket = self.buckets[kind] = TokenBucket(self.key.size / REFILL_S, self.key.size, now)
+            bucket = self.buckets[kind] = TokenBucket(self.key.size / REFILL_S, TABS_PER_PLACE * self.key.size, now)
         return None if bucket.take(now) else BUSY

@@ -74,7 +74,7 @@ def register(sub) -> None:
 
 
 #: panel serve's options that ``grpo-lab serve`` declares itself (with the lab's defaults), or cannot pass on
-OWN_OPTIONS = {"--port", "--address", "--show", "--allow-websocket-origin", "--num-procs", "--args", "--index"}
+OWN_OPTIONS = {"--port", "--address", "--show", "--allow-websocket-origin", "--num-procs", "--args"}
 
 
 class _Forward(argparse.Action):
