@@ -46,6 +46,14 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   request whose URL is longer than :data:`MAX_URL_CHARS` gets HTTP 414 and a short page with a link to the
   lab without the query, instead of a reset connection.
 
+* **A class link's holders** (:mod:`grpo_lab.classroom`): a page request with a valid ``class=`` key, or a request
+  carrying the key's cookie (the page's websocket, a reload), is admitted by the key's room (its places, open tabs
+  and buckets) instead of by the address's caps and buckets, and waits its turns at the gate in the room's queue; a
+  ``class=`` key that is not valid or has expired gets the lab's short page saying so (403 / 410), nothing held. A
+  stale or forged class cookie is no key: the address's limits apply.
+* **Every page loads** :data:`SOCKET_NOTICE_PATH` first (``lab/static/socket_refused.js``): a page whose websocket is
+  refused (429 at its handshake) says so and tries again, rather than staying blank.
+
 Client = the request's ``remote_ip`` (behind a proxy, serve with ``--use-xheaders`` so that it is the
 visitor's address). The defaults (:data:`DEFAULT_LIMITS`) fit a classroom of 30 behind one school NAT on
 2 cores: 30 pages at once from one address pass the burst, 60 tabs may stay open from one address, 12 from

@@ -2,7 +2,15 @@
 
 It takes ``panel serve``'s command line (``grpo-lab serve`` and the Dockerfile build it), plus the lab's admission
 flags (:data:`ADMISSION_FLAGS`: ``--max-sessions-per-address``, ``--max-sessions-per-visitor``,
-``--new-sessions-per-second``, ``--new-sessions-burst``, ``--idle-minutes``), and adds:
+``--new-sessions-per-second``, ``--new-sessions-burst``, ``--idle-minutes``) and the class link's
+(:data:`CLASS_FLAGS`: ``--class N``, ``--class-hours H``), and adds:
+
+* **A class link** (:mod:`grpo_lab.classroom`): with ``--class N`` it prints, once it listens, the lab's URL with a
+  ``class=`` key signed with the server's secret (``GRPO_LAB_CLASS_SECRET``, or random at start): its holders are
+  admitted by a room of N rather than by their address.
+* **Connection floods outlasted** (:mod:`grpo_lab.connection_guard`): the open-file limit raised and said at start,
+  connections capped in all and per address below it, headers and bodies on deadlines, headers past a browser's on a
+  few connections at once, accepts paused when out of files, the access log rate-limited per address.
 
 * **Fair to every visitor** (:mod:`grpo_lab.admission`): per-address limits on new pages per second and on open
   sessions (HTTP 429 and a short page of the lab's, no session built), the visitor cookie ``grpo_lab_visitor``,

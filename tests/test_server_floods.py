@@ -44,8 +44,9 @@ def request(url: str, source: str = "127.0.0.1", headers: dict | None = None, pa
 
 def closed_by_server(sock: socket.socket, wait_s: float) -> bool:
     """Whether the server closed ``sock`` within ``wait_s`` (it sent nothing: a FIN or a reset)."""
-    ready, _, _ = select.select([sock], [], [], wait_s)
-    if not ready:
+    poll = select.poll()  # select() takes no descriptor past 1,023
+    poll.register(sock, select.POLLIN)
+    if not poll.poll(wait_s * 1000):
         return False
     try:
         return sock.recv(1) == b""
