@@ -9,10 +9,11 @@
 * **floods**: the server run as ``grpo-lab serve`` (two processes) with the common open-file limit of 1,024, soft and
   hard (``--open-files``); a newcomer from another address (127.0.0.2) opens the lab (page and document) three
   times on the idle server, then three times during each flood, from 127.0.0.1: ``--half-open`` connections that
-  send nothing (2,200), ``--slow`` connections sending headers that never end (200, 1 KB every 0.5 s) and ``--slow``
-  POSTs with a body of 900 KB sent at the same pace. Printed: the newcomer's median against idle, the connections
-  the server still held after 3 s, its memory (RSS of its processes) during the flood and 5 s after it closed, and
-  the log lines and tracebacks it wrote. Target: the newcomer within 3x of idle. ``--baseline REF`` runs the floods
+  send nothing (2,200); ``--slow`` connections (200) for 25 s each, sending headers that never end (1 KB every
+  0.5 s), a body of 900 KB at that pace, headers of 2.9 MB never finished (64 KB every 0.2 s), a 2.9 MB body at that
+  pace. Printed: the newcomer's median against idle, the connections still open (held by the server after 3 s;
+  still open after 25 s), the server's memory (RSS of its processes) at its peak, 5 s and 20 s after the flood closed,
+  and the log lines and tracebacks it wrote. Target: the newcomer within 3x of idle. ``--baseline REF`` runs the floods
   against the server of a git commit first (``grpo_lab.testing.snapshot``), in the same run.
 
 Timings move with the machine's load (printed with them): compare within one run only.
@@ -39,6 +40,7 @@ from grpo_lab.testing.stats import percentile
 
 TARGET_INTERACTIVE_S = 10.0
 TARGET_RATIO = 3.0
+HOLD_S = 25.0  #: how long the slow floods go on (past the server's 20 s deadlines)
 NEWCOMER_TIMEOUT_S = 30.0  #: a newcomer with no page by then counts as infinitely slow
 
 
@@ -87,7 +89,7 @@ def bench_class(n: int, spread_s: float) -> None:
         times = sorted(o["interactive"] for o in out if "interactive" in o)
         errors = [o["error"] for o in out if "error" in o]
         kinds = sorted({re.sub(r"\d+\.\d+", "", e)[:60] for e in errors})
-        fig = (f"p50 {percentile(times, 50):.2f} s, p95 {percentile(times, 95):.2f} s, max {times[-1]:.2f} s"
+        fig = (f"p50 {percentile(times, 0.5):.2f} s, p95 {percentile(times, 0.95):.2f} s, max {times[-1]:.2f} s"
                if times else "none")
         print(f"class {label}: {len(times)}/{n} interactive ({fig}; target max {TARGET_INTERACTIVE_S:g} s), "
               f"{len(errors)} refused {kinds[:3]}, server CPU {cpu:.3f} s a visit ({before} -> {load()})", flush=True)
@@ -114,25 +116,30 @@ def newcomer_s(url: str, times: int = 3) -> float:
     return statistics.median(out)
 
 
-async def _slow(host: str, port: int, n: int, head: bytes, hold_s: float, held: list) -> None:
-    """``n`` connections each sending ``head`` then 1 KB every 0.5 s for ``hold_s`` (or until closed)."""
+async def _slow(host: str, port: int, n: int, head: bytes, hold_s: float, held: list, chunk: int = 1024,
+                every_s: float = 0.5, total: int = 1 << 30) -> None:
+    """``n`` connections each sending ``head``, then ``chunk`` bytes every ``every_s`` up to ``total`` bytes (then
+    nothing: a request never finished), for ``hold_s`` or until the server closes it; ``held`` gets whether each
+    was still open at the end."""
     async def one():
         try:
             reader, writer = await asyncio.open_connection(host, port)
         except OSError:
             return
         writer.write(head)
-        alive = True
+        alive, sent = True, 0
         t_end = time.monotonic() + hold_s
         while time.monotonic() < t_end:
             try:
-                writer.write(b"a" * 1024)
-                await writer.drain()
+                if sent < total:
+                    writer.write(b"a" * chunk)
+                    sent += chunk
+                    await writer.drain()
             except (ConnectionError, OSError):
                 alive = False
                 break
-            await asyncio.sleep(0.5)
-            if reader.at_eof():
+            await asyncio.sleep(every_s)
+            if reader.at_eof() or writer.transport.is_closing():  # closed by the server, or reset
                 alive = False
                 break
         held.append(alive)
@@ -167,13 +174,16 @@ def bench_floods(half_open: int, slow: int, open_files: int, pythonpath: str | N
         idle = newcomer_s(url)
         print(f"floods {label}: newcomer idle {idle:.2f} s ({load()}); open files {open_files}", flush=True)
 
-        def report(name: str, during: float, held: int, lines_before: int, rss: float) -> None:
+        def report(name: str, during: float, held: str, lines_before: int, rss: float) -> None:
             time.sleep(5)
+            after_5 = server_rss_mb(log)
+            time.sleep(15)
             text = log()
             lines = text.splitlines()[lines_before:]
             print(f"floods {label} {name}: newcomer {during:.2f} s against {idle:.2f} s idle "
-                  f"({during / idle:.1f}x, target {TARGET_RATIO:g}x); {held} connections held after 3 s; "
-                  f"RSS {rss:.0f} MB during, {server_rss_mb(log):.0f} MB 5 s after; {len(lines)} log lines "
+                  f"({during / idle:.1f}x, target {TARGET_RATIO:g}x); {held}; "
+                  f"RSS {rss:.0f} MB at its peak, {after_5:.0f} MB 5 s and {server_rss_mb(log):.0f} MB 20 s after; "
+                  f"{len(lines)} log lines "
                   f"({sum(len(x) for x in lines) / 1e6:.2f} MB), {sum('Traceback' in x for x in lines)} tracebacks "
                   f"({load()})", flush=True)
 
@@ -191,19 +201,34 @@ def bench_floods(half_open: int, slow: int, open_files: int, pythonpath: str | N
         during = newcomer_s(url)
         for s in flood:
             s.close()
-        report(f"{half_open} half-open", during, held, mark, rss)
+        report(f"{half_open} half-open", during, f"{held} held by the server after 3 s", mark, rss)
 
-        for name, head in ((f"{slow} slow headers", b"GET /app HTTP/1.1\r\nHost: x\r\nX-Pad: "),
-                           (f"{slow} slow 900 KB bodies",
-                            b"POST /app HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n")):
-            mark, alive = len(log().splitlines()), []
-            thread = threading.Thread(target=lambda h=head: asyncio.run(_slow(host, port, slow, h, 25.0, alive)))
+        pace = {"chunk": 1024, "every_s": 0.5}  # 2 KB/s a connection
+        fast = {"chunk": 65536, "every_s": 0.2, "total": 2_900_000}  # 2.9 MB in 9 s, then never finished
+        for name, head, how in (
+                (f"{slow} slow headers (1 KB every 0.5 s)", b"GET /app HTTP/1.1\r\nHost: x\r\nX-Pad: ", pace),
+                (f"{slow} slow 900 KB bodies (1 KB every 0.5 s)",
+                 b"POST /app HTTP/1.1\r\nHost: x\r\nContent-Length: 900000\r\n\r\n", pace),
+                (f"{slow} 2.9 MB headers (64 KB every 0.2 s, never finished)",
+                 b"GET /app HTTP/1.1\r\nHost: x\r\nX-Pad: ", fast),
+                (f"{slow} 2.9 MB bodies (64 KB every 0.2 s)",
+                 b"POST /app HTTP/1.1\r\nHost: x\r\nContent-Length: 2900000\r\n\r\n", fast)):
+            mark, alive, peak = len(log().splitlines()), [], [0.0]
+            thread = threading.Thread(target=lambda h=head, k=how: asyncio.run(
+                _slow(host, port, slow, h, HOLD_S, alive, **k)))
+            def sample():
+                while thread.is_alive():
+                    peak[0] = max(peak[0], server_rss_mb(log))
+                    time.sleep(0.5)
+
             thread.start()
+            sampler = threading.Thread(target=sample)
+            sampler.start()
             time.sleep(3)
-            rss = server_rss_mb(log)
             during = newcomer_s(url)
             thread.join()
-            report(name, during, sum(alive), mark, rss)
+            sampler.join()
+            report(name, during, f"{sum(alive)} still open after {HOLD_S:g} s", mark, peak[0])
 
 
 def _closed(sock: socket.socket) -> bool:

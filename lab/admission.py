@@ -408,7 +408,8 @@ def _page_handler(base, admission: Admission):
         def write(self, chunk):
             """The page, with :data:`SOCKET_NOTICE_PATH` loaded first in its ``<head>`` (a page whose websocket is
             refused says so and tries again, rather than staying blank)."""
-            if self.get_status() == 200 and isinstance(chunk, str) and "<head>" in chunk and \
+            html_page = str(self._headers.get("Content-Type", "")).startswith("text/html")  # not autoload.js
+            if self.get_status() == 200 and html_page and isinstance(chunk, str) and "<head>" in chunk and \
                     SOCKET_NOTICE_PATH not in chunk:
                 chunk = chunk.replace("<head>", f"<head><script src='{SOCKET_NOTICE_PATH}'></script>", 1)
             return super().write(chunk)
