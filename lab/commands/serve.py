@@ -37,7 +37,9 @@ def register(sub) -> None:
                               "websocket\n"
                               "                    (as --allow-websocket-origin)\n"
                               "  GRPO_LAB_RUNS     folders of run records to list in the Replay tab, added to the "
-                              "shipped runs\n\n"
+                              "shipped runs\n"
+                              "  GRPO_LAB_CLASS_SECRET  any text: class links (--class) signed with it stay valid "
+                              "across restarts\n\n"
                               "The session limits count per server process (with --num-procs 2, an address may "
                               "get up to\ntwice as much). The defaults fit a classroom of 30 on 2 cores behind one "
                               "school address.\nA refused page gets HTTP 429 and a short page saying what to do.")
