@@ -46,6 +46,14 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   request whose URL is longer than :data:`MAX_URL_CHARS` gets HTTP 414 and a short page with a link to the
   lab without the query, instead of a reset connection.
 
+* **A class link's holders** (:mod:`grpo_lab.classroom`): a page request with a valid ``class=`` key, or a request
+  carrying the key's cookie (the page's websocket, a reload), is admitted by the key's room (its places, open tabs
+  and buckets) instead of by the address's caps and buckets, and waits its turns at the gate in the room's queue; a
+  ``class=`` key that is not valid or has expired gets the lab's short page saying so (403 / 410), nothing held. A
+  stale or forged class cookie is no key: the address's limits apply.
+* **Every page loads** :data:`SOCKET_NOTICE_PATH` first (``lab/static/socket_refused.js``): a page whose websocket is
+  refused (429 at its handshake) says so and tries again, rather than staying blank.
+
 Client = the request's ``remote_ip`` (behind a proxy, serve with ``--use-xheaders`` so that it is the
 visitor's address). The defaults (:data:`DEFAULT_LIMITS`) fit a classroom of 30 behind one school NAT on
 2 cores: 30 pages at once from one address pass the burst, 60 tabs may stay open from one address, 12 from
@@ -68,23 +76,24 @@ from dataclasses import dataclass
 
 from tornado import web
 
+from grpo_lab.connection_guard import MAX_HEADER_BYTES  # what the server reads of a request's line and headers
 from grpo_lab.socket_guard import gone, quiet_bokeh_socket_logs
 from grpo_lab.token_bucket import TokenBucket, bucket_for
 
 __all__ = ["VISITOR_COOKIE", "Limits", "DEFAULT_LIMITS", "TokenBucket", "Admission", "install", "MAX_URL_CHARS",
            "MAX_HEADER_BYTES", "IDLE_CLOSE_CODE", "CLOSED_NOTICE", "notice_on_disconnect", "error_page", "FairGate",
-           "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG"]
+           "BUILD_SLOTS", "PASSES", "LISTEN_BACKLOG", "SOCKET_NOTICE_PATH"]
 
 _log = logging.getLogger("grpo_lab.admission")
 
 VISITOR_COOKIE = "grpo_lab_visitor"  #: the visitor's cookie: a random token, HttpOnly, SameSite=Lax, Path=/
 MAX_URL_CHARS = 16_384  #: a page request with a longer URL gets HTTP 414 and the lab's short page
-MAX_HEADER_BYTES = 3 << 20  #: what the server reads of a request's line and headers (Tornado's default: 64 KB)
 BUILD_SLOTS = 1  #: sessions built (or pages rendered) at once in one process (2 cores, 2 processes); the others wait their turn
 PASSES = 16  #: event-loop passes between one turn of the gate and the next (requests just read reach the gate first)
 FOLLOW_S = 0.15  #: after an address's turn, how long the slot waits for its next request while a flood waits (s)
 BACKLOG = 8  #: requests of one address waiting for the gate that make it a flood (others' turns are then followed)
 LISTEN_BACKLOG = 1024  #: connections the kernel queues for the server before it accepts them (Tornado's 128 overflowed in a flood)
+SOCKET_NOTICE_PATH = "/grpo-lab/socket-refused.js"  #: lab/static/socket_refused.js, put first in every page's <head>
 IDLE_CLOSE_CODE = 4000  #: the websocket close code of an idle page released
 IDLE_CHECK_S = 30.0  #: how often each process looks for idle pages (s); at most the idle time itself
 CLOSED_NOTICE = ("This page has lost its connection to the lab's server (it was left idle for a while, or the "
@@ -229,8 +238,11 @@ TOO_MANY_MINE = "Too many open tabs in this browser; close some of them, then re
 class Admission:
     """One process's counts: buckets and open websockets by address, open websockets by visitor."""
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic):
-        self.limits, self.clock = limits, clock
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, clock=time.monotonic, secret: bytes | None = None,
+                 wall=time.time):
+        self.limits, self.clock, self.wall = limits, clock, wall
+        self.secret = secret  #: the class links' secret (grpo_lab.classroom); None: no class link is valid
+        self.rooms: dict = {}  #: room name -> grpo_lab.classroom.Room
         self.gate = FairGate(passes=PASSES, follow_s=FOLLOW_S)  #: the turns of session builds and page renders (used in the event loop only)
         self.buckets: dict[str, TokenBucket] = {}  #: new pages, by address
         self.build_buckets: dict[str, TokenBucket] = {}  #: sessions built for a websocket, by address
@@ -264,12 +276,54 @@ class Admission:
         bucket = bucket_for(buckets, address, self.limits.new_per_second, self.limits.burst, now)
         return None if bucket.take(now) else TOO_MANY_NEW
 
-    def opened(self, address: str, visitor: str | None) -> None:
-        self.open_by_address[address] = self.open_by_address.get(address, 0) + 1
+    def class_key(self, text: str | None):
+        """The class key ``text`` signs (:func:`grpo_lab.classroom.verify`), or :class:`~grpo_lab.classroom.KeyRefused`."""
+        from grpo_lab.classroom import INVALID, KeyRefused, verify
+
+        if self.secret is None:
+            raise KeyRefused(INVALID, 403)
+        return verify(text, self.secret, self.wall())
+
+    def room(self, key):
+        """The room of a verified key (made at its first holder; rooms whose keys expired are forgotten then)."""
+        from grpo_lab.classroom import Room
+
+        room = self.rooms.get(key.room)
+        if room is None or room.key != key:
+            now = self.wall()
+            for name in [n for n, r in self.rooms.items() if r.key.expires <= now]:
+                del self.rooms[name]
+            room = self.rooms[key.room] = Room(key)
+        return room
+
+    def admit_class(self, key, visitor: str | None, kind: str) -> str | None:
+        """A page (``kind`` "page") or a session build ("build", a websocket naming a session not built yet; None
+        for a websocket whose session exists) of a key's holder: why it is refused, or None (then a token of the
+        room's ``kind`` bucket is taken). Caps: the room's places, its open pages, the visitor's tabs; never the
+        address's. A visitor admitted takes a place (a page without a cookie takes it with the cookie it is given)."""
+        room = self.room(key)
+        reason = room.place(visitor) or room.over_cap()
+        if not reason and visitor and self.open_by_visitor.get(visitor, 0) >= self.limits.per_visitor:
+            reason = TOO_MANY_MINE
+        if not reason and kind:
+            reason = room.take_token(kind, self.clock())
+        if not reason and visitor:
+            room.take_place(visitor)
+        return reason
+
+    def opened(self, address: str, visitor: str | None, room=None) -> None:
+        if room is not None:  # a class's page counts in its room, not against its address's cap
+            room.open += 1
+            address = None
+        if address is not None:
+            self.open_by_address[address] = self.open_by_address.get(address, 0) + 1
         if visitor:
             self.open_by_visitor[visitor] = self.open_by_visitor.get(visitor, 0) + 1
 
-    def closed(self, address: str, visitor: str | None) -> None:
+    def closed(self, address: str, visitor: str | None, room=None) -> None:
+        if room is not None:
+            room.open = max(0, room.open - 1)
+            address = None
         for table, key in ((self.open_by_address, address), (self.open_by_visitor, visitor)):
             if key and key in table:
                 table[key] -= 1
@@ -305,8 +359,10 @@ def _request_visitor(request) -> str | None:
 def _refuse(handler: web.RequestHandler, status: int, title: str, message: str) -> None:
     """Answer ``status`` with the lab's short page; a page refused for the rate retries by itself
     (:data:`RETRY_S`: a class behind one address that arrives faster than the bucket refills gets in)."""
+    from grpo_lab.classroom import BUSY
+
     handler.set_status(status)
-    retry = RETRY_S if message == TOO_MANY_NEW else 0
+    retry = RETRY_S if message in (TOO_MANY_NEW, BUSY) else 0
     if status == 429:
         handler.set_header("Retry-After", str(retry or RETRY_S))
     handler.set_header("Cache-Control", "no-store")
@@ -324,22 +380,78 @@ def _page_handler(base, admission: Admission):
                                f"This address is too long ({len(self.request.uri):,} characters; the lab reads at "
                                f"most {MAX_URL_CHARS:,}). Open the lab without it and set the controls on the page.")
             visitor = _visitor(self)
-            reason = admission.admit_page(self.request.remote_ip, visitor)
-            if reason:
-                return _refuse(self, 429, "busy", reason)
+            key, text, refused = _class_key(self, admission, page=True)
+            if refused is not None:
+                return _refuse(self, refused.status, "class link", str(refused))
+            if key is not None:
+                from grpo_lab.classroom import CLASS_COOKIE, refusal_status
+
+                given = visitor or secrets.token_hex(16)  # a first visit takes its place with the cookie it gets
+                reason = admission.admit_class(key, given, "page")
+                if reason:
+                    return _refuse(self, refusal_status(reason), "class link", reason)
+                self.request._grpo_lab_turn = f"class:{key.room}"
+                if text is not None:
+                    self.set_cookie(CLASS_COOKIE, text, path="/", httponly=True, samesite="Lax", expires=key.expires)
+            else:
+                given = None
+                reason = admission.admit_page(self.request.remote_ip, visitor)
+                if reason:
+                    return _refuse(self, 429, "busy", reason)
             if visitor is None:
-                self.set_cookie(VISITOR_COOKIE, secrets.token_hex(16), path="/", httponly=True, samesite="Lax")
+                self.set_cookie(VISITOR_COOKIE, given or secrets.token_hex(16), path="/", httponly=True,
+                                samesite="Lax")
             result = super().prepare()
             if result is not None:
                 await result
 
+        def write(self, chunk):
+            """The page, with :data:`SOCKET_NOTICE_PATH` loaded first in its ``<head>`` (a page whose websocket is
+            refused says so and tries again, rather than staying blank)."""
+            html_page = str(self._headers.get("Content-Type", "")).startswith("text/html")  # not autoload.js
+            if self.get_status() == 200 and html_page and isinstance(chunk, str) and "<head>" in chunk and \
+                    SOCKET_NOTICE_PATH not in chunk:
+                chunk = chunk.replace("<head>", f"<head><script src='{SOCKET_NOTICE_PATH}'></script>", 1)
+            return super().write(chunk)
+
         async def get(self, *args, **kwargs):
-            async with admission.gate.turn(self.request.remote_ip, _visitor(self)):
+            async with admission.gate.turn(_turn_key(self.request), _visitor(self)):
                 await _page_template(self)
                 return await super().get(*args, **kwargs)
 
     AdmittedPage.__name__ = AdmittedPage.__qualname__ = f"Admitted{base.__name__}"
     return AdmittedPage
+
+
+def _class_key(handler, admission: Admission, page: bool):
+    """``(key, text, refused)`` of a request: the class key of its ``class=`` query argument (a page request only;
+    ``text`` is then that argument, and ``refused`` a :class:`~grpo_lab.classroom.KeyRefused` for a key that admits
+    no one) or, without one, of its class cookie (a stale or forged cookie is no key: the address's limits apply)."""
+    from grpo_lab.classroom import CLASS_COOKIE, KeyRefused
+
+    if page:
+        text = handler.get_query_argument("class", None)
+        if text is not None:
+            try:
+                return admission.class_key(text), text, None
+            except KeyRefused as exc:
+                return None, None, exc
+    try:
+        morsel = handler.request.cookies.get(CLASS_COOKIE)
+    except Exception:  # a malformed Cookie header (http.cookies.CookieError)
+        morsel = None
+    if morsel is not None and morsel.value:
+        try:
+            return admission.class_key(morsel.value), None, None
+        except KeyRefused:
+            pass
+    return None, None, None
+
+
+def _turn_key(request) -> str:
+    """Whose turn a request waits for at the gate: its class's room (all its holders in one queue, whatever their
+    address), or its address."""
+    return getattr(request, "_grpo_lab_turn", None) or getattr(request, "remote_ip", None) or ""
 
 
 def _template_key(request):
@@ -390,10 +502,16 @@ def _socket_handler(base, admission: Admission):
 
     class AdmittedSocket(GuardedSocket, base):
         _counted = False
+        _room = None
 
         async def prepare(self):
             self._address, self._visitor = self.request.remote_ip, _visitor(self)
-            if _builds_session(self):
+            key, _, _ = _class_key(self, admission, page=False)
+            self._room = admission.room(key) if key is not None else None
+            if key is not None:
+                reason = admission.admit_class(key, self._visitor, "build" if _builds_session(self) else None)
+                self.request._grpo_lab_turn = f"class:{key.room}"
+            elif _builds_session(self):
                 reason = admission.admit_build(self._address, self._visitor)
             else:
                 reason = admission.over_cap(self._address, self._visitor)
@@ -404,7 +522,7 @@ def _socket_handler(base, admission: Admission):
                 await result
 
         def open(self, *args, **kwargs):
-            admission.opened(self._address, self._visitor)
+            admission.opened(self._address, self._visitor, self._room)
             self._counted, self.last_message = True, admission.clock()
             admission.sockets.add(self)
             _start_idle_check(admission)
@@ -413,7 +531,7 @@ def _socket_handler(base, admission: Admission):
         async def _handle(self, message):
             if message.msgtype != "PULL-DOC-REQ":
                 return await super()._handle(message)
-            async with admission.gate.turn(self._address, self._visitor):  # the whole document serialized for the page
+            async with admission.gate.turn(_turn_key(self.request), self._visitor):  # the whole document serialized for the page
                 reply = await super()._handle(message)
                 if reply is not None and hasattr(reply, "content_json"):
                     reply.content_json  # noqa: B018 (encoded now, in the turn, and kept: the send only writes it)
@@ -427,7 +545,7 @@ def _socket_handler(base, admission: Admission):
             if self._counted:
                 self._counted = False
                 admission.sockets.discard(self)
-                admission.closed(self._address, self._visitor)
+                admission.closed(self._address, self._visitor, self._room)
             return super().on_close()
 
     AdmittedSocket.__name__ = AdmittedSocket.__qualname__ = f"Admitted{base.__name__}"
@@ -493,14 +611,14 @@ document.body.appendChild(d);
     doc.js_on_event("connection_lost", CustomJS(code=code, args={"notice": CLOSED_NOTICE}))
 
 
-def install(limits: Limits = DEFAULT_LIMITS) -> Admission:
+def install(limits: Limits = DEFAULT_LIMITS, secret: bytes | None = None) -> Admission:
     """Put Bokeh's per-app page, autoload and websocket routes behind one :class:`Admission` (this process's,
     inherited by forked workers, each then counting its own), before the server is built; and show every
     session's page :data:`CLOSED_NOTICE` when its connection is lost."""
     from bokeh.server import urls
     from panel.io.state import state
 
-    admission = Admission(limits)
+    admission = Admission(limits, secret=secret)
     from tornado.websocket import WebSocketHandler
 
     patterns = []
@@ -559,7 +677,7 @@ def _gate_session_builds(gate: FairGate) -> None:
     async def create_session_if_needed(self, session_id, request=None, token=None):
         if session_id in self._sessions:  # found, not built
             return await build(self, session_id, request, token)
-        async with gate.turn(getattr(request, "remote_ip", None) or "", _request_visitor(request)):
+        async with gate.turn(_turn_key(request), _request_visitor(request)):
             if gone(request):  # its websocket closed while it waited: nobody would use it
                 from bokeh.protocol.exceptions import ProtocolError
 

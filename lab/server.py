@@ -2,7 +2,15 @@
 
 It takes ``panel serve``'s command line (``grpo-lab serve`` and the Dockerfile build it), plus the lab's admission
 flags (:data:`ADMISSION_FLAGS`: ``--max-sessions-per-address``, ``--max-sessions-per-visitor``,
-``--new-sessions-per-second``, ``--new-sessions-burst``, ``--idle-minutes``), and adds:
+``--new-sessions-per-second``, ``--new-sessions-burst``, ``--idle-minutes``) and the class link's
+(:data:`CLASS_FLAGS`: ``--class N``, ``--class-hours H``), and adds:
+
+* **A class link** (:mod:`grpo_lab.classroom`): with ``--class N`` it prints, once it listens, the lab's URL with a
+  ``class=`` key signed with the server's secret (``GRPO_LAB_CLASS_SECRET``, or random at start): its holders are
+  admitted by a room of N rather than by their address.
+* **Connection floods outlasted** (:mod:`grpo_lab.connection_guard`): the open-file limit raised and said at start,
+  connections capped in all and per address below it, headers and bodies on deadlines, headers past a browser's on a
+  few connections at once, accepts paused when out of files, the access log rate-limited per address.
 
 * **Fair to every visitor** (:mod:`grpo_lab.admission`): per-address limits on new pages per second and on open
   sessions (HTTP 429 and a short page of the lab's, no session built), the visitor cookie ``grpo_lab_visitor``,
@@ -61,6 +69,7 @@ import gc
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 
 from tornado import web
@@ -70,7 +79,8 @@ from tornado.websocket import WebSocketClosedError
 __all__ = ["CONTENT_SECURITY_POLICY", "content_security_policy", "HEALTH_PATH", "SECURITY_HEADERS", "SecurityHeaders",
            "HealthHandler",
            "ROUTES", "quiet_closed_sockets", "main", "with_allocator", "warm", "die_with_parent",
-           "CHECK_UNUSED_SESSIONS_MS", "ADMISSION_FLAGS", "parse_limits"]
+           "CHECK_UNUSED_SESSIONS_MS", "ADMISSION_FLAGS", "parse_limits", "CLASS_FLAGS", "parse_class",
+           "class_link", "SocketNoticeHandler"]
 
 _log = logging.getLogger("grpo_lab.server")
 
@@ -134,6 +144,18 @@ class SecurityHeaders(web.OutputTransform):
         return status_code, headers, chunk
 
 
+class SocketNoticeHandler(web.RequestHandler):
+    """``GET`` :data:`grpo_lab.admission.SOCKET_NOTICE_PATH`: ``lab/static/socket_refused.js``, the script every
+    page loads first (a websocket refused at its handshake shows a notice and the page tries again)."""
+
+    SCRIPT = (Path(__file__).with_name("static") / "socket_refused.js").read_bytes()
+
+    def get(self) -> None:
+        self.set_header("Content-Type", "text/javascript; charset=utf-8")
+        self.set_header("Cache-Control", "public, max-age=3600")
+        self.write(self.SCRIPT)
+
+
 class HealthHandler(web.RequestHandler):
     """``GET /health``: ``{"ok": true}`` once the event loop answers; no Bokeh session is made."""
 
@@ -142,7 +164,13 @@ class HealthHandler(web.RequestHandler):
         self.write({"ok": True})
 
 
-ROUTES = [(HEALTH_PATH, HealthHandler)]
+def _routes():
+    from grpo_lab.admission import SOCKET_NOTICE_PATH
+
+    return [(HEALTH_PATH, HealthHandler), (SOCKET_NOTICE_PATH, SocketNoticeHandler)]
+
+
+ROUTES = _routes()
 
 
 def quiet_closed_sockets(loop, context: dict) -> None:
@@ -157,18 +185,24 @@ def _serve_command():
     """Panel's ``serve`` subcommand, with the transform and the health route added to the server's options."""
     from panel.command.serve import Serve
 
-    from grpo_lab.admission import MAX_HEADER_BYTES, install
+    from grpo_lab.admission import install
     from grpo_lab.components import lab_routes
+    from grpo_lab.connection_guard import HTTP_SERVER_OPTIONS, install_connection_guard, log_request
 
     class LabServe(Serve):
         limits = None  #: the admission limits (grpo_lab.admission.Limits); set by main()
+        secret = None  #: the class links' secret (grpo_lab.classroom), or None
+        class_key = None  #: the key printed in the class link (``--class N``), or None
+        open_files = None  #: (soft, hard) open-file limits once raised
 
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["extra_patterns"] = [*lab_routes(kwargs.get("extra_patterns", [])), *ROUTES]
-            kwargs["http_server_kwargs"] = {**kwargs.get("http_server_kwargs", {}), "max_header_size": MAX_HEADER_BYTES}
+            self.open_files = install_connection_guard()
+            kwargs["http_server_kwargs"] = {**kwargs.get("http_server_kwargs", {}), **HTTP_SERVER_OPTIONS}
+            kwargs["log_function"] = log_request
             if self.limits is not None:
-                install(self.limits)
+                install(self.limits, self.secret)
             kwargs["transforms"] = [*kwargs.get("transforms", []), SecurityHeaders]
             if args.check_unused_sessions is None:
                 kwargs["check_unused_sessions_milliseconds"] = CHECK_UNUSED_SESSIONS_MS
@@ -180,9 +214,26 @@ def _serve_command():
 
             server = super().customize_server(server)
             if task_id() in (None, 0) and server.port:
+                from grpo_lab import connection_guard as guard
+
                 host = server.address or "localhost"
+                if host in ("0.0.0.0", "::"):  # every interface: the machine's name is what others type
+                    import socket
+
+                    host = socket.gethostname()
                 apps = sorted(p for p in server._tornado.app_paths if p != "/") or ["/"]
-                print(f"grpo-lab: serving the lab at http://{host}:{server.port}{apps[0]} (Ctrl-C to stop)",
+                url = f"http://{host}:{server.port}{apps[0]}"
+                print(f"grpo-lab: serving the lab at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+                if self.class_key is not None:
+                    from grpo_lab.classroom import verify
+
+                    key = verify(self.class_key, self.secret)
+                    until = time.strftime("%Y-%m-%d %H:%M", time.gmtime(key.expires))
+                    print(f"grpo-lab: class link for {key.size} (until {until} UTC): {url}?class={self.class_key}",
+                          file=sys.stderr, flush=True)
+                soft, hard = self.open_files or (0, 0)
+                print(f"grpo-lab: open files: {soft} (hard limit {'unlimited' if hard < 0 else hard}); connections: "
+                      f"{guard.COUNTS.total} per process, {guard.COUNTS.per_address} from one address",
                       file=sys.stderr, flush=True)
             return server
 
@@ -192,10 +243,12 @@ def _serve_command():
 def main(argv: list[str] | None = None) -> int:
     """Parse ``panel serve``'s arguments and serve with the lab's headers and health route."""
     limits, rest = parse_limits(sys.argv[1:] if argv is None else argv)
+    room, rest = parse_class(rest)
     parser = argparse.ArgumentParser(prog="python -m grpo_lab.server",
                                      description="panel serve, with the lab's security headers and /health")
     command = _serve_command()(parser=parser)
     command.limits = limits
+    command.secret, command.class_key = class_link(room)
     args = parser.parse_args(rest)
     warm(args.files)
     parent = os.getpid()
@@ -210,6 +263,35 @@ ADMISSION_FLAGS = [("--max-sessions-per-address", "per_address", int),
                    ("--new-sessions-per-second", "new_per_second", float),
                    ("--new-sessions-burst", "burst", int),
                    ("--idle-minutes", "idle_minutes", float)]
+
+
+#: the class link's flags (option, what it sets, type, default, help): ``grpo-lab serve`` declares them from here
+CLASS_FLAGS = [("--class", "size", int, 0,
+                "print a class link for a room of N: its holders are admitted by the room (N browsers, 2 tabs each, "
+                "N new pages a minute) rather than by their address; see docs/lab.md (default 0: none)"),
+               ("--class-hours", "hours", float, None, "how long the class link lasts (default 4 hours)")]
+
+
+def parse_class(argv: list[str]):
+    """``({size, hours}, the other arguments)``: the :data:`CLASS_FLAGS` in ``argv``."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag, dest, kind, default, _ in CLASS_FLAGS:
+        parser.add_argument(flag, dest=dest, type=kind, default=default)
+    known, rest = parser.parse_known_args(argv)
+    return vars(known), rest
+
+
+def class_link(room: dict):
+    """``(secret, key)``: the class links' secret (:func:`grpo_lab.classroom.class_secret`; None when there is no
+    ``--class`` and no ``GRPO_LAB_CLASS_SECRET``: no key is valid) and a new key for ``--class N`` (or None)."""
+    from grpo_lab import classroom
+
+    size = room.get("size") or 0
+    if not size and not os.environ.get(classroom.SECRET_ENV):
+        return None, None
+    secret = classroom.class_secret()
+    hours = room.get("hours") or classroom.DEFAULT_HOURS
+    return secret, (classroom.new_key(size, hours, secret) if size else None)
 
 
 def parse_limits(argv: list[str]):

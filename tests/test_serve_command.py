@@ -84,3 +84,36 @@ def test_the_address_is_said_once_the_server_listens():
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         proc.stderr.close()  # the pipe is ours to close (left to the garbage collector it is a ResourceWarning)
+
+
+def test_grpo_lab_serve_takes_every_option_of_the_server_and_passes_it_on():
+    """``python -m grpo_lab.server`` takes panel serve's options (``Serve.args``) and the lab's; ``grpo-lab serve``
+    declares each from the same declarations (``--args``, the served app's own argv, excepted: it serves the lab) and
+    passes those given on as they were given, where the server parses them."""
+    import argparse
+
+    from panel.command.serve import Serve
+
+    from grpo_lab.cli import build_parser
+    from grpo_lab.server import ADMISSION_FLAGS, CLASS_FLAGS, _serve_command, parse_class, parse_limits
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["serve"]
+    ours = set(sub._option_string_actions)
+    theirs = {n for names, _ in Serve.args for n in ((names,) if isinstance(names, str) else names) if n[:2] == "--"}
+    assert theirs - {"--args"} <= ours, sorted(theirs - ours)
+    assert {f for f, *_ in ADMISSION_FLAGS + CLASS_FLAGS} <= ours
+
+    cmd = serve_cli("--dry-run", "--use-xheaders", "--class", "150", "--class-hours", "2", "--keep-alive", "500",
+                    "--log-level", "warning", "--exclude-headers", "a", "b").stdout.split()
+    argv = cmd[cmd.index("-m") + 2:]
+    limits, rest = parse_limits(argv)
+    room, rest = parse_class(rest)
+    assert room == {"size": 150, "hours": 2.0}
+    parser = argparse.ArgumentParser()
+    _serve_command()(parser=parser)
+    args = parser.parse_args(rest)
+    assert args.use_xheaders and args.keep_alive == 500 and args.log_level == "warning"
+    assert args.exclude_headers == ["a", "b"] and args.port == 5006
+    for bad in (("--keep-alive", "soon"), ("--class", "3000"), ("--class-hours", "-1")):
+        proc = serve_cli("--dry-run", *bad)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (bad, proc.stderr)

@@ -37,7 +37,9 @@ def register(sub) -> None:
                               "websocket\n"
                               "                    (as --allow-websocket-origin)\n"
                               "  GRPO_LAB_RUNS     folders of run records to list in the Replay tab, added to the "
-                              "shipped runs\n\n"
+                              "shipped runs\n"
+                              "  GRPO_LAB_CLASS_SECRET  any text: class links (--class) signed with it stay valid "
+                              "across restarts\n\n"
                               "The session limits count per server process (with --num-procs 2, an address may "
                               "get up to\ntwice as much). The defaults fit a classroom of 30 on 2 cores behind one "
                               "school address.\nA refused page gets HTTP 429 and a short page saying what to do.")
@@ -60,23 +62,65 @@ def register(sub) -> None:
     p.add_argument("--idle-minutes", type=float, default=L.idle_minutes, metavar="M",
                    help=f"release a page that sent nothing for M minutes; it shows a notice to reload "
                         f"(default {L.idle_minutes:g}; 0: never)")
+    from grpo_lab.server import CLASS_FLAGS
+
+    for flag, dest, kind, default, text in CLASS_FLAGS:
+        p.add_argument(flag, dest=f"class_{dest}", type=kind, default=default, metavar="N" if kind is int else "H",
+                       help=text)
     p.add_argument("--runs", action="append", default=[], metavar="DIR",
                    help="a folder of run records and tracker logs to list in the Replay tab (repeatable; added to "
                         "GRPO_LAB_RUNS for the server)")
     p.add_argument("--dry-run", action="store_true", help="print the server's command line and exit")
-    p.set_defaults(func=cmd_serve)
+    _add_server_options(p)
+    p.set_defaults(func=cmd_serve, server_options=[])
+
+
+#: panel serve's options that ``grpo-lab serve`` declares itself (with the lab's defaults), or cannot pass on
+OWN_OPTIONS = {"--port", "--address", "--show", "--allow-websocket-origin", "--num-procs", "--args"}
+
+
+class _Forward(argparse.Action):
+    """Keeps the option and its values as given, in ``namespace.server_options``, for the server's command line."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        values = [] if values is None else values if isinstance(values, list) else [values]
+        namespace.server_options = [*getattr(namespace, "server_options", []), option_string, *map(str, values)]
+
+
+def _add_server_options(parser) -> None:
+    """Every option of ``python -m grpo_lab.server`` that ``grpo-lab serve`` does not declare itself: ``panel serve``'s
+    own (``panel.command.serve.Serve.args``, the declaration the server parses them with), passed on as given."""
+    from panel.command.serve import Serve
+
+    group = parser.add_argument_group("panel serve's options, passed on to the server as given")
+    for names, arg in Serve.args:
+        names = (names,) if isinstance(names, str) else tuple(names)
+        if not names[0].startswith("--") or set(names) & OWN_OPTIONS:
+            continue
+        action, nargs = getattr(arg, "action", None), getattr(arg, "nargs", None)
+        takes = 0 if action in ("store_true", "store_false", "store_const", "count") else (
+            nargs if isinstance(nargs, (int, str)) and nargs != "..." else None)
+        metavar = getattr(arg, "metavar", None)
+        given = {name: value for name in ("type", "choices")  # checked here: a bad value is one line, exit 2
+                 if callable(value := getattr(arg, name, None)) or isinstance(value, (tuple, list))}
+        help_text = str(getattr(arg, "help", "") or "").replace("%", "%%")
+        group.add_argument(*names, dest=f"_server_{names[0][2:]}", action=_Forward, nargs=takes, **given,
+                           metavar=None if takes == 0 else metavar if isinstance(metavar, str) else
+                           names[0][2:].upper(), default=argparse.SUPPRESS, help=help_text)
 
 
 def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = False,
                   origins: list[str] | None = None, num_procs: int = DEFAULT_PROCS,
-                  limits: dict | None = None) -> list[str]:
+                  limits: dict | None = None, room: dict | None = None, options: list[str] = ()) -> list[str]:
     """The command line serving the lab (``panel serve``'s options, run by :mod:`grpo_lab.server`).
 
     With ``num_procs`` > 1 the server forks that many processes sharing the port, and sessions are
     reused for the page request (``--reuse-sessions``): the page is rendered from a cached session and
     a visitor's own session is built once, in whichever process its websocket reaches (without it, a
     websocket landing in another process than the page request would build the session twice).
-    ``limits`` maps :data:`grpo_lab.server.ADMISSION_FLAGS`' options (``"--idle-minutes"``, ...) to values.
+    ``limits`` maps :data:`grpo_lab.server.ADMISSION_FLAGS`' options (``"--idle-minutes"``, ...) to values, ``room``
+    :data:`grpo_lab.server.CLASS_FLAGS`' (``"--class"``, ``"--class-hours"``); ``options`` are more of the server's
+    (``panel serve``'s, such as ``--use-xheaders``), appended as given.
     """
     if not 0 < port < 65536:
         raise InputError(f"--port must be in 1..65535, got {port}")
@@ -101,7 +145,18 @@ def serve_command(port: int = 5006, address: str = "127.0.0.1", show: bool = Fal
                     kind is int and value < 1) or (field == "new_per_second" and value <= 0):
                 raise InputError(f"{flag} must be a positive number, got {value}")
             cmd += [flag, str(value)]
-    return cmd
+    from grpo_lab.classroom import MAX_CLASS
+
+    size, hours = (room or {}).get("--class"), (room or {}).get("--class-hours")
+    if size:
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_CLASS:
+            raise InputError(f"--class must be a number of students in 1..{MAX_CLASS}, got {size}")
+        cmd += ["--class", str(size)]
+    if hours is not None:
+        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not 0 < hours <= 24 * 366:
+            raise InputError(f"--class-hours must be a number of hours in (0, {24 * 366}], got {hours}")
+        cmd += ["--class-hours", str(hours)]
+    return [*cmd, *options]
 
 
 def serve_env(runs=(), environ=None) -> dict:
@@ -138,7 +193,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from grpo_lab.server import ADMISSION_FLAGS
 
     limits = {flag: getattr(args, flag[2:].replace("-", "_")) for flag, _, _ in ADMISSION_FLAGS}
-    cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin, args.num_procs, limits)
+    room = {"--class": args.class_size, "--class-hours": args.class_hours}
+    cmd = serve_command(args.port, args.address, args.show, args.allow_websocket_origin, args.num_procs, limits,
+                        room, args.server_options)
     env = serve_env(args.runs)
     if args.dry_run:
         runs = f"GRPO_LAB_RUNS={env['GRPO_LAB_RUNS']} " if args.runs else ""

@@ -122,29 +122,33 @@ def load_client() -> None:
     import tornado.websocket  # noqa: F401
 
 
-async def open_document(url: str, source: str | None = None):
+async def open_document(url: str, source: str | None = None, cookies: bool = False):
     """Open a page as BokehJS does: GET it, open its websocket with the page's token, wait for the server's ACK,
     send PULL-DOC-REQ and wait for the document. Returns ``(sock, conn, read, reply)``: ``read(kind)`` waits for the
     next message of that kind (an ERROR raises), ``reply`` is the PULL-DOC-REPLY. ``source``: the local address to
-    connect from (another loopback address, 127.0.0.2, is another client to the server)."""
+    connect from (another loopback address, 127.0.0.2, is another client to the server); ``cookies``: the websocket
+    carries the cookies the page set, as a browser's does (the visitor's, a class link's)."""
     from tornado.httpclient import AsyncHTTPClient
 
     resp = await asyncio.wait_for(AsyncHTTPClient().fetch(url, connect_timeout=STEP_TIMEOUT_S, network_interface=source,
                                                           request_timeout=STEP_TIMEOUT_S), STEP_TIMEOUT_S)
     token = re.search(r'"token":\s*"([^"]+)"', resp.body.decode()).group(1)
     ws_url = url.split("?", 1)[0].replace("http://", "ws://") + "/ws"  # the query travels in the token
-    return await _open_socket(ws_url, token, source)
+    jar = "; ".join(c.split(";", 1)[0] for c in resp.headers.get_list("Set-Cookie")) if cookies else ""
+    return await _open_socket(ws_url, token, source, jar)
 
 
-async def _open_socket(ws_url: str, token: str, source: str | None = None):
-    """:func:`open_document` from the websocket on: open it with ``token``, wait for the ACK, pull the document."""
+async def _open_socket(ws_url: str, token: str, source: str | None = None, cookie: str = ""):
+    """:func:`open_document` from the websocket on: open it with ``token`` (and a ``Cookie`` header), wait for the
+    ACK, pull the document."""
     from bokeh.client.websocket import WebSocketClientConnectionWrapper
     from bokeh.protocol import Protocol
     from bokeh.protocol.receiver import Receiver
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, network_interface=source),
+    headers = {"Cookie": cookie} if cookie else None
+    sock = await asyncio.wait_for(websocket_connect(HTTPRequest(ws_url, network_interface=source, headers=headers),
                                                     subprotocols=["bokeh", token],
                                                     max_message_size=200 * 2**20), STEP_TIMEOUT_S)
     conn, protocol = WebSocketClientConnectionWrapper(sock), Protocol()

@@ -17,13 +17,21 @@ from grpo_lab.commands.serve import serve_command
 
 
 @contextlib.contextmanager
-def logged_server(*extra: str, num_procs: int = 1):
+def logged_server(*extra: str, num_procs: int = 1, open_files: int | None = None, env: dict | None = None):
     """Serve the lab (``serve_command`` plus ``extra`` flags); yields ``(url, log)`` where ``log()`` is the output
-    so far and ``log.pids()`` the processes that serve (the workers with ``num_procs`` > 1)."""
+    so far and ``log.pids()`` the processes that serve (the workers with ``num_procs`` > 1). ``open_files``: the
+    server's open-file limit, soft and hard (it cannot raise it); ``env``: variables added to its environment."""
+    import resource
+
     port = free_port()
     cmd = [a for a in serve_command(port=port, num_procs=num_procs)]
     out = tempfile.NamedTemporaryFile(prefix="lab-server-", suffix=".log", delete=False)
-    proc = subprocess.Popen([*cmd, *extra], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
+    proc = subprocess.Popen([*cmd, *extra], stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=limit if open_files else None, env={**os.environ, **(env or {})})
 
     def log() -> str:
         with open(out.name, encoding="utf-8", errors="replace") as f:

@@ -1,0 +1,130 @@
+"""The class link's key (grpo_lab.classroom) and a room's admission (grpo_lab.admission.Admission.admit_class).
+
+The key's signature is checked against an HMAC-SHA256 computed here with the standard library; a key changed in
+any one character, cut short, signed under another secret or past its expiry admits no one; a room admits N
+browsers, two tabs each, N new pages at once; the address's caps do not apply to the room, and the room's do not
+to anyone without the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+
+import pytest
+
+from grpo_lab import classroom as c
+from grpo_lab.admission import TOO_MANY_MINE, TOO_MANY_OPEN, Admission, Limits
+
+SECRET = b"a lecturer's secret"
+NOW = 1_800_000_000.0
+
+
+def test_the_signature_is_hmac_sha256_of_room_size_and_expiry():
+    key = c.new_key(150, 2.0, SECRET, now=NOW)
+    room, size, expires, mac = key.split(".")
+    assert size == "150" and int(expires) == NOW + 7200 and len(room) == 8
+    digest = hmac.new(SECRET, f"{room}.{size}.{expires}".encode(), hashlib.sha256).digest()[:c.SIGNATURE_BYTES]
+    assert base64.urlsafe_b64decode(mac + "=" * (-len(mac) % 4)) == digest
+    assert c.verify(key, SECRET, now=NOW) == c.ClassKey(room, 150, int(expires))
+    assert c.new_key(150, 2.0, SECRET, now=NOW) != key  # every key names a room of its own
+
+
+def test_a_tampered_cut_or_foreign_key_admits_no_one():
+    key = c.new_key(30, 1.0, SECRET, now=NOW)
+    room, size, expires, mac = key.split(".")
+    forged = [f"{room}.{int(size) * 10}.{expires}.{mac}",  # a bigger room
+              f"{room}.{size}.{int(expires) + 3600}.{mac}",  # a longer life
+              key[:-1], key[:-1] + ("A" if key[-1] != "A" else "B"), key + "A", "", "a.b.c", "x" * 500,
+              c.new_key(30, 1.0, b"another server", now=NOW)]
+    for text in forged:
+        with pytest.raises(c.KeyRefused) as refused:
+            c.verify(text, SECRET, now=NOW)
+        assert refused.value.status == 403 and str(refused.value) == c.INVALID
+    for i in range(len(key)):  # every single character changed
+        changed = key[:i] + ("0" if key[i] != "0" else "1") + key[i + 1:]
+        with pytest.raises(c.KeyRefused):
+            c.verify(changed, SECRET, now=NOW)
+
+
+def test_an_expired_key_says_when_it_expired():
+    key = c.new_key(30, 1.0, SECRET, now=NOW)
+    assert c.verify(key, SECRET, now=NOW + 3599)
+    with pytest.raises(c.KeyRefused) as refused:
+        c.verify(key, SECRET, now=NOW + 3600)
+    assert refused.value.status == 410
+    assert str(refused.value).startswith("This class link expired at 2027-01-15 09:00 UTC")
+
+
+def test_bad_sizes_and_lifetimes_are_refused():
+    for size in (0, -1, c.MAX_CLASS + 1, True, 2.5):
+        with pytest.raises(ValueError):
+            c.new_key(size, 1.0, SECRET)
+    for hours in (0, -1, 24 * 367):
+        with pytest.raises(ValueError):
+            c.new_key(10, hours, SECRET)
+
+
+def test_the_secret_comes_from_the_environment_or_is_random():
+    assert c.class_secret({c.SECRET_ENV: "kept"}) == b"kept"
+    a, b = c.class_secret({}), c.class_secret({})
+    assert len(a) == 32 and a != b
+
+
+def _admission(size: int, per_address: int = 3):
+    t = [0.0]
+    adm = Admission(Limits(per_address=per_address, per_visitor=2, new_per_second=0.01, burst=2), clock=lambda: t[0],
+                    secret=SECRET, wall=lambda: NOW)
+    return adm, adm.class_key(c.new_key(size, 1.0, SECRET, now=NOW)), t
+
+
+def test_a_room_admits_n_browsers_from_one_address_past_the_address_caps():
+    adm, key, t = _admission(5)
+    room = adm.room(key)
+    for i in range(5):  # five browsers, all from "school", more than its cap of 3 open and its burst of 2
+        assert adm.admit_class(key, f"v{i}", "page") is None
+        assert adm.admit_class(key, f"v{i}", "build") is None
+        adm.opened("school", f"v{i}", room)
+    assert room.open == 5 and adm.open_by_address == {}  # counted in the room, not against the address
+    assert adm.admit_page("school", "stranger") is None  # the address's own visitors keep their caps
+    # a sixth browser: the room is full (403), and nothing is held for it
+    reason = adm.admit_class(key, "v5", "page")
+    assert reason == c.FULL.format(n=5) and c.refusal_status(reason) == 403 and "v5" not in room.visitors
+    # a place is kept for the key's life: a browser of the room comes back after its tab closed
+    adm.closed("school", "v0", room)
+    assert room.open == 4
+
+
+def test_a_room_s_tabs_and_new_pages_are_bounded():
+    adm, key, t = _admission(3)
+    room = adm.room(key)
+    assert [adm.admit_class(key, "v0", "page") for _ in range(7)] == [None] * 6 + [c.BUSY]  # 2N at once
+    assert c.refusal_status(c.BUSY) == 429
+    t[0] = c.REFILL_S / 3 + 0.01  # one more N/minute later
+    assert adm.admit_class(key, "v0", "page") is None
+    for i in range(3):
+        adm.opened("school", f"v{i}", room)
+        adm.opened("school", f"v{i}", room)
+    assert adm.admit_class(key, "v1", None) == c.FULL_TABS.format(n=6)  # 2 tabs a place
+    adm.closed("school", "v1", room)
+    assert adm.admit_class(key, "v1", None) is None  # a tab closed makes room
+    # the browser's own cap (per_visitor = 2 here, v0 has 2 open) still holds inside the room
+    assert adm.admit_class(key, "v0", None) == TOO_MANY_MINE
+
+
+def test_without_a_secret_no_key_is_valid_and_a_stranger_keeps_the_address_caps():
+    adm = Admission(Limits(per_address=1))
+    with pytest.raises(c.KeyRefused):
+        adm.class_key(c.new_key(5, 1.0, SECRET))
+    adm.opened("a", None)
+    assert adm.admit_page("a", None) == TOO_MANY_OPEN
+
+
+def test_expired_rooms_are_forgotten():
+    adm, key, t = _admission(2)
+    adm.room(key)
+    adm.wall = lambda: NOW + 7200
+    other = adm.class_key(c.new_key(2, 1.0, SECRET, now=NOW + 7200))
+    adm.room(other)
+    assert list(adm.rooms) == [other.room]
