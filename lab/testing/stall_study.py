@@ -21,7 +21,7 @@ from grpo_lab.sims.doctor.groups import run_groups
 from grpo_lab.sims.doctor.loop_sim import MODES, simulate_loop, to_record
 from grpo_lab.sims.doctor.stall_risk import risk_for_groups
 
-__all__ = ["REGIMES", "SETTINGS", "LOGGED", "MAX_STEPS", "one", "covered", "summarise", "table"]
+__all__ = ["REGIMES", "OPTIONS", "SETTINGS", "prompt_set", "loop_options", "LOGGED", "MAX_STEPS", "one", "covered", "summarise", "table"]
 
 N_PROMPTS, K, GEN_BATCH, TRAIN_BATCH, CAP = 500, 8, 64, 40, 3
 LOGGED, MAX_STEPS = 60, 600
@@ -34,16 +34,59 @@ REGIMES = {
     "step": ("step", {"beta": 0.012, "J": 0.8, "t_jump": 30}, (1.5, 1.5), "step change +0.8 at step 31 on +0.012"),
     "static": ("static", {}, (0.2, 2.0), "static hard set, Beta(0.2, 2.0)"),
     "never": ("logit", {"beta": 0.002}, (1.5, 1.5), "never stalls, logit drift +0.002"),
+    # prompts that do not move together (issue 39): regimes the drift model does not assume
+    "never-solvable-30": ("logit", {"beta": 0.02}, (1.5, 1.5), "30% of prompts never solvable (p = 0), the rest "
+                          "logit drift +0.02"),
+    "jump-on-train": ("logit", {"beta": 0.01}, (1.5, 1.5), "each prompt's logit jumps +1.5 once it has trained, "
+                      "on a drift of +0.01"),
+    "correlated": ("logit", {"beta": 0.02}, (1.5, 1.5), "correlated rollouts (intra-group correlation 0.3), "
+                   "logit drift +0.02"),
+    "rates": ("logit", {"beta": 0.02}, (1.5, 1.5), "prompts learn at different rates (log-normal multipliers, "
+              "sd 0.8), logit drift +0.02"),
+    "solved-20-down": ("logit", {"beta": -0.02}, (1.5, 1.5), "20% of prompts never failed (p = 1), the rest "
+                       "collapse, logit drift -0.02"),
 }
+#: regime -> the loop's options for prompts that do not move together (:func:`simulate_loop`): ``never`` / ``always``
+#: the shares frozen at p = 0 / 1, ``rates_sd`` the sd of the log rate multipliers, ``train_jump``, ``icc``
+OPTIONS = {"never-solvable-30": {"never": 0.3}, "jump-on-train": {"train_jump": 1.5}, "correlated": {"icc": 0.3},
+           "rates": {"rates_sd": 0.8}, "solved-20-down": {"always": 0.2}}
 SETTINGS = {"trainer": "verl", "gen_batch": GEN_BATCH, "train_batch": TRAIN_BATCH, "cap": CAP, "cap_effective": CAP,
             "pool": None, "K": K, "enable": True, "source": "study"}
+
+
+def prompt_set(regime: str, seed: int) -> tuple:
+    """The seed's base pass rates (the same prompt set in every mode): the regime's Beta, with its frozen shares
+    set to 0 (never solved) and 1 (never failed)."""
+    rng = np.random.default_rng(10_000 + seed)
+    p0 = rng.beta(*REGIMES[regime][2], N_PROMPTS)
+    opt = OPTIONS.get(regime, {})
+    if opt.get("never") or opt.get("always"):
+        u = np.random.default_rng(20_000 + seed).random(N_PROMPTS)
+        p0[u < opt.get("never", 0.0)] = 0.0
+        p0[u >= 1.0 - opt.get("always", 0.0)] = 1.0
+    return (p0,)
+
+
+def loop_options(regime: str, seed: int) -> dict:
+    """The keyword options of :func:`simulate_loop` for the regime (``frozen``, ``rates``, ``train_jump``, ``icc``)."""
+    opt = OPTIONS.get(regime, {})
+    out = {}
+    if opt.get("never") or opt.get("always"):
+        p0 = prompt_set(regime, seed)[0]
+        out["frozen"] = (p0 == 0.0) | (p0 == 1.0)
+    if opt.get("rates_sd"):
+        out["rates"] = np.exp(np.random.default_rng(30_000 + seed).normal(0.0, opt["rates_sd"], N_PROMPTS))
+    for key in ("train_jump", "icc"):
+        if opt.get(key):
+            out[key] = opt[key]
+    return out
 
 
 def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
     """One seed of one cell: the truth and the doctor's forecast."""
     shape, params, ab, _ = REGIMES[regime]
-    p0 = np.random.default_rng(10_000 + seed).beta(*ab, N_PROMPTS)  # the same prompt set in every mode
-    sim = simulate_loop(p0, K, GEN_BATCH, TRAIN_BATCH, CAP, shape, params, MAX_STEPS, seed=seed, record_until=LOGGED)
+    sim = simulate_loop(*prompt_set(regime, seed), K, GEN_BATCH, TRAIN_BATCH, CAP, shape, params, MAX_STEPS, seed=seed,
+                        record_until=LOGGED, **loop_options(regime, seed))
     truth = sim["stall_step"]
     out = {"regime": regime, "mode": mode, "seed": seed, "truth": truth}
     if truth is not None and truth <= LOGGED:
@@ -59,7 +102,8 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
     fs = r["first_stall"]
     return {**out, "stalled_in_log": False, "median": fs["median"], "lo": fs["interval"][0], "hi": fs["interval"][1],
             "p_by_horizon": fs["p_by_horizon"], "survivors": r["survivors"], "cause": r["cause"],
-            "weights": r["shapes"]["weights"], "cpu_s": time.process_time() - t}
+            "weights": r["shapes"]["weights"],
+            "variants": r["shapes"].get("variants"), "cpu_s": time.process_time() - t}
 
 
 def covered(row: dict) -> bool:

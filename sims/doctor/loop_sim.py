@@ -20,6 +20,14 @@ loader batches, so a step's rounds may cross an epoch boundary, as in verl. Step
 * ``step``: logit p_t = logit p_0 + beta t + J [t >= t_jump] (a step change on a slow drift);
 * ``static``: p_t = p_0.
 
+**Prompts that do not move together** (keyword options of :func:`simulate_loop`, the regimes the drift model
+does not assume): ``frozen`` (a mask of prompts whose pass rate never moves: a share never solved, p_0 = 0, or
+never failed, p_0 = 1); ``rates`` (per prompt, a multiplier of the step offset: prompt x is at t rates[x], so
+prompts learn at different rates); ``train_jump`` (a logit shift J added for good to a prompt once it has
+trained: prompts that jump once trained on, the level then driven by the loop itself); ``icc`` (correlated
+rollouts: each group draws its own p' ~ Beta(p (1 - rho) / rho, (1 - p)(1 - rho) / rho), the K rollouts
+Bernoulli(p'), an intra-group correlation rho; rho = 0 is the binomial).
+
 **Logging modes** (:func:`to_record`): ``all`` (every generated group), ``trained`` (only the groups that
 trained: verl's rollout dump, ``trainer.rollout_data_dir``), ``trained+rounds`` (those and the per-step
 ``train/num_gen_batches`` scalar, verl's file logger). The record holds the first ``logged`` steps (fewer when
@@ -33,7 +41,7 @@ from scipy.special import expit, logit
 
 from ..record import RunRecord
 
-__all__ = ["SHAPES", "MODES", "drift", "simulate_loop", "to_record"]
+__all__ = ["SHAPES", "MODES", "drift", "pass_rates", "simulate_loop", "to_record"]
 
 SHAPES = ("power", "logit", "plateau", "step", "static")
 MODES = ("all", "trained", "trained+rounds")
@@ -58,9 +66,34 @@ def drift(p0, t, shape: str, **params) -> np.ndarray:
     return expit(logit(p0) + h)
 
 
+def pass_rates(p0, t: float, shape: str, params: dict, frozen=None, rates=None, jumped=None,
+               train_jump: float = 0.0) -> np.ndarray:
+    """Every prompt's pass rate at step offset ``t`` under the drift and the options of the module docstring
+    (``jumped``: the prompts that have trained, moved by ``train_jump`` on the logit)."""
+    p = drift(p0, t if rates is None else t * np.asarray(rates, float), shape, **params)
+    if train_jump and jumped is not None:
+        p = np.where(jumped, expit(logit(np.clip(p, _EPS, 1 - _EPS)) + train_jump), p)
+    if frozen is not None:
+        p = np.where(frozen, np.asarray(p0, float), p)
+    return p
+
+
+def _successes(rng, K: int, p, icc: float) -> np.ndarray:
+    """Successes of one group per pass rate: binomial, or beta-binomial with intra-group correlation ``icc``."""
+    if icc <= 0:
+        return rng.binomial(K, p)
+    c = (1.0 - icc) / icc
+    inner = (p > 0) & (p < 1)
+    q = np.asarray(p, float).copy()
+    q[inner] = rng.beta(p[inner] * c, (1.0 - p[inner]) * c)
+    return rng.binomial(K, q)
+
+
 def simulate_loop(p0, K: int, gen_batch: int, train_batch: int, cap: int, shape: str, params: dict,
-                  max_steps: int, seed: int = 0, record_until: int | None = None) -> dict:
-    """Run the loop (module docstring) until it stalls or completes ``max_steps`` steps.
+                  max_steps: int, seed: int = 0, record_until: int | None = None, *, frozen=None, rates=None,
+                  train_jump: float = 0.0, icc: float = 0.0) -> dict:
+    """Run the loop (module docstring) until it stalls or completes ``max_steps`` steps. ``frozen``, ``rates``,
+    ``train_jump``, ``icc``: prompts that do not move together (module docstring); the defaults are the plain loop.
 
     Returns ``stall_step`` (the step that raised, or None), ``rounds`` (int, per completed step 1..n),
     ``steps_completed``, and the generated groups of steps <= ``record_until`` (default: all) as arrays
@@ -77,8 +110,9 @@ def simulate_loop(p0, K: int, gen_batch: int, train_batch: int, cap: int, shape:
     keep_until = max_steps if record_until is None else record_until
     cols = {k: [] for k in ("step", "prompt_id", "successes", "round", "trained")}
     rounds, stall = [], None
+    jumped = np.zeros(N, bool) if train_jump else None
     for s in range(1, max_steps + 1):
-        p = drift(p0, s - 1, shape, **params)
+        p = pass_rates(p0, s - 1, shape, params, frozen, rates, jumped, train_jump)
         kept, r = 0, 0
         while kept < train_batch:
             if r == cap and cap > 0:
@@ -89,9 +123,11 @@ def simulate_loop(p0, K: int, gen_batch: int, train_batch: int, cap: int, shape:
             ids = order[pos:pos + gen_batch]
             pos += gen_batch
             r += 1
-            k = rng.binomial(K, p[ids])
+            k = _successes(rng, K, p[ids], icc)
             mixed = (k > 0) & (k < K)
             trained = mixed & (np.cumsum(mixed) + kept <= train_batch)
+            if jumped is not None:  # moves from the next step on (the step's pass rates are drawn already)
+                jumped[ids[trained]] = True
             kept += int(mixed.sum())
             if s <= keep_until:
                 for key, v in (("step", np.full(len(ids), s)), ("prompt_id", ids), ("successes", k),
