@@ -18,10 +18,10 @@ import time
 import numpy as np
 
 from grpo_lab.sims.doctor.groups import run_groups
-from grpo_lab.sims.doctor.loop_sim import MODES, simulate_loop, to_record
+from grpo_lab.sims.doctor.loop_sim import MODES, simulate_loop, to_record, to_scalars
 from grpo_lab.sims.doctor.stall_risk import risk_for_groups
 
-__all__ = ["REGIMES", "OPTIONS", "SETTINGS", "prompt_set", "loop_options", "LOGGED", "MAX_STEPS", "one", "covered", "summarise", "table"]
+__all__ = ["REGIMES", "OPTIONS", "TINKER", "STUDY_MODES", "SETTINGS", "prompt_set", "loop_options", "LOGGED", "MAX_STEPS", "one", "covered", "summarise", "table"]
 
 N_PROMPTS, K, GEN_BATCH, TRAIN_BATCH, CAP = 500, 8, 64, 40, 3
 LOGGED, MAX_STEPS = 60, 600
@@ -37,6 +37,8 @@ REGIMES = {
     # prompts that do not move together (issue 39): regimes the drift model does not assume
     "never-solvable-30": ("logit", {"beta": 0.02}, (1.5, 1.5), "30% of prompts never solvable (p = 0), the rest "
                           "logit drift +0.02"),
+    "never-solved-20": ("logit", {"beta": 0.02}, (1.5, 1.5), "20% of prompts never solved (p = 0), the rest logit "
+                        "drift +0.02 (the tinker-names regime of issue 39)"),
     "jump-on-train": ("logit", {"beta": 0.01}, (1.5, 1.5), "each prompt's logit jumps +1.5 once it has trained, "
                       "on a drift of +0.01"),
     "correlated": ("logit", {"beta": 0.02}, (1.5, 1.5), "correlated rollouts (intra-group correlation 0.3), "
@@ -48,8 +50,14 @@ REGIMES = {
 }
 #: regime -> the loop's options for prompts that do not move together (:func:`simulate_loop`): ``never`` / ``always``
 #: the shares frozen at p = 0 / 1, ``rates_sd`` the sd of the log rate multipliers, ``train_jump``, ``icc``
-OPTIONS = {"never-solvable-30": {"never": 0.3}, "jump-on-train": {"train_jump": 1.5}, "correlated": {"icc": 0.3},
+OPTIONS = {"never-solvable-30": {"never": 0.3}, "never-solved-20": {"never": 0.2}, "jump-on-train": {"train_jump": 1.5}, "correlated": {"icc": 0.3},
            "rates": {"rates_sd": 0.8}, "solved-20-down": {"always": 0.2}}
+#: the scalars mode: the shares over every drawn group as tinker-cookbook names them (env/all/by_group/...; no
+#: zero-std column, no group), fitted from the scalars alone (``scalars_fit``, the model of least AIC as
+#: ``scalars_diagnose`` chooses) and forecast by ``scalars_forecast.stall_forecast`` (its 95% predictive interval)
+TINKER = {"frac_all_pass": "env/all/by_group/frac_all_good", "frac_all_fail": "env/all/by_group/frac_all_bad",
+          "reward_mean": "env/all/reward/total"}
+STUDY_MODES = (*MODES, "scalars")  #: the logging modes of the study: the record's three and the tracker's scalars
 SETTINGS = {"trainer": "verl", "gen_batch": GEN_BATCH, "train_batch": TRAIN_BATCH, "cap": CAP, "cap_effective": CAP,
             "pool": None, "K": K, "enable": True, "source": "study"}
 
@@ -91,6 +99,8 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
     out = {"regime": regime, "mode": mode, "seed": seed, "truth": truth}
     if truth is not None and truth <= LOGGED:
         return {**out, "stalled_in_log": True}
+    if mode == "scalars":
+        return {**out, "stalled_in_log": False, **_scalars_forecast(sim)}
     rec = to_record(sim, mode, LOGGED)
     groups = run_groups(rec)
     observed = None
@@ -104,6 +114,25 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
             "p_by_horizon": fs["p_by_horizon"], "survivors": r["survivors"], "cause": r["cause"],
             "weights": r["shapes"]["weights"],
             "variants": r["shapes"].get("variants"), "cpu_s": time.process_time() - t}
+
+
+def _scalars_forecast(sim: dict) -> dict:
+    """The scalars path's stall forecast of the loop's first :data:`LOGGED` steps logged in tinker's names."""
+    from grpo_lab.sims.doctor.scalars_fit import MODELS, POWER_MAX_K, fit_scalars, step_shares
+    from grpo_lab.sims.doctor.scalars_forecast import stall_forecast
+
+    rec = to_scalars(sim, LOGGED, columns=tuple(TINKER), raw_names=TINKER, trainer="tinker-cookbook")
+    t = time.process_time()
+    d = step_shares(rec)
+    fits = {m: fit_scalars(d, m) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+    model = min(fits, key=lambda m: fits[m]["aic"])
+    sf = stall_forecast(fits[model], {**SETTINGS, "K": K})
+    h = sf["first_cap_hit"] or {"median": None, "predictive": [None, None]}
+    fin = lambda x: None if x is None or not np.isfinite(x) or x > MAX_STEPS else int(x)  # noqa: E731
+    lo, hi = h["predictive"]
+    return {"median": fin(h["median"]), "lo": fin(lo) if lo is not None else MAX_STEPS + 1, "hi": fin(hi),
+            "level": 0.95, "p_by_horizon": None, "survivors": False, "cause": sf.get("cause"),
+            "weights": {model: 1.0}, "variants": {"stuck": fits[model].get("stuck")}, "cpu_s": time.process_time() - t}
 
 
 def covered(row: dict) -> bool:
@@ -120,7 +149,7 @@ def summarise(rows: list[dict]) -> list[dict]:
     out = []
     big = MAX_STEPS + 1
     for regime in REGIMES:
-        for mode in MODES:
+        for mode in STUDY_MODES:
             cell = [r for r in rows if r["regime"] == regime and r["mode"] == mode]
             if not cell:
                 continue

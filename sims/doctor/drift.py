@@ -228,11 +228,18 @@ def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, sett
     if masses:
         x[2:4] = np.clip(x[2:4], *MASS_BOUNDS)
     H = _hessian(nll3, x, 1e-2)
+    # a mass at its lower bound (none of it: w < 1e-4) is flat there: the covariance of the other coordinates, that mass
+    # given a unit variance of its log-odds (still nothing of it) and no correlation
+    free = np.array([not (masses and 2 <= i < 4 and x[i] < MASS_BOUNDS[0] + 3.0) for i in range(len(x))])
+    cov = np.full((npar, npar), np.nan)
     try:
-        np.linalg.cholesky(H)
-        cov = np.linalg.inv(H)[:npar, :npar]
+        Hf = H[np.ix_(free, free)]
+        np.linalg.cholesky(Hf)
+        full = np.diag(np.where(free, 0.0, 1.0))
+        full[np.ix_(free, free)] = np.linalg.inv(Hf)
+        cov = full[:npar, :npar]
     except np.linalg.LinAlgError:
-        cov = np.full((npar, npar), np.nan)
+        pass
     a, b, w0, w1 = population_params(x[:npar], masses)
     return {"a": a, "b": b, "w0": w0, "w1": w1, "masses": masses, "x": x[:npar], "cov": cov, "link": link,
             "nll": float(best.fun), "beta": float(x[-1]) / span}
