@@ -2,10 +2,12 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
 
 **What is drawn** (a parametric bootstrap of the forecast; :data:`DRAWS` draws):
 
-1. the shape of the drift, with the pseudo-BMA+ weights of :func:`.drift.shape_weights` (draws allotted to
-   each shape in proportion);
-2. the population (log a, log b) of the shape's link from its normal approximation (:func:`.drift.fit_population`;
-   :data:`POPULATIONS` per link), the per-step shifts re-measured under it and the shape refitted to them;
+1. the population variant and the shape of the drift, with the pseudo-BMA+ weights of
+   :func:`.drift.model_weights` (draws allotted to each (variant, shape) pair in proportion);
+2. the population of the shape's link: for the Beta alone (log a, log b) from its normal approximation
+   (:func:`.drift.fit_population`), with masses at 0 and 1 (log a, log b, w0, w1) by :func:`population_draws`
+   (the likelihood where the record holds the masses, their prior where it does not); :data:`POPULATIONS` per
+   link and variant, the per-step shifts re-measured under each and the shape refitted to them;
 3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
    future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over every
    future step;
@@ -32,7 +34,7 @@ from scipy.special import ndtr
 from .drift import (LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
                     step_loglik, H_GRID)
 
-__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "step_hazard", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk"]
 
 DRAWS = 240  #: draws of (shape, population, path)
