@@ -34,7 +34,7 @@ from scipy.special import ndtr
 from .drift import (LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
                     step_loglik, H_GRID)
 
-__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk"]
 
 DRAWS = 240  #: draws of (shape, population, path)
@@ -60,7 +60,8 @@ MASS_PRIOR = 0.5  #: the masses' prior: w0 and w1 each uniform on [0, MASS_PRIOR
 SIR_POP = 6  #: proposals per population draw of the masses variant
 
 
-def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: dict | None = None) -> np.ndarray:
+def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: dict | None = None,
+                     mass_cap: float | None = None) -> np.ndarray:
     """``n`` draws of a population parameter vector x (:func:`.drift.population_params`).
 
     The Beta alone: from the fit's normal approximation (its point where the Hessian is not positive definite).
@@ -70,7 +71,9 @@ def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: d
     (:func:`.drift.population_nll`, the fitted nuisance shift) times the prior over the mixture's density, in the
     log-odds coordinates of the masses (Jacobian w0 w1 (1 - w0 - w1)). Where the record cannot tell the masses
     (a survivors-only dump: the truncated likelihood does not hold them, the rounds at most bound them) the
-    draws follow the prior and the forecast widens; where it can (every group logged) they follow the likelihood."""
+    draws follow the prior and the forecast widens; where it can (every group logged) they follow the likelihood.
+    ``mass_cap``: an upper bound on w0 + w1 the record gives otherwise (a survivors-only dump: the share of the
+    prompt set it never shows, :func:`unseen_share`), applied to the prior and the draws."""
     x_hat, cov = np.asarray(pop["x"], float), np.asarray(pop["cov"], float)
     ok = bool(np.all(np.isfinite(cov))) and bool(np.all(np.linalg.eigvalsh((cov + cov.T) / 2) > 0))
     if ok and pop.get("masses", False):  # an ill-conditioned Hessian: its eigenvalues bounded (sd 1e-4 to 10)
@@ -88,8 +91,10 @@ def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: d
         cab = np.diag([0.05, 0.05])
     cab = 2.0 * (cab + cab.T) / 2 + 1e-9 * np.eye(2)
     hi = np.maximum(MASS_PRIOR, np.minimum(np.array([pop["w0"], pop["w1"]]) + 0.1, 0.95))  # the box holds the fit
+    cap = 0.99 if mass_cap is None else float(np.clip(mass_cap, 1e-6, 0.99))
+    hi = np.minimum(hi, cap)
     wb = rng.uniform(0.0, 1.0, size=(m, 2)) * hi
-    wb = np.where(wb.sum(axis=1, keepdims=True) < 0.99, wb, wb * 0.99 / wb.sum(axis=1, keepdims=True))
+    wb = np.where(wb.sum(axis=1, keepdims=True) < cap, wb, wb * cap / wb.sum(axis=1, keepdims=True))
     zb = np.log(wb / (1.0 - wb.sum(axis=1, keepdims=True)))
     props = np.hstack([rng.multivariate_normal(x_hat[:2], cab, size=m), zb])
     if ok:
@@ -99,7 +104,7 @@ def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: d
     props[:, 2:4] = np.clip(props[:, 2:4], *MASS_BOUNDS)
     ez = np.exp(props[:, 2:4])
     w = ez / (1.0 + ez.sum(axis=1, keepdims=True))
-    inside = np.all(w <= hi, axis=1)
+    inside = np.all(w <= hi, axis=1) & (w.sum(axis=1) <= cap)
     log_jac = np.log(w).sum(axis=1) + np.log(np.maximum(1.0 - w.sum(axis=1), 1e-300))
     log_qb = mvn(x_hat[:2], cab).logpdf(props[:, :2]) - np.log(hi).sum() + log_jac
     log_q = log_qb if not ok else np.logaddexp(np.log(0.5) + log_qb, np.log(0.5) + mvn(
@@ -121,11 +126,12 @@ def _quantile_step(F, steps, q):
 
 
 def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
-               rounds=None, draws: int = DRAWS, seed: int = 0) -> dict:
+               rounds=None, draws: int = DRAWS, seed: int = 0, mass_cap: float | None = None) -> dict:
     """The risk curve and the first stall's distribution (module docstring).
 
     ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
-    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``)."""
+    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``).
+    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`)."""
     rng = np.random.default_rng(seed)
     steps_logged = drift["steps"]
     tau, last = drift["tau"], int(steps_logged[-1])
@@ -143,7 +149,8 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
             if not shapes:
                 continue
             pop = vlinks[link]["population"]
-            xs = population_draws(pop, drift, link, POPULATIONS, rng, fallback=drift["links"][link]["population"])
+            xs = population_draws(pop, drift, link, POPULATIONS, rng, fallback=drift["links"][link]["population"],
+                                  mass_cap=mass_cap)
             for i, x in enumerate(xs):
                 a, b, w0, w1 = population_params(x, pop.get("masses", False))
                 tab = population_table(a, b, K, link, w0=w0, w1=w1)
@@ -202,6 +209,17 @@ def step_counts(groups) -> tuple[np.ndarray, np.ndarray]:
     return steps, counts
 
 
+def unseen_share(groups) -> float | None:
+    """The share of the prompt set (``n_prompts``) that no recorded group holds; None where the set's size is
+    unknown. In a survivors-only dump a prompt never solved or never failed is never mixed, so never recorded:
+    the masses' total w0 + w1 is at most this share (a bound, not an estimate: prompts not drawn, or drawn and
+    never mixed by chance, are unseen too; a large dataset of which the logged steps drew a part bounds nothing)."""
+    n = int(groups.n_prompts or 0)
+    if n <= 0:
+        return None
+    return max(0.0, 1.0 - len(np.unique(groups.prompt_id)) / n)
+
+
 SURVIVORS = 0.75  #: a record holding under this share of the groups its logged rounds drew holds the survivors only
 
 
@@ -250,7 +268,9 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
         from .forecast import HORIZON
         horizon_step = int(np.ceil(steps[-1] + HORIZON * max(steps[-1] - steps[0], 1)))
     d = measure_drift(counts, steps, groups.K, survivors, rounds, settings)
-    out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed)
+    cap = unseen_share(groups) if survivors else None
+    out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
+    out["mass_cap"] = cap
     out["survivors_reason"] = why
     out["rounds_informative"] = bool(rounds is not None and np.any(rounds > 1))
     return out
