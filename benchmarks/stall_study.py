@@ -21,8 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-from grpo_lab.sims.doctor.loop_sim import MODES
-from grpo_lab.testing.stall_study import REGIMES, one, summarise, table
+from grpo_lab.testing.stall_study import REGIMES, STUDY_MODES, one, summarise, table
 
 
 def _load(cache: Path) -> list[dict]:
@@ -39,7 +38,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--cache", type=Path, default=Path(__file__).parent / "results" / "stall_study.jsonl")
     ap.add_argument("--regimes", nargs="*", default=list(REGIMES))
-    ap.add_argument("--modes", nargs="*", default=list(MODES))
+    ap.add_argument("--modes", nargs="*", default=list(STUDY_MODES))
     ap.add_argument("--table", action="store_true", help="only print the table of what the cache holds")
     ap.add_argument("--reverse", action="store_true", help="seeds from the last down (a second worker, same cache)")
     args = ap.parse_args()

@@ -2,7 +2,8 @@
 table): the 90% interval for the step at which verl's DAPO loop first hits its cap, over a few seeds of three
 drift shapes and the three logging modes, holds the simulated truth at least as often as a 90% interval would
 within binomial tolerance (P(fewer) < 1% at 90%), a run that never stalls is not told it will, and a one-off
-jump of the level is read as one (the step regime)."""
+jump of the level is read as one (the step regime), and a share of prompts never solvable as a mass that does not
+move (issue 39)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,13 @@ def test_step_regime_is_read_as_a_jump():
     assert sum(covered(r) for r in rows) >= 2, [(r["truth"], r["lo"], r["hi"]) for r in rows]
     for r in rows:
         assert r["weights"]["jump"] > 0.5 and abs(r["median"] - r["truth"]) < 60, r
+
+
+def test_never_solvable_share_is_read_as_a_mass():
+    """30% of the prompts never solvable, every group logged (issue 39: before the masses every seed's interval
+    missed, 116 steps late at the median): the masses variant takes most of the weight and the interval holds the
+    truth in at least 2 of 3 seeds, the median within 30 steps of it."""
+    rows = [one("never-solvable-30", "all", seed, draws=160) for seed in SEEDS]
+    assert sum(covered(r) for r in rows) >= 2, [(r["truth"], r["lo"], r["hi"]) for r in rows]
+    for r in rows:
+        assert r["variants"]["masses"] > 0.5 and abs(r["median"] - r["truth"]) < 30, r

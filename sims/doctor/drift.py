@@ -8,6 +8,20 @@ h = log(1 + gamma t) exactly). A group at step s has k ~ Binomial(K, p_s), p dra
 Beta (midpoints), shifted on a grid of h (:data:`H_GRID`): the table of the group pmf per h is exact for the
 nodes, so P(k | h) = mean over nodes of Binomial(k; K, g^-1(g(p_j) + h)).
 
+**Population variants** (:data:`VARIANTS`; issue 39): ``beta``, the Beta alone, and ``masses``, a share w0 of
+prompts never solved (p = 0) and a share w1 never failed (p = 1) beside a Beta that holds the rest:
+p ~ w0 delta_0 + w1 delta_1 + (1 - w0 - w1) Beta(a, b). The masses do not move with the shift (a prompt that no
+rollout ever solves stays so), so the group pmf is (1 - w0 - w1) P_Beta(k | h) + w0 [k = 0] + w1 [k = K], the
+mixed share (1 - w0 - w1) u_Beta(h). A Beta alone can mimic a mass with a ~ 0, but not a mass and a broad rest at
+once, and its prompts near 0 move once the shift is large: on 30% never-solvable prompts it put the first stall
+66-125 steps late. The variant is chosen with the shapes, by the same leave-future-out score: every (variant,
+shape) pair is scored on its own variant's per-step likelihood and the pseudo-BMA+ weights are over the pairs
+(:func:`model_weights`). Named deviation: each variant's population is fitted on all logged steps, the scored ones
+included (as for the Beta before), which favours the two extra parameters of ``masses`` by about one nat where
+there are no masses; there its masses fit near 0 and its forecast is the Beta's. From a survivors-only record the
+masses cancel from the truncated likelihood (only the rounds, where logged, hold them): the two variants then
+score alike and the masses' draws follow their prior (:func:`.stall_risk.population_draws`).
+
 **Per-step likelihood** ``LL[s, h]`` = sum over the step's groups of log P(k | h), and
 
 * where the record holds only the groups that trained (the survivors of DAPO's filter, verl's rollout dump):
@@ -63,8 +77,9 @@ from scipy.special import expit, gammaln, logit, logsumexp
 
 from .fit import _hessian
 
-__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "population_table", "step_loglik", "fit_population",
-           "step_bins", "shift_estimates", "fit_shape", "predict", "shape_weights", "measure_drift"]
+__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
+           "population_nll", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
+           "shape_weights", "model_weights", "measure_drift"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
@@ -88,19 +103,23 @@ def _ginv(z, link):
     return expit(z) if link == "logit" else np.exp(-np.exp(-z))
 
 
-def population_table(a: float, b: float, K: int, link: str, grid=H_GRID) -> dict:
+def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: float = 0.0, w1: float = 0.0) -> dict:
     """Per shift h of ``grid``: ``pmf`` (len(grid), K + 1) the group pmf, ``u`` the mixed share, ``u2`` the mean
     squared P(mixed) over prompts (for the between-prompt variance of u), ``fail`` / ``pass`` the shares of
-    all-fail / all-pass groups."""
+    all-fail / all-pass groups. ``w0`` / ``w1``: shares of prompts never solved (p = 0) and never failed (p = 1),
+    which the shift does not move (the ``masses`` population, module docstring); the Beta holds the rest."""
     p = np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
     P = np.clip(_ginv(_g(p, link)[None, :] + grid[:, None], link), _P, 1 - _P)  # (H, nodes)
     k = np.arange(K + 1)
     logc = gammaln(K + 1) - gammaln(k + 1) - gammaln(K - k + 1)
     pmf_j = np.exp(logc + k * np.log(P)[..., None] + (K - k) * np.log1p(-P)[..., None])  # (H, nodes, K+1)
-    pmf = pmf_j.mean(axis=1)
+    rest = 1.0 - w0 - w1
+    pmf = rest * pmf_j.mean(axis=1)
+    pmf[:, 0] += w0
+    pmf[:, K] += w1
     uj = 1.0 - pmf_j[..., 0] - pmf_j[..., K]
-    return {"pmf": pmf, "u": 1.0 - pmf[:, 0] - pmf[:, K], "u2": (uj * uj).mean(axis=1), "fail": pmf[:, 0],
-            "pass": pmf[:, K], "K": K, "link": link}
+    return {"pmf": pmf, "u": 1.0 - pmf[:, 0] - pmf[:, K], "u2": rest * (uj * uj).mean(axis=1), "fail": pmf[:, 0],
+            "pass": pmf[:, K], "K": K, "link": link, "w0": float(w0), "w1": float(w1)}
 
 
 def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
@@ -154,45 +173,90 @@ def _moments(LL: np.ndarray):
     return m, sd
 
 
-def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, settings=None, tau=None,
-                   bins=None) -> dict:
-    """ML population (a, b) at the first step, jointly with a nuisance linear shift h = beta tau on the link
-    scale (module docstring). Returns ``a``, ``b``, ``x`` (log a, log b), ``cov`` (of x, beta profiled out
-    of the Hessian; NaN if it is not positive definite)."""
+MASS_BOUNDS = (-12.0, 4.0)  #: bounds of the masses' log-odds z0, z1 (w_i = e^z_i / (1 + e^z0 + e^z1))
+VARIANTS = ("beta", "masses")  #: population variants: the Beta alone; the Beta with masses at p = 0 and p = 1
+
+
+def population_params(x, masses: bool) -> tuple[float, float, float, float]:
+    """(a, b, w0, w1) of a population parameter vector x = (log a, log b[, z0, z1]) (bounds applied)."""
+    a, b = np.exp(np.clip(np.asarray(x[:2], float), np.log(1e-3), np.log(1e4)))
+    if not masses:
+        return float(a), float(b), 0.0, 0.0
+    z = np.exp(np.clip(np.asarray(x[2:4], float), *MASS_BOUNDS))
+    return float(a), float(b), float(z[0] / (1 + z.sum())), float(z[1] / (1 + z.sum()))
+
+
+def population_nll(x, beta: float, counts, K: int, link: str, survivors: bool, rounds=None, settings=None,
+                   tau=None, bins=None, masses: bool = False) -> float:
+    """- sum_s LL[s, beta tau_s] of the population x (:func:`population_params`) with the linear shift beta per
+    step (the objective of :func:`fit_population`)."""
     bins = np.arange(counts.shape[0]) if bins is None else bins
     tau = np.arange(int(bins[-1]) + 1, dtype=float) if tau is None else np.asarray(tau, float)
-    frac = tau / max(float(tau.max()), 1.0)  # the shift is x[2] at the last step
+    a, b, w0, w1 = population_params(x, masses)
+    pos = np.clip(np.interp(beta * tau, H_GRID, np.arange(len(H_GRID))), 0, len(H_GRID) - 1.000001)
+    i = pos.astype(int)
+    f = pos - i
+    cols = np.unique(np.concatenate([i, i + 1]))  # the table only at the grid points the shifts fall between
+    LL = step_loglik(population_table(a, b, K, link, H_GRID[cols], w0=w0, w1=w1), counts, survivors, rounds,
+                     settings, bins)
+    j = np.searchsorted(cols, i)
     rows = np.arange(len(tau))
+    return -float(np.sum(LL[rows, j] * (1 - f) + LL[rows, j + 1] * f))
 
-    def nll3(x):
-        ab = np.exp(np.clip(x[:2], np.log(1e-3), np.log(1e4)))
-        LL = step_loglik(population_table(*ab, K, link), counts, survivors, rounds, settings, bins)
-        pos = np.clip(np.interp(x[2] * frac, H_GRID, np.arange(len(H_GRID))), 0, len(H_GRID) - 1.000001)
-        i = pos.astype(int)
-        f = pos - i
-        return -float(np.sum(LL[rows, i] * (1 - f) + LL[rows, i + 1] * f))
+
+def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, settings=None, tau=None,
+                   bins=None, masses: bool = False, start=None) -> dict:
+    """ML population (a, b) at the first step, jointly with a nuisance linear shift h = beta tau on the link
+    scale (module docstring); with ``masses`` also the shares w0, w1 of prompts never solved / never failed
+    (log-odds z0, z1 against the Beta's share). Returns ``a``, ``b``, ``w0``, ``w1``, ``x`` (log a, log b[, z0,
+    z1]), ``cov`` (of x, beta profiled out of the Hessian; NaN if it is not positive definite), ``beta``.
+    ``start``: a fit of the Beta alone to start the masses' fit from."""
+    bins = np.arange(counts.shape[0]) if bins is None else bins
+    tau = np.arange(int(bins[-1]) + 1, dtype=float) if tau is None else np.asarray(tau, float)
+    span = max(float(tau.max()), 1.0)
+    npar = 4 if masses else 2
+
+    def nll3(x):  # x[-1] is the shift at the last step
+        return population_nll(x[:npar], x[-1] / span, counts, K, link, survivors, rounds, settings, tau, bins, masses)
 
     c = counts.sum(axis=0)
     kk = np.arange(K + 1)
     m = float(np.clip(c @ kk / (K * c.sum()), 0.05, 0.95))
+    if masses:  # from the Beta's fit with no masses, and from masses the size of the unanimous shares' excess
+        b0 = start if start is not None else fit_population(counts, K, link, survivors, rounds, settings, tau, bins)
+        f0, f1 = (c[0] / c.sum(), c[K] / c.sum()) if not survivors else (0.1, 0.1)
+        z = lambda w0, w1: np.log(np.maximum([w0, w1], 1e-5) / max(1 - w0 - w1, 0.05))  # noqa: E731
+        x0s = [np.r_[b0["x"], z(1e-4, 1e-4), b0["beta"] * span], np.r_[b0["x"], z(0.5 * f0, 0.5 * f1), b0["beta"] * span]]
+    else:  # two starts: a diffuse and a concentrated population of the observed mean
+        x0s = [np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0]) for tot in (1.0, 4.0)]
     best = None
-    for tot in (1.0, 4.0):  # two starts: a diffuse and a concentrated population of the observed mean
-        x0 = np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0])
+    for x0 in x0s:
         if best is not None and nll3(x0) > best.fun + 50:  # far worse from the start: not climbed
             continue
-        res = optimize.minimize(nll3, x0, method="Nelder-Mead", options={"xatol": 1e-2, "fatol": 1e-2, "maxiter": 300})
+        res = optimize.minimize(nll3, x0, method="Nelder-Mead",
+                                options={"xatol": 1e-2, "fatol": 1e-2, "maxiter": 300 if not masses else 600})
         if best is None or res.fun < best.fun:
             best = res
     x = best.x.copy()
     x[:2] = np.clip(x[:2], np.log(1e-3), np.log(1e4))
+    if masses:
+        x[2:4] = np.clip(x[2:4], *MASS_BOUNDS)
     H = _hessian(nll3, x, 1e-2)
+    # a mass at its lower bound (none of it: w < 1e-4) is flat there: the covariance of the other coordinates, that mass
+    # given a unit variance of its log-odds (still nothing of it) and no correlation
+    free = np.array([not (masses and 2 <= i < 4 and x[i] < MASS_BOUNDS[0] + 3.0) for i in range(len(x))])
+    cov = np.full((npar, npar), np.nan)
     try:
-        np.linalg.cholesky(H)
-        cov = np.linalg.inv(H)[:2, :2]
+        Hf = H[np.ix_(free, free)]
+        np.linalg.cholesky(Hf)
+        full = np.diag(np.where(free, 0.0, 1.0))
+        full[np.ix_(free, free)] = np.linalg.inv(Hf)
+        cov = full[:npar, :npar]
     except np.linalg.LinAlgError:
-        cov = np.full((2, 2), np.nan)
-    return {"a": float(np.exp(x[0])), "b": float(np.exp(x[1])), "x": x[:2], "cov": cov, "link": link,
-            "nll": float(best.fun), "beta": float(x[2]) / max(float(tau.max()), 1.0)}
+        pass
+    a, b, w0, w1 = population_params(x[:npar], masses)
+    return {"a": a, "b": b, "w0": w0, "w1": w1, "masses": masses, "x": x[:npar], "cov": cov, "link": link,
+            "nll": float(best.fun), "beta": float(x[-1]) / span}
 
 
 def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -404,43 +468,74 @@ def shape_weights(tau, per_link: dict, rng=None) -> dict:
 
     ``per_link``: {link: (LL, h_hat, se)}. Returns ``weights`` {shape: w}, ``scores`` {shape: summed log score},
     ``scored_steps``."""
+    return model_weights(tau, {"beta": per_link}, rng)
+
+
+def model_weights(tau, per_variant: dict, rng=None) -> dict:
+    """Pseudo-BMA+ weights of every (population variant, shape) pair by the rolling-origin scores of the module
+    docstring, each pair scored on its own variant's per-step likelihood (the same data, so the scores compare).
+
+    ``per_variant``: {variant: {link: (LL, h_hat, se)}}. Returns ``weights`` {shape: w summed over variants},
+    ``variants`` {variant: w}, ``pairs`` {"variant/shape": w}, ``scores`` {shape: summed log score of the first
+    variant}, ``pair_scores``, ``scored_steps``."""
     rng = np.random.default_rng(0) if rng is None else rng
     n = len(tau)
-    point = {s: [] for s in SHAPES}
+    pairs = [(v, s) for v in per_variant for s in SHAPES]
+    point = {pr: [] for pr in pairs}
     first = max(int(round(ORIGIN * n)), 4)
     cuts = sorted(set(np.linspace(first, n, min(MAX_ORIGINS, max(n - first, 0)) + 1).round().astype(int).tolist()))
     for cut, end in zip(cuts[:-1], cuts[1:]):  # each origin scores the points up to the next one
-        for shape, link in SHAPES.items():
-            LL, h, se = per_link[link]
+        for v, shape in pairs:
+            LL, h, se = per_variant[v][SHAPES[shape]]
             f = fit_shape(shape, tau[:cut], h[:cut], se[:cut])
             mean, var = predict(f, tau[cut:end])
-            point[shape].append(_score(LL[cut:end], mean, var))
-    if not point["linear"]:
-        return {"weights": {s: 1.0 / len(SHAPES) for s in SHAPES}, "scores": None, "scored_steps": 0}
-    P = np.stack([np.concatenate(point[s]) for s in SHAPES])  # shapes x scored (origin, step) pairs
-    P = np.where(np.isfinite(P), P, -1e6)
-    z = rng.dirichlet(np.ones(P.shape[1]), size=BB_DRAWS) * P.shape[1]  # Bayesian bootstrap over scored steps
-    tot = z @ P.T  # draws x shapes
-    w = np.exp(tot - tot.max(axis=1, keepdims=True))
-    w = (w / w.sum(axis=1, keepdims=True)).mean(axis=0)
-    return {"weights": dict(zip(SHAPES, map(float, w))), "scores": dict(zip(SHAPES, map(float, P.sum(axis=1)))),
-            "scored_steps": int(P.shape[1])}
+            point[(v, shape)].append(_score(LL[cut:end], mean, var))
+    variants = list(per_variant)
+    if not point[pairs[0]]:
+        w = {pr: 1.0 / len(pairs) for pr in pairs}
+        P = None
+    else:
+        P = np.stack([np.concatenate(point[pr]) for pr in pairs])  # pairs x scored (origin, step) pairs
+        P = np.where(np.isfinite(P), P, -1e6)
+        z = rng.dirichlet(np.ones(P.shape[1]), size=BB_DRAWS) * P.shape[1]  # Bayesian bootstrap over scored steps
+        tot = z @ P.T  # draws x pairs
+        ww = np.exp(tot - tot.max(axis=1, keepdims=True))
+        w = dict(zip(pairs, map(float, (ww / ww.sum(axis=1, keepdims=True)).mean(axis=0))))
+    out = {"weights": {s: float(sum(w[(v, s)] for v in variants)) for s in SHAPES},
+           "scores": None if P is None else {s: float(P[pairs.index((variants[0], s))].sum()) for s in SHAPES},
+           "scored_steps": 0 if P is None else int(P.shape[1])}
+    if len(variants) > 1:
+        out["variants"] = {v: float(sum(w[(v, s)] for s in SHAPES)) for v in variants}
+        out["pairs"] = {f"{v}/{s}": float(w[(v, s)]) for v, s in pairs}
+        out["pair_scores"] = None if P is None else {f"{v}/{s}": float(P[i].sum()) for i, (v, s) in enumerate(pairs)}
+    return out
 
 
-def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None) -> dict:
-    """Population and per-step shifts for both links, the shapes fitted to all logged steps, and their weights.
+def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None, variants=VARIANTS) -> dict:
+    """Population and per-step shifts for both links and every population variant (:data:`VARIANTS`), the shapes
+    fitted to all logged steps, and the weights of every (variant, shape) pair.
 
     ``counts`` (steps, K + 1) per logged step ``steps`` (increasing); ``rounds`` per step or None. ``tau``
-    (returned) is the step offset of each bin (:func:`step_bins`) from the first step."""
+    (returned) is the step offset of each bin (:func:`step_bins`) from the first step. ``links`` is the Beta
+    variant's (as before the variants), ``variants`` {variant: links}."""
     steps = np.asarray(steps, float)
     bins = step_bins(len(steps))
     tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step
-    links = {}
-    for link in LINKS:
-        pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins)
-        LL = step_loglik(population_table(pop["a"], pop["b"], K, link), counts, survivors, rounds, settings, bins)
-        h, se = shift_estimates(LL)
-        links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
-    weights = shape_weights(tau, {k: (v["LL"], v["h"], v["se"]) for k, v in links.items()})
-    fits = {s: fit_shape(s, tau, links[l]["h"], links[l]["se"]) for s, l in SHAPES.items()}
-    return {"links": links, "fits": fits, "weights": weights, "tau": tau, "steps": steps, "bins": bins}
+    per = {}
+    for v in variants:
+        links = {}
+        for link in LINKS:
+            start = per["beta"][link]["population"] if "beta" in per else None
+            pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins, masses=v == "masses",
+                                 start=start)
+            LL = step_loglik(population_table(pop["a"], pop["b"], K, link, w0=pop["w0"], w1=pop["w1"]), counts,
+                             survivors, rounds, settings, bins)
+            h, se = shift_estimates(LL)
+            links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
+        per[v] = links
+    weights = model_weights(tau, {v: {k: (x["LL"], x["h"], x["se"]) for k, x in per[v].items()} for v in per})
+    fits = {v: {s: fit_shape(s, tau, per[v][lk]["h"], per[v][lk]["se"]) for s, lk in SHAPES.items()} for v in per}
+    first = variants[0]
+    return {"links": per[first], "variants": per, "fits": fits[first], "variant_fits": fits, "weights": weights,
+            "tau": tau, "steps": steps, "bins": bins, "counts": counts, "survivors": survivors, "rounds": rounds,
+            "settings": settings, "K": K}

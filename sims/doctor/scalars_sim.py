@@ -13,6 +13,8 @@ shares over every group the step drew (as this project's trainer does) with the 
 ``groups_per_step``, the rounds as ``gen_batches``, and returns the step at which the run first hit its cap
 (None when it never did within ``n_steps``). The drift is exogenous: the simulated policy does not learn
 from the batches; that isolates the forecast from the learning dynamics, which no forecast from scalars sees.
+It is :func:`.loop_sim.simulate_loop` with fresh draws (``fresh``) instead of a finite prompt set: one simulator
+of the loop, two prompt sources.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ import numpy as np
 from scipy.special import expit, logit
 
 from ..scalars_record import scalars_record
+from .loop_sim import MAX_ROUNDS, simulate_loop, to_scalars
 
 __all__ = ["pass_rates_at", "simulate_shares", "simulate_dapo", "MAX_ROUNDS"]
-
-MAX_ROUNDS = 1000  #: an uncapped step that has not filled after this many rounds ends the run as stalled
 
 
 def pass_rates_at(p0, elapsed, rate: float, model: str = "logit"):
@@ -67,35 +68,13 @@ def simulate_shares(alpha: float, beta: float, rate: float, K: int, n_steps: int
 
 
 def simulate_dapo(alpha: float, beta: float, rate: float, K: int, n_steps: int, gen_batch: int, train_batch: int,
-                  cap: int, *, model: str = "logit", seed: int = 0, name: str = "simulated-dapo"):
-    """(record of the steps run, the step that hit the cap or None); see the module docstring."""
-    rng = np.random.default_rng(seed)
-    limit = cap if cap else MAX_ROUNDS
-    rows = {k: [] for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean",
-                            "groups_per_step", "gen_batches")}
-    stall = None
-    for i in range(n_steps):
-        kept, drawn = 0, []
-        for _ in range(limit):
-            p = pass_rates_at(rng.beta(alpha, beta, gen_batch), i, rate, model)
-            S = rng.binomial(K, p)
-            drawn.append(S)
-            kept += int(np.sum((S > 0) & (S < K)))
-            if kept >= train_batch:
-                break
-        S = np.concatenate(drawn)
-        for k, v in _shares(S, K).items():
-            rows[k].append(float(v))
-        rows["groups_per_step"].append(float(len(S)))
-        rows["gen_batches"].append(float(len(drawn)))
-        if kept < train_batch:
-            stall = 1 + i
-            break
-    n = len(rows["gen_batches"])
-    gb = np.asarray(rows.pop("gen_batches"))
-    rec = scalars_record(name, np.arange(1, n + 1), {k: np.asarray(v) for k, v in rows.items()}, num_generations=K,
-                         source={"format": "simulated", "trainer": "simulated", "run": name, "dialect": {},
-                                 "missing": [], "notes": []}, raw={"gen_batches": gb},
-                         extra_meta={"truth": {"alpha": alpha, "beta": beta, "rate": rate, "model": model, "K": K,
-                                               "gen_batch": gen_batch, "train_batch": train_batch, "cap": cap}})
-    return rec, stall
+                  cap: int, *, model: str = "logit", seed: int = 0, name: str = "simulated-dapo", stuck: float = 0.0):
+    """(record of the steps run, the step that hit the cap or None); see the module docstring. The loop is
+    :func:`.loop_sim.simulate_loop` in its fresh-draw mode (one simulator for both), logged by
+    :func:`.loop_sim.to_scalars`; ``stuck`` a share of the drawn prompts never solved."""
+    shape, params = ("power", {"g": rate}) if model == "power" else ("logit", {"beta": rate})
+    sim = simulate_loop(None, K, gen_batch, train_batch, cap, shape, params, n_steps, seed=seed,
+                        fresh=(alpha, beta, stuck))
+    truth = {"alpha": alpha, "beta": beta, "rate": rate, "model": model, "K": K, "gen_batch": gen_batch,
+             "train_batch": train_batch, "cap": cap, "stuck": stuck}
+    return to_scalars(sim, name=name, truth=truth), sim["stall_step"]

@@ -2,10 +2,12 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
 
 **What is drawn** (a parametric bootstrap of the forecast; :data:`DRAWS` draws):
 
-1. the shape of the drift, with the pseudo-BMA+ weights of :func:`.drift.shape_weights` (draws allotted to
-   each shape in proportion);
-2. the population (log a, log b) of the shape's link from its normal approximation (:func:`.drift.fit_population`;
-   :data:`POPULATIONS` per link), the per-step shifts re-measured under it and the shape refitted to them;
+1. the population variant and the shape of the drift, with the pseudo-BMA+ weights of
+   :func:`.drift.model_weights` (draws allotted to each (variant, shape) pair in proportion);
+2. the population of the shape's link: for the Beta alone (log a, log b) from its normal approximation
+   (:func:`.drift.fit_population`), with masses at 0 and 1 (log a, log b, w0, w1) by :func:`population_draws`
+   (the likelihood where the record holds the masses, their prior where it does not); :data:`POPULATIONS` per
+   link and variant, the per-step shifts re-measured under each and the shape refitted to them;
 3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
    future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over every
    future step;
@@ -29,9 +31,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import LINKS, SHAPES, draw_paths, fit_shape, population_table, shift_estimates, step_loglik, H_GRID
+from .drift import (LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
+                    step_loglik, H_GRID)
 
-__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk"]
 
 DRAWS = 240  #: draws of (shape, population, path)
@@ -53,52 +56,119 @@ def step_hazard(u, m2, settings: dict, n_prompts: int | None):
     return ndtr((T - 0.5 - n * u) / sd)
 
 
+MASS_PRIOR = 0.5  #: the masses' prior: w0 and w1 each uniform on [0, MASS_PRIOR] (where the data cannot tell)
+SIR_POP = 6  #: proposals per population draw of the masses variant
+
+
+def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: dict | None = None,
+                     mass_cap: float | None = None) -> np.ndarray:
+    """``n`` draws of a population parameter vector x (:func:`.drift.population_params`).
+
+    The Beta alone: from the fit's normal approximation (its point where the Hessian is not positive definite).
+    With masses: sampling-importance-resampling from a defensive mixture (Hesterberg 1995) of the fit's normal
+    approximation (covariance doubled) and a proposal whose masses w0, w1 are uniform on [0, :data:`MASS_PRIOR`]
+    (the prior; the box widened to hold the fit's masses + 0.1 where they exceed it) and whose (log a, log b) are the Beta's normal approximation; weights the likelihood
+    (:func:`.drift.population_nll`, the fitted nuisance shift) times the prior over the mixture's density, in the
+    log-odds coordinates of the masses (Jacobian w0 w1 (1 - w0 - w1)). Where the record cannot tell the masses
+    (a survivors-only dump: the truncated likelihood does not hold them, the rounds at most bound them) the
+    draws follow the prior and the forecast widens; where it can (every group logged) they follow the likelihood.
+    ``mass_cap``: an upper bound on w0 + w1 the record gives otherwise (a survivors-only dump: the share of the
+    prompt set it never shows, :func:`unseen_share`), applied to the prior and the draws."""
+    x_hat, cov = np.asarray(pop["x"], float), np.asarray(pop["cov"], float)
+    ok = bool(np.all(np.isfinite(cov))) and bool(np.all(np.linalg.eigvalsh((cov + cov.T) / 2) > 0))
+    if ok and pop.get("masses", False):  # an ill-conditioned Hessian: its eigenvalues bounded (sd 1e-4 to 10)
+        vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
+        cov = (vecs * np.clip(vals, 1e-8, 100.0)) @ vecs.T
+    if not pop.get("masses", False):
+        return rng.multivariate_normal(x_hat, cov + 1e-12 * np.eye(2), size=n) if ok else np.repeat(x_hat[None], n, 0)
+    from scipy.stats import multivariate_normal as mvn
+
+    from .drift import MASS_BOUNDS, population_nll
+
+    m = SIR_POP * n
+    cab = cov[:2, :2] if ok else np.asarray((fallback or pop)["cov"], float)
+    if not np.all(np.isfinite(cab)):
+        cab = np.diag([0.05, 0.05])
+    cab = 2.0 * (cab + cab.T) / 2 + 1e-9 * np.eye(2)
+    hi = np.maximum(MASS_PRIOR, np.minimum(np.array([pop["w0"], pop["w1"]]) + 0.1, 0.95))  # the box holds the fit
+    cap = 0.99 if mass_cap is None else float(np.clip(mass_cap, 1e-6, 0.99))
+    hi = np.minimum(hi, cap)
+    wb = rng.uniform(0.0, 1.0, size=(m, 2)) * hi
+    wb = np.where(wb.sum(axis=1, keepdims=True) < cap, wb, wb * cap / wb.sum(axis=1, keepdims=True))
+    zb = np.log(wb / (1.0 - wb.sum(axis=1, keepdims=True)))
+    props = np.hstack([rng.multivariate_normal(x_hat[:2], cab, size=m), zb])
+    if ok:
+        ca = 2.0 * (cov + cov.T) / 2 + 1e-9 * np.eye(4)
+        props[: m // 2] = rng.multivariate_normal(x_hat, ca, size=m // 2)
+    props = np.vstack([props, x_hat[None]])  # the fit itself among the proposals
+    props[:, 2:4] = np.clip(props[:, 2:4], *MASS_BOUNDS)
+    ez = np.exp(props[:, 2:4])
+    w = ez / (1.0 + ez.sum(axis=1, keepdims=True))
+    inside = np.all(w <= hi, axis=1) & (w.sum(axis=1) <= cap)
+    log_jac = np.log(w).sum(axis=1) + np.log(np.maximum(1.0 - w.sum(axis=1), 1e-300))
+    log_qb = mvn(x_hat[:2], cab).logpdf(props[:, :2]) - np.log(hi).sum() + log_jac
+    log_q = log_qb if not ok else np.logaddexp(np.log(0.5) + log_qb, np.log(0.5) + mvn(
+        x_hat, ca).logpdf(props))
+    nll = np.array([population_nll(x, pop["beta"], drift["counts"], drift["K"], link, drift["survivors"],
+                                   drift["rounds"], drift["settings"], drift["tau"], drift["bins"], True)
+                    if ins else np.inf for x, ins in zip(props, inside)])
+    logw = -nll + log_jac - log_q
+    logw = np.where(np.isfinite(logw), logw, -np.inf)
+    if not np.any(np.isfinite(logw)):
+        return np.repeat(x_hat[None], n, 0)
+    p = np.exp(logw - logw.max())
+    return props[rng.choice(len(props), size=n, p=p / p.sum())]
+
+
 def _quantile_step(F, steps, q):
     i = np.flatnonzero(F >= q)
     return int(steps[i[0]]) if i.size else None
 
 
 def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
-               rounds=None, draws: int = DRAWS, seed: int = 0) -> dict:
+               rounds=None, draws: int = DRAWS, seed: int = 0, mass_cap: float | None = None) -> dict:
     """The risk curve and the first stall's distribution (module docstring).
 
     ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
-    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``)."""
+    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``).
+    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`)."""
     rng = np.random.default_rng(seed)
     steps_logged = drift["steps"]
     tau, last = drift["tau"], int(steps_logged[-1])
     future = np.arange(last + 1, int(horizon_step) + 1)
     tau_f = (future - steps_logged[0]).astype(float)
-    w = drift["weights"]["weights"]
-    alloc = {s: int(round(w[s] * draws)) for s in SHAPES}
+    wts = drift["weights"]
+    variants = drift.get("variants", {"beta": drift["links"]})
+    pair_w = wts.get("pairs") or {f"beta/{s}": wts["weights"][s] for s in SHAPES}
     K = counts.shape[1] - 1
     surv, qs, share_fail, hpaths = [], [], [], []
-    for link in LINKS:
-        shapes = [s for s, lk in SHAPES.items() if lk == link and alloc[s] > 0]
-        if not shapes:
-            continue
-        pop = drift["links"][link]["population"]
-        cov = pop["cov"]
-        ok = np.all(np.isfinite(cov))
-        xs = rng.multivariate_normal(pop["x"], cov + 1e-12 * np.eye(2), size=POPULATIONS) if ok else \
-            np.repeat(pop["x"][None, :], POPULATIONS, axis=0)
-        for i, x in enumerate(xs):
-            tab = population_table(*np.exp(np.clip(x, np.log(1e-3), np.log(1e4))), K, link)
-            LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
-            h, se = shift_estimates(LL)
-            for s in shapes:
-                n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
-                if n == 0:
-                    continue
-                paths = draw_paths(fit_shape(s, tau, h, se), tau_f, n, rng)
-                u = np.interp(paths, H_GRID, tab["u"])
-                m2 = np.interp(paths, H_GRID, tab["u2"])
-                q = step_hazard(u, m2, settings, n_prompts)
-                qs.append(q)
-                surv.append(np.cumprod(1.0 - q, axis=1))
-                fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
-                share_fail.append(fail / np.maximum(fail + pas, 1e-300))
-                hpaths.append(paths)
+    for variant, vlinks in variants.items():
+        alloc = {s: int(round(pair_w.get(f"{variant}/{s}", 0.0) * draws)) for s in SHAPES}
+        for link in LINKS:
+            shapes = [s for s, lk in SHAPES.items() if lk == link and alloc[s] > 0]
+            if not shapes:
+                continue
+            pop = vlinks[link]["population"]
+            xs = population_draws(pop, drift, link, POPULATIONS, rng, fallback=drift["links"][link]["population"],
+                                  mass_cap=mass_cap)
+            for i, x in enumerate(xs):
+                a, b, w0, w1 = population_params(x, pop.get("masses", False))
+                tab = population_table(a, b, K, link, w0=w0, w1=w1)
+                LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
+                h, se = shift_estimates(LL)
+                for s in shapes:
+                    n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
+                    if n == 0:
+                        continue
+                    paths = draw_paths(fit_shape(s, tau, h, se), tau_f, n, rng)
+                    u = np.interp(paths, H_GRID, tab["u"])
+                    m2 = np.interp(paths, H_GRID, tab["u2"])
+                    q = step_hazard(u, m2, settings, n_prompts)
+                    qs.append(q)
+                    surv.append(np.cumprod(1.0 - q, axis=1))
+                    fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
+                    share_fail.append(fail / np.maximum(fail + pas, 1e-300))
+                    hpaths.append(paths)
     S = np.concatenate(surv)
     Q = np.concatenate(qs)
     F = 1.0 - S.mean(axis=0)
@@ -113,6 +183,9 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
            "shapes": drift["weights"], "survivors": bool(survivors), "rounds_used": rounds is not None,
            "populations": {lk: {"a": drift["links"][lk]["population"]["a"], "b": drift["links"][lk]["population"]["b"]}
                            for lk in LINKS},
+           "population_variants": {v: {"weight": float((wts.get("variants") or {"beta": 1.0}).get(v, 0.0)),
+                                       **{lk: {k: vl[lk]["population"][k] for k in ("a", "b", "w0", "w1")}
+                                          for lk in LINKS}} for v, vl in variants.items()},
            "step": future, "cumulative": F, "cumulative_band": np.quantile(1.0 - S, [tail, 1 - tail], axis=0),
            "hazard": hazard, "p_stall_median": np.quantile(Q, 0.5, axis=0),
            "p_stall_band": np.quantile(Q, [tail, 1 - tail], axis=0),
@@ -134,6 +207,17 @@ def step_counts(groups) -> tuple[np.ndarray, np.ndarray]:
     counts = np.bincount(inv * (groups.K + 1) + groups.successes,
                          minlength=len(steps) * (groups.K + 1)).reshape(len(steps), groups.K + 1).astype(float)
     return steps, counts
+
+
+def unseen_share(groups) -> float | None:
+    """The share of the prompt set (``n_prompts``) that no recorded group holds; None where the set's size is
+    unknown. In a survivors-only dump a prompt never solved or never failed is never mixed, so never recorded:
+    the masses' total w0 + w1 is at most this share (a bound, not an estimate: prompts not drawn, or drawn and
+    never mixed by chance, are unseen too; a large dataset of which the logged steps drew a part bounds nothing)."""
+    n = int(groups.n_prompts or 0)
+    if n <= 0:
+        return None
+    return max(0.0, 1.0 - len(np.unique(groups.prompt_id)) / n)
 
 
 SURVIVORS = 0.75  #: a record holding under this share of the groups its logged rounds drew holds the survivors only
@@ -184,7 +268,9 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
         from .forecast import HORIZON
         horizon_step = int(np.ceil(steps[-1] + HORIZON * max(steps[-1] - steps[0], 1)))
     d = measure_drift(counts, steps, groups.K, survivors, rounds, settings)
-    out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed)
+    cap = unseen_share(groups) if survivors else None
+    out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
+    out["mass_cap"] = cap
     out["survivors_reason"] = why
     out["rounds_informative"] = bool(rounds is not None and np.any(rounds > 1))
     return out
