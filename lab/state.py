@@ -38,13 +38,14 @@ BETA_BOUNDS = (0.05, 100.0)  #: allowed range of the Beta parameters a and b
 SEED_MAX = 2**32 - 1
 
 NO_LOOP = "none"  #: the stall overlay's "no loop"
-#: the stall overlay's controls (LabState's own, not in the URL)
+#: the stall overlay's controls (LabState's own; in the URL only while a loop is chosen)
 LOOP = ("loop", "gen_batch", "train_batch", "cap")
 #: the controls that decide the population (LabState's own; the grid's are grid.spec.LINKED)
 POPULATION = ("n_prompts", "a", "b", "seed")
-#: URL query parameter names, in order: every control of LabState (the grid's, the population's, the pin), which
-#: the page also watches for its redraw; ``pin`` only while a view is pinned
-URL_PARAMS = LINKED + POPULATION + ("pin",)
+#: URL query parameter names, in order: every control of LabState (the grid's, the population's, the pin, the stall
+#: overlay's loop), which the page also watches for its redraw; ``pin`` only while a view is pinned, the loop's only
+#: while a loop is chosen
+URL_PARAMS = LINKED + POPULATION + ("pin",) + LOOP
 
 _DEFAULT = Scenario()
 
@@ -63,7 +64,7 @@ class LabState(GridControls):
         "The pinned view's controls (grpo_lab.grid.pin: e.g. K8_t0.68), shown as a ghost beside the grid and "
         "compared with the live view; empty: nothing pinned."))
     notice = param.String("", doc="Corrections made to the URL's values, shown on the page.")
-    # the trainer loop whose stall the decay curve shows (grpo_lab.sims.loop_stall); not in the URL
+    # the trainer loop whose stall the decay curve shows (grpo_lab.sims.loop_stall); in the URL while one is chosen
     loop = param.Selector(objects=[NO_LOOP, *LOOPS], default=NO_LOOP, label="Trainer loop", doc=(
         "Draw on the decay curve when this loop would stall as training progresses: DAPO (dynamic sampling: rounds "
         "of the generation batch until the train batch of mixed groups is full, at most the cap) or plain GRPO (a "
@@ -90,12 +91,12 @@ class LabState(GridControls):
         return tuple(getattr(self, name) for name in POPULATION)
 
     def values(self) -> dict:
-        """The URL parameters' current values."""
-        return {name: getattr(self, name) for name in URL_PARAMS}
+        """The URL parameters' current values (the stall overlay's loop and sizes only while a loop is chosen)."""
+        return {name: getattr(self, name) for name in URL_PARAMS if name not in LOOP or self.loop != NO_LOOP}
 
     def reset(self) -> None:
         """Back to the defaults (``Scenario()``, no trainer loop); clears the notice."""
-        self.param.update(**{name: self.param[name].default for name in (*URL_PARAMS, *LOOP)}, notice="")
+        self.param.update(**{name: self.param[name].default for name in URL_PARAMS}, notice="")
 
     def new_draw(self, rng: random.Random | None = None) -> int:
         """Draw a fresh population: a new random seed (different from the current one). Returns it."""
@@ -262,6 +263,11 @@ def _clean(name: str, raw) -> tuple[object, str | None]:
     p = LabState.param[name]
     default = _default(name)
     shown = _quoted(raw)
+    if isinstance(p, param.Selector):
+        v = str(raw).strip()
+        if v not in p.objects:
+            return default, f"{name}={shown} is not one of {', '.join(p.objects)}; using {default}"
+        return v, None
     if isinstance(p, param.Boolean):
         v = _as_bool(raw)
         if v is None:
@@ -329,7 +335,8 @@ def sanitize(query: Mapping[str, object]) -> tuple[dict, list[str]]:
 
 
 def query_values(state: LabState) -> dict[str, str]:
-    """The URL query of a state, as strings (booleans as true/false; ``pin`` only while a view is pinned)."""
+    """The URL query of a state, as strings (booleans as true/false; ``pin`` only while a view is pinned, the
+    stall overlay's loop and its sizes only while a loop is chosen)."""
     out = {}
     for name, v in state.values().items():
         if name == "pin" and not v:

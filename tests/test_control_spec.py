@@ -53,7 +53,11 @@ def test_the_side_controls_read_their_labels_and_bounds_from_the_state():
     spec = side_spec()["controls"]
     for name in FIELDS:
         p = LabState.param[name]
-        assert spec[name]["label"] == p.label and (spec[name]["min"], spec[name]["max"]) == p.bounds
+        assert spec[name]["label"] == p.label
+        if spec[name]["kind"] == "select":  # a choice: its options are the parameter's objects
+            assert spec[name]["options"] == list(p.objects)
+        else:
+            assert (spec[name]["min"], spec[name]["max"]) == p.bounds
 
 
 def test_a_label_changed_on_its_parameter_shows_everywhere(monkeypatch):

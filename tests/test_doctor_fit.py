@@ -175,10 +175,10 @@ def test_a_chi_square_with_no_degree_of_freedom_is_reported_as_not_testable():
     """Few groups pool into few cells: df = cells - 1 - 2 < 1 has no test, and the report says so
     instead of printing a negative df (SmolLM2's 32-group runs in runs/lm pool into 2 or 3 cells)."""
     from grpo_lab.sims.doctor.fit import gof
-    from grpo_lab.doctor_report.text import _gof_text
+    from grpo_lab.doctor_report.text import gof_text
 
     g = gof([14, 1, 0, 0, 1], stats.betabinom.pmf(np.arange(5), 4, 0.3, 0.6), n_params=2)
     assert g["cells"] == 2 and g["df"] == -1 and np.isnan(g["p_value"]) and not g["poor"]
-    assert _gof_text(g) == "chi-square not testable (2 cells after pooling, too few for the fit's parameters)"
+    assert gof_text(g) == "chi-square not testable (2 cells after pooling, too few for the fit's parameters)"
     many = gof([400, 50, 30, 60, 300], stats.betabinom.pmf(np.arange(5), 4, 0.3, 0.6), n_params=2)
-    assert many["df"] == 2 and _gof_text(many).startswith(f"chi-square p = {many['p_value']:.3g} (df 2)")
+    assert many["df"] == 2 and gof_text(many).startswith(f"chi-square p = {many['p_value']:.3g} (df 2)")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from grpo_lab.grid.pin import pin_text
-from grpo_lab.state import LAB_MAX_PROMPTS, URL_PARAMS, AdvantageState, LabState, query_values, sanitize
+from grpo_lab.state import LAB_MAX_PROMPTS, LOOP, URL_PARAMS, AdvantageState, LabState, query_values, sanitize
 from grpo_lab.sims import advantages as adv
 from grpo_lab.sims.scenario import Scenario
 
@@ -56,9 +56,13 @@ def test_sanitized_values_round_trip_through_the_query_string():
         if rng.integers(2):  # a pinned view (grpo_lab.grid.pin); the URL carries pin only while one is pinned
             s.pin = pin_text({"progress": float(rng.random()), "K": int(rng.integers(1, 65)), "filter": True,
                               "band_lo": 0.1, "band_hi": 0.6, "rho": 0.0})
+        if rng.integers(2):  # a trainer loop on the decay curve; the URL carries it only while one is chosen
+            s.param.update(loop=str(rng.choice(["DAPO", "GRPO"])), gen_batch=int(rng.integers(1, 2000)),
+                           train_batch=int(rng.integers(1, 2000)), cap=int(rng.integers(1, 50)))
+        left_out = ({"pin"} if not s.pin else set()) | (set(LOOP) if s.loop == "none" else set())
         clean, notices = sanitize(query_values(s))
-        assert notices == [] and clean == {k: v for k, v in s.values().items() if k != "pin" or s.pin}
-        assert set(clean) == set(URL_PARAMS) - ({"pin"} if not s.pin else set())
+        assert notices == [] and clean == {k: v for k, v in s.values().items() if k not in left_out}
+        assert set(clean) == set(URL_PARAMS) - left_out
 
 
 def test_reset_new_draw_and_step():
@@ -87,3 +91,21 @@ def test_advantage_state_matches_the_core():
     np.testing.assert_array_equal(s.table()["rewards"], [1, 0.5, 0]) and s.error == ""
     s.rewards_text = "1, x"
     assert s.table()["rewards"].size == 4 and s.error.startswith("Rewards not used")
+
+
+def test_the_stall_overlays_loop_travels_in_the_url_only_while_one_is_chosen():
+    """A view is a pure function of its URL: a chosen trainer loop and its sizes are in the query and come back
+    from it; with no loop the query carries none of them; a loop the lab does not know is replaced with a notice."""
+    lab = LabState()
+    assert not {"loop", "gen_batch", "train_batch", "cap"} & set(query_values(lab))
+    lab.param.update(loop="DAPO", gen_batch=64, train_batch=32, cap=3)
+    q = query_values(lab)
+    assert (q["loop"], q["gen_batch"], q["train_batch"], q["cap"]) == ("DAPO", "64", "32", "3")
+    values, notices = sanitize(q)
+    assert notices == [] and {k: values[k] for k in ("loop", "gen_batch", "train_batch", "cap")} == \
+        {"loop": "DAPO", "gen_batch": 64, "train_batch": 32, "cap": 3}
+    values, notices = sanitize({"loop": "<b>PPO</b>", "cap": "0"})
+    assert values["loop"] == "none" and values["cap"] == 1
+    assert any("loop=" in n and "not one of" in n for n in notices) and any("cap=" in n for n in notices)
+    lab.reset()
+    assert lab.loop == "none" and lab.cap == LabState.param.cap.default

@@ -22,7 +22,7 @@ __all__ = ["for_web", "WEB_FLAGS"]
 _MiB = 1 << 20
 #: flags that may appear in an ingest message, and how the web speaks of each (a test keeps this complete)
 WEB_FLAGS = ("--max-mb", "--format", "--tolerance", "--num-generations", "--max-group", "--reward-key",
-             "--reward-columns", "--reward-weights", "--run", "--trainer")
+             "--reward-columns", "--reward-weights", "--run", "--trainer", "--metrics")
 
 _RULES = (
     (re.compile(r"^(?P<what>.*?): reading it would pass the size cap of \d+ bytes \(\d+ bytes in all; "
@@ -42,7 +42,7 @@ _RULES = (
 )
 _PASS = re.compile(r"\bpass (--(?:num-generations|reward-key|trainer))\b")
 _OTHER = re.compile(r"(?<!grpo-lab ingest )(--(?:num-generations|max-group|reward-key|reward-columns|reward-weights|"
-                    r"trainer))\b")
+                    r"trainer|metrics))\b")
 
 
 def for_web(message: str, limits=None) -> str:

@@ -22,7 +22,7 @@ from grpo_lab.visitor import visitor_key
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
-from grpo_lab.state import LOOP, URL_PARAMS, LabState, PlayState
+from grpo_lab.state import URL_PARAMS, LabState, PlayState
 from grpo_lab.sims.scenario import evaluate
 
 from .caption import StateCaption
@@ -82,7 +82,7 @@ class LiveLab:
         c = self.controls
         self.caption = StateCaption()  # the view in words; follows the plots' redraw
         self.plots = []  # the full page's plots are built once the page has loaded (_build_plots)
-        lab.param.watch(self._changed, list(URL_PARAMS) + list(LOOP))  # every control the URL carries, the loop
+        lab.param.watch(self._changed, list(URL_PARAMS))  # every control the URL carries, the loop's among them
         self._redraw = Debounce(lambda: self.refresh(repaint_grid=self.lab.rho > 0), REDRAW_DELAY_MS)
         # the session's share of the server, within its visitor's and the process's (Play's pushes, server paints)
         # one pane for the URL's notice and the busy line (one Bokeh model: the first render pays for each)

@@ -257,7 +257,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         out["backtest"] = bt
     out["when"] = when(out)
     t = time.perf_counter()
-    out["rules"] = fire_rules(record, out)
+    out["rules"] = fire_rules(record, out, tolerance=tolerance)
     timings["rules"] = time.perf_counter() - t  # after the total: the stages before it are the diagnosis proper
     out["tracker"] = tracker_values(out)
     return out

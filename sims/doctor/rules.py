@@ -256,9 +256,10 @@ def _stall_median(result: dict) -> tuple[float | None, dict | None]:
     return hit.get("median"), sf
 
 
-def cap_changes(record: RunRecord, result: dict) -> list[dict]:
+def cap_changes(record: RunRecord, result: dict, tolerance: float | None = None) -> list[dict]:
     """The stall forecast under each change of :data:`RULES`' ``cap_hit`` (``{change, settings, first_stall}``;
-    None = no stall within the horizon): the record's fit kept, the trainer's settings changed."""
+    None = no stall within the horizon): the record's fit kept, the trainer's settings changed; ``tolerance`` as the
+    diagnosis read the groups (:func:`.groups.run_groups`)."""
     sf = result["stall_forecast"]
     s = sf["settings"]
     changes = [("cap doubled", {"cap": 2 * s["cap"]}),
@@ -269,11 +270,11 @@ def cap_changes(record: RunRecord, result: dict) -> list[dict]:
     for what, delta in changes:
         new = {k: v for k, v in {**s, **delta}.items() if k not in ("cap_effective",)}
         out.append({"change": what, "settings": {k: new[k] for k in ("gen_batch", "train_batch", "cap", "K")},
-                    "first_stall": _changed_stall(record, result, new)})
+                    "first_stall": _changed_stall(record, result, new, tolerance)})
     return out
 
 
-def _changed_stall(record: RunRecord, result: dict, settings: dict) -> float | None:
+def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: float | None) -> float | None:
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
 
@@ -282,14 +283,14 @@ def _changed_stall(record: RunRecord, result: dict, settings: dict) -> float | N
     from .groups import run_groups
     from .stall import stall_forecast as group_stall
 
-    groups = run_groups(record, None if record.reward_tolerance == 0 else record.reward_tolerance)
+    groups = run_groups(record, tolerance)
     sf = group_stall(groups, settings)
     if (sf.get("risk") or {}).get("available"):
         return sf["risk"]["first_stall"]["median"]
     return sf["stall"]["0.5"]["step"] if sf.get("available") else None
 
 
-def _cap_hit(record: RunRecord, result: dict | None) -> dict | None:
+def _cap_hit(record: RunRecord, result: dict | None, tolerance: float | None = None) -> dict | None:
     if not result:
         return None
     median, sf = _stall_median(result)
@@ -297,7 +298,7 @@ def _cap_hit(record: RunRecord, result: dict | None) -> dict | None:
         return None
     s = sf["settings"]
     last = sf["now"]["step"]
-    changes = cap_changes(record, result)
+    changes = cap_changes(record, result, tolerance)
     said = "; ".join(f"{c['change']}: " + ("no stall within the horizon" if c["first_stall"] is None
                                             else f"step {c['first_stall']:.0f}") for c in changes)
     return _rule("cap_hit", f"the run is forecast to exceed its cap of {s['cap']} generation rounds near step "
@@ -307,11 +308,12 @@ def _cap_hit(record: RunRecord, result: dict | None) -> dict | None:
                  "still mixed", changes=changes)
 
 
-def fire_rules(record: RunRecord, result: dict | None = None, *, zero_steps: int = ZERO_STEPS) -> list[dict]:
+def fire_rules(record: RunRecord, result: dict | None = None, *, zero_steps: int = ZERO_STEPS,
+               tolerance: float | None = None) -> list[dict]:
     """The rules that fire on ``record`` (its diagnosis ``result`` for the cap rule; None: that rule is skipped),
-    in :data:`RULES`' order (see the module docstring)."""
+    in :data:`RULES`' order (see the module docstring); ``tolerance``: the reward tolerance the diagnosis used."""
     out = [_all_zero(record, zero_steps)]
     if not is_scalars_only(record) and len(record.groups.get("rewards", [])):
         out += [_float_ties(record), _phantom(record), _loo_split(record)]
-    out.append(_cap_hit(record, result))
+    out.append(_cap_hit(record, result, tolerance))
     return [r for r in out if r is not None]
