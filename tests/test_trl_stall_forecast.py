@@ -29,10 +29,15 @@ def _as_of(folder, step):
 
 
 def _wandb_env(monkeypatch, tmp_path):
+    import wandb
+
     monkeypatch.delenv("WANDB_DISABLED", raising=False)
     for k, v in dict(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
                      WANDB_PROJECT="grpo-lab-test").items():
         monkeypatch.setenv(k, v)
+    # W&B keeps one set of settings per process, read when it was first set up: another test file on this worker
+    # may have set it up before this environment (TRL's callback then resolved to online and asked for a key)
+    wandb.teardown()
 
 
 def _wandb_series(folder, key, step, polls=600):
