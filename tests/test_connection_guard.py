@@ -12,6 +12,7 @@ import sys
 
 from grpo_lab import connection_guard as g
 from grpo_lab.socket_guard import ClientLog
+from grpo_lab.testing.run_async import run_async
 
 
 def test_connections_are_capped_in_all_and_per_address_below_the_open_file_limit():
@@ -81,7 +82,7 @@ def test_an_accept_out_of_files_pauses_accepting_with_a_line_per_pause():
     saved = g.CONNECTION_LOG
     g.CONNECTION_LOG = ClientLog(logger=Sink())
     try:
-        accepted, calls = asyncio.run(main())
+        accepted, calls = run_async(main())  # its own loop, in a thread: a browser test may hold this one
     finally:
         g.CONNECTION_LOG = saved
     assert accepted == 1  # the connection is taken once files are back
