@@ -33,7 +33,6 @@ __all__ = ["PREFIX", "NEXT_SHARE", "tracker_values", "alert_due", "alert_text", 
 
 PREFIX = "grpo_lab/"  #: every key written to a tracker starts with it
 NEXT_SHARE = 0.1  #: P(stall) is over the next this share of the run
-SCALARS_BAND = 0.95  #: coverage of the scalars forecast's predictive interval (its 2.5% and 97.5% quantiles)
 
 
 def next_steps(last_step: int) -> int:
@@ -41,52 +40,45 @@ def next_steps(last_step: int) -> int:
     return max(1, int(math.ceil(NEXT_SHARE * max(int(last_step), 0))))
 
 
-def _scalars_stall(sf: dict) -> dict:
-    from .scalars_forecast import _hit_cdf
-
-    hit = sf.get("first_cap_hit") or {}
-    out = {"first_stall_median": hit.get("median")}
-    if hit.get("median") is not None:
-        lo, hi = hit.get("predictive") or [None, None]
-        out.update(first_stall_lo=lo, first_stall_hi=hi, first_stall_band_level=SCALARS_BAND)
+def _p_stall_next(sf: dict, scalars: bool) -> float | None:
+    """P(the first stall within the next :func:`next_steps` steps) of a stall forecast, None where it has none."""
     last = int(sf["now"]["step"])
-    steps = np.arange(last + 1, last + next_steps(last) + 1, dtype=float)
-    grid, p = np.asarray(sf["series"]["step"], float), np.asarray(sf["series"]["p_stall"], float)
-    at = np.interp(steps, grid, p)  # the grid holds every step within the next run length where it is short
-    out["p_stall_next"] = float(_hit_cdf(steps, at, last + 1)[-1])
-    return out
+    if scalars:
+        if not sf.get("first_cap_hit"):
+            return None
+        from .scalars_forecast import _hit_cdf
 
-
-def _risk_stall(sf: dict) -> dict:
-    risk = sf["risk"]
-    fs = risk["first_stall"]
-    out = {"first_stall_median": fs["median"]}
-    if fs["median"] is not None:
-        out.update(first_stall_lo=fs["interval"][0], first_stall_hi=fs["interval"][1],
-                   first_stall_band_level=float(risk["level"]))
-    last = int(sf["now"]["step"])
+        steps = np.arange(last + 1, last + next_steps(last) + 1, dtype=float)
+        grid, p = np.asarray(sf["series"]["step"], float), np.asarray(sf["series"]["p_stall"], float)
+        at = np.interp(steps, grid, p)  # the grid holds every step within the next run length where it is short
+        return float(_hit_cdf(steps, at, last + 1)[-1])
+    risk = sf.get("risk") or {}
+    if not risk.get("available"):
+        return None
     steps = np.asarray(risk["step"], float)
     i = min(int(np.searchsorted(steps, last + next_steps(last), side="right")), len(steps)) - 1
-    out["p_stall_next"] = float(np.asarray(risk["cumulative"])[i]) if i >= 0 else 0.0
-    return out
+    return float(np.asarray(risk["cumulative"])[i]) if i >= 0 else 0.0
 
 
 def tracker_values(result: dict) -> dict[str, float]:
-    """``{PREFIX + name: value}`` of a diagnosis (see the module docstring); figures that do not exist are left out."""
-    out: dict = {"rules": len(result.get("rules") or [])}
+    """``{PREFIX + name: value}`` of a diagnosis (see the module docstring); figures that do not exist are left out.
+
+    The expiry and the first stall are the diagnosis's one answer to "when" (``result["when"]``,
+    :func:`.when.when`), as the reports print them."""
+    scalars = bool(result.get("scalars_only"))
+    w = result["when"]
+    out: dict = {"rules": len(result.get("rules") or []), "expiry_step": w["expiry"]["step"],
+                 "mixed_now": result["expiry"]["mixed_now"] if scalars else result["forecast"]["rate_now"]}
     sf = result.get("stall_forecast") or {}
-    if result.get("scalars_only"):
-        out["expiry_step"] = result["expiry"]["step"]
-        out["mixed_now"] = result["expiry"]["mixed_now"]
-        if sf.get("available") and sf.get("first_cap_hit") is not None:
-            out.update(_scalars_stall(sf))
-    else:
-        out["expiry_step"] = result["forecast"]["crossing_step"]
-        out["mixed_now"] = result["forecast"]["rate_now"]
-        if sf.get("available") and (sf.get("risk") or {}).get("available"):
-            out.update(_risk_stall(sf))
-    if "when" in result:  # the expiry as the report says it: none where its verdict failed the log's check
-        out["expiry_step"] = result["when"]["expiry"]["step"]
+    stall = w["stall"]
+    if sf.get("available") and stall.get("available"):
+        p_next = _p_stall_next(sf, scalars)
+        if p_next is not None:
+            out["first_stall_median"] = stall.get("step")
+            if stall.get("step") is not None:
+                lo, hi = stall.get("interval") or [None, None]
+                out.update(first_stall_lo=lo, first_stall_hi=hi, first_stall_band_level=stall["level"])
+            out["p_stall_next"] = p_next
     return {PREFIX + k: float(v) for k, v in out.items() if v is not None and np.isfinite(v)}
 
 
