@@ -15,17 +15,10 @@ __all__ = ["live_forecast"]
 
 def live_forecast(record) -> str:
     """One line for the page (see the module docstring); empty where the record has no per-step share."""
-    from grpo_lab.sims.doctor.fleet import mixed_series, run_forecast
+    from grpo_lab.sims.doctor.fleet import record_series, run_forecast
     from grpo_lab.sims.doctor.trainer_config import settings_from_record
 
-    steps = record.steps or {}
-    held = None
-    if len(record.groups.get("step", ())):
-        import numpy as np
-
-        s, c = np.unique(np.asarray(record.groups["step"]), return_counts=True)
-        held = dict(zip(s.tolist(), c.tolist()))
-    s, m, g = mixed_series(steps, held)
+    s, m, g = record_series(record)
     if not len(s):
         return ""
     f = run_forecast(s, m, g, settings_from_record(record.meta))

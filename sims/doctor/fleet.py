@@ -40,7 +40,7 @@ from scipy.special import expit, logit
 from .forecast import DEFAULT_THRESHOLD, HORIZON
 from .stall import rounds_distribution
 
-__all__ = ["MIN_STEPS", "DRAWS", "GRID", "SPARK_POINTS", "mixed_series", "fit_trend", "run_forecast", "rank_key",
+__all__ = ["MIN_STEPS", "DRAWS", "GRID", "SPARK_POINTS", "mixed_series", "record_series", "fit_trend", "run_forecast", "rank_key",
            "stall_table", "effective_cap"]
 
 MIN_STEPS = 5  #: steps with a share needed before a forecast
@@ -73,6 +73,16 @@ def mixed_series(steps: dict, groups_per_step=None) -> tuple[np.ndarray, np.ndar
     groups = np.where(np.isfinite(groups) & (groups > 0), groups, 1.0)
     ok = np.isfinite(mixed)
     return step[ok], np.clip(mixed[ok], 0.0, 1.0), groups[ok]
+
+
+def record_series(record) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mixed_series` of a run record as it stands: its steps table, the groups it holds counted per step
+    where the table gives no ``groups_per_step``."""
+    held = None
+    if len(record.groups.get("step", ())):
+        s, c = np.unique(np.asarray(record.groups["step"]), return_counts=True)
+        held = dict(zip(s.tolist(), c.tolist()))
+    return mixed_series(record.steps or {}, held)
 
 
 def fit_trend(step, mixed, groups) -> dict | None:
