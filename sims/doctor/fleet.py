@@ -87,37 +87,19 @@ def record_series(record) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def fit_trend(step, mixed, groups) -> dict | None:
     """The quasi-binomial logistic fit of the module docstring: ``{a, b, cov, phi, s0, s1}``; None with fewer than
-    :data:`MIN_STEPS` steps or one step value."""
+    :data:`MIN_STEPS` steps, one step value, or a singular fit. It is the tie share's trend
+    (:func:`.tie_trend.fit_tie_trend`, the same model for 1 - mixed) with its signs turned: logit mixed = -(a' + b' t),
+    its covariance scaled by the Pearson dispersion phi."""
+    from .tie_trend import fit_tie_trend
+
     step = np.asarray(step, float)
     if len(step) < MIN_STEPS or step[-1] == step[0]:
         return None
-    s0, s1 = float(step.min()), float(step.max())
-    t = (step - s0) / (s1 - s0)
-    y, w = np.asarray(mixed, float), np.asarray(groups, float)
-    X = np.column_stack([np.ones_like(t), t])
-    beta = np.array([logit(np.clip(np.average(y, weights=w), 1e-3, 1 - 1e-3)), 0.0])
-    for _ in range(50):
-        eta = np.clip(X @ beta, -_ETA, _ETA)
-        mu = expit(eta)
-        v = np.maximum(mu * (1 - mu), 1e-12)
-        H = X.T @ (X * (w * v)[:, None])
-        g = X.T @ (w * (y - mu))
-        try:
-            delta = np.linalg.solve(H, g)
-        except np.linalg.LinAlgError:
-            return None
-        beta = np.clip(beta + delta, -_ETA, _ETA)
-        if np.max(np.abs(delta)) < 1e-9:
-            break
-    mu = expit(np.clip(X @ beta, -_ETA, _ETA))
-    v = np.maximum(mu * (1 - mu), 1e-12)
-    H = X.T @ (X * (w * v)[:, None])
-    phi = max(1.0, float(np.sum(w * (y - mu) ** 2 / v)) / max(1, len(y) - 2))
-    try:
-        cov = np.linalg.inv(H) * phi
-    except np.linalg.LinAlgError:
+    f = fit_tie_trend(step, groups, 1.0 - np.asarray(mixed, float))
+    if not np.all(np.isfinite(f["cov"])):
         return None
-    return {"a": float(beta[0]), "b": float(beta[1]), "cov": cov, "phi": phi, "s0": s0, "s1": s1}
+    return {"a": -f["a"], "b": -f["b"], "cov": f["cov"] * f["dispersion"], "phi": f["dispersion"],
+            "s0": float(f["steps"][0]), "s1": float(f["steps"][1])}
 
 
 def _draws(fit: dict, n: int, seed: int) -> np.ndarray:

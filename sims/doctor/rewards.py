@@ -31,6 +31,8 @@ import re
 
 import numpy as np
 
+from ..outcomes import p_useful
+
 __all__ = ["STD_SLACK", "STD_ROWS", "BINARY_ROWS", "classify_scalars", "classify_groups", "max_mixed_share"]
 
 STD_SLACK = 0.02  #: a logged std further than this above the binary bound counts as a row binary rewards cannot give
@@ -44,8 +46,9 @@ _OWN = ("simulated", "grpo-lab")
 
 
 def max_mixed_share(K: int) -> float:
-    """The most mixed groups binary rewards can give at K: 1 - 2^(1 - K) (every prompt at pass rate 1/2)."""
-    return 1.0 - 2.0 ** (1 - int(K))
+    """The most mixed groups binary rewards can give at K: P(useful) at pass rate 1/2 (every prompt there),
+    1 - 2^(1 - K) (:func:`grpo_lab.sims.outcomes.p_useful`)."""
+    return float(p_useful(0.5, int(K)))
 
 
 def _col(steps: dict, key: str, n: int):
