@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InputError
 from .predictive import LEVEL, band
-from .scalars_fit import MODELS, POWER_MAX_K, StepShares, _resolve, fit_scalars
+from .scalars_fit import StepShares, _resolve, best_fit, fit_models
 from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from .tie_trend import fit_tie_trend, tie_predict
 
@@ -41,10 +41,7 @@ def observed_mixed(d: StepShares) -> np.ndarray:
 
 
 def _fit_binary(d: StepShares):
-    fits = {}
-    for m in MODELS if d.K <= POWER_MAX_K else [x for x in MODELS if x != "power"]:
-        fits[m] = fit_scalars(d, m)
-    return min(fits.values(), key=lambda f: f["aic"])
+    return best_fit(fit_models(d))
 
 
 def _score(obs, b) -> dict:

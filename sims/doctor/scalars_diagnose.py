@@ -41,7 +41,7 @@ from .rewards import classify_scalars
 from .tie_trend import fit_tie_trend, tie_expiry
 from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
-from .scalars_fit import MODELS, POWER_MAX_K, fit_scalars, population_moments, step_shares
+from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .trainer_config import step_settings
 
@@ -144,11 +144,9 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
                          "a --trainer-config with the batch sizes")
     d = step_shares(record, num_generations=int(K), groups_per_step=gps)
     t = time.perf_counter()
-    fits = {}
-    for m in MODELS if d.K <= POWER_MAX_K else [x for x in MODELS if x != "power"]:
-        fits[m] = fit_scalars(d, m)
-    model = min(fits, key=lambda m: fits[m]["aic"])
-    fit = fits[model]
+    fits = fit_models(d)
+    fit = best_fit(fits)
+    model = fit["model"]
     rewards = classify_scalars(steps, d.K, meta.get("source"))
     not_binary = rewards["rewards"] == "not binary"
     tie_fit = None

@@ -52,7 +52,7 @@ from ..errors import InputError
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 
-__all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "shares_at",
+__all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "shares_at",
            "population_moments", "draws"]
 
 CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
@@ -432,6 +432,19 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
 
 
 _NAMES = ("alpha", "beta", "drift g", "never-solved share (logit)")
+
+
+
+def fit_models(d: StepShares, starts: dict | None = None) -> dict:
+    """``{model: fit}``: :func:`fit_scalars` for every drift map of :data:`MODELS` (the power map only up to
+    :data:`POWER_MAX_K`), each warm-started from ``starts[model]`` where given."""
+    starts = starts or {}
+    return {m: fit_scalars(d, m, start=starts.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+
+
+def best_fit(fits: dict) -> dict:
+    """The fit the doctor keeps of :func:`fit_models`' fits: the smallest AIC (the first of :data:`MODELS` on a tie)."""
+    return min(fits.values(), key=lambda f: f["aic"])
 
 
 def _clipped(lo, hi, a, b) -> list:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..record import RunRecord
-from .scalars_fit import DRAWS, MODELS, POWER_MAX_K, fit_scalars, step_shares
+from .scalars_fit import DRAWS, best_fit, fit_models, step_shares
 from .scalars_forecast import stall_forecast
 from .when import scalars_stall
 
@@ -63,9 +63,9 @@ class StallWatch:
         if gps is None and not (len(col) and np.isfinite(col).any()):
             gps = int(self.settings["gen_batch"])
         d = step_shares(record, num_generations=K, groups_per_step=gps)
-        fits = {m: fit_scalars(d, m, start=self.theta.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+        fits = fit_models(d, starts=self.theta)
         self.theta = {m: f["theta"] for m, f in fits.items()}
-        fit = min(fits.values(), key=lambda f: f["aic"])  # the diagnosis's choice (smallest AIC)
+        fit = best_fit(fits)  # the diagnosis's choice
         sf = stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS)
         event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
                           "mixed_now": fit["last"]["mixed"]}, stall=sf)
