@@ -253,18 +253,30 @@ class Room:
         if ledger is not None:
             with ledger.locked():
                 self.slot = ledger.claim(self.ident, key)
-            if self.slot is None:
-                _log.warning("%d class rooms are open; room %s counts in each server process apart", ledger.slots,
-                             key.room)
         if self.slot is None:
-            self.ledger = Ledger(slots=1, wall=lambda: -math.inf)  # never expires: this room is its one slot
-            with self.ledger.locked():
-                self.slot = self.ledger.claim(self.ident, key)
+            self._alone()
+
+    def _alone(self) -> None:
+        """Count in a ledger of this room's own (the server's has no slot free): in this process alone."""
+        if self.ledger is not None:
+            _log.warning("%d class rooms are open; room %s counts in each server process apart", self.ledger.slots,
+                         self.key.room)
+        self.ledger = Ledger(slots=1, wall=lambda: -math.inf)  # never expires: this room is its one slot
+        with self.ledger.locked():
+            self.slot = self.ledger.claim(self.ident, self.key)
 
     def _here(self) -> bool:
         """Whether the slot is still this room's (the ledger held): it is given to another only after the key
         expired, and then only a closing page of this room comes here."""
         return self.ledger.ident(self.slot) == self.ident
+
+    def _claimed(self) -> bool:
+        """Whether the room has its slot, claimed again if it was lost (cannot happen while the key is valid;
+        counted afresh if it does)."""
+        with self.ledger.locked():
+            if not self._here():
+                self.slot = self.ledger.claim(self.ident, self.key)
+            return self.slot is not None
 
     @property
     def open(self) -> int:
@@ -289,9 +301,9 @@ class Room:
         ledger. In order: the room full for a visitor with no place (:data:`FULL`), its open pages
         (:data:`FULL_TABS`), ``mine`` (the caller's own refusal, if any: the browser's tabs), no token of the
         ``kind`` bucket (:data:`BUSY`). Admitted, a token is taken and a new visitor takes a place."""
+        if not self._claimed():
+            self._alone()
         with self.ledger.locked():
-            if not self._here():  # cannot happen while the key is valid; counted afresh if it does
-                self.slot = self.ledger.claim(self.ident, self.key)
             fields = self.ledger.read(self.slot)
             size, open_, taken = fields[2], fields[3], fields[4]
             place = _digest(visitor) if visitor else None
