@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from grpo_lab.sims.errors import InputError
-from grpo_lab.sims.loop_stall import STALL_LEVEL, loop_stall_curve
+from grpo_lab.sims.loop_stall import MAX_PROMPTS, STALL_LEVEL, loop_stall_curve
 from grpo_lab.sims.scenario import Scenario
 from grpo_lab.state import LabState, PlayState
 from grpo_lab.testing.lab_server import READ_CLASS, wait_readout
@@ -58,20 +58,29 @@ def test_a_stall_appears_where_the_share_falls_below_what_the_loop_needs():
         loop_stall_curve(pop, TS, 4, 0.0, None, s.gain, "DAPO", 512, 512, 0)
 
 
-def test_the_live_lab_sends_the_overlay_in_its_frame_and_only_with_a_loop():
+def test_the_live_lab_sends_the_loop_at_rho_0_and_the_overlay_in_its_frame_with_rho():
+    """At rho = 0 the browser computes the overlay (kernel.js, tests/test_kernel_parity.py): Python sends the loop's
+    settings and the core's constants, no curve; with rho > 0 it sends the core's curve in the frame's curves."""
     lab = LabState(K=4)
     live = LiveLab(lab, PlayState())
-    assert live.prepare(False)["curves"] is None  # no loop: the kernel draws everything, nothing sent
+    assert live.prepare(False)["curves"] is None and live.grid.loop is None  # no loop: nothing sent
     lab.param.update(loop="DAPO", gen_batch=512, train_batch=512, cap=2)
+    assert live.prepare(False)["curves"] is None  # rho = 0: the kernel draws it, nothing computed here
+    assert live.grid.loop == {"loop": "DAPO", "gen_batch": 512, "train_batch": 512, "cap": 2, "level": STALL_LEVEL,
+                              "max_prompts": MAX_PROMPTS, "stalls": "DAPO 512/512, cap 2: stalls from t = ",
+                              "none": f"DAPO 512/512, cap 2: P(stall) < {STALL_LEVEL:g} up to t = 1"}
+    lab.param.update(loop="GRPO", train_batch=16)
+    assert live.grid.loop["stalls"] == "GRPO, 16 groups: stalls from t = "  # at once, no redraw waited for
+    lab.param.update(loop="DAPO", train_batch=512, rho=0.3)
     curves = live.prepare(False)["curves"]
-    core = loop_stall_curve(live.population, TS, 4, 0.0, None, Scenario().gain, "DAPO", 512, 512, 2)
+    core = loop_stall_curve(live.population, TS, 4, 0.3, None, Scenario().gain, "DAPO", 512, 512, 2)
     np.testing.assert_allclose(np.array(curves["stall"]["p"], float), core["p_stall"], atol=0)
     assert curves["stall"]["first_t"] == core["first_t"]
     assert curves["stall"]["label"] == f"DAPO 512/512, cap 2: stalls from t = {core['first_t']:.2f}"
     live.refresh(False)
     assert live.grid.curves == curves  # in the grid's model, for the browser to draw
     lab.reset()
-    assert lab.loop == "none" and live.prepare(False)["curves"] is None
+    assert lab.loop == "none" and live.prepare(False)["curves"] is None and live.grid.loop is None
 
 
 @pytest.mark.browser
