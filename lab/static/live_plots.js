@@ -39,7 +39,8 @@
 (function (root) {
   "use strict";
   var G = root.grpoKernel, TS = [], BINS = 25, POINTS = 401;
-  for (var i = 0; i <= 40; i++) TS.push(i / 40);
+  /* the decay curve's progresses as the core's numpy.linspace(0, 1, 41) (grpo_lab.views.decay.DECAY_POINTS): i * (1 / 40) */
+  for (var i = 0; i <= 40; i++) TS.push(i * (1 / 40));
 
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
   function fmt(v) { return v === 0 || v === 1 ? String(v) : String(v).replace(/^0\./, "."); }
