@@ -122,12 +122,13 @@ def test_a_large_population_is_thinned_within_a_thousandth(n, a, b):
             assert np.max(np.abs(got - whole)) < 1e-3
 
 
+#: JavaScript: the first element matching a selector, through shadow roots
+FIND = """function find(root, sel) { const el = root.querySelector(sel); if (el) return el;
+  for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot, sel); if (f) return f; }
+  return null; }"""
 #: JavaScript: one input event per step (a control of the grid set and its event dispatched), and right after each,
 #: before any frame or message, the grid's readout and the stall overlay drawn (its data, its marker, its words)
-ONE_EVENT = """(steps) => {
-  function find(root, sel) { const el = root.querySelector(sel); if (el) return el;
-    for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot, sel); if (f) return f; }
-    return null; }
+ONE_EVENT = """(steps) => { """ + FIND + """
   const view = find(document, '.gx-view'), plots = view.__grpoPlots;
   return steps.map(([name, value]) => {
     const input = find(document, '#gx-' + name);
@@ -184,10 +185,7 @@ def test_with_correlated_rollouts_the_overlay_is_pythons(page, lab_url):
     page.goto(f"{lab_url}?K=4&rho=0.3&loop=DAPO&gen_batch=512&train_batch=512&cap=2")
     wait_readout(page)
     page.wait_for_function(f"({READ_CLASS})('gx-stall-key') !== null", timeout=30_000)
-    got = page.evaluate("""() => {
-      function find(root, sel) { const el = root.querySelector(sel); if (el) return el;
-        for (const n of root.querySelectorAll('*')) if (n.shadowRoot) { const f = find(n.shadowRoot, sel); if (f) return f; }
-        return null; }
+    got = page.evaluate("""() => { """ + FIND + """
       const view = find(document, '.gx-view'), s = view.__grpoPlots.data.stall;
       return {p: s.p, first_t: s.first_t, lines: view.querySelectorAll('#gx-decay .gx-stall').length}; }""")
     s = Scenario(K=4, rho=0.3)

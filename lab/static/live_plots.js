@@ -39,7 +39,8 @@
 (function (root) {
   "use strict";
   var G = root.grpoKernel, TS = [], BINS = 25, POINTS = 401;
-  /* the decay curve's progresses as the core's numpy.linspace(0, 1, 41) (grpo_lab.views.decay.DECAY_POINTS): i * (1 / 40) */
+  /* the decay curve's progresses, as the core's numpy.linspace(0, 1, 41) (grpo_lab.views.decay.DECAY_POINTS):
+     i * (1 / 40) */
   for (var i = 0; i <= 40; i++) TS.push(i * (1 / 40));
 
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
@@ -238,8 +239,9 @@
       if (probe !== null) writeReading();
     };
 
-    /* the loop's stall overlay at rho = 0 (the kernel's, from the decay curve's shares), computed anew only when the
-       decay curve, the filter or the loop changed: the same object otherwise, so a new progress moves the marker alone */
+    /* the loop's stall overlay at rho = 0 (the kernel's, from the decay curve's shares), computed anew only when
+       the decay curve, the filter or the loop changed: the same object otherwise, so a new progress moves the marker
+       alone */
     function kernelStall(values) {
       if (!loop || !d || values.rho !== 0) return null;
       if (stallKey && stallKey.decay === decay && stallKey.filter === !!values.filter && stallKey.loop === loop) {
