@@ -3,7 +3,7 @@
 box lies in the window beside or above the lab and covers no part of it (the grid, the key, the controls, the Play
 row, the readouts, both plots), the grid keeps at least 30% of a 1920x1080 screen, its text and figure are whole
 (nothing scrolled or cut), the page does not scroll, the step's subject is outlined and on the screen and shows the
-figures the step quotes, the plots keep their keys, and the P(gradient) curve runs clear of its label. Step 7 talks about the K-cost table, which presentation mode's page does not build: the box shows it, with the
+figures the step quotes, the plots keep their keys, no two of a plot's texts overlap, and the P(gradient) curve runs clear of its label. Step 7 talks about the K-cost table, which presentation mode's page does not build: the box shows it, with the
 core's numbers.
 """
 
@@ -52,6 +52,14 @@ TOUR_STATE = "([cls]) => { const find = (" + FIND + """);
           font: parseFloat(getComputedStyle(text).fontSize), text: text.textContent, textBox: text.getBoundingClientRect().toJSON(),
           marked, pageH: document.documentElement.scrollHeight, pageW: document.documentElement.scrollWidth,
           w: innerWidth, h: innerHeight}; }"""
+#: JavaScript: pairs of texts of one plot (tick labels, axis and curve labels) whose boxes overlap by more than a pixel
+TEXTS_CROSSING = "(sel) => { const svg = (" + FIND + """)(sel); const t = Array.from(svg.querySelectorAll('text'))
+    .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([s, b]) => s.trim() && b.width > 0);
+  const out = [];
+  for (let i = 0; i < t.length; i++) for (let j = i + 1; j < t.length; j++) { const a = t[i][1], b = t[j][1];
+    if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1)
+      out.push([t[i][0], t[j][0], a.top, b.top]); }
+  return out; }"""
 #: JavaScript: the P(gradient) curve's label and the curve (its path's box), in the outcome plot
 CURVE_LABEL = "(colour) => { const svg = (" + FIND + """)('#gx-outcome'); const label = svg.querySelector('.gx-curve-label');
   const curve = Array.from(svg.querySelectorAll('path')).find(p => p.getAttribute('stroke') === colour && p.getAttribute('fill') === 'none');
@@ -133,6 +141,8 @@ def _check_step(page, n: int, width: int, height: int) -> None:
     # the plots keep their keys, and the P(gradient) curve runs clear of its label
     for note in ("lines expected, dots realised", "dashed: mean pass rate"):
         assert page.get_by_text(note).first.is_visible(), (where, note)
+    for svg in ("#gx-decay", "#gx-outcome"):  # no tick label runs into another, or into a label
+        assert page.evaluate(TEXTS_CROSSING, svg) == [], (where, svg)
     curve = page.evaluate(CURVE_LABEL, MIXED_COLOR)
     assert curve["label"]["text"].startswith("P(gradient), K = ")
     assert curve["label"]["bottom"] <= curve["curve"]["top"] + 0.5, (where, curve)

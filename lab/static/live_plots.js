@@ -86,14 +86,17 @@
       var Y = function (v) { return bottom - v * (bottom - top); };
       var out = '<rect x="' + ml + '" y="' + top + '" width="' + (s.w - ml - mr) + '" height="' + (bottom - top) +
                 '" fill="none" stroke="#bbb"/>';
+      var low = bottom - top < 1.25 * s.fs;  /* a panel shorter than its two end ticks: the "0" tick goes unlabelled */
       yTicks.forEach(function (v) {
-        out += '<text x="' + (ml - 4) + '" y="' + (Y(v) + s.fs * 0.35) + '" text-anchor="end">' + yFmt(v) + "</text>";
+        if (!(low && v === 0)) out += '<text x="' + (ml - 4) + '" y="' + (Y(v) + s.fs * 0.35) + '" text-anchor="end">' +
+                                      yFmt(v) + "</text>";
         if (v > 0 && v < 1) out += '<line x1="' + ml + '" x2="' + (s.w - mr) + '" y1="' + Y(v) + '" y2="' + Y(v) +
                                     '" stroke="#eee"/>';
       });
       if (xTicks) {
-        [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
-          out += '<text x="' + X(v) + '" y="' + (bottom + s.fs * 1.15) + '" text-anchor="middle">' + fmt(v) + "</text>";
+        [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {  /* "0" starts at the origin, clear of the y axis's "0" */
+          out += '<text x="' + X(v) + '" y="' + (bottom + s.fs * 1.15) + '" text-anchor="' + (v === 0 ? "start" : "middle") +
+                 '">' + fmt(v) + "</text>";
         });
         out += '<text x="' + (ml + (s.w - ml - mr) / 2) + '" y="' + (bottom + s.fs * 2.35) +
                '" text-anchor="middle" fill="#444">' + esc(xLabel) + "</text>";
@@ -141,9 +144,13 @@
     }
 
     function drawOutcome(view, values) {
-      var s = size(svgOut), split = Math.round(s.h * 0.4), bottom = s.h - 2.7 * s.fs;
+      var s = size(svgOut), bottom = s.h - 2.7 * s.fs;
       var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
       var head = 6 + 1.3 * s.fs;  /* the upper panel's label sits above its frame, where no curve runs */
+      /* the upper panel takes 40% of the two panels' height, and never less than 1.25 lines (nor more than half) so
+         its end ticks ("1", "0") stand apart in a short plot (present mode's tour at 1024x768) */
+      var inner = bottom - head - 2 * gap;
+      var split = Math.round(head + Math.max(0.4 * inner, Math.min(1.25 * s.fs, inner / 2)) + gap);
       var top = frame(s, head, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
