@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest.trackers.follow import STALE_S
 from grpo_lab.sims.record import RunRecord
 
 from .catalog import runs_folders
@@ -40,7 +41,6 @@ from .catalog import runs_folders
 __all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower",
            "signature", "read_shared"]
 
-STALE_S = 120.0  #: a followed log that has not grown for this long is said to have stopped
 PREFIX = "live tracker log: "  #: the start of a tracker log's label in the run picker
 MAX_DEPTH = 4  #: levels below a runs folder looked in (runs/<exp>/<trainer>/wandb/offline-run-x)
 MAX_ENTRIES = 5_000  #: directory entries looked at per runs folder; the walk stops there
