@@ -201,14 +201,13 @@ def record_from_scalars(rs, path: str, *, trainer: str | None = None, num_genera
     applied as :func:`read_scalars` does (its parameters); also what the TRL callback builds from the logs it sees
     (:mod:`grpo_lab.trl_recorder.stall_forecast`), so both read the same metrics the same way. Series named
     :data:`OWN_PREFIX` (``grpo_lab/...``: the forecast ``watch --emit`` and the TRL callback write into the same run)
-    are left out, said in the notes: a watch must not read its own output as the trainer's."""
+    are left out (silently: a follower, :mod:`.follow`, never reads them, and both records are equal): a watch must
+    not read its own output as the trainer's."""
     if config:
         rs.config = {**rs.config, **config}  # --trainer-config: the run's settings, over any the tracker stored
         rs.notes.append("config keys from --trainer-config")
-    own = [k for k in rs.series if k.startswith(OWN_PREFIX)]
-    if own:  # the forecast watch --emit wrote back beside the trainer's metrics: not the trainer's data
+    if any(k.startswith(OWN_PREFIX) for k in rs.series):  # the forecast written back: not the trainer's data
         rs.series = {k: v for k, v in rs.series.items() if not k.startswith(OWN_PREFIX)}
-        rs.notes.append(f"{len(own)} {OWN_PREFIX}... series (grpo-lab's own forecast, written back) left out")
     d = _dialects.detect(rs.series) if trainer is None else _dialects.dialect(trainer)
     steps, cols, raw, read, missing, notes, K = _dialects.map_run(rs.series, rs.config, d, num_generations)
     if K is None:

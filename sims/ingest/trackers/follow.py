@@ -111,6 +111,7 @@ class LogFollower:
     _sig: tuple | None = field(default=None, repr=False)  # a file read whole: (file, size, mtime_ns, inode)
     _total: int = field(default=0, repr=False)  # bytes parsed in all (the size cap)
     _state: tuple = field(default=(0, None, None, None), repr=False)  # trainer state: (rows, last row, state, path)
+    _listed: tuple | None = field(default=None, repr=False)  # the run's (name, handle), as last listed
 
     def __post_init__(self) -> None:
         from . import check_num_generations
@@ -128,12 +129,19 @@ class LogFollower:
 
     # --- the run's files --------------------------------------------------------------------------------------
     def _handle(self):
+        """The run followed: ``(name, handle)`` from the reader's own listing. An MLflow run is listed once, while
+        its folder stays (MLflow's client lists a run by reading every metric file whole: what following avoids)."""
         from . import list_runs
 
+        if self.kind == "mlflow" and self._listed is not None:
+            from .mlflow import run_dir
+
+            if run_dir(*self._listed[1]) is not None:
+                return self._listed
         fmt, runs = list_runs(self.path, self.fmt)
         self.fmt = fmt
-        name, handle = pick_run(runs, self.run, str(self.path), fmt)
-        return name, handle
+        self._listed = pick_run(runs, self.run, str(self.path), fmt)
+        return self._listed
 
     def _reset(self) -> None:
         self._files, self._rows, self._built, self._config, self._notes, self._total = {}, {}, {}, {}, [], 0
@@ -159,7 +167,7 @@ class LogFollower:
                 change = self._read(handle)
         except Exception:
             self._reset()
-            self._record = None
+            self._record = self._listed = None
             raise
         if change.kind != "unchanged" or self._record is None:
             self._record = None  # until the rows map (a failed mapping is tried again at the next refresh)
@@ -254,8 +262,8 @@ class LogFollower:
                 fh.seek(st.offset)
                 data = fh.read(size - st.offset)
             self.bytes_read += len(data)
-            if st.offset == 0 and not st.head:
-                st.head = data[:HEAD_BYTES] if len(data) >= HEAD_BYTES else b""
+            if st.offset < HEAD_BYTES:  # the first bytes, as read (to tell a replaced file from a grown one)
+                st.head = (st.head[:st.offset] + data)[:HEAD_BYTES]
             n, used = self._parse(f, key, data, st)
             self.rows_parsed += n
             st.offset += used
@@ -311,10 +319,9 @@ class LogFollower:
             ident = _identity(f)
         except OSError:
             return _Change("gone", f"{f.name} is gone")
-        if ident.ident != st.ident or (st.head and ident.head != st.head):
+        n = min(len(st.head), len(ident.head))  # a file shorter now (truncated) is compared on what it holds
+        if ident.ident != st.ident or ident.head[:n] != st.head[:n]:
             return _Change("replaced", f"{f.name} was replaced by another file")
-        if not st.head and ident.head and st.offset >= HEAD_BYTES:
-            st.head = ident.head  # long enough now to be told apart by its first bytes
         if self.kind == "trackio":
             if _top_id(f) < st.offset:
                 return _Change("replaced", f"{f.name} was replaced (its rows were removed)")
@@ -469,10 +476,11 @@ def _size(f: Path) -> int:
 
 
 def _identity(f: Path) -> _FileState:
+    """The file's (device, inode) and its first bytes, up to :data:`HEAD_BYTES` (a shorter file: all of them)."""
     st = f.stat()
     with open(f, "rb") as fh:
         head = fh.read(HEAD_BYTES)
-    return _FileState(ident=(st.st_dev, st.st_ino), head=head if len(head) == HEAD_BYTES else b"")
+    return _FileState(ident=(st.st_dev, st.st_ino), head=head)
 
 
 def _signature(f: Path) -> tuple:
