@@ -128,7 +128,7 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
                     _changed(follower, events, write)
                     w = stall_watch()  # the new log is forecast from its start as it grows
                 elif follower.change == "unchanged":
-                    _stopped(follower, w, write, said)
+                    _stopped(follower, record, write, said)
                 else:
                     said.discard("stopped")
                     ev = w.update(record)
@@ -182,14 +182,15 @@ def _changed(follower, events, write) -> None:
           "its start as it grows")
 
 
-def _stopped(follower, w, write, said) -> None:
+def _stopped(follower, record, write, said) -> None:
     """A log that has not grown for STALE_S seconds: said once (until it grows again)."""
     from grpo_lab.sims.ingest.trackers import follow
 
     if "stopped" in said or follower.idle_s < follow.STALE_S:
         return
     said.add("stopped")
-    at = "" if w.last_step is None else f" (last step {w.last_step})"
+    steps = record.steps.get("step", ())
+    at = f" (last step {int(steps[-1])})" if len(steps) else ""
     write(f"the log has not grown for {follower.idle_s / 60:.0f} min{at}: the trainer may have stopped or be "
           "stalled; the last forecast printed is from the last step read")
 
