@@ -276,3 +276,23 @@ def test_an_output_folder_is_followed_through_its_latest_checkpoint(tmp_path):
         full = read_scalars(str(out), fmt="jsonl", num_generations=8)
         _same(rec, full)
         assert f"checkpoint-{n}/trainer_state.json" in " ".join(rec.meta["source"]["notes"])
+
+
+def test_the_replay_and_the_fleet_list_an_output_folder_by_its_trainer_state(tmp_path):
+    """A TRL output folder whose only log is its checkpoints' trainer_state.json is listed for following (the Replay's
+    and the fleet's listing); one whose TensorBoard log sits under runs/ is listed by that log alone, once."""
+    from grpo_lab.replay.trackers import PREFIX, read_shared, tracker_logs
+
+    rows = _history(30)
+    for n in (10, 20):
+        _save_state(tmp_path / "trl" / f"checkpoint-{n}" / "trainer_state.json", rows[:n])
+    shutil.copytree(FIXTURES / "tensorboard" / "trl", tmp_path / "trl_tb" / "runs" / "May01")
+    _save_state(tmp_path / "trl_tb" / "checkpoint-10" / "trainer_state.json", rows[:10])
+    found = tracker_logs(tmp_path)
+    assert sorted(found) == [f"{PREFIX}trl (trainer_state.json)", f"{PREFIX}trl_tb/runs/May01 (tensorboard)"]
+    source = found[f"{PREFIX}trl (trainer_state.json)"]
+    rec = read_shared(source)
+    _same(rec, read_scalars(source.path, fmt="jsonl"))
+    assert rec.steps["step"][-1] == 20
+    _save_state(tmp_path / "trl" / "checkpoint-30" / "trainer_state.json", rows)
+    assert read_shared(source).steps["step"][-1] == 30

@@ -34,6 +34,13 @@ grpo-lab's own scalars (``grpo_lab/...``, :data:`.common.OWN_PREFIX`: the foreca
 same run) are never the trainer's data: the readers leave them out of the record
 (:func:`~grpo_lab.sims.ingest.trackers.record_from_scalars`), and the follower does not count them as growth.
 
+Each refresh says what it found in ``status`` (words for a page or a terminal) and counts ``bytes_read`` and
+``rows_parsed`` (what the refresh itself cost: the benchmark and the tests read them). A file is **truncated** when
+it is now shorter than its offset, **replaced** when its inode or its first bytes (up to :data:`HEAD_BYTES`) changed
+(a run restarted into the same path); either way the log is read again from the start, and ``status`` says so. A
+log that has not grown is ``"unchanged"``, with :attr:`LogFollower.idle_s`, the seconds since it last grew
+(:data:`STALE_S`: when a page or ``watch`` says it stopped). Errors are InputError lines, as the whole readers' (a
+follower whose refresh failed re-reads from scratch at the next one).
 """
 
 from __future__ import annotations
