@@ -136,23 +136,32 @@ def run_watch(log: Path, pieces: int) -> dict:
     w_full.update(read_tracker(log.parent, num_generations=8))
     times = {"inc_read": [], "inc_poll": [], "full_read": [], "full_poll": []}
     inc_bytes = []
-    for cut in np.linspace(start, len(data), pieces + 1).astype(int)[1:]:
-        with open(log, "ab") as fh:
-            fh.write(data[os.path.getsize(log):cut])
-        t0 = time.perf_counter()
+
+    def inc():
         rec = follower.refresh()
-        t1 = time.perf_counter()
-        ev = w_inc.update(rec)
-        t2 = time.perf_counter()
+        t = time.perf_counter()
+        return rec, w_inc.update(rec), t
+
+    def full():
         old_watch_signature(log.parent)
         whole = read_tracker(log.parent, num_generations=8)
-        t3 = time.perf_counter()
-        ev_full = w_full.update(whole)
-        t4 = time.perf_counter()
-        assert (ev or {}).get("forecast") == (ev_full or {}).get("forecast"), "the polls differ"
+        t = time.perf_counter()
+        return whole, w_full.update(whole), t
+
+    for n, cut in enumerate(np.linspace(start, len(data), pieces + 1).astype(int)[1:]):
+        with open(log, "ab") as fh:
+            fh.write(data[os.path.getsize(log):cut])
+        got = {}
+        for name, poll in (("inc", inc), ("full", full))[::1 if n % 2 == 0 else -1]:  # each first in turn
+            t0 = time.perf_counter()
+            rec, ev, t1 = poll()
+            t2 = time.perf_counter()
+            times[f"{name}_read"].append(1000 * (t1 - t0))
+            times[f"{name}_poll"].append(1000 * (t2 - t0))
+            got[name] = (rec, ev)
+        assert (got["inc"][1] or {}).get("forecast") == (got["full"][1] or {}).get("forecast"), "the polls differ"
+        rec = got["inc"][0]
         inc_bytes.append(follower.bytes_read)
-        for key, dt in (("inc_read", t1 - t0), ("inc_poll", t2 - t0), ("full_read", t3 - t2), ("full_poll", t4 - t2)):
-            times[key].append(1000 * dt)
     out = {k: statistics.median(v) for k, v in times.items()}
     out.update(steps=len(rec.steps["step"]), size=len(data), inc_bytes=int(statistics.median(inc_bytes)))
     return out
