@@ -27,15 +27,12 @@ from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.ingest.trackers.follow import LogFollower
 from grpo_lab.sims.ingest.trackers.tensorboard import _frame
 from grpo_lab.sims.ingest.trackers.wandb import _payloads
+from grpo_lab.testing.follow_check import assert_same_scalars
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 
 
-def _same(a, b) -> None:
-    assert a.steps.keys() == b.steps.keys()
-    for k in a.steps:
-        np.testing.assert_array_equal(a.steps[k], b.steps[k])
-    assert a.meta.get("num_generations") == b.meta.get("num_generations")
+_same = assert_same_scalars
 
 
 def _records_in(fmt: str, data: bytes, start: int, stop: int) -> int:
