@@ -37,8 +37,13 @@ _same = assert_same_scalars
 
 def _records_in(fmt: str, data: bytes, start: int, stop: int) -> int:
     """Complete records of ``data[:stop]`` that end after ``start``, counted by the whole-file framers."""
-    if fmt == "jsonl":
-        return sum(1 for line in data[start:stop].split(b"\n")[:-1] if line.strip())
+    if fmt == "jsonl":  # a line is complete with its newline, or as a whole JSON object without one
+        *done, tail = data[start:stop].split(b"\n")
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except ValueError:
+            whole = False
+        return sum(1 for line in done if line.strip()) + whole
     if fmt == "tensorboard":
         starts, lengths = _frame(data[:stop], "x", True)
         return int(np.sum(starts - 12 >= start))
@@ -117,6 +122,29 @@ def _jsonl(tmp_path, n: int) -> Path:
     lines = (FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()
     (d / "metrics.jsonl").write_text("".join(line + "\n" for line in lines[:n]))
     return d / "metrics.jsonl"
+
+
+def test_a_finished_jsonl_without_a_last_newline_keeps_its_last_row_and_a_cut_line_waits(tmp_path):
+    log = _jsonl(tmp_path, 6)
+    whole = log.read_bytes()
+    assert whole.endswith(b"\n")
+    log.write_bytes(whole[:-1])  # a finished file whose writer put no newline after its last line
+    follower = LogFollower(str(log), "jsonl")
+    rec = follower.refresh()
+    assert len(rec.steps["step"]) == 6
+    _same(rec, read_scalars(str(log), fmt="jsonl", partial_ok=True))
+    _same(rec, read_scalars(str(log), fmt="jsonl"))
+    nxt = json.loads(whole.splitlines()[-1])
+    nxt["step"] += 1
+    line = json.dumps(nxt).encode()
+    with open(log, "ab") as fh:  # the writer goes on: its newline, then a line cut mid-write
+        fh.write(b"\n" + line[:len(line) // 2])
+    rec = follower.refresh()
+    assert len(rec.steps["step"]) == 6 and follower.rows_parsed == 0
+    _same(rec, read_scalars(str(log), fmt="jsonl", partial_ok=True))
+    with open(log, "ab") as fh:
+        fh.write(line[len(line) // 2:] + b"\n")
+    assert len(follower.refresh().steps["step"]) == 7
 
 
 def test_a_truncated_and_a_replaced_log_are_said_and_read_again(tmp_path):

@@ -368,10 +368,9 @@ class LogFollower:
             from .mlflow import metric_lines
 
             return metric_lines(data, label, st.offset, self._rows.setdefault(key, ([], [])))
-        from .jsonl import add_lines
+        from .jsonl import add_lines, complete_lines
 
-        end = data.rfind(b"\n") + 1
-        lines = data[:end].split(b"\n")[:-1]
+        lines, end = complete_lines(data)
         first = st.extra or 1
         st.extra = first + len(lines)
         return add_lines(f, lines, self._rows, first), end

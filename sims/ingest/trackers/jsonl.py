@@ -16,7 +16,7 @@ Two shapes, one object a line:
 
 Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
 ``null`` is NaN. A line that is not JSON is an InputError naming it; when ``partial_ok`` (a file still being
-written) a last line without its newline is the writer's, mid-line, and is left for the next read. A folder is read as one run when it holds one
+written) a last line cut mid-write is left for the next read. A folder is read as one run when it holds one
 ``metrics.jsonl`` (or one ``*.jsonl``), else each ``*.jsonl`` is a run named by its path.
 
 A JSONL whose lines hold ``rewards`` is a *groups* file (:mod:`grpo_lab.sims.ingest.jsonl`), not scalars:
@@ -228,10 +228,28 @@ def add_lines(path: Path, lines: list[bytes], rows: dict, first: int = 1) -> int
     return n_read
 
 
+def complete_lines(data: bytes) -> tuple[list[bytes], int]:
+    """``(lines, end)``: the complete lines of a metrics.jsonl still being written, and the bytes they span. A line
+    is complete with its newline, or without one when it is a whole JSON object: a writer's line cut mid-write
+    is never one (its closing brace comes last), and a finished file need not end with a newline."""
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].split(b"\n")[:-1]
+    tail = data[end:]
+    if tail.strip():
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except (ValueError, RecursionError):
+            whole = False
+        if whole:
+            lines.append(tail)
+            end = len(data)
+    return lines, end
+
+
 def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
     """One run: a trainer state (:func:`is_state`) or the lines of a metrics.jsonl. ``partial_ok``: a last line
-    without its newline is the writer's, mid-line: left for the next read (so a followed file, :mod:`.follow`,
-    and a whole read of it agree); otherwise a last line that is not JSON is an error naming it as cut."""
+    cut mid-write (:func:`complete_lines`) is left for the next read (so a followed file, :mod:`.follow`, and a
+    whole read of it agree); otherwise a last line that is not JSON is an error naming it as cut."""
     charge_files([path, *config_files(path)], max_bytes, str(path))
     data = path.read_bytes()
     if is_state(path):
@@ -239,9 +257,7 @@ def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False)
         rows: dict = {}
         add_history(path, history, rows)
         return state_scalars(path, state, series_from_rows(rows))
-    if partial_ok:
-        data = data[:data.rfind(b"\n") + 1]
-    lines = data.split(b"\n")
+    lines = complete_lines(data)[0] if partial_ok else data.split(b"\n")
     rows = {}
     try:
         add_lines(path, lines, rows)
