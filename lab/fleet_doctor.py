@@ -80,21 +80,25 @@ def doctor_key(source, settings: dict | None, threshold: float) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def diagnose_entry(record, settings: dict | None, threshold: float) -> dict:
+def diagnose_entry(record, settings: dict | None, threshold: float, num_generations: int | None = None) -> dict:
     """What is kept of the doctor's diagnosis of ``record`` (as ``grpo-lab diagnose`` runs it, with
-    ``trainer_config=settings`` and ``threshold``): ``{when, forecast, last_step}``
-    (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`), or ``{error}`` with the doctor's one-line refusal."""
+    ``trainer_config=settings``, ``threshold`` and ``num_generations``): ``{when, forecast, last_step, p_stall_next,
+    next_steps}`` (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`; P(stall within the next ``next_steps``
+    steps), :mod:`grpo_lab.sims.doctor.tracker_values`, None where there is no stall forecast), or ``{error}`` with
+    the doctor's one-line refusal."""
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.fleet import doctor_forecast, last_step
+    from grpo_lab.sims.doctor.tracker_values import PREFIX, next_steps
     from grpo_lab.sims.jsonable import jsonable
 
     try:
-        d = diagnose(record, threshold=threshold, trainer_config=settings)
+        d = diagnose(record, threshold=threshold, trainer_config=settings, num_generations=num_generations)
     except InputError as exc:
         return {"error": str(exc)}
     last = last_step(record)
     when = jsonable(d["when"])  # as diagnose --json prints it
-    return {"when": when, "forecast": doctor_forecast(when, last), "last_step": last}
+    return {"when": when, "forecast": doctor_forecast(when, last), "last_step": last,
+            "p_stall_next": d["tracker"].get(PREFIX + "p_stall_next"), "next_steps": next_steps(last or 0)}
 
 
 class DoctorCache:
