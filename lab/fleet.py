@@ -16,7 +16,8 @@ doctor's (its one answer to "when", equal to ``grpo-lab diagnose RUN --json``'s 
 threshold; :func:`grpo_lab.sims.doctor.fleet.doctor_forecast`) wherever it is computed, per ``doctor``:
 
 ``"off"``         the trend alone, each row's ``source`` saying ``trend (quick)`` (``grpo-lab fleet --quick``);
-``"now"``         each refresh diagnoses every run whose version is not in the cache (``grpo-lab fleet``);
+``"now"``         each refresh diagnoses every run whose version is not in the cache, ``jobs`` runs at a time in
+                  processes of their own (``grpo-lab fleet``);
 ``"background"``  each refresh hands the runs to diagnose to one worker thread and returns at once; a row shows the
                   trend labelled ``trend, doctor pending`` until the doctor's figure is in (then
                   :attr:`Fleet.doctor_version` counts up and :meth:`Fleet.rows` ranks again), and a run that grew keeps
@@ -98,6 +99,7 @@ class Fleet:
     settings: dict | None = None
     threshold: float | None = None
     doctor: str = "off"  #: one of DOCTOR_MODES
+    jobs: int = 1  #: processes diagnosing at once in the "now" mode
     cache: object = None  #: a grpo_lab.fleet_doctor.DoctorCache (default: one in memory)
     runs: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
@@ -158,7 +160,7 @@ class Fleet:
         the worker (see the module docstring). Returns how many were diagnosed here."""
         from .fleet_doctor import doctor_key, run_signature
 
-        done = 0
+        todo = []
         for run in list(self.runs.values()):
             sig = run.record_sig if not isinstance(run.source, str) else run_signature(run.source)
             run.current_sig = sig
@@ -171,14 +173,32 @@ class Fleet:
                     run.doctor, run.doctor_sig = got, sig
                 continue
             if self.doctor == "now":
-                self._diagnose(run, key, sig, run.record)
-                done += 1
+                todo.append((run, key, sig))
                 continue
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="fleet-doctor")
             run.pending_sig = sig
             self._pool.submit(self._diagnose, run, key, sig, run.record, True)
-        return done
+        if len(todo) > 1 and self.jobs > 1:
+            self._diagnose_apart(todo)
+        else:
+            for run, key, sig in todo:
+                self._diagnose(run, key, sig, run.record)
+        return len(todo)
+
+    def _diagnose_apart(self, todo: list) -> None:
+        """Diagnose ``todo`` in up to ``jobs`` processes (forked where this process runs no other thread, else
+        spawned), each result kept as :meth:`_diagnose` keeps it."""
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+        ctx = multiprocessing.get_context("fork" if fork else "spawn")
+        with ProcessPoolExecutor(min(self.jobs, len(todo)), mp_context=ctx) as pool:
+            futures = [pool.submit(_entry, run.source, run.record, run.settings, self._threshold())
+                       for run, _, _ in todo]
+            for (run, key, sig), future in zip(todo, futures):
+                self._keep(run, key, sig, future.result())
 
     def _threshold(self) -> float:
         from grpo_lab.sims.doctor.forecast import DEFAULT_THRESHOLD
@@ -188,28 +208,23 @@ class Fleet:
     def _diagnose(self, run: FleetRun, key: str, sig, record, background: bool = False) -> None:
         """Diagnose one version of the run (a record folder read whole here, a tracker log's record as read) and keep
         the result."""
-        from .fleet_doctor import diagnose_entry
-
         try:
-            if isinstance(run.source, str):
-                from grpo_lab.sims.record import read_record
-
-                record = read_record(run.source)
-            entry = diagnose_entry(record, run.settings, self._threshold())
-        except (InputError, OSError) as exc:
-            entry = {"error": str(exc)}
+            entry = _entry(run.source, record, run.settings, self._threshold())
         except Exception as exc:  # noqa: BLE001: in the worker, a run the doctor trips on is said in its row
             if not background:
                 raise
             entry = {"error": f"{type(exc).__name__}: {exc}"}
+        self._keep(run, key, sig, entry)
+        if background and self.on_doctor is not None:
+            self.on_doctor()
+
+    def _keep(self, run: FleetRun, key: str, sig, entry: dict) -> None:
         self.cache.put(key, sig, entry)
         with self._lock:
             run.doctor, run.doctor_sig = entry, sig
             if run.pending_sig == sig:
                 run.pending_sig = None
             self.doctor_version += 1
-        if background and self.on_doctor is not None:
-            self.on_doctor()
 
     def _update(self, run: FleetRun) -> tuple[int, int]:
         """Read ``run`` if it changed and forecast it: ``(1 if read else 0, bytes read)``."""
@@ -263,6 +278,21 @@ class Fleet:
             return self.settings, str(self.settings.get("source", "given"))
         own = settings_from_record(meta)
         return own, ("the record's own config" if own else "")
+
+
+def _entry(source, record, settings, threshold) -> dict:
+    """The doctor's entry of one run (:func:`grpo_lab.fleet_doctor.diagnose_entry`): a record folder read whole
+    here, a tracker log's ``record`` as read; a run that cannot be read gives ``{error}``."""
+    from .fleet_doctor import diagnose_entry
+
+    try:
+        if isinstance(source, str):
+            from grpo_lab.sims.record import read_record
+
+            record = read_record(source)
+        return diagnose_entry(record, settings, threshold)
+    except (InputError, OSError) as exc:
+        return {"error": str(exc)}
 
 
 def sparkline(values, lo: float = 0.0, hi: float = 1.0) -> str:

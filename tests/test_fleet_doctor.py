@@ -81,9 +81,10 @@ def test_doctor_forecast_reads_each_verdict():
 def test_only_the_runs_that_grew_are_diagnosed_again(tmp_path):
     runs = make_fleet(tmp_path / "runs", n=6, steps=40, seed=7)
     cache = DoctorCache(tmp_path / "cache")
-    fleet = Fleet(str(tmp_path / "runs"), doctor="now", cache=cache)
+    fleet = Fleet(str(tmp_path / "runs"), doctor="now", cache=cache, jobs=2)  # two processes
     rows = fleet.refresh()
     assert fleet.stats["diagnosed"] == 6
+    assert Fleet(str(tmp_path / "runs"), doctor="now").refresh() == rows  # one at a time, here: the same
     fleet.refresh()
     assert fleet.stats["diagnosed"] == 0
     grown = [r for r in runs if r.kind in ("groups", "jsonl")][:2]

@@ -13,6 +13,7 @@ with what the look read.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 from ._args import add_trainer_config_arguments, trainer_settings
@@ -37,6 +38,8 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true",
                    help="rank on a quick logistic trend of each run's mixed share, without the doctor (labelled "
                         "'trend (quick)'; a fraction of a second for fifty runs)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="runs diagnosed at once, each in a process of its own (default: the CPU cores)")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"mixed share the expiry forecast watches (default {DEFAULT_THRESHOLD:g})")
     p.add_argument("--watch", type=int, default=0, metavar="N",
@@ -54,11 +57,13 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         raise InputError(f"--threshold must lie strictly between 0 and 1, got {args.threshold!r}")
     if args.watch < 0 or args.interval < 0:
         raise InputError("--watch and --interval must be >= 0")
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError(f"--jobs must be at least 1, got {args.jobs}")
     from grpo_lab.fleet_doctor import DoctorCache
 
     cache = None if args.quick else DoctorCache.user()
     fleet = Fleet(args.folder, settings=trainer_settings(args), threshold=args.threshold,
-                  doctor="off" if args.quick else "now", cache=cache)
+                  doctor="off" if args.quick else "now", cache=cache, jobs=args.jobs or os.cpu_count() or 1)
     for look in range(args.watch + 1):
         if look:
             time.sleep(args.interval)
