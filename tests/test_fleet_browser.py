@@ -31,13 +31,17 @@ def test_the_fleet_tab_ranks_follows_and_opens_a_run(tmp_path, page):
            "--num-procs", "1"]
     with serve(cmd=cmd, port=port) as url:
         outside = open_local(page, url + "?tab=fleet", f"({NAMES})().length === 6", timeout=300_000)
-        want = [r["run"] for r in Fleet(str(tmp_path)).refresh()]
-        assert page.evaluate(NAMES) == want  # the order grpo-lab fleet gives
+        want = [r["run"] for r in Fleet(str(tmp_path), doctor="now").refresh()]
+        # the order grpo-lab fleet gives, once the doctor's forecasts computed in the background are all in
+        page.wait_for_function(f"(want) => JSON.stringify(({NAMES})()) === JSON.stringify(want)", arg=want,
+                               timeout=300_000)
+        page.wait_for_function(f"() => ({TEXTS_OF_CLASS})('fleet-forecast').every(t => / \\((doctor|trend; the "
+                               "doctor: .*)\\)$/.test(t))", timeout=300_000)
         assert page.locator(".fleet-row svg.fleet-spark").count() == 6
         grow(runs[:2], 10)  # two runs log ten more steps: the list follows without a reload
-        rows = Fleet(str(tmp_path)).refresh()
+        rows = Fleet(str(tmp_path), doctor="now").refresh()
         page.wait_for_function(f"(want) => JSON.stringify(({NAMES})()) === JSON.stringify(want)",
-                               arg=[r["run"] for r in rows], timeout=120_000)
+                               arg=[r["run"] for r in rows], timeout=300_000)
         steps = [str(r["steps"]) for r in rows]  # 40 steps for the two that grew, 30 for the others
         assert sorted(steps) == ["30"] * 4 + ["40"] * 2
         page.wait_for_function(f"(want) => JSON.stringify(({TEXTS_OF_CLASS})('fleet-steps')) === JSON.stringify(want)",
