@@ -111,3 +111,21 @@ def test_in_the_background_the_trend_is_labelled_until_the_doctor_lands(tmp_path
         time.sleep(0.2)
     now = Fleet(str(tmp_path / "runs"), doctor="now").refresh()
     assert fleet.rows() == now
+
+
+def test_the_cache_is_bounded_and_a_bad_or_other_version_file_is_a_miss(tmp_path):
+    folder = tmp_path / "cache"
+    cache = DoctorCache(folder)
+    for i in range(7):
+        cache.put(f"k{i}", [["run.json", i, 1]], {"error": f"run {i}"})
+        os.utime(folder / f"k{i}.json", ns=(10**18 + i, 10**18 + i))  # written in this order
+    assert sorted(p.name for p in folder.iterdir()) == [f"k{i}.json" for i in range(7)]  # no temporary file left
+    assert cache.prune(keep=4) == 3
+    assert sorted(p.name for p in folder.iterdir()) == [f"k{i}.json" for i in range(3, 7)]  # the newest kept
+    fresh = DoctorCache(folder)  # from disk alone
+    assert fresh.get("k5", (("run.json", 5, 1),)) == {"error": "run 5"}
+    assert fresh.get("k5", (("run.json", 6, 1),)) is None  # the run grew: another version
+    (folder / "k6.json").write_text("{not json")
+    assert fresh.get("k6", (("run.json", 6, 1),)) is None
+    shutil.rmtree(folder)  # deleting the folder costs only time
+    assert DoctorCache(folder).get("k4", (("run.json", 4, 1),)) is None
