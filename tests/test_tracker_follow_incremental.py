@@ -201,13 +201,17 @@ def test_every_store_kind_is_listed_for_following(tmp_path):
 
 
 def test_the_replay_shows_the_live_forecast_and_keeps_it_when_the_log_is_cut(tmp_path):
-    from grpo_lab.replay.live_forecast import live_forecast
+    from grpo_lab.fleet_doctor import diagnose_entry
+    from grpo_lab.replay.live_forecast import doctor_line
     from grpo_lab.replay.view import ReplayView
+
+    def live_forecast(record):  # the doctor's forecast (lab/replay/live_forecast.py)
+        return doctor_line(diagnose_entry(record, None, 0.5))
 
     log = _jsonl(tmp_path, 20)
     view = ReplayView(runs_root=tmp_path)
     line = view.follow_pane.lines["replay-live-forecast"]
-    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 20")
+    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 20 (the doctor's)")
     with open(log, "a") as fh:
         fh.write((FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()[20] + "\n")
     view.poll()
