@@ -463,8 +463,8 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
            "theta": x, "cov": cov, "loglik": -float(best.fun), "at_bound": at_bound,
            "bounds": bound_words(x, bounds, model),
            "se_log_alpha": float(se[0]), "se_log_beta": float(se[1]), "se_drift": float(se[2]),
-           "intervals": {"alpha": _clipped(np.exp(x[0] - Z95 * se[0]), np.exp(x[0] + Z95 * se[0]), blo, bhi),
-                         "beta": _clipped(np.exp(x[1] - Z95 * se[1]), np.exp(x[1] + Z95 * se[1]), blo, bhi),
+           "intervals": {"alpha": _clipped(*_exp_bounds(x[0], se[0]), blo, bhi),
+                         "beta": _clipped(*_exp_bounds(x[1], se[1]), blo, bhi),
                          "drift": _clipped(x[2] - Z95 * se[2], x[2] + Z95 * se[2], dlo, dhi)},
            "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
            "steps": [P["s0"], P["s1"]], "n_steps": P["rows"], "groups": float(P["n"].sum()),
@@ -545,6 +545,12 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
         return logsumexp(L, axis=0) - np.log(len(th))
 
     return lfo_weights(len(rows), list(fits), point_scores, max_origins=max_origins)
+
+
+def _exp_bounds(x: float, se: float) -> tuple[float, float]:
+    """exp of the 95% Wald bounds of a log-scale parameter, the bounds first clipped to :data:`LOG_BOUNDS` (a huge se
+    would overflow exp; NaN stays NaN)."""
+    return tuple(float(np.exp(np.clip(v, *LOG_BOUNDS))) for v in (x - Z95 * se, x + Z95 * se))
 
 
 def _clipped(lo, hi, a, b) -> list:

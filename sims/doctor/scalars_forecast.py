@@ -247,8 +247,8 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
         cause = "not identified (rewards not binary: a group's rewards tie or not; no pass / fail split)"
     else:
         ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
-        cause = ("not identified (only the zero-std share was logged)" if not fit["identified"]["split"]
-                 else "all-fail collapse" if af > ap else "all-pass saturation")
+        cause = ("not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+                 if not fit["identified"]["split"] else "all-fail collapse" if af > ap else "all-pass saturation")
     return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p[0]),
                                                              "expected": float(now_e[0])},
             "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,
