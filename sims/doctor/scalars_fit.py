@@ -72,7 +72,7 @@ __all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scal
 
 CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
 PAD = 25.0  #: the cells reach this far in logit p past where the drifted pass rate's moments are constant
-T_GRID = 512  #: more distinct times than this: moments on this many, interpolated (error < 1e-5 for |g| <= 5)
+T_GRID = 512  #: more times than this per unit of t: moments on this many per unit, interpolated (error < 1e-5 for |g| <= 5)
 POWER_MAX_K = 24  #: the power map's closed form is used up to this K
 MODELS = ("logit", "power", "logit_stuck")  #: drift maps (see the module docstring)
 MIN_STEPS = 3  #: fewer usable steps than this: no fit
@@ -85,6 +85,7 @@ DRAWS = 400  #: parameter draws from the fit's normal approximation for the fore
 MAX_ROWS = 4096  #: more usable rows than this: consecutive rows pooled into bins for the fit (:func:`_pool`)
 LFO_ORIGINS = 6  #: rolling origins of the drift maps' leave-future-out choice (:func:`lfo_choice`)
 LFO_DRAWS = 64  #: parameter draws of each scored row's predictive density there
+LFO_MAX_ROWS = 1024  #: the refits there pool rows beyond this many (bins of 1 / 1023 of the rows before the origin)
 PARSIMONY = 0.5  #: a map with fewer parameters is kept over one whose weight is at most 1 / this times its own
 _EPS = 1e-300
 
@@ -278,8 +279,10 @@ def population_moments(theta, t, K: int, model: str = "logit") -> dict:
     a, b = np.exp(np.clip(theta[:2], *LOG_BOUNDS))
     g = float(theta[2])
     t = np.atleast_1d(np.asarray(t, float))
-    if len(t) > T_GRID:  # many steps: the moments at T_GRID times, linearly interpolated (smooth in t)
-        at = np.linspace(t.min(), t.max(), T_GRID)
+    span = float(t.max() - t.min())
+    grid = max(16, int(np.ceil(T_GRID * min(span, 1.0))))  # times at most 1 / T_GRID apart within a unit span
+    if len(t) > grid:  # many steps: the moments on the grid, linearly interpolated (smooth in t)
+        at = np.linspace(t.min(), t.max(), grid)
         m = population_moments(theta, at, K, model)
         return {k: np.interp(t, at, v) for k, v in m.items()}
     if model == "power":
@@ -335,7 +338,7 @@ def _hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return H
 
 
-def _prepare(d: StepShares, span=None, pool: bool = True):
+def _prepare(d: StepShares, span=None, pool: bool = True, max_rows: int = MAX_ROWS):
     """The fit's rows of ``d``: kinds, class counts, masks, successes, rounds, t = (step - s0) / (s1 - s0) with
     [s0, s1] = ``span`` (default the usable rows' first and last step; a later block is scored on the span of the
     fit it is scored against, :func:`lfo_choice`, without the :data:`MIN_STEPS` check and unpooled)."""
@@ -355,18 +358,18 @@ def _prepare(d: StepShares, span=None, pool: bool = True):
          "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes, "rows": int(len(step)), "pooled": 1,
          "r": np.where(r_on, d.rounds[keep], 1.0) if r_on.any() else np.ones(len(step)), "r_on": r_on,
          "r_rows": np.ones(len(step)), "B": st.get("gen_batch"), "T": st.get("train_batch")}
-    return _pool(P) if pool else P
+    return _pool(P, max_rows) if pool else P
 
 
-def _pool(P: dict) -> dict:
-    """More than :data:`MAX_ROWS` rows: consecutive rows of one kind pooled into bins of at most
-    ceil((rows - 1) / (MAX_ROWS - 1)) rows (the last row kept alone). A bin's counts, groups and successes are
+def _pool(P: dict, max_rows: int = MAX_ROWS) -> dict:
+    """More than ``max_rows`` (:data:`MAX_ROWS`) rows: consecutive rows of one kind pooled into bins of at most
+    ceil((rows - 1) / (max_rows - 1)) rows (the last row kept alone). A bin's counts, groups and successes are
     the sums of its rows' (exact for the multinomial where the class probabilities are equal across the bin; they
     move by at most the drift over a bin, 1 / (MAX_ROWS - 1) of the run), its t the groups-weighted mean."""
     m = P["rows"]
-    if m <= MAX_ROWS:
+    if m <= max_rows:
         return P
-    size = int(np.ceil((m - 1) / (MAX_ROWS - 1)))
+    size = int(np.ceil((m - 1) / (max_rows - 1)))
     block = np.arange(m) // size
     block[-1] = block[-2] + 1
     kind, y_on, r = P["kind"], P["y_on"], P["r"]
@@ -397,7 +400,8 @@ def _bounds(model: str) -> list:
     return [LOG_BOUNDS, LOG_BOUNDS, DRIFT_BOUNDS[model]] + ([STUCK_BOUNDS] if model == "logit_stuck" else [])
 
 
-def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool = True) -> dict:
+def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool = True,
+                max_rows: int = MAX_ROWS) -> dict:
     """ML fit of the population and its drift from the per-step shares (see the module docstring).
 
     Returns ``model``, ``K``, ``alpha``, ``beta``, ``drift`` (g), their ``se_*`` and 95% ``intervals``,
@@ -405,13 +409,14 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
     ``groups``, ``used`` (step kinds and counts, reward mean used or not), ``identified``, ``notes``,
     ``last`` (fitted all-pass / all-fail / mixed at the last step with intervals, and the observed shares there),
     ``series`` (observed and fitted per step). ``start``: a theta to start from (e.g. the previous fit); where
-    the fit from it lands on a bound, the cold starts are tried too unless ``restart`` is False.
+    the fit from it lands on a bound, the cold starts are tried too unless ``restart`` is False. ``max_rows``: rows
+    beyond which consecutive rows are pooled (:func:`_pool`).
     """
     if model not in MODELS:
         raise InputError(f"scalars fit: unknown drift model {model!r}; one of {', '.join(MODELS)}")
     if model == "power" and d.K > POWER_MAX_K:
         raise InputError(f"scalars fit: the power map's closed form is kept to K <= {POWER_MAX_K}, got K = {d.K}")
-    P = _prepare(d)
+    P = _prepare(d, max_rows=max_rows)
     K = d.K
     bounds = _bounds(model)
 
@@ -430,7 +435,7 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
             best = res
     x = np.clip(best.x, lo, hi)
     if start is not None and restart and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
-        return fit_scalars(d, model)  # a warm start that landed on a bound: the cold starts too
+        return fit_scalars(d, model, max_rows=max_rows)  # a warm start that landed on a bound: the cold starts too
     at_bound = bool(np.any([min(abs(x[i] - lo), abs(x[i] - hi)) < 1e-6 for i, (lo, hi) in enumerate(bounds)]))
     H = _hessian(nll, x, np.full(len(x), 1e-3))
     try:
@@ -528,14 +533,16 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
     density: log of the mean over ``n_draws`` parameter draws from the refit's normal approximation (:func:`draws`)
     of the row's likelihood (:func:`_row_loglik`; the refit's own theta where it has no covariance); a refit that
     fails scores -inf. Named deviation from the group path: at most :data:`LFO_ORIGINS` origins (each a full ML
-    refit here, a weighted least-squares fit of a shape there), so each block scores several rows."""
+    refit here, a weighted least-squares fit of a shape there), so each block scores several rows; the refits pool
+    rows beyond :data:`LFO_MAX_ROWS` (the rows they score are not pooled)."""
     kind, _, _, _, keep = _resolve(d)
     rows = np.flatnonzero(keep)
     idx = np.arange(len(d.step))
 
     def point_scores(model, cut, end):
         try:
-            f = fit_scalars(d.subset(idx < rows[cut]), model, start=fits[model]["theta"], restart=False)
+            f = fit_scalars(d.subset(idx < rows[cut]), model, start=fits[model]["theta"], restart=False,
+                            max_rows=LFO_MAX_ROWS)
         except InputError:
             return np.full(end - cut, -np.inf)
         B = _prepare(d.subset(np.isin(idx, rows[cut:end])), span=f["steps"], pool=False)
