@@ -452,8 +452,8 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
         notes.append(f"{P['rows']:,} rows: consecutive rows of one kind pooled into {len(P['step']):,} bins of up to "
                      f"{P['pooled']} for the fit (the series below holds the bins; the last row alone)")
     if not split:
-        what = "the zero-std share" if "unanimous" in kinds else "the rounds per step" if "rounds" in kinds else ""
-        what = "the zero-std share and the rounds per step" if len(kinds) > 1 else what
+        what = ("the zero-std share and the rounds per step are" if len(kinds) > 1 else "the zero-std share is"
+                if "unanimous" in kinds else "the rounds per step are")
         notes.append(f"only {what} logged: the mixed share, the expiry and the stall forecast are "
                      "identified; which of all-pass / all-fail the unanimous groups are, the population's side "
                      "(alpha vs beta) and the drift's sign are not (need frac_all_pass / frac_all_fail or the mean "

@@ -18,8 +18,8 @@ P(no stall through s) = prod over steps s' <= s of (1 - P(stall at s')); its med
 quantiles (the trainer's own randomness at the fitted parameters), with the median's 95% interval over the
 draws (the fit's uncertainty), and the ``predictive`` 95% interval (2.5% and 97.5% quantiles of the first hit
 averaged over the draws: both uncertainties). The cause at the stall: all-fail collapse when the fitted all-fail share
-exceeds the all-pass share there, else all-pass saturation; "not identified" when only the zero-std share
-was logged. The K of the trainer's config is used where it gives one (the population is K-free).
+exceeds the all-pass share there, else all-pass saturation; "not identified" when only the mixed share is
+(the zero-std share or the rounds per step). The K of the trainer's config is used where it gives one (the population is K-free).
 """
 
 from __future__ import annotations
