@@ -101,6 +101,10 @@ def test_verl_dapo_file_logger_with_rounds_only_is_diagnosed(tmp_path, capsys):
     write_record(tmp_path / "run", rec)
     assert main(["diagnose", str(tmp_path / "run")]) == 2
     assert "--trainer-config" in capsys.readouterr().err
+    assert main(["diagnose", str(tmp_path / "run"), "--gen-batch-size", str(truth["gen_batch"]), "--train-batch-size",
+                 str(truth["train_batch"]), "--max-num-gen-batches", str(truth["cap"]), "--json"]) == 0
+    flags = json.loads(capsys.readouterr().out)
+    assert flags["fit"]["used"]["kinds"] == {"rounds": truth["steps_logged"]}
     out = diagnose(rec, trainer_config=read_trainer_config(FIX / ".hydra" / "config.yaml"))
     f = out["fit"]
     assert f["used"]["kinds"] == {"rounds": truth["steps_logged"]}
