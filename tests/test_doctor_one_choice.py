@@ -87,3 +87,16 @@ def test_the_choice_recovers_the_generating_map(model, stuck, rate, want):
         assert abs(sum(f["choice"]["weight"] for f in fits.values()) - 1) < 1e-9
         kept.append(best_fit(fits)["model"])
     assert sum(k == want for k in kept) >= 2, kept
+
+
+def test_both_paths_follow_the_chooser_when_its_origins_change(monkeypatch):
+    """Set the one chooser's origins to a single block of the last 3 points: both paths then score exactly 3 points
+    (each path's own fits, the chooser's split)."""
+    monkeypatch.setattr(choice, "origins", lambda n, max_origins=choice.MAX_ORIGINS: [(n - 3, n)])
+    n, K = 24, 6
+    rng = np.random.default_rng(2)
+    k = rng.binomial(K, rng.beta(2, 3, size=(n, 30)))
+    counts = np.stack([np.bincount(r, minlength=K + 1) for r in k])
+    group = drift.measure_drift(counts, np.arange(n), K, survivors=False, variants=("beta",))["weights"]
+    scal = fit_models(step_shares(simulate_shares(1.5, 2.5, 0.02, K, n, 30, seed=2)))
+    assert group["scored_steps"] == 3 and all(f["choice"]["scored_steps"] == 3 for f in scal.values())
