@@ -95,8 +95,8 @@ def scalars_text(d: dict) -> str:
     lines += _fit_lines(d["fit"])
     other = [m for m in d["fits"] if m != d["model"]]
     if other:
-        lines.append("  drift model by AIC: " + ", ".join(
-            f"{m} {d['fits'][m]['aic']:.1f}" for m in d["fits"]) + f" (chosen: {d['model']})")
+        lines.append("  drift model by leave-future-out weight: " + ", ".join(
+            f"{m} {d['fits'][m]['weight']:.2f}" for m in d["fits"]) + f" (chosen: {d['model']})")
     lines.append(f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
                  f"{_step(e['step'])} {_iv(e['interval'])}")
     lines += predictive_lines(e["projection"], "mixed share")

@@ -53,8 +53,8 @@ REGIMES = {
 OPTIONS = {"never-solvable-30": {"never": 0.3}, "never-solved-20": {"never": 0.2}, "jump-on-train": {"train_jump": 1.5}, "correlated": {"icc": 0.3},
            "rates": {"rates_sd": 0.8}, "solved-20-down": {"always": 0.2}}
 #: the scalars mode: the shares over every drawn group as tinker-cookbook names them (env/all/by_group/...; no
-#: zero-std column, no group), fitted from the scalars alone (``scalars_fit``, the model of least AIC as
-#: ``scalars_diagnose`` chooses) and forecast by ``scalars_forecast.stall_forecast`` (its 95% predictive interval)
+#: zero-std column, no group), fitted from the scalars alone (``scalars_fit``, the model
+#: ``scalars_diagnose`` keeps: ``best_fit``, the group path's leave-future-out chooser) and forecast by ``scalars_forecast.stall_forecast`` (its 95% predictive interval)
 TINKER = {"frac_all_pass": "env/all/by_group/frac_all_good", "frac_all_fail": "env/all/by_group/frac_all_bad",
           "reward_mean": "env/all/reward/total"}
 STUDY_MODES = (*MODES, "scalars")  #: the logging modes of the study: the record's three and the tracker's scalars
@@ -118,14 +118,14 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
 
 def _scalars_forecast(sim: dict) -> dict:
     """The scalars path's stall forecast of the loop's first :data:`LOGGED` steps logged in tinker's names."""
-    from grpo_lab.sims.doctor.scalars_fit import MODELS, POWER_MAX_K, fit_scalars, step_shares
+    from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, step_shares
     from grpo_lab.sims.doctor.scalars_forecast import stall_forecast
 
     rec = to_scalars(sim, LOGGED, columns=tuple(TINKER), raw_names=TINKER, trainer="tinker-cookbook")
     t = time.process_time()
     d = step_shares(rec)
-    fits = {m: fit_scalars(d, m) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
-    model = min(fits, key=lambda m: fits[m]["aic"])
+    fits = fit_models(d)
+    model = best_fit(fits)["model"]  # the diagnosis's choice (the group path's leave-future-out chooser)
     sf = stall_forecast(fits[model], {**SETTINGS, "K": K})
     h = sf["first_cap_hit"] or {"median": None, "predictive": [None, None]}
     fin = lambda x: None if x is None or not np.isfinite(x) or x > MAX_STEPS else int(x)  # noqa: E731

@@ -1,7 +1,7 @@
 r"""The run checks the doctor: refit on the first part of the run's own log, score the rest (``--backtest``).
 
 At each cut c in :data:`CUTS` (a share of the logged rows) the forecast is refitted on the rows before the cut
-exactly as the diagnosis fits the whole run (every drift model of :mod:`.scalars_fit`, the smallest AIC kept;
+exactly as the diagnosis fits the whole run (every drift model of :mod:`.scalars_fit`, :func:`.scalars_fit.best_fit` kept;
 for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`), and its :data:`.predictive.LEVEL`
 predictive band of the logged mixed share (the parameter draws mixed with each row's binomial noise over its own
 groups, over-dispersed by the fitted rows' Pearson statistic, the parameters' covariance scaled by it too:

@@ -56,10 +56,11 @@ scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
   mixture over j; beyond the logged steps every j gives c + J + beta tau, so a one-off jump is read as a level
   that moved once, not as drift (the walk and the linear read the jump's height into their slope).
 
-**Choosing among them** (:func:`shape_weights`): leave-future-out on the logged steps (Buerkner, Gabry and Vehtari
-2020), refitted at rolling origins. The origins are every logged point from :data:`ORIGIN` (half the points) on,
-or :data:`MAX_ORIGINS` evenly spaced ones on a longer record; each shape is fitted on the points up to an origin
-and scores the points up to the next origin (each point scored once, a few steps ahead: the prequential log
+**Choosing among them** (:func:`shape_weights`): the doctor's one chooser, :func:`.choice.lfo_weights` (the
+scalars path chooses its drift maps with it too): leave-future-out on the logged steps (Buerkner, Gabry and Vehtari
+2020), refitted at rolling origins. The origins are every logged point from :data:`.choice.ORIGIN` (half the
+points) on, or :data:`.choice.MAX_ORIGINS` evenly spaced ones on a longer record; each shape is fitted on the
+points up to an origin and scores the points up to the next origin (each point scored once, a few steps ahead: the prequential log
 score) by log of the integral of exp(LL[s, h]) times its predictive density of h (the data's own likelihood, so
 the two links compare). Scoring every later point from a few fixed origins instead (the earlier design: origins
 at 50, 65 and 80%) lets one surprise count at every later point: a jump just after an origin, which no shape fitted
@@ -75,21 +76,19 @@ import numpy as np
 from scipy import optimize, special, stats
 from scipy.special import expit, gammaln, logit, logsumexp
 
+from .choice import lfo_weights
 from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
-           "population_nll", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
+           "population_nll", "rounds_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
            "shape_weights", "model_weights", "measure_drift"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
 SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit"}  #: shape -> link
-ORIGIN = 0.5  #: the first rolling origin, as a share of the logged points
-MAX_ORIGINS = 30  #: at most this many origins (every point from :data:`ORIGIN` on, or evenly spaced blocks)
 SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
 MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
-BB_DRAWS = 200  #: Bayesian-bootstrap reweightings of the pseudo-BMA+ weights
 JUMP_SIDE = 3  #: the ``jump`` shape's change point has at least this many logged points before it
 _P = 1e-12
 
@@ -122,16 +121,21 @@ def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: flo
             "pass": pmf[:, K], "K": K, "link": link, "w0": float(w0), "w1": float(w1)}
 
 
-def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
-    """log P(R = r | u) of the rounds a step needs (from a large dataset): P(R <= r) = P(Bin(rB, u) >= T).
-    ``r`` (S,) and ``u`` (H,) give (S, H)."""
-    r = np.asarray(r, float)
-    vals, inv = np.unique(r, return_inverse=True)
-    u = np.clip(np.asarray(u, float)[None, :], 1e-12, 1 - 1e-12)
-    v = np.round(vals[:, None]).astype(np.int64)
-    hi = special.bdtrc(train_batch - 1, v * gen_batch, u)  # P(Bin(rB, u) >= T), per distinct r only
+def rounds_logp(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
+    """log P(R = r | u) of the rounds a step needs (from a large dataset): P(R <= r) = P(Bin(rB, u) >= T)
+    (:func:`.stall.rounds_distribution`'s law), ``r`` and ``u`` broadcast together. The one rounds likelihood of
+    both paths (:func:`rounds_logpmf` here, :func:`.scalars_fit._row_loglik`)."""
+    u = np.clip(np.asarray(u, float), 1e-12, 1 - 1e-12)
+    v = np.round(np.asarray(r, float)).astype(np.int64)
+    hi = special.bdtrc(train_batch - 1, v * gen_batch, u)
     lo = np.where(v > 1, special.bdtrc(train_batch - 1, np.maximum(v - 1, 1) * gen_batch, u), 0.0)
-    return np.log(np.maximum(hi - lo, 1e-300))[inv]
+    return np.log(np.maximum(hi - lo, 1e-300))
+
+
+def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
+    """:func:`rounds_logp` on the grid: ``r`` (S,) and ``u`` (H,) give (S, H) (per distinct r only)."""
+    vals, inv = np.unique(np.asarray(r, float), return_inverse=True)
+    return rounds_logp(vals[:, None], np.asarray(u, float)[None, :], gen_batch, train_batch)[inv]
 
 
 def step_bins(n_steps: int) -> np.ndarray:
@@ -478,36 +482,23 @@ def model_weights(tau, per_variant: dict, rng=None) -> dict:
     ``per_variant``: {variant: {link: (LL, h_hat, se)}}. Returns ``weights`` {shape: w summed over variants},
     ``variants`` {variant: w}, ``pairs`` {"variant/shape": w}, ``scores`` {shape: summed log score of the first
     variant}, ``pair_scores``, ``scored_steps``."""
-    rng = np.random.default_rng(0) if rng is None else rng
-    n = len(tau)
     pairs = [(v, s) for v in per_variant for s in SHAPES]
-    point = {pr: [] for pr in pairs}
-    first = max(int(round(ORIGIN * n)), 4)
-    cuts = sorted(set(np.linspace(first, n, min(MAX_ORIGINS, max(n - first, 0)) + 1).round().astype(int).tolist()))
-    for cut, end in zip(cuts[:-1], cuts[1:]):  # each origin scores the points up to the next one
-        for v, shape in pairs:
-            LL, h, se = per_variant[v][SHAPES[shape]]
-            f = fit_shape(shape, tau[:cut], h[:cut], se[:cut])
-            mean, var = predict(f, tau[cut:end])
-            point[(v, shape)].append(_score(LL[cut:end], mean, var))
+
+    def point_scores(pair, cut, end):
+        LL, h, se = per_variant[pair[0]][SHAPES[pair[1]]]
+        mean, var = predict(fit_shape(pair[1], tau[:cut], h[:cut], se[:cut]), tau[cut:end])
+        return _score(LL[cut:end], mean, var)
+
+    lfo = lfo_weights(len(tau), pairs, point_scores, rng)
+    w, P = lfo["weights"], lfo["scores"]
     variants = list(per_variant)
-    if not point[pairs[0]]:
-        w = {pr: 1.0 / len(pairs) for pr in pairs}
-        P = None
-    else:
-        P = np.stack([np.concatenate(point[pr]) for pr in pairs])  # pairs x scored (origin, step) pairs
-        P = np.where(np.isfinite(P), P, -1e6)
-        z = rng.dirichlet(np.ones(P.shape[1]), size=BB_DRAWS) * P.shape[1]  # Bayesian bootstrap over scored steps
-        tot = z @ P.T  # draws x pairs
-        ww = np.exp(tot - tot.max(axis=1, keepdims=True))
-        w = dict(zip(pairs, map(float, (ww / ww.sum(axis=1, keepdims=True)).mean(axis=0))))
     out = {"weights": {s: float(sum(w[(v, s)] for v in variants)) for s in SHAPES},
-           "scores": None if P is None else {s: float(P[pairs.index((variants[0], s))].sum()) for s in SHAPES},
-           "scored_steps": 0 if P is None else int(P.shape[1])}
+           "scores": None if P is None else {s: P[(variants[0], s)] for s in SHAPES},
+           "scored_steps": lfo["scored_steps"]}
     if len(variants) > 1:
         out["variants"] = {v: float(sum(w[(v, s)] for s in SHAPES)) for v in variants}
         out["pairs"] = {f"{v}/{s}": float(w[(v, s)]) for v, s in pairs}
-        out["pair_scores"] = None if P is None else {f"{v}/{s}": float(P[i].sum()) for i, (v, s) in enumerate(pairs)}
+        out["pair_scores"] = None if P is None else {f"{v}/{s}": P[(v, s)] for v, s in pairs}
     return out
 
 

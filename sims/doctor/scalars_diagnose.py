@@ -6,8 +6,9 @@ the group-level fit where a record has both (:func:`side_by_side`).
 ``scalars_only``   True (the report renderers dispatch on it)
 ``run``            name, steps, K (and where it came from), groups per step (and where from), prompts
 ``fit``            the preferred drift model's fit (:func:`.scalars_fit.fit_scalars`: the logit map, the power map
-                   and the logit map beside a never-solved share, the smallest AIC); ``fits`` each model's
-                   log-likelihood and AIC
+                   and the logit map beside a never-solved share, kept by the group path's leave-future-out
+                   chooser, :func:`.scalars_fit.best_fit`); ``fits`` each model's log-likelihood, AIC and its
+                   leave-future-out ``weight`` and ``score``
 ``expiry``         the step the mixed share falls below the threshold (:func:`.scalars_forecast.expiry_forecast`)
 ``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`)
 ``samplers``       :func:`.samplers.samplers_section` on the population at the last step (the Beta with the same
@@ -22,7 +23,9 @@ the group-level fit where a record has both (:func:`side_by_side`).
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
 config's generation batch (prompts per round: the groups a step logs over when it draws one round). Either
-unknown: InputError, one line.
+unknown: InputError, one line. A record that logs rounds per step and no share (verl DAPO's
+``train/num_gen_batches`` alone) is fitted by the rounds' likelihood (:mod:`.scalars_fit`), the batch sizes from
+the trainer config or flags (missing: InputError naming them); its groups per step are rounds x gen_batch.
 """
 
 from __future__ import annotations
@@ -89,6 +92,13 @@ def _consistency(steps: dict) -> list[str]:
     return out
 
 
+def _rounds_only(steps: dict) -> bool:
+    """The record logs rounds per step (verl's ``train/num_gen_batches``) and no share: the fit reads the rounds."""
+    has = lambda k: np.isfinite(np.asarray(steps.get(k, []), float)).any()  # noqa: E731
+    return has("rounds") and not any(has(k) for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std",
+                                                      "reward_mean"))
+
+
 def _settings_K(settings):
     return settings.get("K") if settings else None
 
@@ -139,10 +149,12 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     gps, gps_from = groups_per_step, "--groups-per-step"
     if gps is None and trainer_config is not None and not has_col:
         gps, gps_from = int(trainer_config["gen_batch"]), "the trainer config's generation batch"
-    if not has_col and gps is None:
+    rounds_only = _rounds_only(steps)
+    if not has_col and gps is None and not rounds_only:
         raise InputError("the groups per step are unknown: the record does not say them; give --groups-per-step or "
                          "a --trainer-config with the batch sizes")
-    d = step_shares(record, num_generations=int(K), groups_per_step=gps)
+    d = step_shares(record, num_generations=int(K), groups_per_step=None if rounds_only else gps,
+                    settings=trainer_config)
     t = time.perf_counter()
     fits = fit_models(d)
     fit = best_fit(fits)
@@ -183,7 +195,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
                 "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
                 "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
                 "source": meta.get("source", {})},
-        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"]} for m, f in fits.items()},
+        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
+                                for m, f in fits.items()},
         "model": model, "expiry": expiry, "stall_forecast": stall,
         "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,

@@ -25,6 +25,18 @@ Normal(sum_c n_c E[S | c], sum_c n_c Var(S | c)) (central limit; E[S 1_c] and E[
 and pi_pass), a factor of the exact likelihood P(counts) P(Y | counts). The log-likelihood is maximised
 over theta = (log alpha, log beta, g) by BFGS (parameters clipped to their bounds) from three starts.
 
+**Which map.** :func:`fit_models` fits every map and weighs them with the group path's chooser
+(:func:`.choice.lfo_weights`: leave-future-out scores at rolling origins, pseudo-BMA+ weights; :func:`lfo_choice`);
+:func:`best_fit` keeps the largest weight, or a simpler map within a factor :data:`PARSIMONY` of it. (The smallest
+AIC decided before; ``aic`` is still reported.)
+
+**Rounds.** A step that logs no share but its generation rounds R (verl's ``train/num_gen_batches``; the record's
+``rounds``), with the batch sizes known, enters by log P(R = r | u(s)): rounds of B = gen_batch fresh prompts until
+T = train_batch mixed groups are kept, so P(R <= r) = P(Binomial(r B, u) >= T), u = 1 - pi_pass - pi_fail
+(:func:`.drift.rounds_logp`, the group path's rounds likelihood; :func:`.stall.rounds_distribution`'s law). It
+identifies the mixed share only, as the zero-std share does. A step that raised at the cap is not logged (verl), so
+no P(R > cap) term enters.
+
 **Intervals.** Wald intervals from the observed information (the numerical Hessian of the negative
 log-likelihood at the optimum): for alpha and beta on the log scale, for g directly, and for a share at
 any step on the logit scale by the delta method. Their coverage is measured in
@@ -46,18 +58,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import optimize
-from scipy.special import betainc, betaln, comb, expit, logit
+from scipy.special import betainc, betaln, comb, expit, logit, logsumexp
 
 from ..errors import InputError
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
+from .choice import lfo_weights
+from .drift import rounds_logp
 
-__all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "shares_at",
+__all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "lfo_choice",
+           "shares_at",
            "population_moments", "draws"]
 
 CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
 PAD = 25.0  #: the cells reach this far in logit p past where the drifted pass rate's moments are constant
-T_GRID = 512  #: more distinct times than this: moments on this many, interpolated (error < 1e-5 for |g| <= 5)
+T_GRID = 512  #: more times than this per unit of t: moments on this many per unit, interpolated (error < 1e-5 for |g| <= 5)
 POWER_MAX_K = 24  #: the power map's closed form is used up to this K
 MODELS = ("logit", "power", "logit_stuck")  #: drift maps (see the module docstring)
 MIN_STEPS = 3  #: fewer usable steps than this: no fit
@@ -68,6 +83,10 @@ Z95 = 1.959963984540054  #: standard normal 97.5% quantile
 Y_FLOOR = 0.25  #: variance floor (successes^2) of a step's total successes: the rounding of a logged mean
 DRAWS = 400  #: parameter draws from the fit's normal approximation for the forecasts' intervals
 MAX_ROWS = 4096  #: more usable rows than this: consecutive rows pooled into bins for the fit (:func:`_pool`)
+LFO_ORIGINS = 6  #: rolling origins of the drift maps' leave-future-out choice (:func:`lfo_choice`)
+LFO_DRAWS = 64  #: parameter draws of each scored row's predictive density there
+LFO_MAX_ROWS = 1024  #: the refits there pool rows beyond this many (bins of 1 / 1023 of the rows before the origin)
+PARSIMONY = 0.5  #: a map with fewer parameters is kept over one whose weight is at most 1 / this times its own
 _EPS = 1e-300
 
 # Observed classes over the three atoms (all-pass, all-fail, mixed), one row per kind of step
@@ -77,6 +96,7 @@ _KINDS = {
     "all_pass": ((1, 0, 0), (0, 1, 1), (0, 0, 0)),
     "all_fail": ((0, 1, 0), (1, 0, 1), (0, 0, 0)),
     "mean_only": ((1, 1, 1), (0, 0, 0), (0, 0, 0)),
+    "rounds": ((0, 0, 0), (0, 0, 0), (0, 0, 0)),  # no share: the rounds' likelihood instead (:func:`_row_loglik`)
 }
 
 
@@ -93,11 +113,14 @@ class StepShares:
     K: int
     name: str = ""
     notes: list = field(default_factory=list)
+    rounds: np.ndarray | None = None  #: generation rounds per step (verl's train/num_gen_batches); NaN: not logged
+    settings: dict | None = None  #: ``gen_batch`` and ``train_batch`` of the rounds' likelihood (None: not used)
 
     def subset(self, mask) -> "StepShares":
         m = np.asarray(mask, bool)
         return StepShares(self.step[m], self.n[m], self.all_pass[m], self.all_fail[m], self.zero_std[m],
-                          self.reward_mean[m], self.K, self.name, list(self.notes))
+                          self.reward_mean[m], self.K, self.name, list(self.notes),
+                          None if self.rounds is None else self.rounds[m], self.settings)
 
 
 def _column(steps: dict, key: str, n: int) -> np.ndarray:
@@ -106,13 +129,16 @@ def _column(steps: dict, key: str, n: int) -> np.ndarray:
 
 
 def step_shares(record: RunRecord, *, num_generations: int | None = None,
-                groups_per_step: int | None = None) -> StepShares:
+                groups_per_step: int | None = None, settings: dict | None = None) -> StepShares:
     """The record's per-step shares for :func:`fit_scalars`.
 
     K: ``num_generations`` if given, else the record's (``meta['num_generations']``, or its groups' width
     for a record with groups). Groups per step: the record's ``groups_per_step`` column where finite, else
     ``groups_per_step`` if given, else (a record with groups) the groups the record holds at that step.
-    Raises InputError (one line) when either is unknown or the record has no share at all.
+    Rounds: the record's ``rounds`` column (verl's ``train/num_gen_batches``), used where a step logs no share
+    and ``settings`` (a trainer config / flags: ``gen_batch``, ``train_batch``) give the batch sizes; there the
+    groups a step drew are rounds x gen_batch. Raises InputError (one line) when K or the groups per step are
+    unknown, or the record has no share and no rounds it can use (naming the flags that would fix it).
     """
     steps = record.steps or {}
     if "step" not in steps or not len(steps["step"]):
@@ -129,6 +155,11 @@ def step_shares(record: RunRecord, *, num_generations: int | None = None,
     if K < 2:
         raise InputError(f"K must be at least 2 for the shares to say anything, got {K}")
     n = _column(steps, "groups_per_step", n_rows)
+    rounds = _column(steps, "rounds", n_rows)
+    rounds_ok = np.isfinite(rounds) & (rounds >= 1)
+    use_rounds = bool(settings and settings.get("gen_batch") and settings.get("train_batch") and rounds_ok.any())
+    if use_rounds:  # a step with rounds drew rounds x gen_batch groups
+        n = np.where(np.isfinite(n), n, np.where(rounds_ok, rounds * int(settings["gen_batch"]), np.nan))
     if groups_per_step is not None:
         if int(groups_per_step) < 1:
             raise InputError(f"groups per step must be a positive integer, got {groups_per_step!r}")
@@ -143,12 +174,20 @@ def step_shares(record: RunRecord, *, num_generations: int | None = None,
     shares = {k: _column(steps, k, n_rows) for k in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std",
                                                      "reward_mean")}
     if not any(np.isfinite(v).any() for v in shares.values()):
-        raise InputError("the record logs none of frac_all_pass, frac_all_fail, frac_reward_zero_std, reward_mean")
+        if not rounds_ok.any():
+            raise InputError("the record logs none of frac_all_pass, frac_all_fail, frac_reward_zero_std, "
+                             "reward_mean, rounds")
+        if not (settings and settings.get("gen_batch") and settings.get("train_batch")):
+            raise InputError("the record logs only the rounds per step (num_gen_batches): their likelihood needs the "
+                             "batch sizes: give --trainer-config, or --gen-batch-size and --train-batch-size")
     if not np.isfinite(n).any():
         raise InputError("the groups per step are unknown: give --groups-per-step, or a --trainer-config with the "
                          "batch size")
     return StepShares(step, n, shares["frac_all_pass"], shares["frac_all_fail"], shares["frac_reward_zero_std"],
-                      shares["reward_mean"], K, str(record.meta.get("name") or ""))
+                      shares["reward_mean"], K, str(record.meta.get("name") or ""), [],
+                      rounds if use_rounds else None,
+                      {"gen_batch": int(settings["gen_batch"]), "train_batch": int(settings["train_batch"]),
+                       "cap": int(settings.get("cap") or 0)} if use_rounds else None)
 
 
 def _resolve(d: StepShares):
@@ -180,6 +219,8 @@ def _resolve(d: StepShares):
     m = (kind == "") & rm_ok
     kind[m] = "mean_only"
     counts[m, 0] = 1.0
+    if d.rounds is not None and d.settings is not None:  # no share, the rounds: their own likelihood
+        kind[(kind == "") & np.isfinite(d.rounds) & (d.rounds >= 1)] = "rounds"
     keep = (kind != "") & np.isfinite(n) & (n > 0)
     counts = np.clip(counts, 0.0, 1.0) * np.where(np.isfinite(n), n, 0.0)[:, None]
     return kind, counts, rm_ok, notes, keep
@@ -238,8 +279,10 @@ def population_moments(theta, t, K: int, model: str = "logit") -> dict:
     a, b = np.exp(np.clip(theta[:2], *LOG_BOUNDS))
     g = float(theta[2])
     t = np.atleast_1d(np.asarray(t, float))
-    if len(t) > T_GRID:  # many steps: the moments at T_GRID times, linearly interpolated (smooth in t)
-        at = np.linspace(t.min(), t.max(), T_GRID)
+    span = float(t.max() - t.min())
+    grid = max(16, int(np.ceil(T_GRID * min(span, 1.0))))  # times at most 1 / T_GRID apart within a unit span
+    if len(t) > grid:  # many steps: the moments on the grid, linearly interpolated (smooth in t)
+        at = np.linspace(t.min(), t.max(), grid)
         m = population_moments(theta, at, K, model)
         return {k: np.interp(t, at, v) for k, v in m.items()}
     if model == "power":
@@ -256,12 +299,19 @@ def population_moments(theta, t, K: int, model: str = "logit") -> dict:
             "second": 1 - 2 * m["mean"] + m["second"]}
 
 
-def _loglik(theta, t, K, model, masks, counts, y, y_on) -> float:
+def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
+    """The log-likelihood of each row of ``P`` (:func:`_prepare`) at theta: the multinomial of its classes, the
+    normal factor of its total successes where the mean reward is used, and for a row of rounds (no share)
+    w log P(R = r | u(t)) (:func:`.drift.rounds_logp`, u the mixed share; w the rows pooled into it)."""
+    t, masks, counts, y, y_on = P["t"], P["masks"], P["counts"], P["y"], P["y_on"]
     mo = population_moments(theta, t, K, model)
     pap, paf = mo["all_pass"], mo["all_fail"]
     atoms = np.stack([pap, paf, np.clip(1 - pap - paf, 0.0, 1.0)], 1)  # steps x 3
     cls = np.einsum("sca,sa->sc", masks, atoms)
-    ll = float(np.sum(np.where(counts > 0, counts * np.log(np.maximum(cls, _EPS)), 0.0)))
+    ll = np.sum(np.where(counts > 0, counts * np.log(np.maximum(cls, _EPS)), 0.0), 1)
+    r_on = P["r_on"]
+    if r_on.any():
+        ll[r_on] += P["r_rows"][r_on] * rounds_logp(P["r"][r_on], atoms[r_on, 2], P["B"], P["T"])
     if y_on.any():
         e1, e2 = mo["mean"][y_on], mo["second"][y_on]
         m1 = np.stack([K * pap[y_on], np.zeros_like(e1), K * e1 - K * pap[y_on]], 1)
@@ -273,7 +323,7 @@ def _loglik(theta, t, K, model, masks, counts, y, y_on) -> float:
         nc = counts[y_on]
         mean = np.sum(nc * mu, 1)
         v = np.sum(nc * var, 1) + Y_FLOOR
-        ll += float(np.sum(-0.5 * np.log(2 * np.pi * v) - 0.5 * (y[y_on] - mean) ** 2 / v))
+        ll[y_on] += -0.5 * np.log(2 * np.pi * v) - 0.5 * (y[y_on] - mean) ** 2 / v
     return ll
 
 
@@ -288,41 +338,50 @@ def _hessian(f, x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return H
 
 
-def _prepare(d: StepShares):
+def _prepare(d: StepShares, span=None, pool: bool = True, max_rows: int = MAX_ROWS):
+    """The fit's rows of ``d``: kinds, class counts, masks, successes, rounds, t = (step - s0) / (s1 - s0) with
+    [s0, s1] = ``span`` (default the usable rows' first and last step; a later block is scored on the span of the
+    fit it is scored against, :func:`lfo_choice`, without the :data:`MIN_STEPS` check and unpooled)."""
     kind, counts, rm_ok, notes, keep = _resolve(d)
-    if int(keep.sum()) < MIN_STEPS:
-        raise InputError(f"the scalars fit needs at least {MIN_STEPS} steps with a share and their groups, "
-                         f"the record has {int(keep.sum())}")
+    if span is None and int(keep.sum()) < MIN_STEPS:
+        raise InputError(f"the scalars fit needs at least {MIN_STEPS} steps with a share (or rounds) and their "
+                         f"groups, the record has {int(keep.sum())}")
     step = d.step[keep]
-    s0, s1 = int(step[0]), int(step[-1])
+    s0, s1 = (int(step[0]), int(step[-1])) if span is None else span
     t = (step - s0) / max(s1 - s0, 1)
     uniq, inv = np.unique(kind[keep].astype(str), return_inverse=True)  # one lookup per kind, not per row
     masks = np.array([_KINDS[k] for k in uniq], float).reshape(len(uniq), 3, 3)[inv.reshape(-1)]
     y = np.where(rm_ok, d.reward_mean, 0.0)[keep] * d.K * d.n[keep]
-    return _pool({"kind": kind[keep], "counts": counts[keep], "masks": masks, "y": y, "y_on": rm_ok[keep], "t": t,
-                  "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes, "rows": int(len(step)),
-                  "pooled": 1})
+    r_on = kind[keep] == "rounds"
+    st = d.settings or {}
+    P = {"kind": kind[keep], "counts": counts[keep], "masks": masks, "y": y, "y_on": rm_ok[keep], "t": t,
+         "step": step, "n": d.n[keep], "s0": s0, "s1": s1, "notes": notes, "rows": int(len(step)), "pooled": 1,
+         "r": np.where(r_on, d.rounds[keep], 1.0) if r_on.any() else np.ones(len(step)), "r_on": r_on,
+         "r_rows": np.ones(len(step)), "B": st.get("gen_batch"), "T": st.get("train_batch")}
+    return _pool(P, max_rows) if pool else P
 
 
-def _pool(P: dict) -> dict:
-    """More than :data:`MAX_ROWS` rows: consecutive rows of one kind pooled into bins of at most
-    ceil((rows - 1) / (MAX_ROWS - 1)) rows (the last row kept alone). A bin's counts, groups and successes are
+def _pool(P: dict, max_rows: int = MAX_ROWS) -> dict:
+    """More than ``max_rows`` (:data:`MAX_ROWS`) rows: consecutive rows of one kind pooled into bins of at most
+    ceil((rows - 1) / (max_rows - 1)) rows (the last row kept alone). A bin's counts, groups and successes are
     the sums of its rows' (exact for the multinomial where the class probabilities are equal across the bin; they
     move by at most the drift over a bin, 1 / (MAX_ROWS - 1) of the run), its t the groups-weighted mean."""
     m = P["rows"]
-    if m <= MAX_ROWS:
+    if m <= max_rows:
         return P
-    size = int(np.ceil((m - 1) / (MAX_ROWS - 1)))
+    size = int(np.ceil((m - 1) / (max_rows - 1)))
     block = np.arange(m) // size
     block[-1] = block[-2] + 1
-    kind, y_on = P["kind"], P["y_on"]
-    starts = np.flatnonzero(np.r_[True, (block[1:] != block[:-1]) | (kind[1:] != kind[:-1]) | (y_on[1:] != y_on[:-1])])
+    kind, y_on, r = P["kind"], P["y_on"], P["r"]
+    starts = np.flatnonzero(np.r_[True, (block[1:] != block[:-1]) | (kind[1:] != kind[:-1]) | (y_on[1:] != y_on[:-1])
+                                  | (r[1:] != r[:-1])])  # rows of rounds pool only with rows of the same rounds
     n = np.add.reduceat(P["n"], starts)
     t = np.add.reduceat(P["t"] * P["n"], starts) / n
     step = np.round(np.add.reduceat(P["step"] * P["n"], starts) / n).astype(np.int64)
     step[-1] = P["step"][-1]
     return {**P, "kind": kind[starts], "counts": np.add.reduceat(P["counts"], starts, axis=0), "masks": P["masks"][starts],
-            "y": np.add.reduceat(P["y"], starts), "y_on": y_on[starts], "t": t, "step": step, "n": n, "pooled": size}
+            "y": np.add.reduceat(P["y"], starts), "y_on": y_on[starts], "t": t, "step": step, "n": n, "pooled": size,
+            "r": r[starts], "r_on": P["r_on"][starts], "r_rows": np.add.reduceat(P["r_rows"], starts)}
 
 
 def _start_points(P, K):
@@ -341,27 +400,30 @@ def _bounds(model: str) -> list:
     return [LOG_BOUNDS, LOG_BOUNDS, DRIFT_BOUNDS[model]] + ([STUCK_BOUNDS] if model == "logit_stuck" else [])
 
 
-def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
+def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool = True,
+                max_rows: int = MAX_ROWS) -> dict:
     """ML fit of the population and its drift from the per-step shares (see the module docstring).
 
     Returns ``model``, ``K``, ``alpha``, ``beta``, ``drift`` (g), their ``se_*`` and 95% ``intervals``,
     ``theta`` / ``cov`` (log alpha, log beta, g), ``loglik``, ``steps`` [s_first, s_last], ``n_steps``,
     ``groups``, ``used`` (step kinds and counts, reward mean used or not), ``identified``, ``notes``,
     ``last`` (fitted all-pass / all-fail / mixed at the last step with intervals, and the observed shares there),
-    ``series`` (observed and fitted per step). ``start``: a theta to start from (e.g. the previous fit).
+    ``series`` (observed and fitted per step). ``start``: a theta to start from (e.g. the previous fit); where
+    the fit from it lands on a bound, the cold starts are tried too unless ``restart`` is False. ``max_rows``: rows
+    beyond which consecutive rows are pooled (:func:`_pool`).
     """
     if model not in MODELS:
         raise InputError(f"scalars fit: unknown drift model {model!r}; one of {', '.join(MODELS)}")
     if model == "power" and d.K > POWER_MAX_K:
         raise InputError(f"scalars fit: the power map's closed form is kept to K <= {POWER_MAX_K}, got K = {d.K}")
-    P = _prepare(d)
+    P = _prepare(d, max_rows=max_rows)
     K = d.K
     bounds = _bounds(model)
 
     lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
 
     def nll(x):
-        return -_loglik(np.clip(x, lo, hi), P["t"], K, model, P["masks"], P["counts"], P["y"], P["y_on"])
+        return -float(np.sum(_row_loglik(np.clip(x, lo, hi), P, K, model)))
 
     starts = list(_start_points(P, K)) if start is None else [np.asarray(start, float)]
     if model == "logit_stuck":
@@ -372,8 +434,8 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
         if best is None or res.fun < best.fun:
             best = res
     x = np.clip(best.x, lo, hi)
-    if start is not None and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
-        return fit_scalars(d, model)  # a warm start that landed on a bound: the cold starts too
+    if start is not None and restart and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
+        return fit_scalars(d, model, max_rows=max_rows)  # a warm start that landed on a bound: the cold starts too
     at_bound = bool(np.any([min(abs(x[i] - lo), abs(x[i] - hi)) < 1e-6 for i, (lo, hi) in enumerate(bounds)]))
     H = _hessian(nll, x, np.full(len(x), 1e-3))
     try:
@@ -390,18 +452,24 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None) -> dict:
         notes.append(f"{P['rows']:,} rows: consecutive rows of one kind pooled into {len(P['step']):,} bins of up to "
                      f"{P['pooled']} for the fit (the series below holds the bins; the last row alone)")
     if not split:
-        notes.append("only the zero-std share is logged: the mixed share, the expiry and the stall forecast are "
+        what = ("the zero-std share and the rounds per step are" if len(kinds) > 1 else "the zero-std share is"
+                if "unanimous" in kinds else "the rounds per step are")
+        notes.append(f"only {what} logged: the mixed share, the expiry and the stall forecast are "
                      "identified; which of all-pass / all-fail the unanimous groups are, the population's side "
                      "(alpha vs beta) and the drift's sign are not (need frac_all_pass / frac_all_fail or the mean "
                      "reward)")
+    if "rounds" in kinds:
+        notes.append(f"{kinds['rounds']} step(s) log no share but their rounds: fitted by the rounds' likelihood "
+                     f"(P(R = r | mixed share), generation batch {d.settings['gen_batch']}, train batch "
+                     f"{d.settings['train_batch']})")
     blo, bhi = np.exp(LOG_BOUNDS[0]), np.exp(LOG_BOUNDS[1])
     dlo, dhi = DRIFT_BOUNDS[model]
     out = {"model": model, "K": K, "alpha": float(np.exp(x[0])), "beta": float(np.exp(x[1])), "drift": float(x[2]),
            "theta": x, "cov": cov, "loglik": -float(best.fun), "at_bound": at_bound,
            "bounds": bound_words(x, bounds, model),
            "se_log_alpha": float(se[0]), "se_log_beta": float(se[1]), "se_drift": float(se[2]),
-           "intervals": {"alpha": _clipped(np.exp(x[0] - Z95 * se[0]), np.exp(x[0] + Z95 * se[0]), blo, bhi),
-                         "beta": _clipped(np.exp(x[1] - Z95 * se[1]), np.exp(x[1] + Z95 * se[1]), blo, bhi),
+           "intervals": {"alpha": _clipped(*_exp_bounds(x[0], se[0]), blo, bhi),
+                         "beta": _clipped(*_exp_bounds(x[1], se[1]), blo, bhi),
                          "drift": _clipped(x[2] - Z95 * se[2], x[2] + Z95 * se[2], dlo, dhi)},
            "n_params": int(len(x)), "aic": 2 * len(x) + 2 * float(best.fun),
            "steps": [P["s0"], P["s1"]], "n_steps": P["rows"], "groups": float(P["n"].sum()),
@@ -437,14 +505,59 @@ _NAMES = ("alpha", "beta", "drift g", "never-solved share (logit)")
 
 def fit_models(d: StepShares, starts: dict | None = None) -> dict:
     """``{model: fit}``: :func:`fit_scalars` for every drift map of :data:`MODELS` (the power map only up to
-    :data:`POWER_MAX_K`), each warm-started from ``starts[model]`` where given."""
+    :data:`POWER_MAX_K`), each warm-started from ``starts[model]`` where given; each fit's ``choice`` holds its
+    leave-future-out weight and score (:func:`lfo_choice`)."""
     starts = starts or {}
-    return {m: fit_scalars(d, m, start=starts.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+    fits = {m: fit_scalars(d, m, start=starts.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+    lfo = lfo_choice(d, fits)
+    for m, f in fits.items():
+        f["choice"] = {"weight": lfo["weights"][m], "score": None if lfo["scores"] is None else lfo["scores"][m],
+                       "scored_steps": lfo["scored_steps"], "rule": "leave-future-out (pseudo-BMA+)"}
+    return fits
 
 
 def best_fit(fits: dict) -> dict:
-    """The fit the doctor keeps of :func:`fit_models`' fits: the smallest AIC (the first of :data:`MODELS` on a tie)."""
-    return min(fits.values(), key=lambda f: f["aic"])
+    """The fit the doctor keeps of :func:`fit_models`' fits, by their leave-future-out weights (:func:`lfo_choice`,
+    the group path's chooser): of the maps whose weight is at least :data:`PARSIMONY` times the largest, the one
+    with the fewest parameters (the first of :data:`MODELS` on a tie). The weights of two maps the data cannot tell
+    apart stay near equal (pseudo-BMA+), e.g. the logit map and the logit map beside a never-solved share that fits
+    near 0; there the simpler is kept."""
+    top = max(f["choice"]["weight"] for f in fits.values())
+    return min((f for f in fits.values() if f["choice"]["weight"] >= PARSIMONY * top), key=lambda f: f["n_params"])
+
+
+def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draws: int = LFO_DRAWS) -> dict:
+    """The drift maps of ``fits`` weighed by the doctor's one chooser, :func:`.choice.lfo_weights` (the group path's:
+    rolling origins over the usable rows, pseudo-BMA+). At each origin a map is refitted on the rows before it
+    (warm-started from its fit to every row) and scores each row up to the next origin by its log predictive
+    density: log of the mean over ``n_draws`` parameter draws from the refit's normal approximation (:func:`draws`)
+    of the row's likelihood (:func:`_row_loglik`; the refit's own theta where it has no covariance); a refit that
+    fails scores -inf. Named deviation from the group path: at most :data:`LFO_ORIGINS` origins (each a full ML
+    refit here, a weighted least-squares fit of a shape there), so each block scores several rows; the refits pool
+    rows beyond :data:`LFO_MAX_ROWS` (the rows they score are not pooled)."""
+    kind, _, _, _, keep = _resolve(d)
+    rows = np.flatnonzero(keep)
+    idx = np.arange(len(d.step))
+
+    def point_scores(model, cut, end):
+        try:
+            f = fit_scalars(d.subset(idx < rows[cut]), model, start=fits[model]["theta"], restart=False,
+                            max_rows=LFO_MAX_ROWS)
+        except InputError:
+            return np.full(end - cut, -np.inf)
+        B = _prepare(d.subset(np.isin(idx, rows[cut:end])), span=f["steps"], pool=False)
+        th = draws(f, n_draws, seed=cut)
+        th = th if len(th) else f["theta"][None, :]
+        L = np.stack([_row_loglik(x, B, d.K, model) for x in th])
+        return logsumexp(L, axis=0) - np.log(len(th))
+
+    return lfo_weights(len(rows), list(fits), point_scores, max_origins=max_origins)
+
+
+def _exp_bounds(x: float, se: float) -> tuple[float, float]:
+    """exp of the 95% Wald bounds of a log-scale parameter, the bounds first clipped to :data:`LOG_BOUNDS` (a huge se
+    would overflow exp; NaN stays NaN)."""
+    return tuple(float(np.exp(np.clip(v, *LOG_BOUNDS))) for v in (x - Z95 * se, x + Z95 * se))
 
 
 def _clipped(lo, hi, a, b) -> list:

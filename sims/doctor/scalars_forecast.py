@@ -18,8 +18,8 @@ P(no stall through s) = prod over steps s' <= s of (1 - P(stall at s')); its med
 quantiles (the trainer's own randomness at the fitted parameters), with the median's 95% interval over the
 draws (the fit's uncertainty), and the ``predictive`` 95% interval (2.5% and 97.5% quantiles of the first hit
 averaged over the draws: both uncertainties). The cause at the stall: all-fail collapse when the fitted all-fail share
-exceeds the all-pass share there, else all-pass saturation; "not identified" when only the zero-std share
-was logged. The K of the trainer's config is used where it gives one (the population is K-free).
+exceeds the all-pass share there, else all-pass saturation; "not identified" when only the mixed share is
+(the zero-std share or the rounds per step). The K of the trainer's config is used where it gives one (the population is K-free).
 """
 
 from __future__ import annotations
@@ -247,8 +247,8 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
         cause = "not identified (rewards not binary: a group's rewards tie or not; no pass / fail split)"
     else:
         ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
-        cause = ("not identified (only the zero-std share was logged)" if not fit["identified"]["split"]
-                 else "all-fail collapse" if af > ap else "all-pass saturation")
+        cause = ("not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+                 if not fit["identified"]["split"] else "all-fail collapse" if af > ap else "all-pass saturation")
     return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p[0]),
                                                              "expected": float(now_e[0])},
             "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,
