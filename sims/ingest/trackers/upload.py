@@ -108,6 +108,18 @@ def _extract(zf: zipfile.ZipFile, files, into: Path, origin: str, max_bytes: int
                 charge(nbytes=len(chunk), where=f"{origin}:{info.filename}")
 
 
+def _output_folder(root: Path) -> Path:
+    """Where an extracted archive is read from: ``root``, or the one folder it holds when that folder is a TRL /
+    Unsloth output folder (its own or a checkpoint's ``trainer_state.json``: ``zip -r out.zip out/``), which
+    the reader takes as the folder itself, not a folder above it."""
+    from .jsonl import output_folder_state
+
+    inside = list(root.iterdir())
+    if len(inside) == 1 and inside[0].is_dir() and output_folder_state(inside[0]) is not None:
+        return inside[0]
+    return root
+
+
 def read_uploaded_tracker(filename: str, data: bytes, max_bytes: int, num_generations: int | None = None) -> RunRecord:
     """The scalars-only record of an uploaded tracker log or zipped run folder (see the module docstring).
     InputError (one line) for anything else."""
@@ -132,7 +144,7 @@ def read_uploaded_tracker(filename: str, data: bytes, max_bytes: int, num_genera
                     _extract(zf, files, root, origin, max_bytes)
                 except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
                     raise InputError(f"{origin}: a member cannot be extracted ({exc})") from None
-            target = root
+            target = _output_folder(root)
         else:
             target = root / origin
             target.write_bytes(data)
