@@ -7,9 +7,6 @@ a drive letter, a backslash path), a symbolic link, an encrypted member, a bomb,
 
 from __future__ import annotations
 
-import io
-import stat
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -20,52 +17,27 @@ from grpo_lab.sims.ingest import ingest, ingest_upload
 from grpo_lab.sims.ingest.archive import MAX_RATIO
 from grpo_lab.sims.ingest.common import MAX_ZIP_MEMBERS
 from grpo_lab.testing.cli import run_cli
+from grpo_lab.testing.hostile_zip import encrypted, link_member, zip_of
 
 PLAIN = (Path(__file__).parent / "fixtures" / "ingest" / "plain.jsonl").read_bytes()
 
 
-def _zip(members) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for info, data in members:
-            zf.writestr(info, data)
-    return buf.getvalue()
-
-
-def _link(name: str, target: str):
-    info = zipfile.ZipInfo(name)
-    info.external_attr = (stat.S_IFLNK | 0o777) << 16
-    info.create_system = 3
-    return info, target
-
-
-def _encrypted(data: bytes) -> bytes:
-    """The archive with bit 0 of every member's general-purpose flags set (local headers and central directory)."""
-    out = bytearray(data)
-    for sig, off in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
-        at = out.find(sig)
-        while at >= 0:
-            out[at + off] |= 0x01
-            at = out.find(sig, at + 4)
-    return bytes(out)
-
-
 GOOD = [("run/groups.jsonl", PLAIN)]
 HOSTILE = {
-    "dotdot": (_zip(GOOD + [("../evil.jsonl", PLAIN)]), "has a path outside"),
-    "absolute": (_zip(GOOD + [("/etc/evil.jsonl", PLAIN)]), "has a path outside"),
-    "inner-dotdot": (_zip(GOOD + [("run/../../evil.jsonl", PLAIN)]), "has a path outside"),
-    "drive": (_zip(GOOD + [("C:/evil.jsonl", PLAIN)]), "has a path outside"),
-    "backslash": (_zip(GOOD + [("run\\..\\..\\evil.jsonl", PLAIN)]), "has a path outside"),
-    "link": (_zip(GOOD + [_link("run/link.jsonl", "/etc/passwd")]), "is a link"),
-    "encrypted": (_encrypted(_zip(GOOD)), "is encrypted"),
-    "bomb": (_zip(GOOD + [("run/pad.txt", b"\n" * (50 << 20))]), "zip bomb"),
-    "many": (_zip([(f"run/m{i}.txt", b"") for i in range(MAX_ZIP_MEMBERS + 1)]), "members, more than"),
+    "dotdot": (zip_of(GOOD + [("../evil.jsonl", PLAIN)]), "has a path outside"),
+    "absolute": (zip_of(GOOD + [("/etc/evil.jsonl", PLAIN)]), "has a path outside"),
+    "inner-dotdot": (zip_of(GOOD + [("run/../../evil.jsonl", PLAIN)]), "has a path outside"),
+    "drive": (zip_of(GOOD + [("C:/evil.jsonl", PLAIN)]), "has a path outside"),
+    "backslash": (zip_of(GOOD + [("run\\..\\..\\evil.jsonl", PLAIN)]), "has a path outside"),
+    "link": (zip_of(GOOD + [link_member("run/link.jsonl", "/etc/passwd")]), "is a link"),
+    "encrypted": (encrypted(zip_of(GOOD)), "is encrypted"),
+    "bomb": (zip_of(GOOD + [("run/pad.txt", b"\n" * (50 << 20))]), "zip bomb"),
+    "many": (zip_of([(f"run/m{i}.txt", b"") for i in range(MAX_ZIP_MEMBERS + 1)]), "members, more than"),
 }
 
 
 def test_the_good_archive_reads(tmp_path):
-    data = _zip(GOOD)
+    data = zip_of(GOOD)
     (tmp_path / "run.zip").write_bytes(data)
     assert len(ingest(tmp_path / "run.zip", "jsonl").groups["step"]) > 0
     assert len(ingest_upload("run.zip", data, "jsonl").groups["step"]) > 0
@@ -93,7 +65,7 @@ def test_an_uploads_declared_total_is_capped_but_a_local_read_reads_what_it_need
     """An upload's zip declares its contents within the page's cap; ``ingest`` of a zip on disk caps what it reads
     (a zipped output folder may hold a checkpoint it never opens)."""
     weights = np.random.default_rng(0).integers(0, 4, 1_200_000, dtype=np.uint8).tobytes()  # zips to a quarter
-    data = _zip(GOOD + [("run/model.safetensors", weights)])
+    data = zip_of(GOOD + [("run/model.safetensors", weights)])
     with pytest.raises(InputError, match=r"refused: it declares [\d,]+ bytes once expanded, over the size cap"):
         ingest_upload("run.zip", data, "jsonl", max_bytes=1 << 20)
     (tmp_path / "run.zip").write_bytes(data)
@@ -101,7 +73,7 @@ def test_an_uploads_declared_total_is_capped_but_a_local_read_reads_what_it_need
 
 
 def test_a_member_that_expands_past_its_declared_size_is_refused_in_one_line(tmp_path):
-    data = bytearray(_zip(GOOD))
+    data = bytearray(zip_of(GOOD))
     for sig, off in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):  # the declared size forged to a tenth
         at = data.find(sig)
         real = int.from_bytes(data[at + off:at + off + 4], "little")
