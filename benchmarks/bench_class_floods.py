@@ -16,9 +16,19 @@
   and the log lines and tracebacks it wrote. Target: the newcomer within 3x of idle. ``--baseline REF`` runs the floods
   against the server of a git commit first (``grpo_lab.testing.snapshot``), in the same run.
 
+* **hostile**: the class arrives with its link (``grpo-lab serve --class N``, two processes) as in *class*, once on a
+  quiet server (the baseline) and once while a hostile client on another address (127.0.0.2, without the key) floods
+  it, from a second before the first arrival to 10 s after the last: ``--hostile-half-open`` connections that send
+  nothing (600) and ``--hostile-pagers`` clients (8) asking ``GET /app`` one after the other as fast as they are
+  answered. A newcomer on a third address (127.0.0.3, in a process of its own) opens the lab three times on the
+  quiet server (idle), then at 2, 5 and 8 s into the arrival. Printed for each: the class admitted, its median and
+  max time to interactive, the newcomer's median and max against idle (target within 3x), what the flood sent and
+  got, and the load average. Targets: all N admitted, every one interactive within 10 s, the newcomer within 3x.
+
 Timings move with the machine's load (printed with them): compare within one run only.
-Usage: python benchmarks/bench_class_floods.py [--only class|floods] [--visitors 150] [--spread 10]
-[--half-open 2200] [--slow 200] [--open-files 1024] [--baseline REF]
+Usage: python benchmarks/bench_class_floods.py [--only class|floods|hostile] [--visitors 150] [--spread 10]
+[--half-open 2200] [--slow 200] [--open-files 1024] [--baseline REF] [--hostile-half-open 600]
+[--hostile-pagers 8]
 """
 
 from __future__ import annotations
@@ -50,11 +60,14 @@ def load() -> str:
 
 # -- the class ------------------------------------------------------------------------------------------------------
 
-async def _arrivals(url: str, n: int, spread_s: float) -> list[dict]:
+async def _arrivals(url: str, n: int, spread_s: float, at: float | None = None) -> list[dict]:
+    """``n`` visitors opening ``url`` evenly over ``spread_s`` from ``at`` (time.time(); now if None), each keeping
+    its tab open until all have come; each one's time to interactive, or its error."""
     from tornado.httpclient import AsyncHTTPClient
 
     AsyncHTTPClient.configure(None, max_clients=n + 10)
     socks = []
+    await asyncio.sleep(max(0.0, (at or 0.0) - time.time()))
 
     async def one(i: int) -> dict:
         await asyncio.sleep(i * spread_s / n)
@@ -72,27 +85,155 @@ async def _arrivals(url: str, n: int, spread_s: float) -> list[dict]:
     return out
 
 
+def class_link(server: Server) -> str:
+    """The class link a server started with ``--class N`` printed."""
+    server.log.seek(0)
+    return re.search(r"class link for \d+ \(until [^)]*\): (\S+)", server.log.read().decode()).group(1)
+
+
+def interactive_figures(out: list[dict]) -> tuple[list[float], list[str], str]:
+    """``(sorted times to interactive, errors, "p50 .., p95 .., max ..")`` of arrivals."""
+    times = sorted(o["interactive"] for o in out if "interactive" in o)
+    fig = (f"p50 {percentile(times, 0.5):.2f} s, p95 {percentile(times, 0.95):.2f} s, max {times[-1]:.2f} s"
+           if times else "none")
+    return times, [o["error"] for o in out if "error" in o], fig
+
+
 def bench_class(n: int, spread_s: float) -> None:
     load_client()
     for label, extra in (("plain URL (baseline)", []), (f"class link (--class {n})", ["--class", str(n)])):
         server = Server(extra=extra)
         try:
-            url = server.url
-            if extra:
-                server.log.seek(0)
-                url = re.search(r"class link for \d+ \(until [^)]*\): (\S+)", server.log.read().decode()).group(1)
+            url = class_link(server) if extra else server.url
             before, cpu0 = load(), server.cpu_s()
             out = asyncio.run(_arrivals(url, n, spread_s))
             cpu = (server.cpu_s() - cpu0) / n
         finally:
             server.stop()
-        times = sorted(o["interactive"] for o in out if "interactive" in o)
-        errors = [o["error"] for o in out if "error" in o]
+        times, errors, fig = interactive_figures(out)
         kinds = sorted({re.sub(r"\d+\.\d+", "", e)[:60] for e in errors})
-        fig = (f"p50 {percentile(times, 0.5):.2f} s, p95 {percentile(times, 0.95):.2f} s, max {times[-1]:.2f} s"
-               if times else "none")
         print(f"class {label}: {len(times)}/{n} interactive ({fig}; target max {TARGET_INTERACTIVE_S:g} s), "
               f"{len(errors)} refused {kinds[:3]}, server CPU {cpu:.3f} s a visit ({before} -> {load()})", flush=True)
+
+
+# -- a hostile address during the class's arrival ----------------------------------------------------------------------
+
+HOSTILE = "127.0.0.2"  #: the hostile client's address (the class arrives from 127.0.0.1)
+THIRD = "127.0.0.3"  #: the newcomer's address
+NEWCOMER_AT_S = (2.0, 5.0, 8.0)  #: when the newcomer opens the lab, from the first arrival (s)
+FLOOD_BEFORE_S, FLOOD_AFTER_S = 1.0, 10.0  #: the flood starts this long before the first arrival, ends after the last
+
+
+def _newcomer_process(url: str, source: str, ats: list[float], out) -> None:
+    """In a process of its own (the class's client parses 150 documents, which must not slow this visitor's own
+    measurement): at each of ``ats`` (time.time(); or as soon as the visit before ends), open the lab from
+    ``source``; put the times to interactive (inf for a visit that failed) on ``out``."""
+    load_client()  # before the clock starts
+
+    async def visits():
+        times = []
+        for at in ats:
+            await asyncio.sleep(max(0.0, at - time.time()))
+            t0 = time.perf_counter()
+            try:
+                sock, *_ = await asyncio.wait_for(open_document(url, source), NEWCOMER_TIMEOUT_S)
+                sock.close()
+                times.append(time.perf_counter() - t0)
+            except Exception:  # no page within the timeout, or refused
+                times.append(float("inf"))
+        return times
+
+    out.put(asyncio.run(visits()))
+
+
+async def _hostile(host: str, port: int, path: str, at: float, until: float, half_open: int, pagers: int) -> dict:
+    """From :data:`HOSTILE`, from ``at`` to ``until`` (time.time()): ``half_open`` connections that send nothing, and
+    ``pagers`` clients each asking ``GET path`` (no key, no cookie) on a new connection as soon as the last is
+    answered. What it sent and got: connections opened and still open at the end, page statuses."""
+    await asyncio.sleep(max(0.0, at - time.time()))
+    held, statuses = [], {}
+
+    async def hold():
+        try:
+            reader, writer = await asyncio.open_connection(host, port, local_addr=(HOSTILE, 0))
+        except OSError:
+            return
+        held.append((reader, writer))
+
+    async def pager():
+        request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
+        while time.time() < until:
+            try:
+                reader, writer = await asyncio.open_connection(host, port, local_addr=(HOSTILE, 0))
+                writer.write(request)
+                line = await asyncio.wait_for(reader.readline(), 30)
+                await asyncio.wait_for(reader.read(), 30)
+                writer.close()
+                status = line.split()[1].decode() if len(line.split()) > 1 else "closed"
+            except (OSError, asyncio.TimeoutError):
+                status = "error"
+            statuses[status] = statuses.get(status, 0) + 1
+
+    await asyncio.gather(*[hold() for _ in range(half_open)])
+    await asyncio.gather(*[pager() for _ in range(pagers)])
+    await asyncio.sleep(0.5)  # the server's last closes read
+    still = sum(not reader.at_eof() and not writer.transport.is_closing() for reader, writer in held)
+    for _, writer in held:
+        writer.close()
+    return {"opened": len(held), "still": still, "statuses": statuses}
+
+
+def _hostile_process(url: str, at: float, until: float, half_open: int, pagers: int, out) -> None:
+    parts = urlsplit(url)
+    out.put(asyncio.run(_hostile(parts.hostname, parts.port, parts.path, at, until, half_open, pagers)))
+
+
+def _spawn(target, *args):
+    """Run ``target(*args, queue)`` in a spawned process; returns a function waiting for what it put."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, out), daemon=True)
+    proc.start()
+
+    def result():
+        got = out.get(timeout=900)
+        proc.join(30)
+        return got
+
+    return result
+
+
+def bench_hostile(n: int, spread_s: float, half_open: int, pagers: int) -> None:
+    load_client()
+    for label, flood in (("quiet (baseline)", False), (f"hostile flood from {HOSTILE}", True)):
+        server = Server(extra=["--class", str(n)])
+        try:
+            link = class_link(server)
+            idle = _spawn(_newcomer_process, server.url, THIRD, [time.time()] * 4)()[1:]  # the first: warm
+            start = time.time() + 8  # the helper processes start (and import) meanwhile
+            newcomer = _spawn(_newcomer_process, server.url, THIRD, [start + a for a in NEWCOMER_AT_S])
+            hostile = _spawn(_hostile_process, server.url, start - FLOOD_BEFORE_S, start + spread_s + FLOOD_AFTER_S,
+                             half_open, pagers) if flood else None
+            before, cpu0 = load(), server.cpu_s()
+            out = asyncio.run(_arrivals(link, n, spread_s, start))
+            during, sent = newcomer(), hostile() if hostile else None
+            cpu, after = server.cpu_s() - cpu0, load()
+        finally:
+            server.stop()
+        times, errors, _ = interactive_figures(out)
+        fig = f"median {statistics.median(times):.2f} s, max {times[-1]:.2f} s" if times else "none"
+        kinds = sorted({re.sub(r"\d+\.\d+", "", e)[:60] for e in errors})
+        idle_s, during_s = statistics.median(idle), statistics.median(during)
+        flood_said = (f"; the flood: {sent['opened']} half-open connections ({sent['still']} still open at its end), "
+                      f"{sum(sent['statuses'].values())} pages asked {dict(sorted(sent['statuses'].items()))}"
+                      if sent else "")
+        print(f"hostile {label}: class {len(times)}/{n} admitted and interactive ({fig}; target all, max "
+              f"{TARGET_INTERACTIVE_S:g} s), {len(errors)} refused {kinds[:3]}; newcomer from {THIRD} median "
+              f"{during_s:.2f} s, max {max(during):.2f} s during the arrival against {idle_s:.2f} s idle "
+              f"({during_s / idle_s:.1f}x, target {TARGET_RATIO:g}x){flood_said}; server CPU {cpu:.0f} s "
+              f"({before} -> {after})", flush=True)
 
 
 # -- the floods -----------------------------------------------------------------------------------------------------
@@ -246,16 +387,20 @@ def _closed(sock: socket.socket) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=("class", "floods"))
+    parser.add_argument("--only", choices=("class", "floods", "hostile"))
     parser.add_argument("--visitors", type=int, default=150)
     parser.add_argument("--spread", type=float, default=10.0)
     parser.add_argument("--half-open", type=int, default=2200)
     parser.add_argument("--slow", type=int, default=200)
     parser.add_argument("--open-files", type=int, default=1024)
     parser.add_argument("--baseline", metavar="REF")
+    parser.add_argument("--hostile-half-open", type=int, default=600)
+    parser.add_argument("--hostile-pagers", type=int, default=8)
     args = parser.parse_args()
     if args.only in (None, "class"):
         bench_class(args.visitors, args.spread)
+    if args.only in (None, "hostile"):
+        bench_hostile(args.visitors, args.spread, args.hostile_half_open, args.hostile_pagers)
     if args.only in (None, "floods"):
         if args.baseline:
             from grpo_lab.testing.snapshot import snapshot

@@ -9,6 +9,16 @@ groups (written by the core's ``RecordAppender``, still open), scalars-only reco
    ``--grow`` steps (default 5): the refresh reads only what changed; beside it, a fresh ``Fleet`` over the same
    folder (a full re-read, what a fleet without incremental reads would do at every look), ranks checked equal.
 
+Then the doctor's forecast (``Fleet(doctor=...)``, :mod:`grpo_lab.fleet_doctor`), on a fresh copy of the folder,
+beside the quick-trend listing (``doctor="off"``, ``grpo-lab fleet --quick``) timed in the same run:
+
+3. cold: every run diagnosed (an empty cache folder: ``grpo-lab fleet`` the first time), ``--jobs`` processes at
+   once (default: the CPU cores, as ``grpo-lab fleet``);
+4. warm: a new fleet and a new cache over the same cache folder (``grpo-lab fleet`` again: nothing diagnosed);
+5. refresh after ``--growing`` runs grew: only those diagnosed again;
+6. the server's way (``doctor="background"``): the first listing (the trend, labelled pending) and the time until
+   every run's doctor forecast has landed.
+
 Printed: seconds and bytes read of each, and the load average (two cores shared with other work: compare the columns
 of one run). Run: ``python benchmarks/bench_fleet.py``.
 """
@@ -33,6 +43,7 @@ def main() -> int:
     ap.add_argument("--looks", type=int, default=5)
     ap.add_argument("--growing", type=int, default=10)
     ap.add_argument("--grow", type=int, default=5)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     try:
@@ -64,9 +75,56 @@ def main() -> int:
             print(f"{look:>4} {inc:10.3f} {stats['read']:>10} {stats['bytes_read']:>12,} {whole:15.3f} "
                   f"{full.stats['bytes_read']:>12,}")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        _doctor(args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _timed(fleet) -> tuple[list, float]:
+    t = time.perf_counter()
+    rows = fleet.refresh()
+    return rows, time.perf_counter() - t
+
+
+def _doctor(args) -> None:
+    """Steps 3-6 of the module docstring."""
+    from grpo_lab.fleet import PENDING, Fleet
+    from grpo_lab.fleet_doctor import DoctorCache
+    from grpo_lab.testing.fleet_runs import grow, make_fleet
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-doctor-"))
+    try:
+        runs = make_fleet(tmp / "runs", n=args.runs, steps=args.steps)
+        folder, cache = str(tmp / "runs"), tmp / "cache"
+        _, quick = _timed(Fleet(folder))
+        cold_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
+        rows, cold = _timed(cold_fleet)
+        refused = sum(r["forecast_source"].startswith("trend; the doctor") for r in rows)
+        warm_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
+        again, warm = _timed(warm_fleet)
+        assert again == rows, "the cache gave other rows"
+        print(f"doctor's forecast, {args.runs} runs ({refused} the doctor refuses: the trend shown, labelled):")
+        print(f"  quick trend only (--quick):        {quick:7.2f} s")
+        print(f"  cold (every run diagnosed):        {cold:7.2f} s  ({cold_fleet.stats['diagnosed']} diagnosed, "
+              f"{args.jobs} processes)")
+        print(f"  warm (a new process, disk cache):  {warm:7.2f} s  ({warm_fleet.stats['diagnosed']} diagnosed)")
+        grow(runs[:args.growing], args.grow)
+        _, quick_grown = _timed(Fleet(folder))
+        _, grown = _timed(warm_fleet)
+        print(f"  refresh after {args.growing} grew:            {grown:7.2f} s  ({warm_fleet.stats['diagnosed']} "
+              f"diagnosed; the quick trend's listing of the grown folder: {quick_grown:.2f} s)")
+        bg = Fleet(folder, doctor="background")
+        t = time.perf_counter()
+        rows = bg.refresh()
+        first = time.perf_counter() - t
+        pending = sum(r["forecast_source"] == PENDING for r in rows)
+        while bg.doctor_version < args.runs:
+            time.sleep(0.05)
+        print(f"  background: first listing {first:.2f} s ({pending} rows 'trend, doctor pending'); every doctor's "
+              f"forecast in after {time.perf_counter() - t:.2f} s")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -50,15 +50,16 @@ the checks below (:func:`install`, which swaps Bokeh's/Panel's per-app handlers 
   carrying the key's cookie (the page's websocket, a reload), is admitted by the key's room (its places, open tabs
   and buckets) instead of by the address's caps and buckets, and waits its turns at the gate in the room's queue; a
   ``class=`` key that is not valid or has expired gets the lab's short page saying so (403 / 410), nothing held. A
-  stale or forged class cookie is no key: the address's limits apply.
+  stale or forged class cookie is no key: the address's limits apply. A room's counts are the one limit shared by
+  the ``--num-procs`` processes (:class:`grpo_lab.classroom.Ledger`): a room of N admits N in all.
 * **Every page loads** :data:`SOCKET_NOTICE_PATH` first (``lab/static/socket_refused.js``): a page whose websocket is
   refused (429 at its handshake) says so and tries again, rather than staying blank.
 
 Client = the request's ``remote_ip`` (behind a proxy, serve with ``--use-xheaders`` so that it is the
 visitor's address). The defaults (:data:`DEFAULT_LIMITS`) fit a classroom of 30 behind one school NAT on
 2 cores: 30 pages at once from one address pass the burst, 60 tabs may stay open from one address, 12 from
-one browser. **All limits are per server process**: with ``--num-procs 2`` an address may get up to twice
-as much, spread over the two processes.
+one browser. **All limits are per server process** (a class link's room aside): with ``--num-procs 2`` an address
+may get up to twice as much, spread over the two processes.
 """
 
 from __future__ import annotations
@@ -242,7 +243,12 @@ class Admission:
                  wall=time.time):
         self.limits, self.clock, self.wall = limits, clock, wall
         self.secret = secret  #: the class links' secret (grpo_lab.classroom); None: no class link is valid
-        self.rooms: dict = {}  #: room name -> grpo_lab.classroom.Room
+        self.rooms: dict = {}  #: room name -> grpo_lab.classroom.Room (this process's handles on the ledger's rooms)
+        self.ledger = None  #: the rooms' counts, shared by the processes forked after this (grpo_lab.classroom.Ledger)
+        if secret is not None:
+            from grpo_lab.classroom import Ledger
+
+            self.ledger = Ledger(wall=lambda: self.wall())
         self.gate = FairGate(passes=PASSES, follow_s=FOLLOW_S)  #: the turns of session builds and page renders (used in the event loop only)
         self.buckets: dict[str, TokenBucket] = {}  #: new pages, by address
         self.build_buckets: dict[str, TokenBucket] = {}  #: sessions built for a websocket, by address
@@ -285,7 +291,8 @@ class Admission:
         return verify(text, self.secret, self.wall())
 
     def room(self, key):
-        """The room of a verified key (made at its first holder; rooms whose keys expired are forgotten then)."""
+        """The room of a verified key (its counts in :attr:`ledger`, made at its first holder in any process);
+        this process's handles on rooms whose keys expired are forgotten then."""
         from grpo_lab.classroom import Room
 
         room = self.rooms.get(key.room)
@@ -293,27 +300,22 @@ class Admission:
             now = self.wall()
             for name in [n for n, r in self.rooms.items() if r.key.expires <= now]:
                 del self.rooms[name]
-            room = self.rooms[key.room] = Room(key)
+            room = self.rooms[key.room] = Room(key, self.ledger)
         return room
 
     def admit_class(self, key, visitor: str | None, kind: str) -> str | None:
         """A page (``kind`` "page") or a session build ("build", a websocket naming a session not built yet; None
         for a websocket whose session exists) of a key's holder: why it is refused, or None (then a token of the
         room's ``kind`` bucket is taken). Caps: the room's places, its open pages, the visitor's tabs; never the
-        address's. A visitor admitted takes a place (a page without a cookie takes it with the cookie it is given)."""
-        room = self.room(key)
-        reason = room.place(visitor) or room.over_cap()
-        if not reason and visitor and self.open_by_visitor.get(visitor, 0) >= self.limits.per_visitor:
-            reason = TOO_MANY_MINE
-        if not reason and kind:
-            reason = room.take_token(kind, self.clock())
-        if not reason and visitor:
-            room.take_place(visitor)
-        return reason
+        address's. A visitor admitted takes a place (a page without a cookie takes it with the cookie it is given).
+        The room's counts are those of every server process (:meth:`grpo_lab.classroom.Room.admit`); the visitor's
+        tabs, this process's, like every per-address and per-visitor count."""
+        mine = visitor and self.open_by_visitor.get(visitor, 0) >= self.limits.per_visitor
+        return self.room(key).admit(visitor, kind, self.clock(), TOO_MANY_MINE if mine else None)
 
     def opened(self, address: str, visitor: str | None, room=None) -> None:
-        if room is not None:  # a class's page counts in its room, not against its address's cap
-            room.open += 1
+        if room is not None:  # a class's page counts in its room (all processes), not against its address's cap
+            room.opened()
             address = None
         if address is not None:
             self.open_by_address[address] = self.open_by_address.get(address, 0) + 1
@@ -321,8 +323,8 @@ class Admission:
             self.open_by_visitor[visitor] = self.open_by_visitor.get(visitor, 0) + 1
 
     def closed(self, address: str, visitor: str | None, room=None) -> None:
-        if room is not None:
-            room.open = max(0, room.open - 1)
+        if room is not None:  # freed in the room's shared count
+            room.closed()
             address = None
         for table, key in ((self.open_by_address, address), (self.open_by_visitor, visitor)):
             if key and key in table:

@@ -147,13 +147,24 @@ def _header_html() -> str:
             "away. Share a view by copying the URL, or take the <a href='?tour=1'>guided tour</a>.</p>")
 
 
+def _hidden_css(title: str) -> list[str]:
+    """The Fleet tab's holder is not displayed while hidden, as its own column (lab.views.fleet.HIDDEN_CSS: its run
+    links leave the Tab order while another tab is shown)."""
+    if title != "Fleet":
+        return []
+    from grpo_lab.views.fleet import HIDDEN_CSS
+
+    return [HIDDEN_CSS]
+
+
 def _lazy_tabs(session: Session) -> pn.Tabs:
     """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone (the
     others hold an empty column until then)."""
     want = "replay" if session.replay else (session.tab or "").strip().lower()
     first = next((i for i, (title, _) in enumerate(TABS) if title.lower() == want), 0)
     built = {first}
-    holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width") for i in range(len(TABS))]
+    holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width", stylesheets=_hidden_css(t))
+               for i, (t, _) in enumerate(TABS)]
     tabs = pn.Tabs(*[(title, holder) for (title, _), holder in zip(TABS, holders)], sizing_mode="stretch_width",
                    active=first)
 

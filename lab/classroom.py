@@ -11,7 +11,8 @@ three under the server's secret (``GRPO_LAB_CLASS_SECRET``, or random bytes made
 until the server stops), in URL-safe base64. A key changed in any character, cut short, or signed under another
 secret is refused; so is one past its expiry. Its size and expiry cannot be raised without the secret.
 
-A room (:class:`Room`, per server process like every limit) admits:
+A room (:class:`Room`) admits, in all of the server's processes together (its counts are kept in a
+:class:`Ledger` of memory shared by the ``--num-procs`` processes, made before they are forked):
 
 * at most ``N`` **visitors** (distinct visitor cookies, ``grpo_lab_visitor``): the 1st to N-th browser to open the
   link take a place for as long as the key lasts; a browser past them gets "this class's room is full";
@@ -28,18 +29,24 @@ session, no place, no cookie.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
+import logging
 import math
+import mmap
 import os
 import secrets
+import struct
+import tempfile
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from grpo_lab.token_bucket import TokenBucket
 
 __all__ = ["ClassKey", "Room", "sign", "verify", "new_key", "class_secret", "SECRET_ENV", "CLASS_COOKIE",
-           "KeyRefused", "refusal_status", "TABS_PER_PLACE", "REFILL_S", "MAX_CLASS", "DEFAULT_HOURS", "SIGNATURE_BYTES"]
+           "KeyRefused", "refusal_status", "Ledger", "ROOM_SLOTS", "TABS_PER_PLACE", "REFILL_S", "MAX_CLASS", "DEFAULT_HOURS", "SIGNATURE_BYTES"]
 
 SECRET_ENV = "GRPO_LAB_CLASS_SECRET"  #: a secret kept across restarts (any text); without it, random at start
 CLASS_COOKIE = "grpo_lab_class"  #: the key, set on a page admitted by it (its websocket and reloads carry it)
@@ -49,6 +56,9 @@ REFILL_S = 60.0  #: the room's bucket of new sessions refills N per this many se
 MAX_CLASS = 2000  #: the largest room a key may name
 MAX_KEY_CHARS = 120  #: longer is not a key
 DEFAULT_HOURS = 4.0  #: how long a class link lasts unless ``--class-hours`` says
+ROOM_SLOTS = 32  #: rooms a :class:`Ledger` holds at once (keys not expired); one past them counts per process
+
+_log = logging.getLogger("grpo_lab.classroom")
 
 
 class KeyRefused(ValueError):
@@ -131,36 +141,199 @@ def class_secret(environ=None) -> bytes:
     return text.encode() if text else secrets.token_bytes(32)
 
 
-@dataclass
+try:
+    import fcntl
+except ImportError:  # no fcntl (Windows): one process only (Bokeh forks none there), the threads' lock alone
+    fcntl = None
+
+_IDENT = _PLACE = 16  #: bytes of a key's identity and of a visitor's place (BLAKE2b digests)
+_FREE = bytes(_IDENT)
+#: a room's slot: identity, expiry, size, open pages, places taken, page bucket (tokens, stamp), build bucket
+_HEAD = struct.Struct("<16sqiiidddd")
+_BUCKETS = {"page": 5, "build": 7}  #: a bucket's fields in _HEAD (tokens, then its stamp)
+
+
+class Ledger:
+    """The rooms' counts in memory shared by the server's processes: made before ``--num-procs`` forks them (in
+    :func:`grpo_lab.admission.install`), inherited by each, so a room of N admits N in all, whatever the number of
+    processes. One process alone reads and writes it the same way.
+
+    It is a file with no name (``memfd_create``; an unlinked temporary file where there is none) mapped shared, of
+    ``slots`` rooms; a change is made under a lock of that file (``lockf``: a process's lock, released by the kernel
+    if it dies holding it) and a lock of the process's threads. Each room's slot holds
+    (:data:`_HEAD`): the key's identity (BLAKE2b-128 of its payload; all zeros: a free slot), its expiry (a slot whose
+    key expired is free again, by ``wall``'s clock), its size, its open pages, its places taken, its two buckets
+    (tokens, time of the last take; a time of minus infinity: full), then the places: BLAKE2b-128 of each visitor
+    cookie, up to :data:`MAX_CLASS`. The buckets' times are ``time.monotonic``'s (one clock for the whole machine)."""
+
+    def __init__(self, slots: int = ROOM_SLOTS, wall=time.time):
+        self.slots, self.wall = slots, wall
+        self.slot_bytes = _HEAD.size + MAX_CLASS * _PLACE
+        size = slots * self.slot_bytes
+        if hasattr(os, "memfd_create"):
+            self._fd = os.memfd_create("grpo-lab-rooms", getattr(os, "MFD_CLOEXEC", 0))
+        else:
+            handle, name = tempfile.mkstemp(prefix="grpo-lab-rooms-")
+            os.unlink(name)
+            self._fd = handle
+        os.ftruncate(self._fd, size)  # zeros: every slot free
+        self.map = mmap.mmap(self._fd, size)  # MAP_SHARED: the forked processes write the same pages
+        self._threads = threading.Lock()
+
+    def __del__(self):
+        with contextlib.suppress(Exception):
+            self.map.close()
+            os.close(self._fd)
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Hold the ledger (every process of the server, every thread of this one) while the block runs; not
+        reentrant (a POSIX lock is released whole by its first unlock)."""
+        with self._threads:
+            if fcntl is not None:
+                fcntl.lockf(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.lockf(self._fd, fcntl.LOCK_UN)
+
+    def ident(self, slot: int) -> bytes:
+        return bytes(self.map[slot * self.slot_bytes:slot * self.slot_bytes + _IDENT])
+
+    def claim(self, ident: bytes, key: ClassKey) -> int | None:
+        """The slot of the room ``ident`` (the ledger held): found, or a free one made its own (counts zero, buckets
+        full); None when every slot holds a room not expired."""
+        free, now = None, self.wall()
+        for slot in range(self.slots):
+            held, expires = struct.unpack_from("<16sq", self.map, slot * self.slot_bytes)
+            if held == ident:
+                return slot
+            if free is None and (held == _FREE or expires <= now):
+                free = slot
+        if free is not None:
+            self.write(free, ident, key.expires, key.size, 0, 0, float(TABS_PER_PLACE * key.size), -math.inf,
+                       float(TABS_PER_PLACE * key.size), -math.inf)
+        return free
+
+    def read(self, slot: int) -> list:
+        return list(_HEAD.unpack_from(self.map, slot * self.slot_bytes))
+
+    def write(self, slot: int, *fields) -> None:
+        _HEAD.pack_into(self.map, slot * self.slot_bytes, *fields)
+
+    def find_place(self, slot: int, place: bytes, taken: int) -> bool:
+        """Whether ``place`` is among the first ``taken`` places of ``slot`` (a match at a place's boundary)."""
+        start = slot * self.slot_bytes + _HEAD.size
+        end, at = start + taken * _PLACE, start
+        while (at := self.map.find(place, at, end)) >= 0:
+            if (at - start) % _PLACE == 0:
+                return True
+            at += 1
+        return False
+
+    def add_place(self, slot: int, place: bytes, taken: int) -> None:
+        at = slot * self.slot_bytes + _HEAD.size + taken * _PLACE
+        self.map[at:at + _PLACE] = place
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=_IDENT).digest()
+
+
 class Room:
-    """One room's counts in this process: its places (visitors), its open pages, its buckets of new pages and of
-    sessions built for a websocket (two, as an address has: :mod:`grpo_lab.admission`)."""
+    """One room's counts, in ``ledger`` (the server's, shared by its processes; a ledger of its own when none is
+    given, or when the server's holds :data:`ROOM_SLOTS` rooms already: it then counts in this process alone): its
+    places (visitors), its open pages, its buckets of new pages and of sessions built for a websocket (two, as an
+    address has: :mod:`grpo_lab.admission`)."""
 
-    key: ClassKey
-    visitors: set = field(default_factory=set)
-    open: int = 0
-    buckets: dict = field(default_factory=dict)  #: "page" / "build" -> TokenBucket
+    def __init__(self, key: ClassKey, ledger: Ledger | None = None):
+        self.key, self.ident = key, _digest(key.payload())
+        self.ledger, self.slot = ledger, None
+        if ledger is not None:
+            with ledger.locked():
+                self.slot = ledger.claim(self.ident, key)
+        if self.slot is None:
+            self._alone()
 
-    def place(self, visitor: str | None) -> str | None:
-        """Why ``visitor`` (a cookie; None for a browser that has none yet, which gets one with this page) gets no
-        place, or None: a new visitor takes one while there are some."""
-        if visitor in self.visitors:
-            return None
-        if len(self.visitors) >= self.key.size:
-            return FULL.format(n=self.key.size)
-        return None
+    def _alone(self) -> None:
+        """Count in a ledger of this room's own (the server's has no slot free): in this process alone."""
+        if self.ledger is not None:
+            _log.warning("%d class rooms are open; room %s counts in each server process apart", self.ledger.slots,
+                         self.key.room)
+        self.ledger = Ledger(slots=1, wall=lambda: -math.inf)  # never expires: this room is its one slot
+        with self.ledger.locked():
+            self.slot = self.ledger.claim(self.ident, self.key)
 
-    def take_place(self, visitor: str) -> None:
-        if len(self.visitors) < self.key.size:
-            self.visitors.add(visitor)
+    def _here(self) -> bool:
+        """Whether the slot is still this room's (the ledger held): it is given to another only after the key
+        expired, and then only a closing page of this room comes here."""
+        return self.ledger.ident(self.slot) == self.ident
 
-    def over_cap(self) -> str | None:
-        return FULL_TABS.format(n=TABS_PER_PLACE * self.key.size) if self.open >= TABS_PER_PLACE * self.key.size \
-            else None
+    def _claimed(self) -> bool:
+        """Whether the room has its slot, claimed again if it was lost (cannot happen while the key is valid;
+        counted afresh if it does)."""
+        with self.ledger.locked():
+            if not self._here():
+                self.slot = self.ledger.claim(self.ident, self.key)
+            return self.slot is not None
 
-    def take_token(self, kind: str, now: float) -> str | None:
-        """Take one of the room's ``kind`` tokens ("page" or "build"): None, or why not."""
-        bucket = self.buckets.get(kind)
-        if bucket is None:
-            bucket = self.buckets[kind] = TokenBucket(self.key.size / REFILL_S, TABS_PER_PLACE * self.key.size, now)
-        return None if bucket.take(now) else BUSY
+    @property
+    def open(self) -> int:
+        """Open pages of the room, in every process."""
+        with self.ledger.locked():
+            return self.ledger.read(self.slot)[3] if self._here() else 0
+
+    @property
+    def places(self) -> int:
+        """Places taken (browsers admitted), in every process."""
+        with self.ledger.locked():
+            return self.ledger.read(self.slot)[4] if self._here() else 0
+
+    def holds(self, visitor: str) -> bool:
+        """Whether ``visitor`` (a cookie) has a place."""
+        with self.ledger.locked():
+            return self._here() and self.ledger.find_place(self.slot, _digest(visitor), self.ledger.read(self.slot)[4])
+
+    def admit(self, visitor: str | None, kind: str | None, now: float, mine: str | None = None) -> str | None:
+        """A page (``kind`` "page"), a session build ("build") or a websocket whose session exists (None) of
+        ``visitor`` (None: a browser that has no cookie yet): why it is refused, or None, all in one hold of the
+        ledger. In order: the room full for a visitor with no place (:data:`FULL`), its open pages
+        (:data:`FULL_TABS`), ``mine`` (the caller's own refusal, if any: the browser's tabs), no token of the
+        ``kind`` bucket (:data:`BUSY`). Admitted, a token is taken and a new visitor takes a place."""
+        if not self._claimed():
+            self._alone()
+        with self.ledger.locked():
+            fields = self.ledger.read(self.slot)
+            size, open_, taken = fields[2], fields[3], fields[4]
+            place = _digest(visitor) if visitor else None
+            known = place is not None and self.ledger.find_place(self.slot, place, taken)
+            reason = FULL.format(n=size) if not known and taken >= size else None
+            if not reason and open_ >= TABS_PER_PLACE * size:
+                reason = FULL_TABS.format(n=TABS_PER_PLACE * size)
+            reason = reason or mine
+            if not reason and kind:
+                at = _BUCKETS[kind]
+                bucket = TokenBucket(size / REFILL_S, TABS_PER_PLACE * size, fields[at + 1])
+                bucket.tokens = fields[at]
+                if not bucket.take(now):
+                    reason = BUSY
+                fields[at], fields[at + 1] = bucket.tokens, bucket.stamp
+            if not reason and place is not None and not known and taken < min(size, MAX_CLASS):
+                self.ledger.add_place(self.slot, place, taken)
+                fields[4] = taken + 1
+            self.ledger.write(self.slot, *fields)
+        return reason
+
+    def opened(self) -> None:
+        self._count(+1)
+
+    def closed(self) -> None:
+        self._count(-1)
+
+    def _count(self, change: int) -> None:
+        with self.ledger.locked():
+            if self._here():
+                fields = self.ledger.read(self.slot)
+                fields[3] = max(0, fields[3] + change)
+                self.ledger.write(self.slot, *fields)

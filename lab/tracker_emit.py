@@ -42,8 +42,10 @@ class TensorBoardWriter:
     def __init__(self, logdir):
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
+        from grpo_lab.sims.doctor.tracker_values import EVENT_SUFFIX
+
         self.logdir = Path(logdir)
-        self._w = EventFileWriter(str(self.logdir), filename_suffix=".grpo_lab")
+        self._w = EventFileWriter(str(self.logdir), filename_suffix=EVENT_SUFFIX)
 
     def _event(self, step: int, summary) -> None:
         from tensorboard.compat.proto import event_pb2

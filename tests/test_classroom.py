@@ -90,7 +90,7 @@ def test_a_room_admits_n_browsers_from_one_address_past_the_address_caps():
     assert adm.admit_page("school", "stranger") is None  # the address's own visitors keep their caps
     # a sixth browser: the room is full (403), and nothing is held for it
     reason = adm.admit_class(key, "v5", "page")
-    assert reason == c.FULL.format(n=5) and c.refusal_status(reason) == 403 and "v5" not in room.visitors
+    assert reason == c.FULL.format(n=5) and c.refusal_status(reason) == 403 and not room.holds("v5")
     # a place is kept for the key's life: a browser of the room comes back after its tab closed
     adm.closed("school", "v0", room)
     assert room.open == 4
@@ -128,3 +128,80 @@ def test_expired_rooms_are_forgotten():
     other = adm.class_key(c.new_key(2, 1.0, SECRET, now=NOW + 7200))
     adm.room(other)
     assert list(adm.rooms) == [other.room]
+
+
+def _in_children(n: int, work) -> list:
+    """``work(i)`` in ``n`` processes forked from this one and released together; what each returned (JSON)."""
+    import json
+    import os
+
+    go_read, go_write = os.pipe()
+    children = []
+    for i in range(n):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into pytest
+            code = 1
+            try:
+                os.close(read)
+                os.read(go_read, 1)
+                os.write(write, json.dumps(work(i)).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        children.append((pid, read))
+    os.write(go_write, b"x" * n)
+    out = []
+    for pid, read in children:
+        chunks = []
+        while chunk := os.read(read, 65536):
+            chunks.append(chunk)
+        os.close(read)
+        assert os.waitpid(pid, 0)[1] == 0
+        out.append(json.loads(b"".join(chunks)))
+    os.close(go_read)
+    os.close(go_write)
+    return out
+
+
+def test_a_room_is_counted_once_by_processes_forked_after_it():
+    """The ledger is made with the admission, before a fork (``--num-procs``): two processes each asked for a
+    room of 5 by 5 browsers of their own admit 5 in all; the pages they open and close, and the tokens they take,
+    are the room's, seen by the process that forked them."""
+    adm, key, t = _admission(5, per_address=100)
+    room = adm.room(key)
+    assert room.places == 0
+
+    def arrive(child: int) -> list:
+        admitted = []
+        for i in range(5):
+            visitor = f"c{child}v{i}"
+            if adm.admit_class(key, visitor, "page") is None:
+                adm.opened("school", visitor, adm.room(key))
+                admitted.append(visitor)
+        return admitted
+
+    admitted = _in_children(2, arrive)
+    assert sum(map(len, admitted)) == 5 and room.places == 5 and room.open == 5
+    assert all(room.holds(v) for v in admitted[0] + admitted[1]) and not room.holds("c0v9")
+    assert adm.admit_class(key, "late", "page") == c.FULL.format(n=5)  # the parent sees the room full too
+    # a child closes two pages (a session ended there): freed for every process
+    _in_children(1, lambda _: [adm.closed("school", v, adm.room(key)) for v in (admitted[0] + admitted[1])[:2]])
+    assert room.open == 3
+    # the room's page bucket: 2N = 10 at once, 5 taken by the arrivals; two processes asking 10 each get 5 in all
+    took = _in_children(2, lambda _: sum(adm.admit_class(key, admitted[0][0] if admitted[0] else admitted[1][0],
+                                                         "page") is None for _ in range(10)))
+    assert sum(took) == 5
+    assert adm.admit_class(key, admitted[0][0] if admitted[0] else admitted[1][0], "page") == c.BUSY
+
+
+def test_a_room_past_the_ledger_s_slots_counts_in_its_process_alone():
+    adm, key, t = _admission(2)
+    adm.ledger = c.Ledger(slots=1, wall=lambda: NOW)
+    first = adm.room(key)
+    other = adm.class_key(c.new_key(2, 1.0, SECRET, now=NOW))
+    second = adm.room(other)
+    assert first.ledger is adm.ledger and second.ledger is not adm.ledger  # the one slot is the first room's
+    for room_key in (key, other):
+        assert [adm.admit_class(room_key, f"v{i}", "page") for i in range(3)] == [None, None, c.FULL.format(n=2)]

@@ -5,6 +5,7 @@ the same forecasts computed from the runs as written, and its refreshes reading 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -150,14 +151,15 @@ def test_a_refresh_reads_only_what_the_runs_appended(tmp_path):
 
 def test_cli_fleet_lists_ranks_and_refuses_bad_input(tmp_path):
     make_fleet(tmp_path, n=6, steps=20, seed=3)
-    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "fleet", str(tmp_path), "--json"],
-                          capture_output=True, text=True)
+    env = {**os.environ, "GRPO_LAB_CACHE": str(tmp_path.parent / f"{tmp_path.name}-cache")}  # not in ~/.cache
+    proc = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "fleet", str(tmp_path), "--json", "--quick"],
+                          capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert len(out["runs"]) == 6 and out["read"]["runs"] == 6
     assert [r["run"] for r in out["runs"]] == [r["run"] for r in Fleet(str(tmp_path)).refresh()]
     text = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "fleet", str(tmp_path)], capture_output=True,
-                          text=True)
+                          text=True, env=env)
     assert text.returncode == 0 and "6 runs in" in text.stdout and "expiry" in text.stdout
     bad = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "fleet", str(tmp_path / "nope")], capture_output=True,
                          text=True)

@@ -4,7 +4,8 @@ host.
 The exported page (``grpo-lab export``) and the served lab's ``?embed=true`` choose a compact layout by their width
 (CSS alone, ``lab/static/gridview.css``: the controls and readouts beside the grid), so the progress slider and the
 whole grid lie in the iframe's first screen, with no readout's label on more than two lines; a switch under the
-readouts shows both plots, whole (titles, keys, drawings and the P(gradient) curve's reading), in the grid's place, and the grid again; the served
+readouts shows both plots, whole (titles, keys, drawings and the P(gradient) curve's reading), in the grid's place, and the grid again;
+at desktop width the exported page widens and shows the grid and both plots side by side with no switch; the served
 embed's page is no taller than its frame (nothing cut at its edge). The exported page carries the served lab's two plots, drawn by the same
 browser code (``lab/static/live_plots.js``, inlined verbatim), whose data after a control's input equals the core's;
 the default file stays under 1.5 MB, and the page makes no request.
@@ -22,6 +23,7 @@ from grpo_lab.sims.sweep import useful_share_curve
 from grpo_lab.testing.cli import run_cli
 from grpo_lab.testing.lab_server import SET_CONTROLS_JS, block_outside
 from grpo_lab.testing.page import FIND
+from grpo_lab.testing.screen import overlap
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -105,6 +107,33 @@ def test_an_exported_page_in_a_blog_frame_shows_the_slider_and_the_whole_grid(br
         grid = inner.evaluate(BOX, "#gx-grid")
         assert grid["width"] >= 0.4 * width, grid  # beside the controls, not shrunk to a stamp
         _switches_to_the_plots(inner, width, height)
+        assert outside == []
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width, height", [(1440, 900), (1024, 768)])
+def test_an_exported_page_at_desktop_width_shows_the_grid_and_both_plots_with_no_switch(browser, blog, width, height):
+    """Opened in a desktop window the exported page widens past the blog frame's layout: Play, the slider, the whole grid
+    and both plots (titles, keys, drawings) side by side on the first screen, none over another, and no switch."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        path = blog / "decay.html"
+        outside = block_outside(page, lambda u: u == path.as_uri())
+        page.goto(path.as_uri())
+        page.wait_for_selector("#grpo-export[data-ready=true]", state="attached", timeout=20_000)
+        page.wait_for_function(PLOTS_AT_SIZE, timeout=15_000)
+        assert page.evaluate(BOX, ".gx-show")["width"] == 0 and not page.get_by_role("radio").count()
+        parts = ["#gx-play", "#gx-progress", "#gx-K", ".readout-useful", "#gx-grid", ".grpo-legend", ".gx-plot-decay",
+                 ".gx-plot-outcome", ".gx-plot-decay .gx-plot-key", ".gx-plot-outcome .gx-plot-key", "#gx-decay",
+                 "#gx-outcome"]
+        _in_frame(page, width, height, parts)
+        assert not page.evaluate(TITLES_CUT)
+        boxes = {sel: page.evaluate(BOX, sel) for sel in ("#gx-grid", ".gx-plot-decay", ".gx-plot-outcome", ".gx-controls")}
+        for i, a in enumerate(boxes):
+            for b in list(boxes)[i + 1:]:
+                assert not overlap(boxes[a], boxes[b]), (a, boxes[a], b, boxes[b])
+        assert boxes["#gx-grid"]["width"] >= 0.3 * width, boxes["#gx-grid"]  # the grid beside them, not a stamp
         assert outside == []
     finally:
         page.close()

@@ -1,9 +1,9 @@
 """Presentation mode's guided tour for a projector's back row (issue 41), in real Chromium at 1920x1080, 1280x720 and
 1024x768, at every step: the tour's text is at least 22 px at 1920x1080 (2% of the window's height at the others), its
 box lies in the window beside or above the lab and covers no part of it (the grid, the key, the controls, the Play
-row, the readouts, both plots), its text and figure are whole (nothing scrolled or cut), the page does not scroll, the
-step's subject is outlined and on the screen, the plots keep their keys, and the P(gradient) curve runs clear of its
-label. Step 7 talks about the K-cost table, which presentation mode's page does not build: the box shows it, with the
+row, the readouts, both plots), the grid keeps at least 30% of a 1920x1080 screen, its text and figure are whole
+(nothing scrolled or cut), the page does not scroll, the step's subject is outlined and on the screen and shows the
+figures the step quotes, the plots keep their keys, no two of a plot's texts overlap, and the P(gradient) curve runs clear of its label. Step 7 talks about the K-cost table, which presentation mode's page does not build: the box shows it, with the
 core's numbers.
 """
 
@@ -18,10 +18,12 @@ from grpo_lab.sims.scenario import Scenario, evaluate
 from grpo_lab.testing.lab_server import READ_CLASS
 from grpo_lab.testing.page import FIND
 from grpo_lab.testing.screen import SHOWN_BOX, UNCOVERED_READOUTS, on_screen, open_sized, overlap
-from grpo_lab.views.tour import HIGHLIGHT_CLASS, KCOST, TOUR
+from grpo_lab.testing.tour_check import TEXT_AND_LABELS, shown
+from grpo_lab.views.tour import HIGHLIGHT_CLASS, KCOST, TOUR, tour_figures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+GRID_SHARE = 0.30  #: the least share of a 1920x1080 screen the grid keeps with the tour open (issue 41)
 #: the lab's parts the tour's box must leave uncovered, and keep on the screen
 PARTS = {"tabs": ".bk-header", "play row": ".lab-main-controls", "grid": "#gx-grid", "key": ".grpo-legend",
          "controls": ".gx-controls", "readouts": ".gx-readouts", "decay plot": ".gx-plot-decay",
@@ -50,6 +52,14 @@ TOUR_STATE = "([cls]) => { const find = (" + FIND + """);
           font: parseFloat(getComputedStyle(text).fontSize), text: text.textContent, textBox: text.getBoundingClientRect().toJSON(),
           marked, pageH: document.documentElement.scrollHeight, pageW: document.documentElement.scrollWidth,
           w: innerWidth, h: innerHeight}; }"""
+#: JavaScript: pairs of texts of one plot (tick labels, axis and curve labels) whose boxes overlap by more than a pixel
+TEXTS_CROSSING = "(sel) => { const svg = (" + FIND + """)(sel); const t = Array.from(svg.querySelectorAll('text'))
+    .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([s, b]) => s.trim() && b.width > 0);
+  const out = [];
+  for (let i = 0; i < t.length; i++) for (let j = i + 1; j < t.length; j++) { const a = t[i][1], b = t[j][1];
+    if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1)
+      out.push([t[i][0], t[j][0], a.top, b.top]); }
+  return out; }"""
 #: JavaScript: the P(gradient) curve's label and the curve (its path's box), in the outcome plot
 CURVE_LABEL = "(colour) => { const svg = (" + FIND + """)('#gx-outcome'); const label = svg.querySelector('.gx-curve-label');
   const curve = Array.from(svg.querySelectorAll('path')).find(p => p.getAttribute('stroke') === colour && p.getAttribute('fill') === 'none');
@@ -106,6 +116,10 @@ def _check_step(page, n: int, width: int, height: int) -> None:
         for b in main[i + 1:]:
             assert not overlap(parts[a], parts[b]), (where, a, parts[a], b, parts[b])
     assert all(page.evaluate(UNCOVERED_READOUTS)), (where, "a readout lies under something")
+    # the grid keeps at least 30% of a 1920x1080 screen beside the tour (38% without it)
+    grid = parts["grid"]
+    if (width, height) == (1920, 1080):
+        assert grid["width"] * grid["height"] >= GRID_SHARE * width * height, (where, grid)
     # the named controls (Play and the progress slider for "press Play", "drag training progress") are whole
     for sel in ("#gx-progress", "#gx-K", "#gx-filter"):
         c = page.evaluate(SHOWN_BOX, sel)
@@ -120,9 +134,15 @@ def _check_step(page, n: int, width: int, height: int) -> None:
         assert marked[0]["inBox"] and "kcost" in marked[0]["classes"], (where, marked)
     else:
         assert not marked[0]["inBox"] and not overlap(marked[0], box), (where, marked, box)
+    # which shows the figures the step quotes of it (the core's: tests/test_teaching_browser.py checks them all)
+    outlined, figures = page.evaluate(TEXT_AND_LABELS, "." + HIGHLIGHT_CLASS), tour_figures()
+    for key in TOUR[n - 1].shows:
+        assert shown(figures[key], outlined), (where, key, figures[key], outlined)
     # the plots keep their keys, and the P(gradient) curve runs clear of its label
     for note in ("lines expected, dots realised", "dashed: mean pass rate"):
         assert page.get_by_text(note).first.is_visible(), (where, note)
+    for svg in ("#gx-decay", "#gx-outcome"):  # no tick label runs into another, or into a label
+        assert page.evaluate(TEXTS_CROSSING, svg) == [], (where, svg)
     curve = page.evaluate(CURVE_LABEL, MIXED_COLOR)
     assert curve["label"]["text"].startswith("P(gradient), K = ")
     assert curve["label"]["bottom"] <= curve["curve"]["top"] + 0.5, (where, curve)

@@ -51,9 +51,12 @@ def test_each_real_log_reads_as_given(name, tmp_path):
 def _arithmetic(cfg: dict, K: int) -> float:
     """The trainer's groups per logged row, written out here independently of the reader: TRL's
     per_device x processes x GA x logging_steps / K (defaults: steps_per_generation = GA, one iteration);
-    tinker's groups_per_batch (one row per iteration)."""
+    tinker's groups_per_batch (one row per iteration); verl's data.train_batch_size prompts (one row per
+    training step, no dynamic sampling)."""
     if "dataset_builder.groups_per_batch" in cfg:
         return float(cfg["dataset_builder.groups_per_batch"])
+    if "data.train_batch_size" in cfg:
+        return float(cfg["data.train_batch_size"])
     return (cfg["per_device_train_batch_size"] * cfg.get("num_processes", 1) * cfg.get("gradient_accumulation_steps", 1)
             * cfg["logging_steps"] / K)
 
@@ -134,3 +137,39 @@ def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_
     fmt = np.array([r["env/all/format"] for r in raw])
     np.testing.assert_allclose(total, correct + 0.1 * (fmt - 1.0), atol=1e-12)
     assert [r["step"] for r, f in zip(raw, fmt) if f < 1.0] == [0, 1, 2, 3, 4, 5]
+
+
+def test_verl_mixed_cuts_run_logs_its_own_group_count_and_its_rewards_are_binary():
+    """The verl run, read against the log's own columns: every row's diagnostics are over data.train_batch_size
+    groups of K (mixed_cuts/n_groups, group_size_mean, rollouts per step), the zero-std share the reader takes is
+    the sum of the all-correct and all-wrong shares, and the rewards are 0/1: reward/var = mean (1 - mean) on
+    every row, which rewards in [0, 1] reach only when each is 0 or 1."""
+    name = "verl-mixedcuts-math-grpo-k16"
+    raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines()]
+    cfg = load_config(REAL / name / "config.yaml")
+    K, batch = cfg["actor_rollout_ref.rollout.n"], cfg["data.train_batch_size"]
+    assert {(r["mixed_cuts/n_groups"], r["mixed_cuts/group_size_mean"], r["mixed_cuts/rollouts_generated_per_step"])
+            for r in raw} == {(batch, K, batch * K)}
+    rec = read_real(name)
+    assert rec.meta["source"]["trainer"] == "verl-mixed-cuts"
+    zero = np.array([r["mixed_cuts/advantage_collapse_rate"] for r in raw])
+    both = np.array([r["mixed_cuts/all_correct_frac"] + r["mixed_cuts/all_wrong_frac"] for r in raw])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], zero, atol=1e-12)
+    np.testing.assert_allclose(zero, both, atol=1e-12)
+    mean = np.array([r["critic/score/mean"] for r in raw])
+    np.testing.assert_allclose([r["reward/var"] for r in raw], mean * (1 - mean), atol=1e-12)
+    assert {(r["critic/score/min"], r["critic/score/max"]) for r in raw} == {(0.0, 1.0)}
+
+
+BINARY = [n for n in NAMES if INDEX[n]["rewards"] == "binary"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_the_doctors_90_band_holds_at_least_80_percent_of_later_rows_on_each_binary_run(name):
+    """Issue #39: back-test coverage of the 90% band on the binary real runs (`grpo-lab diagnose --backtest`):
+    the forecast refitted on the first 40/50/60/70% of the rows, scored on the rest."""
+    from grpo_lab.sims.doctor.diagnose import diagnose
+
+    bt = diagnose(read_real(name), backtest=True)["backtest"]
+    assert bt["available"] and bt["level"] == 0.9
+    assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])

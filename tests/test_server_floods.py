@@ -2,7 +2,7 @@
 ``python -m grpo_lab.server`` as ``grpo-lab serve`` runs it:
 
 * the class link is printed at start; its key admits N browsers; a wrong, expired or over-capacity key gets a page
-  that says so in words (403 / 410), no traceback, no cookie (nothing held);
+  that says so in words (403 / 410), no traceback, no cookie (nothing held); with ``--num-procs 2``, N in all;
 * 10,000 404s (with 2,000-character URLs) write a bounded access log, URLs cut short;
 * headers past a browser's (64 KiB) are read on a few connections at once, the rest closed; past
   ``MAX_HEADER_BYTES`` closed; a long URL still gets the lab's 414 page once they are gone;
@@ -80,6 +80,65 @@ def test_the_class_link_admits_its_room_and_a_bad_key_gets_words():
             assert headers.get_all("Set-Cookie") is None, name  # nothing held, not even a cookie
         assert "Traceback" not in log()
 
+
+
+def listening(pids: list[int], port: int) -> list[int]:
+    """The processes of ``pids`` that listen on ``port`` (the server's workers; not multiprocessing's helper)."""
+    import psutil
+
+    return [pid for pid in pids if any(x.status == psutil.CONN_LISTEN and x.laddr.port == port
+                                       for x in psutil.Process(pid).net_connections("tcp"))]
+
+
+def connections_on_each(url: str, workers: list[int], each: int, timeout_s: float = 30.0) -> dict:
+    """``{worker pid: [each HTTP connections that worker accepted]}``: connections opened until every worker has
+    accepted ``each`` (which process accepts one is the kernel's choice; psutil tells whose it is), the rest closed."""
+    import psutil
+
+    parts = urlsplit(url)
+    found: dict = {pid: [] for pid in workers}
+    deadline = time.monotonic() + timeout_s
+    while min(map(len, found.values())) < each and time.monotonic() < deadline:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+        conn.connect()
+        mine = conn.sock.getsockname()[:2]
+        owner = None
+        while owner is None and time.monotonic() < deadline:
+            for pid in workers:
+                if any(tuple(x.raddr or ()) == mine for x in psutil.Process(pid).net_connections("tcp")):
+                    owner = pid
+            time.sleep(0.02)
+        if owner is not None and len(found[owner]) < each:
+            found[owner].append(conn)
+        else:
+            conn.close()
+    assert min(map(len, found.values())) >= each, {pid: len(c) for pid, c in found.items()}
+    return found
+
+
+def test_a_room_of_n_admits_n_across_two_server_processes():
+    """``--num-procs 2``: a room of 3 asked by 6 browsers, 3 of them on each process, admits 3 in all (the room's
+    counts are shared by the processes: grpo_lab.classroom.Ledger); the other 3 read that the room is full."""
+    n = 3
+    with logged_server("--class", str(n), num_procs=2) as (url, log):
+        link = re.search(r"class link for 3 \(until [0-9: -]+ UTC\): (\S+)", log()).group(1)
+        workers = listening(log.pids(), urlsplit(url).port)
+        assert len(workers) == 2
+        conns = connections_on_each(url, workers, n)
+        parts = urlsplit(link)
+        answers = []
+        for pair in zip(*conns.values()):  # one browser on each process in turn, none with a cookie yet
+            for conn in pair:
+                conn.request("GET", f"{parts.path}?{parts.query}")
+                r = conn.getresponse()
+                answers.append((r.status, r.read().decode()))
+                conn.close()
+        statuses = [status for status, _ in answers]
+        assert statuses.count(200) == n and statuses.count(403) == n, statuses
+        for status, body in answers:
+            if status == 403:
+                assert html.escape(c.FULL.format(n=n)) in body and "docs_json" not in body
+        assert "Traceback" not in log()
 
 def test_ten_thousand_404s_write_a_bounded_log_with_short_urls():
     with logged_server() as (url, log):

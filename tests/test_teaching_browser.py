@@ -5,6 +5,7 @@ computed here independently of the page. The tour's figures are checked against 
 from __future__ import annotations
 
 import re
+import string
 
 import numpy as np
 import pytest
@@ -17,24 +18,14 @@ from grpo_lab.sims.kcost import k_cost
 from grpo_lab.sims.population import draw_population
 from grpo_lab.sims.samplers import compare
 from grpo_lab.sims.samplers.compare import ORACLES
-from grpo_lab.sims.scenario import ALL_PASS, Scenario, evaluate
+from grpo_lab.sims.scenario import ALL_PASS, MIXED, Scenario, evaluate
 from grpo_lab.sims.sweep import useful_share_curve
 from grpo_lab.testing.lab_server import PAGE_TEXT, READ_CLASS, TEXTS_OF_CLASS, show_plots, wait_readout
 from grpo_lab.testing.page import FIND
-from grpo_lab.views.tour import HIGHLIGHT_CLASS, STEP_FIGURES, TOUR, step_text, tour_figures
+from grpo_lab.testing.tour_check import SAMPLER, TEXT_AND_LABELS, check_step_numbers
+from grpo_lab.views.tour import HIGHLIGHT_CLASS, TOUR, step_text, tour_figures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-#: JavaScript: the text of the first element matching a selector and every aria-label inside it, through shadow roots
-TEXT_AND_LABELS = f"""sel => {{ const e = ({FIND})(sel); if (!e) return '';
-  const out = [];
-  const walk = n => {{ if (n.nodeType === 3) {{ out.push(n.textContent); return; }}
-    if (n.nodeType !== 1 && n.nodeType !== 11) return;
-    if (n.nodeName === 'STYLE' || n.nodeName === 'SCRIPT') return;
-    if (n.nodeType === 1 && n.hasAttribute('aria-label')) out.push(n.getAttribute('aria-label'));
-    if (n.shadowRoot) walk(n.shadowRoot);
-    for (const c of n.childNodes) walk(c); }};
-  walk(e); return out.join(' '); }}"""
 
 
 def text_of(page, cls: str) -> str:
@@ -173,17 +164,46 @@ def test_8_samplers_the_oracle_is_a_bound_dapo_pays_for_discarded_rounds(page, l
     assert notes[1] == NEVER_TRAINED_WORDS
 
 
-@pytest.mark.parametrize("n", sorted(STEP_FIGURES))
-def test_each_tour_figure_is_what_the_outlined_element_shows(page, lab_url, n):
-    """Step n quotes figures (tour_figures, from the core); the element it outlines shows each of them (in its text or
-    its text alternative) once the step is on screen."""
-    figures = tour_figures()
-    text = step_text(n)
+@pytest.mark.parametrize("n", range(1, len(TOUR) + 1))
+def test_every_number_a_tour_step_quotes_is_what_its_outlined_element_shows(page, lab_url, n):
+    """Step n's figures (tour_figures, from the core) are shown by the element it outlines, on screen, at its drain's
+    start or after the move its text asks for, and every other number of its text by that element or the controls it
+    names (grpo_lab.testing.tour_check)."""
+    step, text, figures = TOUR[n - 1], step_text(n), tour_figures()
+    keys = {f for _, f, _, _ in string.Formatter().parse(step.text) if f}
+    assert keys == {*step.shows, *step.shows_first, *(step.move.shows if step.move else ())}, n  # each one checked
+    if step.shows_first:
+        page.add_init_script(SAMPLER)
     page.goto(f"{lab_url}?tour={n}")
-    page.wait_for_function(f"() => ({READ_CLASS})('tour-step') && ({READ_CLASS})('tour-step').includes('{TOUR[n - 1].title}')",
+    page.wait_for_function(f"() => ({READ_CLASS})('tour-step') && ({READ_CLASS})('tour-step').includes('{step.title}')",
                            timeout=60_000)
     page.wait_for_function(f"() => !!({FIND})('.{HIGHLIGHT_CLASS}')", timeout=60_000)
-    for key in STEP_FIGURES[n]:
-        assert figures[key] in text, (n, key)
-        page.wait_for_function(f"want => ({TEXT_AND_LABELS})('.{HIGHLIGHT_CLASS}').includes(want)",
-                               arg=figures[key], timeout=60_000)
+    if step.drain:
+        page.wait_for_function(f"() => ({FIND})('#gx-progress-out').textContent === '1.00'", timeout=60_000)
+    check_step_numbers(page, step, text, figures, HIGHLIGHT_CLASS)
+
+
+def test_every_tour_figure_is_the_cores_computed_here_from_the_prompts():
+    """Each figure the tour quotes against this test's own arithmetic on the core's prompts (their pass rates,
+    outcomes and the filter's kept set): shares of mixed groups, 1 - p^K - (1 - p)^K averaged or at the mean, the
+    K-cost table's K / U and 1000 U / K."""
+    def at(**kw):
+        return evaluate(Scenario(**kw))
+
+    def useful(p, K):
+        return 1 - p ** K - (1 - p) ** K
+
+    t0, t1, k32, half = at(progress=0.0), at(progress=1.0), at(progress=1.0, K=32), at(progress=0.5)
+    f04, band = at(progress=0.4, band=(0.2, 0.8)), at(progress=1.0, band=(0.2, 0.8))
+    m, p = half.pass_rate.mean(), half.pass_rate
+    want = {"useful_t0": percent(np.mean(t0.outcome == MIXED)), "useful_t1": percent(np.mean(t1.outcome == MIXED)),
+            "useful_k32": percent(np.mean(k32.outcome == MIXED)), "mean_t05": percent(m),
+            "iid_useful_t05": percent(useful(m, 8)), "real_useful_t05": percent(np.mean(useful(p, 8))),
+            "jensen_t05": points(useful(m, 8) - np.mean(useful(p, 8))),
+            "kept_t04": percent(np.mean(f04.kept)), "kept_t1": percent(np.mean(band.kept)),
+            "useful_band_t1": percent(np.mean(useful(band.pass_rate[band.kept], 8))),
+            "n_kept_t1": f"{int(band.kept.sum()):,}", "n_prompts": f"{band.kept.size:,}"}
+    for K in (8, 32):
+        u = np.mean(useful(t1.pass_rate, K))
+        want |= {f"share_k{K}": percent(u), f"rpu_k{K}": fixed(K / u, 1), f"ug_k{K}": fixed(1000 * u / K, 1)}
+    assert tour_figures() == want

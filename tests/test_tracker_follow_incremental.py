@@ -27,21 +27,23 @@ from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.ingest.trackers.follow import LogFollower
 from grpo_lab.sims.ingest.trackers.tensorboard import _frame
 from grpo_lab.sims.ingest.trackers.wandb import _payloads
+from grpo_lab.testing.follow_check import assert_same_scalars
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 
 
-def _same(a, b) -> None:
-    assert a.steps.keys() == b.steps.keys()
-    for k in a.steps:
-        np.testing.assert_array_equal(a.steps[k], b.steps[k])
-    assert a.meta.get("num_generations") == b.meta.get("num_generations")
+_same = assert_same_scalars
 
 
 def _records_in(fmt: str, data: bytes, start: int, stop: int) -> int:
     """Complete records of ``data[:stop]`` that end after ``start``, counted by the whole-file framers."""
-    if fmt == "jsonl":
-        return sum(1 for line in data[start:stop].split(b"\n")[:-1] if line.strip())
+    if fmt == "jsonl":  # a line is complete with its newline, or as a whole JSON object without one
+        *done, tail = data[start:stop].split(b"\n")
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except ValueError:
+            whole = False
+        return sum(1 for line in done if line.strip()) + whole
     if fmt == "tensorboard":
         starts, lengths = _frame(data[:stop], "x", True)
         return int(np.sum(starts - 12 >= start))
@@ -122,6 +124,29 @@ def _jsonl(tmp_path, n: int) -> Path:
     return d / "metrics.jsonl"
 
 
+def test_a_finished_jsonl_without_a_last_newline_keeps_its_last_row_and_a_cut_line_waits(tmp_path):
+    log = _jsonl(tmp_path, 6)
+    whole = log.read_bytes()
+    assert whole.endswith(b"\n")
+    log.write_bytes(whole[:-1])  # a finished file whose writer put no newline after its last line
+    follower = LogFollower(str(log), "jsonl")
+    rec = follower.refresh()
+    assert len(rec.steps["step"]) == 6
+    _same(rec, read_scalars(str(log), fmt="jsonl", partial_ok=True))
+    _same(rec, read_scalars(str(log), fmt="jsonl"))
+    nxt = json.loads(whole.splitlines()[-1])
+    nxt["step"] += 1
+    line = json.dumps(nxt).encode()
+    with open(log, "ab") as fh:  # the writer goes on: its newline, then a line cut mid-write
+        fh.write(b"\n" + line[:len(line) // 2])
+    rec = follower.refresh()
+    assert len(rec.steps["step"]) == 6 and follower.rows_parsed == 0
+    _same(rec, read_scalars(str(log), fmt="jsonl", partial_ok=True))
+    with open(log, "ab") as fh:
+        fh.write(line[len(line) // 2:] + b"\n")
+    assert len(follower.refresh().steps["step"]) == 7
+
+
 def test_a_truncated_and_a_replaced_log_are_said_and_read_again(tmp_path):
     log = _jsonl(tmp_path, 20)
     follower = LogFollower(str(log), "jsonl")
@@ -176,13 +201,17 @@ def test_every_store_kind_is_listed_for_following(tmp_path):
 
 
 def test_the_replay_shows_the_live_forecast_and_keeps_it_when_the_log_is_cut(tmp_path):
-    from grpo_lab.replay.live_forecast import live_forecast
+    from grpo_lab.fleet_doctor import diagnose_entry
+    from grpo_lab.replay.live_forecast import doctor_line
     from grpo_lab.replay.view import ReplayView
+
+    def live_forecast(record):  # the doctor's forecast (lab/replay/live_forecast.py)
+        return doctor_line(diagnose_entry(record, None, 0.5))
 
     log = _jsonl(tmp_path, 20)
     view = ReplayView(runs_root=tmp_path)
     line = view.follow_pane.lines["replay-live-forecast"]
-    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 20")
+    assert line == live_forecast(read_scalars(str(log), fmt="jsonl")) and line.startswith("Live forecast at step 20 (the doctor's)")
     with open(log, "a") as fh:
         fh.write((FIXTURES / "jsonl" / "metrics.jsonl").read_text().splitlines()[20] + "\n")
     view.poll()

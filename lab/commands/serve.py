@@ -41,7 +41,8 @@ def register(sub) -> None:
                               "  GRPO_LAB_CLASS_SECRET  any text: class links (--class) signed with it stay valid "
                               "across restarts\n\n"
                               "The session limits count per server process (with --num-procs 2, an address may "
-                              "get up to\ntwice as much). The defaults fit a classroom of 30 on 2 cores behind one "
+                              "get up to\ntwice as much); a class link's room (--class) counts once for all of "
+                              "them.\nThe defaults fit a classroom of 30 on 2 cores behind one "
                               "school address.\nA refused page gets HTTP 429 and a short page saying what to do.")
     p.add_argument("--port", type=int, default=5006, help="port (default 5006)")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")

@@ -1,16 +1,26 @@
 """``grpo-lab watch``: follow a tracker log still being written and warn before the run's dynamic sampling stalls.
 
-Every ``--interval`` seconds it re-reads the log (a TensorBoard dir, a W&B offline folder, a metrics.jsonl;
-a cut last record is left for the next poll) when its files changed, and for each new step prints the
-forecast stall step with its 95% interval (:class:`grpo_lab.sims.doctor.scalars_watch.StallWatch`); a
-WARNING line when the forecast stall is at most ``--warn-steps`` steps ahead. It stops after ``--max-polls``
-polls (0: until interrupted), exit status 0; bad input is one line, exit 2. The log may not exist yet: it waits
-for the trainer's first event. Each rule of :mod:`grpo_lab.sims.doctor.rules` that fires is printed once.
+Every ``--interval`` seconds it reads what was appended to the log since the last poll
+(:class:`grpo_lab.sims.ingest.trackers.follow.LogFollower`: a TensorBoard dir, a W&B offline folder or history
+export, a metrics.jsonl, an MLflow file store, a trackio store, a trainer_state.json; a cut last record is left for
+the next poll), so a poll costs what the trainer wrote since, not the whole log, and the record equals a full
+re-read of the log as it stands. For each new step it prints the forecast stall step with its 95% interval
+(:class:`grpo_lab.sims.doctor.scalars_watch.StallWatch`); a WARNING line when the forecast stall is at most
+``--warn-steps`` steps ahead. It stops after ``--max-polls`` polls (0: until interrupted), exit status 0; bad input
+is one line, exit 2. The log may not exist yet: it waits for the trainer's first event. Each rule of
+:mod:`grpo_lab.sims.doctor.rules` that fires is printed once.
+
+What the log does is said in words, as the Replay says it: a log truncated or replaced while followed (a restarted
+run) keeps the last forecast printed, and the new log is forecast from its start as it grows; a log that has not
+grown for :data:`~grpo_lab.sims.ingest.trackers.follow.STALE_S` seconds is said to have stopped (once, until it grows
+again).
 
 ``--emit`` writes each new step's forecast back into the run's own tracker (:mod:`grpo_lab.tracker_emit`): the
 ``grpo_lab/...`` scalars of :mod:`grpo_lab.sims.doctor.tracker_values`, computed by the doctor's diagnosis of the
 record so far (so they equal ``grpo-lab diagnose --json``'s ``tracker`` on the same record), and one alert through
-the tracker's alert API ``--alert-before`` steps before the forecast stall.
+the tracker's alert API ``--alert-before`` steps before the forecast stall. Those ``grpo_lab/...`` scalars land in
+the followed run itself; the readers leave them out (:data:`grpo_lab.sims.ingest.trackers.common.OWN_PREFIX`) and the
+follower does not count them as growth, so watch never reads its own output as the trainer's.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from grpo_lab.sims.errors import InputError
 
 from ._args import add_trainer_config_arguments, trainer_settings
 
-__all__ = ["register", "watch", "read_tracker", "signature"]
+__all__ = ["register", "watch", "read_tracker"]
 
 DEFAULT_INTERVAL = 10.0  #: seconds between two polls
 
@@ -34,7 +44,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("watch", help="follow a tracker log while the run trains and warn before its stall",
                        description="Follow a tracker log that is still being written (TensorBoard dir, W&B offline "
-                                   "folder, metrics.jsonl) and print, as each step lands, the forecast step at which "
+                                   "folder or history export, metrics.jsonl, MLflow file store, trackio store, "
+                                   "trainer_state.json), reading only what was appended at each poll, and print, as "
+                                   "each step lands, the forecast step at which "
                                    "dynamic sampling first exceeds its cap, with its 95% interval, and a warning a "
                                    "chosen number of steps before it.")
     p.add_argument("path", help="the tracker's log folder or file")
@@ -66,20 +78,6 @@ def read_tracker(path, *, fmt: str = "auto", run=None, num_generations=None, con
     return read_scalars(path, fmt=fmt, run=run, num_generations=num_generations, partial_ok=True, config=config)
 
 
-def signature(path) -> tuple:
-    """(name, size, mtime) of every file under ``path`` (or of the file): a poll re-reads when it changes."""
-    p = Path(path)
-    files = [p] if p.is_file() else sorted(x for x in p.rglob("*") if x.is_file())
-    out = []
-    for f in files[:10_000]:
-        try:
-            st = f.stat()
-        except OSError:
-            continue
-        out.append((str(f), st.st_size, st.st_mtime_ns))
-    return tuple(out)
-
-
 def _line(ev: dict) -> str:
     head = f"step {ev['step']}:"
     fc = ev.get("forecast")
@@ -103,13 +101,19 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
     the forecast stall; ``writer``: a writer to use instead of the tracker's own (tests); ``config``: the
     --trainer-config file's keys for the reader (:func:`read_tracker`)."""
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
+    from grpo_lab.sims.ingest.trackers.follow import LogFollower
 
     if interval < 0 or max_polls < 0:
         raise InputError("--interval and --max-polls must be >= 0")
-    w = StallWatch(settings, warn_steps=warn_steps, num_generations=num_generations, groups_per_step=groups_per_step)
+
+    def stall_watch():
+        return StallWatch(settings, warn_steps=warn_steps, num_generations=num_generations,
+                          groups_per_step=groups_per_step)
+
+    w = stall_watch()
     emitter = _Emitter(settings, num_generations, groups_per_step, warn_steps if alert_before is None else alert_before,
                        wandb_online, writer) if emit else None
-    seen, events, polls, said = None, [], 0, set()
+    follower, events, polls, said = None, [], 0, set()
     try:
         while True:
             if not Path(path).exists():
@@ -117,11 +121,19 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
                     said.add("missing")
                     write(f"waiting for {str(path)!r}: the trainer has not written its first event yet")
             else:
-                sig = signature(path)
-                if sig != seen:
-                    seen = sig
-                    record = _read(path, fmt, run, num_generations, events, write, said, config)
-                    ev = w.update(record) if record is not None else None
+                if follower is None:
+                    follower = LogFollower(str(path), fmt, run=run, num_generations=num_generations, config=config)
+                record = _read(follower, events, write, said)
+                if record is None:
+                    pass  # not read this time (said in _read)
+                elif follower.change in ("truncated", "replaced"):
+                    _changed(follower, events, write)
+                    w = stall_watch()  # the new log is forecast from its start as it grows
+                elif follower.change == "unchanged":
+                    _stopped(follower, record, write, said)
+                else:
+                    said.discard("stopped")
+                    ev = w.update(record)
                     if ev is not None:
                         events.append(ev)
                         write(_line(ev))
@@ -130,9 +142,9 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
                             write(f"WARNING: at step {ev['step']} the run is forecast to exceed its cap of "
                                   f"{w.settings['cap']} rounds at step {fc['step']:.0f} (within {warn_steps} steps): "
                                   f"{fc['cause']}")
-                        _rules(ev, record, emitter, path, fmt, run, write, said)
+                        _rules(ev, record, emitter, path, follower.fmt, run, write, said)
                         if emitter is not None and emitter.follow is not None:
-                            path, seen = emitter.follow, signature(emitter.follow)
+                            path = follower.path = str(emitter.follow)  # the trainer's own W&B run, not ours
             polls += 1
             if max_polls and polls >= max_polls:
                 return events
@@ -142,20 +154,47 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
             emitter.close()
 
 
-def _read(path, fmt, run, num_generations, events, write, said, config=None):
-    """The record so far, or None: before the first event a folder with no file yet is waited for (said once); files
-    that do not read then are bad input (raised)."""
+def _read(follower, events, write, said):
+    """The record with what was appended since the last poll, or None: before the first event a folder with no file
+    yet is waited for (said once); files that do not read then are bad input (raised)."""
     try:
-        return read_tracker(path, fmt=fmt, run=run, num_generations=num_generations, config=config)
+        return follower.refresh()
     except InputError as exc:
-        if not events and signature(path):  # files that do not read before any event: bad input
+        if not events and _any_file(follower.path):  # files that do not read before any event: bad input
             raise
         if events:
             write(f"(skipped a read: {exc})")
         elif "empty" not in said:  # a folder with no file yet: the trainer has not started writing
             said.add("empty")
-            write(f"waiting for the trainer's first event in {str(path)!r}")
+            write(f"waiting for the trainer's first event in {str(follower.path)!r}")
         return None
+
+
+def _any_file(path) -> bool:
+    p = Path(path)
+    return p.is_file() or any(f.is_file() for f in p.rglob("*"))
+
+
+def _changed(follower, events, write) -> None:
+    """A log truncated or replaced while followed: said, the last forecast printed kept."""
+    last = next((e for e in reversed(events) if e.get("forecast") is not None), None)
+    kept = (f"the last forecast (at step {last['step']}: stall {last['forecast']['step']:.0f}) stands"
+            if last is not None else "no forecast was printed yet")
+    write(f"the log changed while followed: {follower.status.split(';')[0]}. {kept}; the new log is forecast from "
+          "its start as it grows")
+
+
+def _stopped(follower, record, write, said) -> None:
+    """A log that has not grown for STALE_S seconds: said once (until it grows again)."""
+    from grpo_lab.sims.ingest.trackers import follow
+
+    if "stopped" in said or follower.idle_s < follow.STALE_S:
+        return
+    said.add("stopped")
+    steps = record.steps.get("step", ())
+    at = f" (last step {int(steps[-1])})" if len(steps) else ""
+    write(f"the log has not grown for {follower.idle_s / 60:.0f} min{at}: the trainer may have stopped or be "
+          "stalled; the last forecast printed is from the last step read")
 
 
 def _rules(ev: dict, record, emitter, path, fmt, run, write, said) -> None:

@@ -82,7 +82,12 @@ class LiveGrid(JSComponent, GridControls):
     markup = param.String(default="", doc="The view's HTML (grpo_lab.grid.markup), with the control spec; set once.")
     curves = param.Dict(default=None, allow_None=True, doc=(
         "The plots' curves while rho > 0 (the kernel covers rho = 0 only): {decay: {t, exp, real, exp_f, real_f}, "
-        "useful: P(useful) at 401 pass rates, pinned: the pinned view's P(useful) when it has rho > 0}; None at rho = 0."))
+        "useful: P(useful) at 401 pass rates, stall: the loop's overlay (grpo_lab.views.decay.stall_columns), pinned: "
+        "the pinned view's P(useful) when it has rho > 0}; None at rho = 0."))
+    loop = param.Dict(default=None, allow_None=True, doc=(
+        "The stall overlay's trainer loop (grpo_lab.views.decay.loop_data: loop, sizes, the core's STALL_LEVEL and "
+        "MAX_PROMPTS, the key's words), which the browser draws on the decay curve at rho = 0 (grpoKernel.loopStall, "
+        "in the grid's event); None: no loop."))
     plot_text = param.Dict(default={}, doc=(
         "The plots' text alternatives {decay, outcome} (grpo_lab.views.plot_text), set as their aria-label."))
     pin_clicks = param.Integer(default=0, doc="Presses of the Pin button (grpo_lab.views.compare.PinLink answers).")

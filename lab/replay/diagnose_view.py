@@ -11,6 +11,8 @@ no script, every text from the record escaped; in a box that scrolls, at most :d
 ``a=..&b=..&K=..`` of the fitted Beta, which the live lab reads on load. A run the doctor cannot fit shows a
 notice (plain text) and the page keeps working. A record of per-step tracker scalars only gets the doctor on
 scalars (docs/doctor.md, "The doctor on scalars"), or the one line saying what it lacks (K, the groups per step).
+``set_settings((trainer_config, K))`` sets the trainer loop it is diagnosed under (the Replay's trainer-loop
+controls, :func:`grpo_lab.replay.live_forecast.trainer_settings`): a report shown under others is cleared.
 
 Stable CSS classes: ``replay-diagnose-button``, ``replay-diagnose`` (the report), ``replay-diagnose-notice``;
 inside the report the link has class ``doctor-lab-link``.
@@ -36,10 +38,11 @@ _IDLE, _BUSY = "Diagnose this run", "Diagnosing..."
 REPORT_HEIGHT = "85vh"  #: the report's box; it scrolls within
 
 
-def diagnose_html(record) -> tuple[str | None, str | None]:
-    """(report HTML, None) for a record the doctor can fit, else (None, a one-line reason)."""
+def diagnose_html(record, settings=(None, None)) -> tuple[str | None, str | None]:
+    """(report HTML, None) for a record the doctor can fit, else (None, a one-line reason); ``settings``:
+    ``(trainer_config, num_generations)`` (None, None: the record's own)."""
     try:
-        d = diagnose(record)
+        d = diagnose(record, trainer_config=settings[0], num_generations=settings[1])
     except InputError as exc:
         return None, f"Cannot diagnose this run: {exc}"
     return html_fragment(d, lab_href="?" + d["lab_query"], folded=True), None
@@ -60,6 +63,7 @@ class DiagnoseView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._record = None
+        self._settings = (None, None)
         self._run = object()  # this run's token: set_record makes a new one, grow keeps it
         self._shown = None  # the record the report shown was made from
         self.button = pn.widgets.Button(label=_IDLE, color="primary", disabled=True,
@@ -76,6 +80,17 @@ class DiagnoseView(pn.viewable.Viewer):
 
     def __panel__(self):
         return self._layout
+
+    @property
+    def record(self):
+        """The run as it stands (None: nothing chosen)."""
+        return self._record
+
+    def set_settings(self, settings) -> None:
+        """The trainer loop to diagnose under (see the module docstring); a report shown is cleared."""
+        if settings != self._settings:
+            self._settings = settings
+            self.set_record(self._record)
 
     def set_record(self, record) -> None:
         """The run to diagnose (None: nothing chosen); clears the previous report."""
@@ -111,7 +126,7 @@ class DiagnoseView(pn.viewable.Viewer):
     def render(self) -> None:
         """Diagnose the current run now, in this thread (tests; the button uses a worker thread)."""
         self._shown = self._record
-        self._show(*diagnose_html(self._record))
+        self._show(*diagnose_html(self._record, self._settings))
         self._say_covered()
 
     async def _on_click(self, _event) -> None:
@@ -120,7 +135,8 @@ class DiagnoseView(pn.viewable.Viewer):
             return
         self.button.param.update(disabled=True, label=_BUSY)
         try:
-            report, error = await asyncio.get_running_loop().run_in_executor(None, diagnose_html, record)
+            report, error = await asyncio.get_running_loop().run_in_executor(None, diagnose_html, record,
+                                                                                   self._settings)
         finally:
             self.button.param.update(disabled=False, label=_IDLE)
         if run is self._run:  # another run may have been chosen meanwhile (new steps of this one may have landed)

@@ -6,15 +6,35 @@ uploads, which live only here: nothing a visitor uploads reaches another session
 
 from __future__ import annotations
 
+import copy
+
 import param
 
 from grpo_lab.sims.ingest import UPLOAD_FORMATS
+from grpo_lab.state import LabState
 
-__all__ = ["ReplayState", "NONE", "VIEWS", "UPLOAD_PREFIX"]
+__all__ = ["ReplayState", "NONE", "VIEWS", "UPLOAD_PREFIX", "TRAINER", "URL_PREFIX", "trainer_query"]
 
 NONE = "(none)"
 VIEWS = ("group outcome at this step", "pass rate at the nearest evaluation")
 UPLOAD_PREFIX = "upload: "
+#: the trainer loop's controls the doctor's stall risk is computed under: the Live lab's own parameters (their
+#: names, labels, bounds and defaults declared once, on grpo_lab.state.LabState), with docs that speak of the run
+TRAINER = ("loop", "K", "gen_batch", "train_batch", "cap")
+URL_PREFIX = "replay_"  #: the URL names them replay_loop, replay_K, ... (the Live lab's own names are its own)
+_DOCS = {"loop": "The trainer loop the run trains with, for the doctor's stall risk on a log that does not carry its "
+                 "trainer's settings (a tracker log): DAPO (rounds of the generation batch until the train batch of "
+                 "mixed groups is full, at most the cap) or plain GRPO (no resampling: the doctor says it never "
+                 "raises); none: the record's own settings, if any.",
+         "K": "Rollouts per prompt (the doctor's --num-generations), with the loop."}
+
+
+def _lab(name: str):
+    """The Live lab's parameter ``name`` (a copy: this class owns it), its doc said of the run."""
+    par = copy.copy(LabState.param[name])
+    if name in _DOCS:
+        par.doc = _DOCS[name]
+    return par
 
 
 class ReplayState(param.Parameterized):
@@ -40,4 +60,33 @@ class ReplayState(param.Parameterized):
         "label -> run directory (str), a live tracker log (grpo_lab.replay.trackers.TrackerSource) or an uploaded "
         "RunRecord"))
     notice = param.String("", doc="What the current run lacks and therefore cannot be shown.")
+    loop = _lab("loop")
+    K = _lab("K")
+    gen_batch = _lab("gen_batch")
+    train_batch = _lab("train_batch")
+    cap = _lab("cap")
+
+    def trainer(self) -> tuple:
+        """``(loop, K, gen_batch, train_batch, cap)``: the trainer loop's controls."""
+        return tuple(getattr(self, name) for name in TRAINER)
     error = param.String("", doc="The last error (a bad upload or an unreadable record), shown on the page.")
+
+
+def trainer_query(query: dict) -> tuple[dict, list[str]]:
+    """The trainer loop's values of a URL query (``replay_loop``, ``replay_K``, ...), checked against the parameters'
+    own kinds and bounds: ``(values, notices)``; a value that is not of the kind or out of bounds is left out and
+    said in a notice."""
+    values, notices = {}, []
+    for name in TRAINER:
+        raw = query.get(URL_PREFIX + name)
+        if raw is None:
+            continue
+        par = ReplayState.param[name]
+        try:
+            value = raw if isinstance(par, param.Selector) else int(str(raw))
+            par._validate(value)
+        except (ValueError, TypeError) as exc:
+            notices.append(f"{URL_PREFIX}{name}={str(raw)[:40]!r} ignored ({str(exc).split(',')[0][:120]})")
+            continue
+        values[name] = value
+    return values, notices

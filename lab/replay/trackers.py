@@ -7,7 +7,9 @@ records; :func:`tracker_logs` finds, in each folder, up to :data:`MAX_DEPTH` lev
 - a W&B offline run folder (``offline-run-*`` or ``run-*`` holding a ``.wandb`` file);
 - a ``metrics.jsonl`` of per-step scalars (verl's file logger, tinker-cookbook;
   :func:`grpo_lab.sims.ingest.trackers.jsonl.is_metrics_jsonl`, so a groups JSONL is not listed), or an empty one
-  (a trainer that has not logged its first step yet: a run of zero steps until it does).
+  (a trainer that has not logged its first step yet: a run of zero steps until it does);
+- a TRL / Unsloth output folder whose only log is its ``trainer_state.json`` or its latest ``checkpoint-N/``'s
+  (one that also holds another tracker's log, e.g. TensorBoard under ``runs/``, is listed by that log alone).
 
 Each is confirmed with the trackers package's own :func:`~grpo_lab.sims.ingest.trackers.detect_format` and
 :func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is not listed, and its
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_lab.sims.errors import InputError
+from grpo_lab.sims.ingest.trackers.follow import STALE_S
 from grpo_lab.sims.record import RunRecord
 
 from .catalog import runs_folders
@@ -40,7 +43,6 @@ from .catalog import runs_folders
 __all__ = ["PREFIX", "MAX_DEPTH", "MAX_ENTRIES", "TrackerSource", "TrackerFollower", "tracker_logs", "follower",
            "signature", "read_shared"]
 
-STALE_S = 120.0  #: a followed log that has not grown for this long is said to have stopped
 PREFIX = "live tracker log: "  #: the start of a tracker log's label in the run picker
 MAX_DEPTH = 4  #: levels below a runs folder looked in (runs/<exp>/<trainer>/wandb/offline-run-x)
 MAX_ENTRIES = 5_000  #: directory entries looked at per runs folder; the walk stops there
@@ -242,7 +244,7 @@ def _confirm(path: Path, hint: str) -> str | None:
 
     try:
         fmt = detect_format(path)
-        if fmt != hint or (fmt == "jsonl" and path.stat().st_size and not is_metrics_jsonl(path)):
+        if fmt != hint or (fmt == "jsonl" and path.is_file() and path.stat().st_size and not is_metrics_jsonl(path)):
             return None
         _, runs = list_runs(path, fmt)
     except (InputError, OSError, ImportError):
@@ -308,10 +310,14 @@ def _found_in(root: Path) -> dict[str, TrackerSource]:
             hit = (folder, "wandb")
         elif "metrics.jsonl" in {e.name for e in files}:
             hit = (folder / "metrics.jsonl", "jsonl")
+        elif not folder.name.startswith("checkpoint-") and any(
+                n == "trainer_state.json" or n.startswith("checkpoint-") for n in names):
+            hit = (folder, "jsonl")  # a TRL / Unsloth output folder: its (latest checkpoint's) trainer_state.json
         fmt = _confirm(*hit) if hit is not None else None
         if fmt is not None:
             rel = hit[0].relative_to(root).as_posix()
-            found[f"{PREFIX}{rel if rel != '.' else root.name} ({fmt})"] = TrackerSource(str(hit[0]), fmt)
+            shown = "trainer_state.json" if hit[0] == folder and fmt == "jsonl" else fmt
+            found[f"{PREFIX}{rel if rel != '.' else root.name} ({shown})"] = TrackerSource(str(hit[0]), fmt)
             continue  # the log's subfolders are its own (a TensorBoard run's hparams, a W&B run's files)
         stores = _stores(folder, files)
         for path, fmt, run in stores:

@@ -18,7 +18,11 @@ its ``.gx-caption`` and ``.gx-canvas``);
 (what the record lacks); widgets ``replay-run``, ``replay-compare``, ``replay-grid`` (the
 component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tolerance-input``,
 ``replay-pair`` (a named side-by-side view, :data:`~grpo_lab.replay.catalog.PAIRS`; ``?replay=NAME``
-opens it) and ``replay-pair-link`` (the link that reopens it); ``replay-controls`` the column of controls and grid.
+opens it) and ``replay-pair-link`` (the link that reopens it); ``replay-controls`` the column of controls and grid;
+the trainer loop the doctor's stall risk is computed under (:data:`~grpo_lab.replay.state.TRAINER`: ``replay-loop``,
+``replay-K``, ``replay-gen_batch``, ``replay-train_batch``, ``replay-cap``; in the URL as ``replay_loop=DAPO`` ...,
+read when the page opens, and ``replay-trainer-link`` the link to the run under them) and ``replay-live-forecast``
+(the followed run's forecast line, :mod:`.live_forecast`: the doctor's, computed off the server's loop).
 
 The layout wraps: the controls and the grid (up to 600 px) beside the plots where both fit, else one under the
 other; pickers, upload inputs and the histograms wrap within it, and the figures stretch to their column, so no
@@ -28,6 +32,7 @@ part is clipped at any width and a 390 px phone does not scroll sideways.
 from __future__ import annotations
 
 import os
+from html import escape as html_escape
 from urllib.parse import urlencode
 
 import numpy as np
@@ -45,14 +50,14 @@ from grpo_lab.visitor import quota_keys, visitor_key
 from .catalog import list_runs, pairs_in
 from .diagnose_view import DiagnoseView
 from .follow import POLL_S, RecordFollower
-from .live_forecast import live_forecast
+from .live_forecast import LiveForecast, trainer_settings
 from .trackers import TrackerFollower, TrackerSource, follower, read_shared, tracker_logs
 from .model import RunView, rows_for, union_steps
 from .grid import ReplayGrid, frames_data
 from ..views.glyphs import AxisParts
 from ..views.play_budget import FrameBudget
 from .plots import Slot, TimePlots
-from .state import NONE, UPLOAD_PREFIX, VIEWS, ReplayState
+from .state import NONE, TRAINER, UPLOAD_PREFIX, URL_PREFIX, VIEWS, ReplayState, trainer_query
 from .compact import held_bytes
 from .upload import describe_limits, load_upload
 from .upload_quota import QUOTA
@@ -118,9 +123,15 @@ class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
 
     def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None,
-                 run: str | None = None, **params):
+                 run: str | None = None, query: dict | None = None, **params):
         super().__init__(**params)
         self.state = state or ReplayState()
+        if query is None and pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            from grpo_lab.app import session_query
+
+            query = session_query()
+        trainer, trainer_notices = trainer_query(query or {})  # ?replay_loop=DAPO&replay_K=8...
+        self.state.param.update(**trainer)
         self._upload_bytes: tuple[str, bytes] | None = None
         self._quota_keys = None  # the visitor's keys (grpo_lab.visitor.quota_keys), from this tab's first upload
         self._quota_token = object()  # this tab in the visitor's upload quota
@@ -138,6 +149,7 @@ class ReplayView(pn.viewable.Viewer):
         axes = AxisParts()  # one ticker, formatter and label policy for all of the tab's axes
         self.slots = [Slot("a", axes=axes), Slot("b", axes=axes)]
         self.diagnose = DiagnoseView()  # the run doctor on the chosen run (docs/doctor.md)
+        self.diagnose.set_settings(self._trainer())  # under the trainer loop's controls
         self.plots = TimePlots(*self.slots, axes=axes)
         self.axis = ColumnDataSource(data={"step": np.zeros(0, np.int64), "row_a": np.zeros(0, np.int32),
                                            "row_b": np.zeros(0, np.int32)}, name="replay_axis")
@@ -182,6 +194,15 @@ class ReplayView(pn.viewable.Viewer):
         # a followed run: its live forecast (live_forecast.py); a log that stopped growing, was truncated or replaced,
         # said in words (trackers.py); one pane, two lines
         self.follow_pane = NoticeLines(["replay-live-forecast", "replay-follow"], css_classes=["replay-following"])
+        served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+        self.live = LiveForecast(lambda text: self.follow_pane.show("replay-live-forecast", text),
+                                 doc=pn.state.curdoc if served else None)
+        # the trainer loop of the doctor's stall risk: the Live lab's own controls (state.TRAINER)
+        self.trainer_widgets = [
+            (pn.widgets.Select if name == "loop" else pn.widgets.IntInput).from_param(
+                self.state.param[name], css_classes=[f"replay-{name}"], width=120, description=self.state.param[name].doc)
+            for name in TRAINER]
+        self.trainer_link = pn.pane.HTML("", css_classes=["replay-trainer-link"])
 
         self.run_select.param.watch(lambda e: setattr(self.state, "run", e.new), "value")
         self.compare_select.param.watch(lambda e: setattr(self.state, "compare", e.new), "value")
@@ -194,6 +215,7 @@ class ReplayView(pn.viewable.Viewer):
         self.state.param.watch(self._on_runs, ["run", "compare"])
         self.state.param.watch(self._on_view, "view")
         self.state.param.watch(self._on_error, "error")
+        self.state.param.watch(self._on_trainer, list(TRAINER))
 
         self._followers: list[RecordFollower | TrackerFollower] = []  # runs being written (follow.py, trackers.py)
         self._poller = None
@@ -205,6 +227,9 @@ class ReplayView(pn.viewable.Viewer):
                                 f"({', '.join(self.pairs) or 'none'}).")
         elif run is not None and run not in self.state.choices:
             self.state.error = f"No run named {run!r} here; choose one under Run."
+        elif trainer_notices:
+            self.state.error = "Some URL parameters were not used: " + "; ".join(trainer_notices) + "."
+        self._show_trainer_link()
         self._layout = self._build_layout()
 
     # --- layout (it wraps: from a 360 px phone, one column, to a wide screen, controls beside the plots) ---------
@@ -227,8 +252,15 @@ class ReplayView(pn.viewable.Viewer):
         plots = pn.Column(_wrap(*[pn.pane.Bokeh(f, **wide) for f in self.plots.figures], basis="380px"),
                           _wrap(pn.pane.Bokeh(a.layout, **wide), pn.pane.Bokeh(b.layout, **wide), basis="300px"),
                           sizing_mode="stretch_width", styles=_item("480px", None))
+        trainer = pn.Column(
+            pn.pane.Markdown("**Trainer loop**, for the doctor's stall risk on a run whose log does not carry its "
+                             "trainer's settings (a tracker log): the loop, K, prompts a round, groups a step and the "
+                             "rounds cap, as grpo-lab diagnose's --num-generations, --gen-batch-size, "
+                             "--train-batch-size and --max-num-gen-batches.", sizing_mode="stretch_width"),
+            _wrap(*self.trainer_widgets), self.trainer_link, sizing_mode="stretch_width",
+            css_classes=["replay-trainer"])
         left = pn.Column(_wrap(self.run_select, self.compare_select, self.pair_select, self.pair_link),
-                         self.view_toggle, self.grid, self.tolerance_pane, upload,
+                         self.view_toggle, self.grid, self.tolerance_pane, trainer, upload,
                          pn.pane.Markdown(_HELP, sizing_mode="stretch_width"),
                          sizing_mode="stretch_width", styles=_item("360px", 600), css_classes=["replay-controls"])
         self.plots.on_note = lambda note: plots.insert(0, pn.pane.Bokeh(note, sizing_mode="stretch_width"))
@@ -298,7 +330,8 @@ class ReplayView(pn.viewable.Viewer):
             pin = True  # a run still being written opens at its latest step
         for slot, view in zip(self.slots, views):
             slot.load(view)
-        if any(r is not None for r in fresh) and views[0] is not None:  # a followed run's new steps: same run
+        grown = any(r is not None for r in fresh) and views[0] is not None  # a followed run's new steps: same run
+        if grown:
             self.diagnose.grow(views[0].record)
         else:
             self.diagnose.set_record(views[0].record if views[0] is not None else None)
@@ -307,10 +340,40 @@ class ReplayView(pn.viewable.Viewer):
         self.plots.fit(steps, self.slots)
         self._describe(views)
         live = self._followers[0] is not None and self._followers[0].active and views[0] is not None
-        self.follow_pane.show("replay-live-forecast", live_forecast(views[0].record) if live else "")
+        if live:
+            self.live.update(views[0].record, self._trainer(), same_run=grown)
+        else:
+            self.live.clear()
+        self._show_trainer_link()
         pos = (len(steps) - 1 if pin else min(self.grid.value, len(steps) - 1)) if len(steps) else 0
         self.grid.param.update(frames=frames_data(views, steps), value=pos, rates=self.state.view == VIEWS[1])
         self.paint(pos)
+
+    def _trainer(self) -> tuple:
+        """The doctor's settings of the trainer loop's controls (:func:`.live_forecast.trainer_settings`)."""
+        try:
+            return trainer_settings(*self.state.trainer())
+        except InputError as exc:
+            self.state.error = f"Trainer loop not used: {exc}"
+            return None, None
+
+    def _on_trainer(self, *_events) -> None:
+        """Other trainer settings: the followed run's forecast and the Diagnose section redone under them."""
+        settings = self._trainer()
+        self.diagnose.set_settings(settings)
+        follower = self._followers[0] if self._followers else None
+        record = self.diagnose.record
+        if follower is not None and follower.active and record is not None:
+            self.live.update(record, settings, same_run=False)
+        self._show_trainer_link()
+
+    def _show_trainer_link(self) -> None:
+        run = self.state.run
+        if self.state.loop not in ("DAPO", "GRPO") or not run or run.startswith(UPLOAD_PREFIX):
+            self.trainer_link.object = ""
+            return
+        query = {"tab": "replay", "run": run, **{URL_PREFIX + n: v for n, v in zip(TRAINER, self.state.trainer())}}
+        self.trainer_link.object = f'<a href="?{html_escape(urlencode(query))}">Link to this run under this loop</a>'
 
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""

@@ -1,7 +1,7 @@
 /* grpo-lab browser kernel: one lab view (rho = 0), computed in the browser.
  *
- * The single browser-side copy of sims.scenario.evaluate, used by the served lab
- * (instant dragging) and by the exported page. tests/test_kernel_parity.py runs it
+ * The single browser-side copy of sims.scenario.evaluate (and of what the live plots and the stall overlay ask of
+ * sims, below), used by the served lab (instant dragging) and by the exported page. tests/test_kernel_parity.py runs it
  * in Chromium and checks it against the Python core.
  *
  *   data   {p0: Float64Array(n) starting pass rates,
@@ -30,6 +30,25 @@
  *                                    kept) by pass-rate bin b = min(floor(bins p), bins - 1) and column c = its
  *                                    outcome when kept, 3 when the filter removed it, as
  *                                    sims.scenario.outcome_histogram; NaN or out-of-range pass rates left out
+ *
+ * The live lab's stall overlay (live_plots.js) asks, by the rules of sims.loop_stall.loop_stall_curve (rho = 0):
+ *   loopStall(data, params, ts, loop, share)
+ *                                    {t, u, p, first_t}: for the trainer loop `loop` ({loop: "DAPO" or "GRPO",
+ *                                    gen_batch, train_batch, cap, level, max_prompts}: lab.views.decay.loop_data, the
+ *                                    core's STALL_LEVEL and MAX_PROMPTS among them, declared there only) at each
+ *                                    progress in ts: u = the expected useful share of the prompts the loop draws
+ *                                    (over the band [band_lo, band_hi] when params.filter, else over all the prompts,
+ *                                    a population of more than max_prompts thinned as the core thins it: the sorted
+ *                                    pass rates at floor((i + 1/2) n / max_prompts)); p = P(stall | t):
+ *                                    DAPO P(Binomial(cap gen_batch, u) < train_batch) (binomBelow), GRPO
+ *                                    (1 - u)^train_batch, u clipped to [0, 1], NaN where u is (nothing in the band);
+ *                                    first_t = the first t with p > level, null if none. `share` (optional):
+ *                                    shareCurve(data, params, ts) already computed, whose exp / exp_f are reused
+ *   binomBelow(n, u, T)              P(Binomial(n, u) < T), integers n >= 0, T >= 1: the largest term's pmf in
+ *                                    Loader's saddle-point form (R's dbinom: stirlerr, bd0) times the sum of the
+ *                                    terms relative to it by the pmf's ratio; 1 for T > n or u = 0, else 0 for u = 1
+ *                                    (relative error near 1e-13 up to n of 1e6; the core's 1 - P(Binomial >= T) is
+ *                                    exact to 1e-16 absolute, tests/test_kernel_parity.py)
  *
  * percent / fixed / fill print numbers exactly as sims.formatting and lab.grid.readout_html do.
  */
@@ -122,6 +141,111 @@
     return c;
   }
 
+  /* ---- the stall overlay (sims.loop_stall) ---- */
+
+  /* log of Stirling's error, log(n!) - (n + 1/2) log n + n - log sqrt(2 pi), for an integer n >= 1: from the exact
+     factorial up to 15, else its asymptotic series (Loader 2000, as R's stirlerr) */
+  function stirlerr(n) {
+    if (n <= 15) {
+      var f = 1;
+      for (var i = 2; i <= n; i++) f *= i;
+      return Math.log(f) - (n + 0.5) * Math.log(n) + n - 0.9189385332046728;
+    }
+    var nn = n * n, S0 = 1 / 12, S1 = 1 / 360, S2 = 1 / 1260, S3 = 1 / 1680, S4 = 1 / 1188;
+    if (n > 500) return (S0 - S1 / nn) / n;
+    if (n > 80) return (S0 - (S1 - S2 / nn) / nn) / n;
+    if (n > 35) return (S0 - (S1 - (S2 - S3 / nn) / nn) / nn) / n;
+    return (S0 - (S1 - (S2 - (S3 - S4 / nn) / nn) / nn) / nn) / n;
+  }
+
+  /* the deviance term x log(x / m) + m - x, without cancellation near x = m (Loader 2000, as R's bd0) */
+  function bd0(x, m) {
+    if (Math.abs(x - m) < 0.1 * (x + m)) {
+      var v = (x - m) / (x + m), s = (x - m) * v, ej = 2 * x * v;
+      v *= v;
+      for (var j = 1; j < 1000; j++) {
+        ej *= v;
+        var s1 = s + ej / (2 * j + 1);
+        if (s1 === s) return s1;
+        s = s1;
+      }
+    }
+    return x * Math.log(x / m) + m - x;
+  }
+
+  /* log P(Binomial(n, p) = k) for 0 <= k <= n, 0 < p < 1, q = 1 - p (Loader's saddle point form, as R's dbinom:
+     relative error near 1e-15 whatever n, where a difference of log-gammas of 1e5 loses 1e-11) */
+  function logBinomPmf(k, n, p, q) {
+    if (k === 0) return p < 0.1 ? -bd0(n, n * q) - n * p : n * Math.log(q);
+    if (k === n) return q < 0.1 ? -bd0(n, n * p) - n * q : n * Math.log(p);
+    var lc = stirlerr(n) - stirlerr(k) - stirlerr(n - k) - bd0(k, n * p) - bd0(n - k, n * q);
+    return lc - 0.5 * (1.8378770664093453 + Math.log(k) + Math.log1p(-k / n));
+  }
+
+  /* P(Binomial(n, u) < T) (integers n >= 0, T >= 1): the pmf at the largest of its terms (the mode, or T - 1 below
+     it) times the sum of the terms relative to it, each from its neighbour by the pmf's ratio, from there down and
+     up until a term adds less than 1e-17 of the sum (the terms fall monotonically away from the mode) */
+  function binomBelow(n, u, T) {
+    if (T > n) return 1;
+    if (!(u > 0)) return 1;
+    if (!(u < 1)) return 0;
+    var q = 1 - u, mode = Math.min(n, Math.floor((n + 1) * u)), k0 = Math.min(T - 1, mode);
+    var sum = 1, term = 1, k, down = q / u, up = u / q;
+    for (k = k0; k > 0; k--) {
+      term *= k / (n - k + 1) * down;
+      sum += term;
+      if (term < 1e-17 * sum) break;
+    }
+    for (term = 1, k = k0; k < T - 1; k++) {
+      term *= (n - k) / (k + 1) * up;
+      sum += term;
+      if (term < 1e-17 * sum) break;
+    }
+    return Math.min(1, Math.exp(logBinomPmf(k0, n, u, q)) * sum);
+  }
+
+  /* the prompts of a population over :data:`sims.loop_stall.MAX_PROMPTS` (`max`) that u(t) averages without the
+     band: the sorted pass rates' middle of each of `max` equal-count blocks, index floor((i + 1/2) n / max), as
+     sims.loop_stall._thinned (kept for the last data asked: the population on screen) */
+  var thinnedFor = {p0: null, max: 0, out: null};
+  function thinned(p0, max) {
+    if (p0.length <= max) return p0;
+    if (thinnedFor.p0 === p0 && thinnedFor.max === max) return thinnedFor.out;
+    var sorted = Float64Array.from(p0).sort(), n = p0.length, out = new Float64Array(max);
+    for (var i = 0; i < max; i++) out[i] = sorted[Math.floor((i + 0.5) * n / max)];
+    thinnedFor = {p0: p0, max: max, out: out};
+    return out;
+  }
+
+  /* expected P(useful) averaged over the pass rates p0s at progress t (rho = 0), over those in [lo, hi] now when
+     `band`; NaN when none is */
+  function expectedShare(p0s, gain, t, K, band, lo, hi) {
+    var s = 1 / (1 + gain * t), n = 0, sum = 0;
+    for (var x = 0; x < p0s.length; x++) {
+      var p = Math.pow(p0s[x], s);
+      if (band && !(p >= lo && p <= hi)) continue;
+      n++;
+      sum += usefulProbability(p, K);
+    }
+    return n ? sum / n : NaN;
+  }
+
+  function loopStall(data, params, ts, loop, share) {
+    var m = ts.length, t = Float64Array.from(ts), u = new Float64Array(m), p = new Float64Array(m), first = null;
+    var filter = !!params.filter, K = params.K | 0, T = loop.train_batch, i;
+    var pool = filter ? data.p0 : thinned(data.p0, loop.max_prompts), reuse = share && pool === data.p0;
+    for (i = 0; i < m; i++) {
+      u[i] = reuse ? (filter ? share.exp_f[i] : share.exp[i])
+                   : expectedShare(pool, data.gain, ts[i], K, filter, params.band_lo, params.band_hi);
+      var v = Math.min(1, Math.max(0, u[i]));
+      if (!isFinite(u[i])) p[i] = NaN;
+      else if (loop.loop === "DAPO") p[i] = binomBelow(loop.cap * loop.gen_batch, v, T);
+      else p[i] = Math.pow(1 - v, T);
+      if (first === null && p[i] > loop.level) first = t[i];
+    }
+    return {t: t, u: u, p: p, first_t: first};
+  }
+
   function histogram(view, bins, counts) {
     var p = view.pass_rate, oc = view.outcome, kept = view.kept, n = p.length;
     counts = counts && counts.length === bins * 4 ? counts : new Int32Array(bins * 4);
@@ -162,5 +286,5 @@
 
   root.grpoKernel = { evaluate: evaluate, rollouts: rollouts, usefulProbability: usefulProbability, percent: percent,
                       fixed: fixed, fill: fill, usefulCurve: usefulCurve, shareCurve: shareCurve,
-                      histogram: histogram };
+                      histogram: histogram, loopStall: loopStall, binomBelow: binomBelow };
 })(typeof window !== "undefined" ? window : globalThis);

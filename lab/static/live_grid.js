@@ -42,6 +42,8 @@ export function render({ model, el }) {
   if (plots) {
     plots.follow(view, function () { return {rho: serverPaints() ? model.rho : 0, curves: model.curves}; });
     model.on("curves", function () { plots.redraw(model.curves); pinCurve(); });
+    plots.loop(model.loop);  /* the stall overlay's loop: the kernel draws it at rho = 0, in the grid's event */
+    model.on("loop", function () { plots.loop(model.loop); });
     model.on("plot_text", function () {
       var t = model.plot_text || {};
       [["#gx-decay", t.decay], ["#gx-outcome", t.outcome]].forEach(function (e) {

@@ -26,14 +26,22 @@
  *                                the plot marks the point with a dot and writes its value beside it (.gx-probe-value:
  *                                presentation mode reads the reading out without drawing it, lab.views.layout)
  *
- * With a trainer loop chosen, Python's `curves.stall` ({t, p, first_t, label}: grpo_lab.views.decay.stall_columns,
- * at every rho) is drawn over the decay curve: the loop's P(stall) at each progress (a dashed line, class
- * gx-stall), the first t where it passes one half (a dotted vertical line, gx-stall-at) and its words (gx-stall-key).
+ *   plots.loop(loop)             the stall overlay's trainer loop (grpo_lab.views.decay.loop_data), or null
+ *
+ * With a trainer loop chosen, its stall overlay ({t, p, first_t, label}) is drawn over the decay curve: the loop's
+ * P(stall) at each progress (a dashed line, class gx-stall), the first t where it passes the core's STALL_LEVEL (a
+ * dotted vertical line, gx-stall-at, data-t its t) and its words (gx-stall-key: the loop's `stalls` and the first t
+ * to two decimals, or its `none`). At rho = 0 it is the kernel's (grpoKernel.loopStall, from the decay curve's
+ * shares), computed in the same event as the grid and the decay curve and again only when K, the filter, its band or
+ * the loop change; with rho > 0, which the kernel does not cover, it is Python's `curves.stall`
+ * (grpo_lab.views.decay.stall_columns), drawn as it comes. One or the other, never both.
  */
 (function (root) {
   "use strict";
   var G = root.grpoKernel, TS = [], BINS = 25, POINTS = 401;
-  for (var i = 0; i <= 40; i++) TS.push(i / 40);
+  /* the decay curve's progresses, as the core's numpy.linspace(0, 1, 41) (grpo_lab.views.decay.DECAY_POINTS):
+     i * (1 / 40) */
+  for (var i = 0; i <= 40; i++) TS.push(i * (1 / 40));
 
   function esc(s) { return String(s).replace(/[&<>"]/g, function (c) { return "&#" + c.charCodeAt(0) + ";"; }); }
   function fmt(v) { return v === 0 || v === 1 ? String(v) : String(v).replace(/^0\./, "."); }
@@ -56,7 +64,7 @@
     var colors = JSON.parse(box.getAttribute("data-colors"));
     var svgDecay = q("#gx-decay"), svgOut = q("#gx-outcome"), pinKey = q("#gx-pin-key");
     var d = null, curveKey = null, decay = null, useful = null, usefulK = null, counts = new Int32Array(BINS * 4);
-    var last = null, hovered = null, pinned = null;
+    var last = null, hovered = null, pinned = null, loop = null, stallKey = null, stallCurve = null;
     var reader = q(".gx-curve-read"), probe = null, outGeom = null;
     var plots = {data: null, pinned: null};
 
@@ -78,14 +86,17 @@
       var Y = function (v) { return bottom - v * (bottom - top); };
       var out = '<rect x="' + ml + '" y="' + top + '" width="' + (s.w - ml - mr) + '" height="' + (bottom - top) +
                 '" fill="none" stroke="#bbb"/>';
+      var low = bottom - top < 1.25 * s.fs;  /* a panel shorter than its two end ticks: the "0" tick goes unlabelled */
       yTicks.forEach(function (v) {
-        out += '<text x="' + (ml - 4) + '" y="' + (Y(v) + s.fs * 0.35) + '" text-anchor="end">' + yFmt(v) + "</text>";
+        if (!(low && v === 0)) out += '<text x="' + (ml - 4) + '" y="' + (Y(v) + s.fs * 0.35) + '" text-anchor="end">' +
+                                      yFmt(v) + "</text>";
         if (v > 0 && v < 1) out += '<line x1="' + ml + '" x2="' + (s.w - mr) + '" y1="' + Y(v) + '" y2="' + Y(v) +
                                     '" stroke="#eee"/>';
       });
       if (xTicks) {
-        [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
-          out += '<text x="' + X(v) + '" y="' + (bottom + s.fs * 1.15) + '" text-anchor="middle">' + fmt(v) + "</text>";
+        [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {  /* "0" starts at the origin, clear of the y axis's "0" */
+          out += '<text x="' + X(v) + '" y="' + (bottom + s.fs * 1.15) + '" text-anchor="' + (v === 0 ? "start" : "middle") +
+                 '">' + fmt(v) + "</text>";
         });
         out += '<text x="' + (ml + (s.w - ml - mr) / 2) + '" y="' + (bottom + s.fs * 2.35) +
                '" text-anchor="middle" fill="#444">' + esc(xLabel) + "</text>";
@@ -133,9 +144,13 @@
     }
 
     function drawOutcome(view, values) {
-      var s = size(svgOut), split = Math.round(s.h * 0.4), bottom = s.h - 2.7 * s.fs;
+      var s = size(svgOut), bottom = s.h - 2.7 * s.fs;
       var gap = Math.max(6, 0.65 * s.fs);  /* the two panels' end ticks ("0" above, the count below) never touch */
       var head = 6 + 1.3 * s.fs;  /* the upper panel's label sits above its frame, where no curve runs */
+      /* the upper panel takes 40% of the two panels' height, and never less than 1.25 lines (nor more than half) so
+         its end ticks ("1", "0") stand apart in a short plot (present mode's tour at 1024x768) */
+      var inner = bottom - head - 2 * gap;
+      var split = Math.round(head + Math.max(0.4 * inner, Math.min(1.25 * s.fs, inner / 2)) + gap);
       var top = frame(s, head, split - gap, [0, 1], fmt, false);
       var max = 0;
       for (var b = 0; b < BINS; b++) max = Math.max(max, counts[b * 4] + counts[b * 4 + 1] + counts[b * 4 + 2] + counts[b * 4 + 3]);
@@ -223,13 +238,29 @@
       }
       if (!decay || !useful) return;  /* rho > 0 and Python's curves not here yet */
       G.histogram(view, BINS, counts);
-      var stall = (curves && curves.stall) || null;
+      var stall = server ? curves.stall || null : kernelStall(values);
       drawDecay(values, decay, stall);
       drawOutcome(view, values);
       plots.data = {t: values.progress, K: values.K, decay: decay, useful: useful, hist: Array.from(counts),
                     mean: view.summary.mean_pass_rate, stall: stall};
       if (probe !== null) writeReading();
     };
+
+    /* the loop's stall overlay at rho = 0 (the kernel's, from the decay curve's shares), computed anew only when
+       the decay curve, the filter or the loop changed: the same object otherwise, so a new progress moves the marker
+       alone */
+    function kernelStall(values) {
+      if (!loop || !d || values.rho !== 0) return null;
+      if (stallKey && stallKey.decay === decay && stallKey.filter === !!values.filter && stallKey.loop === loop) {
+        return stallCurve;
+      }
+      var c = G.loopStall(d, {K: values.K, filter: !!values.filter, band_lo: values.band_lo, band_hi: values.band_hi},
+                          TS, loop, decay);
+      stallKey = {decay: decay, filter: !!values.filter, loop: loop};
+      stallCurve = {t: c.t, p: c.p, u: c.u, first_t: c.first_t, loop: loop.loop,
+                    label: c.first_t !== null ? loop.stalls + G.fixed(c.first_t, 2) : loop.none};
+      return stallCurve;
+    }
 
     /* the curve's reading at the probe's pass rate, from the curve drawn */
     function writeReading() {
@@ -282,6 +313,11 @@
     /* the last view again: resized, or with Python's new curves (`curves`; undefined: the same) */
     plots.redraw = function (curves) {
       if (last) plots.draw(last.view, last.values, curves === undefined ? last.curves : curves);
+    };
+
+    plots.loop = function (l) {
+      loop = l || null;
+      plots.redraw();
     };
 
     plots.hover = function (h) {

@@ -1,10 +1,16 @@
 // A page whose websocket the server refused (HTTP 429 at the handshake: too many tabs or new pages from one address,
 // a class's room full) or never opened: say so, and try again with a growing wait, rather than stay blank.
 // Loaded first in the page's <head> by the lab's server (grpo_lab.admission), before Bokeh opens the websocket.
+//
+// It observes the Bokeh document's socket only (one to this page's own host whose path ends in /ws): until Bokeh has
+// made it, window.WebSocket is a Proxy of the browser's constructor that hands back the browser's own socket (so
+// `instanceof`, the constants and every other socket are untouched, and none but that one is watched); once made, the
+// browser's constructor is put back, so the page's globals are as the browser made them.
 (() => {
   const KEY = "grpo-lab-socket-retries";
   const Native = window.WebSocket;
-  if (!Native || Native.__labWatched) return;
+  if (!Native || window.__labSocketWatch) return;
+  window.__labSocketWatch = "waiting";  // then "watched": the document's socket seen, the constructor put back
   let opened = false;
   const tries = () => Number(sessionStorage.getItem(KEY) || 0);
 
@@ -35,13 +41,26 @@
     }, 1000);
   }
 
-  class Watched extends Native {
-    constructor(url, protocols) {
-      super(url, protocols);
-      this.addEventListener("open", () => { opened = true; sessionStorage.removeItem(KEY); });
-      this.addEventListener("close", () => { if (!opened) refused(); });
+  // whether `url` is the Bokeh document's socket: this page's host, a path ending in /ws
+  function isDocument(url) {
+    try {
+      const u = new URL(String(url), location.href);
+      return u.host === location.host && /\/ws$/.test(u.pathname);
+    } catch (e) {
+      return false;
     }
   }
-  Watched.__labWatched = true;
-  window.WebSocket = Watched;
+
+  window.WebSocket = new Proxy(Native, {
+    construct(target, args, newTarget) {
+      const ws = Reflect.construct(target, args, newTarget);  // the browser's own socket (a subclass's, if so made)
+      if (isDocument(args[0])) {
+        window.WebSocket = Native;
+        window.__labSocketWatch = "watched";
+        ws.addEventListener("open", () => { opened = true; sessionStorage.removeItem(KEY); });
+        ws.addEventListener("close", () => { if (!opened) refused(); });
+      }
+      return ws;
+    },
+  });
 })();

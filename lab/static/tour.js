@@ -23,10 +23,11 @@
  */
 var STYLE = {outline: "3px solid #0b5cad", outlineOffset: "3px", boxShadow: "0 0 0 7px rgba(11, 92, 173, 0.25)"};
 var WAIT_MS = 20000;  /* how long a step looks for its subject (the plots are built once scrolled to) */
-/* presentation mode's right-hand column: its width (a share of the window's, within bounds), the least width the lab
+/* presentation mode's right-hand column: its width (a share of the window's, within bounds: at most 480 px, so at
+   1920x1080 the grid keeps 31% of the screen beside it, and step 7's K-cost table still fits), the least width the lab
    keeps beside it (its two-column layout needs an 880 px container, plus margins), the least window shape (3:2); the
    most of the window's height a band at the top may take (else the column scrolls, on a window too small for both) */
-var DOCK = {share: 0.3, min: 340, max: 560, lab: 900, aspect: 1.5, band: 0.45};
+var DOCK = {share: 0.3, min: 340, max: 480, lab: 900, aspect: 1.5, band: 0.45};
 
 function roots() {
   var out = [document];

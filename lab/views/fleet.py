@@ -4,13 +4,17 @@ The folders are those ``grpo-lab serve --runs DIR`` names (``GRPO_LAB_RUNS``); w
 :class:`grpo_lab.fleet.Fleet` per folder is shared by every session of the process (:func:`shared_rows`): it is
 refreshed in a thread of its own at most every :data:`POLL_S` seconds while a page shows it (each refresh reads only
 what the runs appended), never on the server's loop; a page polls for the newest rows and redraws its table when
-they change. The table (class ``fleet-table``, one ``fleet-row`` a run, ranked) says per run: its rank, its name (a
+they change. The forecast shown is the doctor's (``grpo-lab diagnose``'s one answer to "when"), computed in the
+background once per version of each run and kept in memory (``Fleet(doctor="background")``); until a run's is in,
+its row shows the quick trend labelled "trend, doctor pending", and a run that grew keeps the doctor's last figure,
+labelled with the step it covers, until the new one lands (the rows are ranked again as each lands). The table (class ``fleet-table``, one ``fleet-row`` a run, ranked) says per run: its rank, its name (a
 link that opens it in the Replay: ``?tab=replay&run=LABEL``), how it is known, its steps, its mixed share at the last
 step, the forecast it is ranked on with its 95% interval, and a sparkline (inline SVG, drawn from Python) of its
 mixed share per step with the trend's 95% band and the threshold. Every name shown is a visitor-independent file
-name, escaped all the same. The links are out of the Tab order (``tabindex=-1``): Panel keeps a tab that is not shown
-in the page under ``aria-hidden``, and a focusable link in it is an accessibility defect (axe's aria-hidden-focus);
-a keyboard user opens a run from the Replay's Run picker, which lists the same runs.
+name, escaped all the same. The links are in the Tab order while the tab is shown (Enter opens the run in the
+Replay). Panel hides a tab that is not shown with ``visibility: hidden`` and ``aria-hidden``, which leaves its links
+focusable in the accessibility tree's eyes (axe's aria-hidden-focus); so the tab's column is also not displayed while
+it carries ``aria-hidden`` (:data:`HIDDEN_CSS`), which takes its links out of the Tab order until it is shown.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ __all__ = ["FleetView", "POLL_S", "fleet_folders", "shared_rows", "table_html", 
 
 POLL_S = 5.0  #: seconds between two refreshes of a folder's fleet while a page shows it
 SPARK_W, SPARK_H = 160, 28  #: a sparkline's size in CSS pixels
+
+#: the tab's column is not displayed while Panel marks it hidden (a tab not shown): its links leave the Tab order
+HIDDEN_CSS = ':host([aria-hidden="true"]) { display: none !important; }'
 
 _LOCK = threading.Lock()
 _FLEETS: dict = {}  # folder -> {"fleet", "rows", "at", "pending"}
@@ -54,6 +61,15 @@ def _refresh(folder: str) -> None:
         entry.update(rows=rows, error=error, at=time.monotonic(), pending=False, version=entry["version"] + 1)
 
 
+def _landed(folder: str) -> None:
+    """A doctor's forecast landed (in the fleet's worker): the rows ranked again, nothing read."""
+    entry = _FLEETS[folder]
+    rows = entry["fleet"].rows()
+    with _LOCK:
+        if entry["rows"] is not None:
+            entry.update(rows=rows, version=entry["version"] + 1)
+
+
 def shared_rows(folder: str) -> tuple[list | None, str, int]:
     """``(rows or None while first read, error, version)`` of ``folder``'s shared fleet; starts a refresh in the
     background when the last is :data:`POLL_S` seconds old and none is running."""
@@ -63,7 +79,9 @@ def shared_rows(folder: str) -> tuple[list | None, str, int]:
     with _LOCK:
         entry = _FLEETS.get(folder)
         if entry is None:
-            entry = _FLEETS[folder] = {"fleet": Fleet(folder), "rows": None, "error": "", "at": -1e9,
+            fleet = Fleet(folder, doctor="background")
+            fleet.on_doctor = lambda: _landed(folder)
+            entry = _FLEETS[folder] = {"fleet": fleet, "rows": None, "error": "", "at": -1e9,
                                        "pending": False, "version": 0}
         if not entry["pending"] and time.monotonic() - entry["at"] >= POLL_S:
             entry["pending"] = True
@@ -104,31 +122,23 @@ def spark_svg(row: dict, threshold: float) -> str:
     return "".join(parts)
 
 
-def _when(row: dict) -> str:
-    fc = row.get(row["forecast"]) if row.get("forecast") else None
-    if fc is None:
-        return html.escape(row.get("reason") or "no forecast")
-    lo, hi = fc["interval"]
-    fmt = (lambda x: "-" if x is None else f"{x:.0f}")
-    when = "beyond the horizon" if fc["step"] is None else "now" if row["left"] == 0 else f"step {fc['step']:.0f}"
-    return f"{row['forecast']} {when} [{fmt(lo)}, {fmt(hi)}]"
-
-
 def table_html(rows: list[dict], threshold: float) -> str:
     """The ranked table (see the module docstring)."""
+    from grpo_lab.fleet import forecast_text
+
     head = ("<tr><th>#</th><th>run</th><th>known from</th><th>steps</th><th>mixed now</th>"
-            "<th>forecast [95% interval]</th><th>mixed share</th></tr>")
+            "<th>forecast [interval] (from)</th><th>mixed share</th></tr>")
     body = []
     for i, r in enumerate(rows, 1):
         link = "?" + urlencode({"tab": "replay", "run": r.get("replay_label") or r["run"]})
         mixed = "" if r.get("mixed_now") is None else f"{100 * r['mixed_now']:.1f}%"
         note = f'<div class="fleet-note">{html.escape(r["reason"])}</div>' if r.get("reason") and r.get("forecast") \
             else ""
-        body.append(f'<tr class="fleet-row"><td>{i}</td><td><a class="fleet-open" tabindex="-1" '
+        body.append(f'<tr class="fleet-row"><td>{i}</td><td><a class="fleet-open" '
                     f'href="{html.escape(link)}">'
                     f'{html.escape(r["run"])}</a></td><td>{html.escape(r["kind"])}</td>'
                     f'<td class="fleet-steps">{r["steps"]}</td>'
-                    f'<td>{mixed}</td><td class="fleet-forecast">{_when(r)}{note}</td>'
+                    f'<td>{mixed}</td><td class="fleet-forecast">{html.escape(forecast_text(r))}{note}</td>'
                     f'<td>{spark_svg(r, threshold)}</td></tr>')
     return (f'<table class="fleet-table" style="border-collapse:collapse;font-size:13px">{head}{"".join(body)}'
             "</table>")
@@ -148,11 +158,12 @@ class FleetView:
         self.panel = pn.Column(
             pn.pane.Markdown("**Every run of the folder, ranked by when it will stop learning**: first the runs "
                              "whose dynamic sampling is forecast to stall soonest (where the loop's settings are "
-                             "known), else whose mixed share crosses 50% soonest. A triage trend of each run's mixed "
-                             "share (one logistic curve, its 95% band shaded); open a run in the Replay for the "
-                             "doctor's forecast. The list follows the runs as they grow.",
+                             "known), else whose mixed share crosses 50% soonest. The forecast is the doctor's "
+                             "(grpo-lab diagnose); until it is computed for a run, its row shows a quick trend of the "
+                             "mixed share, labelled *trend, doctor pending*. The sparkline shades that trend's 95% "
+                             "band. The list follows the runs as they grow; a run's name opens it in the Replay.",
                              sizing_mode="stretch_width"),
-            self.status, self.table, css_classes=["fleet-tab"], sizing_mode="stretch_width")
+            self.status, self.table, css_classes=["fleet-tab"], sizing_mode="stretch_width", stylesheets=[HIDDEN_CSS])
         self.update()
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             cb = pn.state.add_periodic_callback(self.update, period=1000)

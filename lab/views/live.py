@@ -5,7 +5,8 @@ plots (the decay curve and P(useful) over the pass-rate histogram by outcome, :m
 one :class:`grpo_lab.grid.component.LiveGrid`, which repaints all of them in the browser through the kernel in
 the same event, and whose values are linked both ways to the session's :class:`lab.state.LabState`. Python
 sends a new population when it changes, evaluates the grid and the plots' curves itself while rho > 0 (the
-kernel covers rho = 0 only; :func:`grpo_lab.views.decay.plot_curves`), and once the controls pause rewrites
+kernel covers rho = 0 only; :func:`grpo_lab.views.decay.plot_curves`; the stall overlay's loop it sends at once, for
+the browser to draw at rho = 0), and once the controls pause rewrites
 the caption, the plots' text alternatives and the secondary material below the first screen (the K-cost
 table and the Jensen gap), which is built when the visitor scrolls to it.
 """
@@ -22,13 +23,13 @@ from grpo_lab.visitor import visitor_key
 from grpo_lab.grid.component import LiveGrid, server_view
 from grpo_lab.grid.markup import grid_data
 from grpo_lab.grid.spec import link
-from grpo_lab.state import URL_PARAMS, LabState, PlayState
+from grpo_lab.state import LOOP, URL_PARAMS, LabState, PlayState
 from grpo_lab.sims.scenario import evaluate
 
 from .caption import StateCaption
 from .compare import PinLink
 from .controls import Controls
-from .decay import plot_curves
+from .decay import loop_data, plot_curves
 from .deferred import defer_build
 from .formulas import formulas_pane
 from .frame import Frame
@@ -76,8 +77,11 @@ class LiveLab:
                 "styles": {"--gx-embed-above": f"{EMBED_ABOVE_PX}px"}} if embed else \
             {**GRID_SIZE, "css_classes": ["lab-grid"]}
         self.grid = LiveGrid.build(self.population, lab.linked_values(), scenario.gain, readouts=self._readouts,
-                                   pin=not (embed or present), plots=self._plot_text(self.frame()), **size)
+                                   pin=not (embed or present), plots=self._plot_text(self.frame()),
+                                   loop=loop_data(lab.loop_settings()), **size)
         link(lab, self.grid)
+        # the stall overlay's loop goes to the browser at once (no redraw to wait for): the kernel draws it at rho = 0
+        lab.param.watch(lambda *_e: setattr(self.grid, "loop", loop_data(lab.loop_settings())), list(LOOP))
         self.pin = PinLink(lab, self.grid, self.frame)  # pin and compare: the ghost beside the grid
         c = self.controls
         self.caption = StateCaption()  # the view in words; follows the plots' redraw

@@ -15,7 +15,11 @@ minimum to its maximum over :data:`DRAIN_SECONDS` (one input event per animation
 drag would send), so the grid, the readouts and the plots animate instead of jumping to t = 1.
 
 The figures quoted in the text (``{useful_t0}`` and the like) are computed from the core for the default
-population the first time a tour is shown (:func:`tour_figures`), never typed.
+population the first time a tour is shown (:func:`tour_figures`), never typed, and each is one the step's outlined
+element shows: while the step is on screen (:attr:`Step.shows`), at the start of its drain (:attr:`Step.shows_first`)
+or once the reader has made the move the text asks for (:attr:`Step.move`, e.g. "drag training progress to 1 and the
+same readout falls to 8.7%"). A setting the text quotes (K = 32, t = 0.4, the band 0.2 to 0.8) is one the controls the
+step names show (:attr:`Step.controls`). tests/test_teaching_browser.py checks every number of every step so.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from grpo_lab.sims.formatting import fixed, percent
 
 from .layout import PRESENT_TOUR_BUTTON_PX
 
-__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "STEP_FIGURES",
+__all__ = ["TOUR", "Step", "TourState", "TourPanel", "TourDriver", "tour_step", "tour_figures", "Move", "BAND",
            "DRAIN_SECONDS",
            "HIGHLIGHT_CLASS"]
 
@@ -51,7 +55,18 @@ FILTER = (".gx-check:has(#gx-filter)", "#gx-filter")
 DECAY = (".gx-plot-decay", ".lab-decay")
 HISTOGRAM = (".gx-plot-outcome", ".lab-outcome")
 KCOST = (".kcost",)
+BAND = (".gx-band",)  #: the filter's band (its two sliders and the values they set)
 PLAY = (".lab-play",)  #: the Play button (lab.views.controls.Controls gives it the class)
+
+
+@dataclass(frozen=True)
+class Move:
+    """A move a step's text asks the reader to make: set the range input ``control`` (a selector) to ``value``; its
+    outlined element then shows the figures ``shows`` (keys of :func:`tour_figures`)."""
+
+    control: str
+    value: float
+    shows: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -65,9 +80,14 @@ class Step:
     targets: tuple[str, ...]
     drain: bool = False
     reveal: tuple[str, ...] = field(default=(".lab-plots",))  #: scrolled to first when no target is on the page yet
-    #: the controls the text tells the reader to use (each a tuple of selectors): brought into the window with the
-    #: subject, never under the tour's box
+    #: the controls the text tells the reader to use or whose settings it quotes (each a tuple of selectors): brought
+    #: into the window with the subject, never under the tour's box
     controls: tuple[tuple[str, ...], ...] = ()
+    #: the figures it quotes (keys of tour_figures) that its outlined element shows while it is on screen (a drain step:
+    #: at the drain's end), at its drain's start, and after the move its text asks for
+    shows: tuple[str, ...] = ()
+    shows_first: tuple[str, ...] = ()
+    move: Move | None = None
 
 
 _BASE = {"K": 8, "filter": False, "band_lo": 0.2, "band_hi": 0.8, "rho": 0.0}
@@ -79,25 +99,25 @@ TOUR = (
          "attempts at it, called rollouts; each passes or fails, and the chance that an attempt passes is the "
          "prompt's pass rate. GRPO treats the K rollouts of one prompt as a group and gives each rollout an "
          "advantage, its reward minus the group's average: rollouts that beat their siblings are made more likely, "
-         "the others less likely. Each cell of this grid is one prompt's group of K = 8 rollouts, at the very "
-         "start of training.",
-         GRID),
+         "the others less likely. Each cell of this grid is one prompt's group of K rollouts (the group size, "
+         "K = 8 here), at the very start of training.",
+         GRID, controls=(K_CONTROL,)),
     Step("What the colours mean",
          {**_BASE, "progress": 0.0},
          "Green: the group's rollouts disagree (some pass, some fail), so their advantages differ from zero and the "
          "model learns from them. Orange with a +: all K passed. Vermillion with a \u2212: all K failed. In a "
          "unanimous group every reward equals the group's average, so under group centring (grpo, dr_grpo) every "
          "advantage is exactly zero: K rollouts were paid for and nothing is learnt. An estimator with a fixed "
-         "reference instead compares each reward with a set threshold (0.5): sign gives an all-pass group +1 per "
-         "rollout and tasa +1/K, so it still pushes. Point at a cell to see each estimator's advantage and why.",
+         "reference instead (sign, tasa) compares each reward with a set threshold, so an all-pass group still gets a "
+         "push. Point at a cell to see each estimator's advantage and why.",
          KEY),
     Step("Watch the drain",
          {**_BASE, "progress": 0.0},
          "Training progress t now runs from 0 (start of training) to 1 (end). As the model improves every pass "
          "rate rises, and green cells turn orange: the prompts become too easy for their group to disagree. "
-         "The readouts follow: groups with a gradient (realised, the groups on the grid) fall from {useful_t0} to "
-         "{useful_t1}. Drag training progress yourself, or press Play, to see it again.",
-         READOUTS, drain=True, controls=(PLAY, PROGRESS)),
+         "The readouts follow: groups with a gradient (realised, the groups on the grid) fall from {useful_t0} at "
+         "t = 0 to {useful_t1} at t = 1. Drag training progress yourself, or press Play, to see it again.",
+         READOUTS, drain=True, controls=(PLAY, PROGRESS), shows=("useful_t1",), shows_first=("useful_t0",)),
     Step("Where the gradient lives",
          {**_BASE, "progress": 0.5},
          "The curve is the chance that a group of K disagrees at pass rate p: 1 \u2212 p^K \u2212 (1 \u2212 p)^K, "
@@ -106,64 +126,55 @@ TOUR = (
          "right, where the curve drops. At the mean pass rate (the dashed line, {mean_t05}) the curve reads "
          "{iid_useful_t05}, but averaged over the prompts it gives {real_useful_t05}: the mean alone understates the "
          "waste by {jensen_t05} (the Jensen gap, drawn against K below the plots).",
-         HISTOGRAM),
+         HISTOGRAM, shows=("mean_t05", "iid_useful_t05", "real_useful_t05", "jensen_t05")),
     Step("The environment expires",
          {**_BASE, "progress": 1.0},
          "The decay curve is the whole run at once: the share of groups with a gradient at every training "
          "progress (the line: expected; the dots: the groups on the grid), here with dots falling from {useful_t0} "
          "to {useful_t1} at K = 8. The same prompts that taught the model at the start are spent by the end: the "
          "groups that lost their gradient turned orange, all-pass.",
-         DECAY),
+         DECAY, shows=("useful_t0", "useful_t1")),
     Step("A bigger group",
          {**_BASE, "progress": 1.0, "K": 32},
          "More rollouts per prompt make a disagreement likelier: with K = 32 the readouts say {useful_k32} of groups "
-         "carry a gradient at t = 1, against {useful_t1} with K = 8. Move the group size and watch the grid turn "
-         "green again.",
-         READOUTS, controls=(K_CONTROL,)),
+         "carry a gradient at the end of training. Drag the group size back to 8 and the same readout falls to "
+         "{useful_t1}, the grid orange again; drag it up and watch the grid turn green.",
+         READOUTS, controls=(K_CONTROL,), shows=("useful_k32",), move=Move("#gx-K", 8, ("useful_t1",))),
     Step("... and its bill",
          {**_BASE, "progress": 1.0, "K": 32},
-         "Every rollout costs compute. The table prices each K for the prompts on screen: at t = 1 a useful group "
+         "Every rollout costs compute. The table prices each K for the prompts on screen: a useful group "
          "costs {rpu_k8} rollouts at K = 8 but {rpu_k32} at K = 32. With K = 32, {share_k32} of groups (and so of "
          "rollouts) have a gradient, against {share_k8} at K = 8, yet they make only {ug_k32} useful groups per 1,000 "
          "rollouts, against {ug_k8}: each group takes K rollouts. A bigger K rescues groups by buying more rollouts, "
          "not cheaper ones.",
-         KCOST),
+         KCOST, shows=("rpu_k8", "rpu_k32", "share_k8", "share_k32", "ug_k8", "ug_k32")),
     Step("The difficulty filter",
          {**_BASE, "progress": 0.4, "filter": True},
          "The filter trains only on prompts whose current pass rate lies in a band (here 0.2 to 0.8) and greys "
          "out the rest. At t = 0.4 the readouts say it keeps {kept_t04} of the prompts, and nearly all kept groups "
-         "carry a gradient. Now drag training progress to 1: the kept pool shrinks to {kept_t1}, so the filter saves "
-         "rollouts but runs out of prompts.",
-         READOUTS, controls=(FILTER, PROGRESS)),
+         "carry a gradient. Now drag training progress to 1 and the same readout falls to {kept_t1}: the filter "
+         "saves rollouts but runs out of prompts.",
+         READOUTS, controls=(FILTER, BAND, PROGRESS), shows=("kept_t04",), move=Move("#gx-progress", 1.0, ("kept_t1",))),
     Step("Your own run",
          {**_BASE, "progress": 1.0, "filter": True},
-         "With the filter on, its dashed decay line ends at {useful_band_t1}, but that share counts only the prompts "
-         "the filter keeps. At t = 1 it keeps {kept_t1} of them ({n_kept_t1} of {n_prompts}) and drops {dropped_t1} "
-         "({n_dropped_t1} prompts), which no longer teach the model anything: the filter saves rollouts, it does not "
-         "stop the environment from expiring. That leaves a practitioner's questions: which K, which filter, and when "
-         "does my environment expire? "
-         "The decay curve, with and without the filter, is the answer for this population; the Replay tab shows "
-         "the same picture for a real run (ours, or your TRL, verl or JSONL logs), and grpo-lab doctor fits your "
-         "run and forecasts when its groups stop teaching.",
-         DECAY),
+         "With the filter on, the readouts expect {useful_band_t1} of the kept groups to carry a gradient at the end "
+         "of training (where the decay curve's dashed line ends), but the filter keeps only {kept_t1} of the prompts "
+         "({n_kept_t1} of {n_prompts}); the others no longer teach the model anything. The filter saves rollouts, it "
+         "does not stop the environment from expiring. A practitioner asks: which K, which filter, and when does my "
+         "environment expire? The decay curve answers for this population; the Replay tab shows the same for a real run (ours, or your "
+         "TRL, verl or JSONL logs), and grpo-lab doctor forecasts when its groups stop teaching.",
+         READOUTS, controls=(FILTER,), shows=("useful_band_t1", "kept_t1", "n_kept_t1", "n_prompts")),
 )
-
-
-#: step (1-based) -> the figures it quotes that its outlined element shows while the step is on screen (at a drain
-#: step's end); the others recall an earlier step (step 6's K = 8) or what a move the step asks for will show
-#: (step 8's kept pool at t = 1)
-STEP_FIGURES = {3: ("useful_t1",), 4: ("mean_t05", "iid_useful_t05", "real_useful_t05", "jensen_t05"),
-                5: ("useful_t0", "useful_t1"), 6: ("useful_k32",), 8: ("kept_t04",),
-                7: ("rpu_k8", "rpu_k32", "share_k8", "share_k32", "ug_k8", "ug_k32"), 9: ("useful_band_t1",)}
 
 
 @lru_cache(maxsize=1)
 def tour_figures() -> dict[str, str]:
     """The figures the steps quote, for the default population (600 prompts from Beta(2, 3)), from the core, each
-    as the element its step outlines shows it (:data:`STEP_FIGURES`): the readouts' realised column and the decay
-    curve's dots (the groups on the grid), the decay curve's dashed line (the filter's expected share), the outcome
-    plot's curve read at the mean pass rate (``d_iid``) and averaged over the prompts (``d_real``), the K-cost
-    table (:func:`grpo_lab.sims.kcost.k_cost` over the prompts counted)."""
+    as the element its step outlines shows it (:attr:`Step.shows`, :attr:`Step.shows_first`, :attr:`Move.shows`):
+    the readouts' realised column and the decay curve's dots (the groups on the grid), the readouts' expected column
+    with the filter on (the kept prompts' expected share, where the decay curve's dashed line ends), the kept share
+    and count, the outcome plot's curve read at the mean pass rate (``d_iid``) and averaged over the prompts
+    (``d_real``), the K-cost table (:func:`grpo_lab.sims.kcost.k_cost` over the prompts counted)."""
     from grpo_lab.sims.formatting import points
     from grpo_lab.sims.kcost import k_cost
     from grpo_lab.sims.scenario import Scenario, evaluate
@@ -188,8 +199,7 @@ def tour_figures() -> dict[str, str]:
             "ug_k8": fixed(c["useful_per_1000_rollouts"][0], 1), "ug_k32": fixed(c["useful_per_1000_rollouts"][1], 1),
             "kept_t04": percent(view(progress=0.4, band=(0.2, 0.8)).summary["kept_share"]),
             "kept_t1": percent(band_t1["kept_share"]), "useful_band_t1": percent(dashed_t1),
-            "dropped_t1": percent(1 - band_t1["kept_share"]), "n_kept_t1": f"{band_t1['n_kept']:,}",
-            "n_dropped_t1": f"{band_t1['n_prompts'] - band_t1['n_kept']:,}", "n_prompts": f"{band_t1['n_prompts']:,}"}
+            "n_kept_t1": f"{band_t1['n_kept']:,}", "n_prompts": f"{band_t1['n_prompts']:,}"}
 
 
 def step_text(step: int) -> str:

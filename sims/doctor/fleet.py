@@ -28,6 +28,12 @@ The first stall's distribution over the future steps is ``1 - prod_{s' <= s} (1 
 is its median, searched on :data:`GRID` points up to the horizon (each point standing for the steps up to the
 next); its interval the same median over the draws (2.5%, 97.5% quantiles).
 
+**The doctor's forecast** (:func:`doctor_forecast`): where the doctor has diagnosed the run, the fleet shows and
+ranks on its one answer to "when" (:func:`.when.when`, the ``when`` of ``grpo-lab diagnose --json``) instead of the
+trend: its expiry and first stall, step and interval as the doctor says them, put in the trend's shape (``left``
+counted from the run's last step). The trend stays the sparkline's band, and the figure shown, labelled as the
+trend, only where the doctor's is not computed yet or the doctor cannot diagnose the run.
+
 **Rank** (:func:`rank_key`): by the steps left before the stall where there is one, else before the expiry;
 "now" first, beyond the horizon after every forecast, runs without a forecast (too few steps, no share) last.
 """
@@ -41,7 +47,7 @@ from .forecast import DEFAULT_THRESHOLD, HORIZON
 from .stall import rounds_distribution
 
 __all__ = ["MIN_STEPS", "DRAWS", "GRID", "SPARK_POINTS", "mixed_series", "record_series", "fit_trend", "run_forecast", "rank_key",
-           "stall_table", "effective_cap"]
+           "stall_table", "effective_cap", "doctor_forecast", "last_step"]
 
 MIN_STEPS = 5  #: steps with a share needed before a forecast
 DRAWS = 200  #: draws of (a, b) for the intervals
@@ -233,6 +239,49 @@ def _said(t: float, draws, to_step, horizon_t: float, what: str) -> dict:
     status = f"{what} now" if t <= 1.0 else f"{what} near step {s:.0f}"
     return {"step": float(s), "interval": _interval(to_step(np.asarray(draws)), to_step(horizon_t)),
             "left": max(0.0, float(s - last)), "status": status}
+
+
+def last_step(record) -> int | None:
+    """The last step a record holds (its steps table, else its groups), None for none."""
+    for table in (record.steps, record.groups):
+        steps = table.get("step") if table else None
+        if steps is not None and len(steps):
+            return int(np.max(steps))
+    return None
+
+
+def doctor_forecast(when: dict, last: int | None) -> dict:
+    """The doctor's one answer to "when" (:func:`.when.when` of a diagnosis) in the shape of :func:`run_forecast`'s
+    ``expiry``, ``stall``, ``forecast`` and ``left`` (``last``: the run's last step, from which ``left`` counts).
+
+    Each of ``expiry`` and ``stall`` is ``{step, interval, level, status, left}`` with the doctor's step and interval
+    unchanged; ``left`` is 0 for "already below the threshold" (expiry now) or a stall step at or before the last,
+    inf for a figure beyond the horizon (no step, the status saying it stays above; a stall with no step), None where
+    the doctor gives no verdict (a check against the log refused it, too few steps). ``stall`` is None where the
+    doctor has no stall forecast (no cap, no loop settings); the figure ranked on is the stall where there is one."""
+    e = when["expiry"]
+    said = e.get("said") or e["status"]
+    if e.get("step") is not None:
+        left = max(0.0, float(e["step"]) - last) if last is not None else None
+    elif said.startswith("already below"):
+        left = 0.0
+    elif said.startswith("stays above"):
+        left = float("inf")
+    else:
+        left = None  # no verdict: the log contradicts the model, or no trend
+    expiry = {"step": e.get("step"), "interval": list(e.get("interval") or [None, None]), "level": e.get("level"),
+              "status": said, "left": left}
+    st, stall = when.get("stall") or {}, None
+    if st.get("available"):
+        step = st.get("step")
+        stall = {"step": None if step is None else float(step), "interval": list(st.get("interval") or [None, None]),
+                 "level": st.get("level"),
+                 "status": st.get("source", ""), "cause": st.get("cause_said") or st.get("cause"),
+                 "left": float("inf") if step is None else
+                 (max(0.0, float(step) - last) if last is not None else None)}
+    ranked = stall if stall is not None else expiry
+    return {"expiry": expiry, "stall": stall, "forecast": "stall" if stall is not None else "expiry",
+            "left": ranked["left"]}
 
 
 def _spark(mixed) -> list:

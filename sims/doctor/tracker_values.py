@@ -29,9 +29,12 @@ import math
 
 import numpy as np
 
-__all__ = ["PREFIX", "NEXT_SHARE", "tracker_values", "alert_due", "alert_text", "next_steps"]
+# every key written to a tracker starts with PREFIX; EVENT_SUFFIX ends the name of the TensorBoard event file they go
+# to: declared where the readers leave them out (:mod:`grpo_lab.sims.ingest.trackers.common`)
+from ..ingest.trackers.common import OWN_EVENT_SUFFIX as EVENT_SUFFIX, OWN_PREFIX as PREFIX
 
-PREFIX = "grpo_lab/"  #: every key written to a tracker starts with it
+__all__ = ["PREFIX", "EVENT_SUFFIX", "NEXT_SHARE", "tracker_values", "alert_due", "alert_text", "next_steps"]
+
 NEXT_SHARE = 0.1  #: P(stall) is over the next this share of the run
 
 

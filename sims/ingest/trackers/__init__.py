@@ -32,6 +32,7 @@ from ...scalars_record import COLUMNS, scalars_record
 from ..common import DEFAULT_MAX_BYTES
 from . import dialects as _dialects
 from . import jsonl as _jsonl
+from .common import OWN_PREFIX
 
 __all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "scalars_from", "record_from_scalars", "detect_format",
            "list_runs", "read_run_scalars"]
@@ -143,6 +144,13 @@ def read_run_scalars(path, *, fmt: str = "auto", run: str | None = None, max_byt
     return _reader(fmt).read_run(name, handle, max_bytes=max_bytes, partial_ok=partial_ok)
 
 
+def check_num_generations(num_generations) -> None:
+    """InputError unless ``num_generations`` (a reader's K flag) is None or a positive integer."""
+    if num_generations is not None and (isinstance(num_generations, bool) or not isinstance(num_generations, int)
+                                        or num_generations < 1):
+        raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
+
+
 def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: str | None = None,
                  num_generations: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
                  partial_ok: bool = False, config: dict | None = None) -> RunRecord:
@@ -166,9 +174,7 @@ def read_scalars(path, *, fmt: str = "auto", run: str | None = None, trainer: st
     :func:`groups_per_row`'s dict (the figure used, from the config's arithmetic or the lattice of the logged
     shares, both shown and their disagreement named).
     """
-    if num_generations is not None and (isinstance(num_generations, bool) or not isinstance(num_generations, int)
-                                        or num_generations < 1):
-        raise InputError(f"--num-generations must be a positive integer, got {num_generations!r}")
+    check_num_generations(num_generations)
     rs = read_run_scalars(path, fmt=fmt, run=run, max_bytes=max_bytes, partial_ok=partial_ok)
     return scalars_from(rs, path, trainer=trainer, num_generations=num_generations, partial_ok=partial_ok,
                         config=config)
@@ -193,10 +199,15 @@ def record_from_scalars(rs, path: str, *, trainer: str | None = None, num_genera
                         config: dict | None = None) -> RunRecord:
     """The scalars-only record of one run's series as logged (:class:`.common.RunScalars`, not empty): the dialect
     applied as :func:`read_scalars` does (its parameters); also what the TRL callback builds from the logs it sees
-    (:mod:`grpo_lab.trl_recorder.stall_forecast`), so both read the same metrics the same way."""
+    (:mod:`grpo_lab.trl_recorder.stall_forecast`), so both read the same metrics the same way. Series named
+    :data:`OWN_PREFIX` (``grpo_lab/...``: the forecast ``watch --emit`` and the TRL callback write into the same run)
+    are left out (silently: a follower, :mod:`.follow`, never reads them, and both records are equal): a watch must
+    not read its own output as the trainer's."""
     if config:
         rs.config = {**rs.config, **config}  # --trainer-config: the run's settings, over any the tracker stored
         rs.notes.append("config keys from --trainer-config")
+    if any(k.startswith(OWN_PREFIX) for k in rs.series):  # the forecast written back: not the trainer's data
+        rs.series = {k: v for k, v in rs.series.items() if not k.startswith(OWN_PREFIX)}
     d = _dialects.detect(rs.series) if trainer is None else _dialects.dialect(trainer)
     steps, cols, raw, read, missing, notes, K = _dialects.map_run(rs.series, rs.config, d, num_generations)
     if K is None:

@@ -20,7 +20,10 @@ import numpy as np
 
 from ...errors import InputError
 
-__all__ = ["RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number",
+OWN_PREFIX = "grpo_lab/"  #: grpo-lab's own scalars, written back into a run's tracker (the forecast): never read as data
+OWN_EVENT_SUFFIX = ".grpo_lab"  #: the name suffix of the TensorBoard event file grpo-lab writes them to
+
+__all__ = ["OWN_PREFIX", "OWN_EVENT_SUFFIX", "RunScalars", "series_from_rows", "add_row", "flatten", "charge_files", "pick_run", "number",
            "overrides_mapping", "load_config", "parse_namespace"]
 
 

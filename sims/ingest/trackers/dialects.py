@@ -130,6 +130,22 @@ DIALECTS: tuple[Dialect, ...] = (
                 "with too-easy data slows down instead of raising. 'samples' in the names counts groups.",
        k_keys=("actor_rollout_ref.rollout.n", "rollout.n"), batch_keys=("data.train_batch_size",),
        signature=(r"training/filter_groups/discarded_surplus_samples",), sparse=True),
+    _d(trainer="verl-mixed-cuts",
+       scope="global (the step's batch: data.train_batch_size prompt groups), once per training step",
+       label="verl V1 + Mixed-CUTS diagnostics", repo="dumbkin31/exploration-in-grpo",
+       version="58130c5 (2026-10; verl v0.9.0 PPOTrainerSync)",
+       source="src/mixed_cuts/diagnostics.py (compute_group_diagnostics); trainer.py (metrics.jsonl)",
+       rules=[("frac_all_pass", r"mixed_cuts/all_correct_frac"), ("frac_all_fail", r"mixed_cuts/all_wrong_frac"),
+              ("frac_reward_zero_std", r"mixed_cuts/advantage_collapse_rate"),
+              ("reward_mean", r"critic/score/mean", "share", False)],
+       counts="mixed_cuts/advantage_collapse_rate = groups (uids) whose rewards have population std < 1e-6 / "
+              "n_groups; all_correct_frac / all_wrong_frac = those collapsed groups whose reward is 1 / 0; "
+              "mixed_cuts/n_groups = groups of the step (data.train_batch_size); critic/score/mean = verl's mean "
+              "sequence score. A project's own diagnostics on verl, written to metrics.jsonl as flat rows.",
+       mistakes="a collapsed group whose common reward is neither 0 nor 1 counts in the collapse rate and in "
+                "neither mode; its own metrics.jsonl holds no config (K and the batch from the hydra config).",
+       k_keys=("actor_rollout_ref.rollout.n", "mixed_cuts.group_size"), batch_keys=("data.train_batch_size",),
+       signature=(r"mixed_cuts/n_groups",)),
     _d(trainer="prime-rl",
        scope="global (the orchestrator's rollouts of the step), once per step",
        label="prime-rl (since PR #2907)", repo="PrimeIntellect-ai/prime-rl",

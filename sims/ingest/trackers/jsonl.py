@@ -15,8 +15,8 @@ Two shapes, one object a line:
   (``--num-generations``), nor the gradient accumulation or processes (``--trainer-config``).
 
 Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
-``null`` is NaN. A line that is not JSON is an InputError naming it, except a cut last line (no newline at
-the end) when ``partial_ok`` (a file still being written). A folder is read as one run when it holds one
+``null`` is NaN. A line that is not JSON is an InputError naming it; when ``partial_ok`` (a file still being
+written) a last line cut mid-write is left for the next read. A folder is read as one run when it holds one
 ``metrics.jsonl`` (or one ``*.jsonl``), else each ``*.jsonl`` is a run named by its path.
 
 A JSONL whose lines hold ``rewards`` is a *groups* file (:mod:`grpo_lab.sims.ingest.jsonl`), not scalars:
@@ -32,7 +32,8 @@ from pathlib import Path
 from ...errors import InputError
 from .common import RunScalars, add_row, charge_files, load_config, number, series_from_rows
 
-__all__ = ["find_runs", "read_run", "is_metrics_jsonl", "scalars_line", "state_kind", "trainer_state_kind"]
+__all__ = ["find_runs", "read_run", "is_metrics_jsonl", "scalars_line", "state_history", "add_history", "state_scalars",
+           "is_state", "side_config", "config_files", "add_lines", "state_kind", "trainer_state_kind"]
 
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -140,8 +141,10 @@ def scalars_line(line: bytes) -> bool:
     return numeric > 0 and 2 * numeric >= len(values)
 
 
-def _trainer_state(path: Path, data: bytes) -> RunScalars:
-    """A trainer_state.json (any name) or a bare list of its ``log_history`` rows, as one run's scalars."""
+def state_history(path: Path, data: bytes) -> tuple[dict | None, list]:
+    """``(state, log_history)`` of a trainer_state.json's bytes (any name; ``state`` None for a bare list of its
+    rows). The JSON is parsed whole: a state file is rewritten whole at each save, so there is nothing to read
+    incrementally in it (:mod:`.follow` parses only the rows past those it has)."""
     try:
         state = json.loads(data)
     except (ValueError, RecursionError):
@@ -150,51 +153,74 @@ def _trainer_state(path: Path, data: bytes) -> RunScalars:
     history = state if bare else (state.get("log_history") if isinstance(state, dict) else None)
     if not isinstance(history, list):
         raise InputError(f"{path}: no log_history list (not an HF Trainer's trainer_state.json)")
-    rows: dict = {}
-    for n, entry in enumerate(history):
+    return (None if bare else state), history
+
+
+def add_history(path: Path, history: list, rows: dict, start: int = 0) -> int:
+    """Add ``history[start:]`` (log_history rows) to ``rows``; returns how many were added."""
+    for n in range(start, len(history)):
+        entry = history[n]
         step = entry.get("step") if isinstance(entry, dict) else None
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise InputError(f"{path}: log_history[{n}] has no integer step")
         add_row(rows, step, entry, skip=("step", "epoch"))
+    return max(0, len(history) - start)
+
+
+def state_scalars(path: Path, state: dict | None, series: dict) -> RunScalars:
+    """One run's scalars from a trainer state's ``series`` (of its log_history rows): the state's own settings as
+    config (``logging_steps``, and ``train_batch_size`` = ``args.per_device_train_batch_size``) and the notes."""
     config = {}
-    if not bare:  # the state's own settings: logging_steps, and train_batch_size = args.per_device_train_batch_size
+    if state is not None:
         for key, as_key in (("logging_steps", "logging_steps"), ("train_batch_size", "per_device_train_batch_size")):
             value = state.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 config[as_key] = value
-    what = "a bare list of log_history rows" if bare else (
+    what = "a bare list of log_history rows" if state is None else (
         "TRL's trainer_state.json" if path.name == "trainer_state.json" else
         f"an HF Trainer state (log_history) saved as {path.name}")
     notes = [f"{what}: no num_generations in it (--num-generations)"]
-    return RunScalars(name=path.parent.name or path.stem or "trainer_state", series=series_from_rows(rows),
-                      config=config, fmt="jsonl", notes=notes)
+    if _CHECKPOINT.match(path.parent.name):
+        notes.append(f"read {path.parent.name}/trainer_state.json (a checkpoint's state: the run's log up to "
+                     "that checkpoint)")
+    return RunScalars(name=path.parent.name or path.stem or "trainer_state", series=series, config=config,
+                      fmt="jsonl", notes=notes)
 
 
-def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
+def is_state(path: Path) -> bool:
+    """Whether the run file ``path`` is read as an HF Trainer state (a .json, or told by its content), not lines."""
+    return path.suffix.lower() == ".json" or path.name == "trainer_state.json" or bool(trainer_state_kind(path))
+
+
+def side_config(path: Path) -> tuple[dict, list[str]]:
+    """``(config, notes)`` of a metrics.jsonl: its ``config.json`` (tinker-cookbook), else verl's hydra
+    ``.hydra/config.yaml`` (or its ``overrides.yaml``) beside it; ``{}`` where there is none."""
     config_file = path.parent / "config.json"
-    hydra = [f for f in (path.parent / ".hydra" / "config.yaml", path.parent / ".hydra" / "overrides.yaml")
-             if f.is_file()]
-    charge_files([path, *([config_file] if config_file.is_file() else []), *hydra], max_bytes, str(path))
-    data = path.read_bytes()
-    if path.suffix.lower() == ".json" or path.name == "trainer_state.json" or trainer_state_kind(path):
-        rs = _trainer_state(path, data)
-        if _CHECKPOINT.match(path.parent.name):
-            rs.notes.append(f"read {path.parent.name}/trainer_state.json (a checkpoint's state: the run's log up to "
-                            "that checkpoint)")
-        return rs
-    rows: dict = {}
-    lines = data.split(b"\n")
-    last = len(lines)
-    for n, line in enumerate(lines, 1):
+    if config_file.is_file():
+        return load_config(config_file), []
+    for f in (path.parent / ".hydra" / "config.yaml", path.parent / ".hydra" / "overrides.yaml"):
+        if f.is_file():  # verl's file logger under hydra: the run's resolved config (or its overrides) beside it
+            return load_config(f), [f"config from {f.parent.name}/{f.name}"]
+    return {}, []
+
+
+def config_files(path: Path) -> list[Path]:
+    """The files beside a metrics.jsonl that :func:`side_config` may read (charged to the size cap)."""
+    return [f for f in (path.parent / "config.json", path.parent / ".hydra" / "config.yaml",
+                        path.parent / ".hydra" / "overrides.yaml") if f.is_file()]
+
+
+def add_lines(path: Path, lines: list[bytes], rows: dict, first: int = 1) -> int:
+    """Add complete JSON lines (numbered from ``first``) to ``rows``; returns the lines of scalars read. InputError
+    (naming the line) for a line that is not a JSON object of scalars with an integer step >= 0."""
+    n_read = 0
+    for n, line in enumerate(lines, first):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except (ValueError, RecursionError):
-            if n == last and partial_ok:
-                break  # the writer is mid-line
-            cut = " (a cut last line: the file is incomplete or still being written)" if n == last else ""
-            raise InputError(f"{path} line {n}: not valid JSON{cut}") from None
+            raise InputError(f"{path} line {n}: not valid JSON") from None
         if not isinstance(obj, dict):
             raise InputError(f"{path} line {n}: expected a JSON object, got {type(obj).__name__}")
         if "rewards" in obj:
@@ -205,10 +231,46 @@ def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False)
             raise InputError(f"{path} line {n}: 'step' must be an integer >= 0, got {step!r}")
         values = obj["data"] if isinstance(obj.get("data"), dict) else obj
         add_row(rows, step, values, skip=("step", "_step"))
-    config, notes = {}, []
-    if config_file.is_file():
-        config = load_config(config_file)
-    elif hydra:  # verl's file logger under hydra: the run's resolved config (or its overrides) beside it
-        config = load_config(hydra[0])
-        notes.append(f"config from {hydra[0].parent.name}/{hydra[0].name}")
+        n_read += 1
+    return n_read
+
+
+def complete_lines(data: bytes) -> tuple[list[bytes], int]:
+    """``(lines, end)``: the complete lines of a metrics.jsonl still being written, and the bytes they span. A line
+    is complete with its newline, or without one when it is a whole JSON object: a writer's line cut mid-write
+    is never one (its closing brace comes last), and a finished file need not end with a newline."""
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].split(b"\n")[:-1]
+    tail = data[end:]
+    if tail.strip():
+        try:
+            whole = isinstance(json.loads(tail), dict)
+        except (ValueError, RecursionError):
+            whole = False
+        if whole:
+            lines.append(tail)
+            end = len(data)
+    return lines, end
+
+
+def read_run(name: str, path: Path, *, max_bytes: int, partial_ok: bool = False) -> RunScalars:
+    """One run: a trainer state (:func:`is_state`) or the lines of a metrics.jsonl. ``partial_ok``: a last line
+    cut mid-write (:func:`complete_lines`) is left for the next read (so a followed file, :mod:`.follow`, and a
+    whole read of it agree); otherwise a last line that is not JSON is an error naming it as cut."""
+    charge_files([path, *config_files(path)], max_bytes, str(path))
+    data = path.read_bytes()
+    if is_state(path):
+        state, history = state_history(path, data)
+        rows: dict = {}
+        add_history(path, history, rows)
+        return state_scalars(path, state, series_from_rows(rows))
+    lines = complete_lines(data)[0] if partial_ok else data.split(b"\n")
+    rows = {}
+    try:
+        add_lines(path, lines, rows)
+    except InputError as exc:
+        if str(exc).startswith(f"{path} line {len(lines)}: not valid JSON"):
+            raise InputError(f"{exc} (a cut last line: the file is incomplete or still being written)") from None
+        raise
+    config, notes = side_config(path)
     return RunScalars(name=name, series=series_from_rows(rows), config=config, fmt="jsonl", notes=notes)

@@ -23,7 +23,10 @@ History exports
     ``run.history()`` saved as CSV or JSON (a list of row objects), or the UI's CSV export: the step column
     is the first of :data:`STEP_COLUMNS` present (``train/global_step``, an HF run's axis, then ``_step``,
     ``step``, ``Step``); the UI's ``"<run> - <metric>"`` headers lose their run prefix and its
-    ``__MIN``/``__MAX`` columns are skipped. Empty cells are NaN. An export has no config (K from the flag).
+    ``__MIN``/``__MAX`` columns are skipped. An empty cell is no value at that step. An export has no config (K
+    from the flag). With ``partial_ok`` (a file still being written) a CSV's records after its last complete one
+    (:func:`complete_csv`) are left for the next read; a CSV export grown by appended rows is followed by offset
+    (:mod:`.follow`, :class:`CsvRows` shared), a JSON export (one list, rewritten whole) re-read when it changes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from pathlib import Path
 from ...errors import InputError
 from .common import RunScalars, add_row, charge_files, flatten, series_from_rows
 
-__all__ = ["find_runs", "read_run", "History", "is_log"]
+__all__ = ["find_runs", "read_run", "History", "is_log", "CsvRows", "complete_csv", "csv_records",
+           "export_scalars"]
 
 HEADER = struct.pack("<4sHB", b":W&B", 0xBEE1, 0)
 HEADER_LEN = 7
@@ -247,27 +251,34 @@ def _metric_names(header: list[str]) -> list[str | None]:
     return out
 
 
-def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
-    label = str(path)
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError(f"{label}: not UTF-8 text") from None
-    rows: dict = {}
-    if path.suffix == ".csv":
-        table = list(csv.reader(io.StringIO(text)))
-        if not table:
-            raise InputError(f"{label}: an empty history export")
-        header, body = table[0], table[1:]
-        if partial_ok and body and len(body[-1]) != len(header):
-            body = body[:-1]
+def complete_csv(data: bytes) -> int:
+    """The bytes of ``data`` (a CSV from a record boundary) that hold complete records: up to the last newline
+    outside a quoted cell (quotes pair up in CSV, ``""`` included, so a newline ends a record where the quotes
+    before it are even). The rest is a record still being written."""
+    end = data.rfind(b"\n") + 1
+    while end and data.count(b'"', 0, end) % 2:
+        end = data.rfind(b"\n", 0, end - 1) + 1
+    return end
+
+
+class CsvRows:
+    """A CSV history export read record by record (the whole file, or the records appended to a followed one,
+    :mod:`.follow`): the header's step column and metric names, then ``add`` for each batch of records."""
+
+    def __init__(self, label: str, header: list[str]):
+        self.label, self.header = label, header
         try:
-            si = _step_column(header)
+            self.si = _step_column(header)
         except InputError as exc:
             raise InputError(f"{label}: {exc}") from None
-        names = _metric_names(header)
-        for n, row in enumerate(body, 2):
+        self.names = _metric_names(header)
+        self.line = 2  #: the number of the next record (the header is line 1)
+
+    def add(self, body: list[list[str]], rows: dict) -> int:
+        """Add the records ``body`` to ``rows`` ({name: (steps, values)}); returns how many were read."""
+        label, header, si = self.label, self.header, self.si
+        for row in body:
+            n, self.line = self.line, self.line + 1
             if len(row) != len(header):
                 raise InputError(f"{label} line {n}: {len(row)} cells, the header has {len(header)}")
             if row[si] == "":
@@ -276,7 +287,7 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
                 step = int(float(row[si]))
             except ValueError:
                 raise InputError(f"{label} line {n}: step {row[si]!r} is not a number") from None
-            for name_, cell in zip(names, row):
+            for name_, cell in zip(self.names, row):
                 if name_ is None or cell == "":
                     continue
                 try:
@@ -286,9 +297,42 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
                 entry = rows.setdefault(name_, ([], []))
                 entry[0].append(step)
                 entry[1].append(x)
+        return len(body)
+
+
+def csv_records(data: bytes, label: str, first: bool) -> list[list[str]]:
+    """The CSV records of ``data`` (complete records; ``first``: the file's start, a UTF-8 BOM dropped)."""
+    try:
+        text = data.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{label}: not UTF-8 text") from None
+    return list(csv.reader(io.StringIO(text)))
+
+
+def export_scalars(name: str, series: dict) -> RunScalars:
+    """A history export's scalars: its ``series`` ({name: (steps, values)}), no config."""
+    return RunScalars(name=name, series=series, config={}, fmt="wandb",
+                      notes=["a W&B history export: no config (K from --num-generations)"])
+
+
+def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
+    """A history export read whole. ``partial_ok``: the records after the last complete one (:func:`complete_csv`:
+    a cut last line, the header included) are the writer's, left for the next read, as a follower leaves them."""
+    label = str(path)
+    data = path.read_bytes()
+    rows: dict = {}
+    if path.suffix == ".csv":
+        table = csv_records(data[:complete_csv(data)] if partial_ok else data, label, True)
+        if not table:
+            if partial_ok:
+                return export_scalars(name, {})
+            raise InputError(f"{label}: an empty history export")
+        CsvRows(label, table[0]).add(table[1:], rows)
     else:
         try:
-            obj = json.loads(text)
+            obj = json.loads(data.decode("utf-8-sig"))
+        except UnicodeDecodeError:
+            raise InputError(f"{label}: not UTF-8 text") from None
         except (ValueError, RecursionError):
             raise InputError(f"{label}: not valid JSON") from None
         if not isinstance(obj, list) or not all(isinstance(r, dict) for r in obj):
@@ -300,8 +344,7 @@ def _read_export(name: str, path: Path, partial_ok: bool) -> RunScalars:
             if not isinstance(step, int) or isinstance(step, bool):
                 raise InputError(f"{label} row {n}: no integer _step")
             add_row(rows, step, {k: v for k, v in row.items() if not k.startswith("_") and k not in STEP_COLUMNS})
-    return RunScalars(name=name, series=series_from_rows(rows), config={}, fmt="wandb",
-                      notes=["a W&B history export: no config (K from --num-generations)"])
+    return export_scalars(name, series_from_rows(rows))
 
 
 def is_log(path: Path) -> bool:
