@@ -23,6 +23,7 @@ import numpy as np
 import param
 
 from grpo_lab.sims import advantages as adv
+from grpo_lab.sims import reward_text
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.loop_stall import LOOPS
 from grpo_lab.sims.scenario import Scenario
@@ -127,24 +128,22 @@ MAX_TYPED_REWARDS = 1024  #: the most rewards the advantage explorer takes typed
 
 
 def parse_rewards(text: str) -> np.ndarray:
-    """A typed reward vector: numbers separated by commas, semicolons or spaces. Raises InputError saying, in words,
-    what is wrong (the first word that is not a number, no number at all, too many, or NaN / inf)."""
-    words = [w for w in str(text).replace(";", ",").replace(" ", ",").split(",") if w != ""]
-    if not words:
-        raise InputError("no number typed; type rewards separated by commas, e.g. 1, 0, 0.5")
-    if len(words) > MAX_TYPED_REWARDS:
-        raise InputError(f"{len(words):,} rewards typed; at most {MAX_TYPED_REWARDS:,}")
-    values = []
-    for w in words:
-        try:
-            values.append(float(w))
-        except ValueError:
-            shown = w if len(w) <= 20 else w[:20] + "\u2026"
-            raise InputError(f"\u201c{shown}\u201d is not a number; type rewards separated by commas, "
-                             "e.g. 1, 0, 0.5") from None
-    if not all(math.isfinite(v) for v in values):
-        raise InputError("every reward must be a finite number (not NaN or infinity)")
-    return adv.as_rewards(values)
+    """A typed reward vector, parsed by the core (:func:`grpo_lab.sims.reward_text.parse_rewards`: numbers separated
+    by commas, semicolons or spaces; at most :data:`MAX_TYPED_REWARDS`). Raises InputError saying, in the page's
+    words, what is wrong (the first word that is not a number, no number at all, too many, or NaN / inf)."""
+    try:
+        return reward_text.parse_rewards(text, MAX_TYPED_REWARDS)
+    except reward_text.RewardTextError as exc:
+        raise InputError(_page_words(exc)) from None
+
+
+def _page_words(exc) -> str:
+    if exc.kind == "not_a_number":
+        shown = exc.word if len(exc.word) <= 20 else exc.word[:20] + "\u2026"
+        return f"\u201c{shown}\u201d is not a number; type rewards separated by commas, e.g. 1, 0, 0.5"
+    return {"empty": "no number typed; type rewards separated by commas, e.g. 1, 0, 0.5",
+            "too_many": f"{exc.count:,} rewards typed; at most {MAX_TYPED_REWARDS:,}",
+            "not_finite": "every reward must be a finite number (not NaN or infinity)"}.get(exc.kind, str(exc))
 
 
 class AdvantageState(param.Parameterized):

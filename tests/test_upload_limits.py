@@ -6,6 +6,8 @@ hook of ``grpo_lab.sims.ingest.budget``: the checks must stop a read part-way, n
 
 from __future__ import annotations
 
+import numpy as np
+
 import io
 import json
 import zipfile
@@ -74,7 +76,10 @@ def test_the_clock_is_checked_while_parsing_not_after():
 
 
 def test_the_clock_is_checked_while_a_zip_member_expands():
-    data = zipped("run/big.jsonl", b"\n" * (5 << 20))  # 5 MiB of blank lines: decompressed in 1 MiB chunks
+    # 5 MiB of digits and newlines, decompressed in 1 MiB chunks (random enough not to read as a zip bomb, which
+    # the archive check refuses before any member is read)
+    data = zipped("run/big.jsonl", np.random.default_rng(0).choice(np.frombuffer(b"0123\n", np.uint8), 5 << 20)
+                  .tobytes())
     rec, error = load_upload("bomb.zip", data, "jsonl", 0.0, budget=FakeClock(max_seconds=2.5))
     assert rec is None and "more than 2.5 s" in error and "big.jsonl" in error
 

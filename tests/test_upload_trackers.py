@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -24,6 +23,7 @@ from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.ingest import ingest_upload
 from grpo_lab.sims.ingest.trackers import read_scalars
 from grpo_lab.sims.ingest.trackers.upload import MAX_MEMBERS, MAX_RATIO, read_uploaded_tracker
+from grpo_lab.testing.hostile_zip import link_member, zip_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trackers"
 
@@ -77,21 +77,6 @@ def test_each_tracker_log_uploads_as_ingest_reads_it(name, data, path):
         assert error2 == "" and len(rec2.steps["step"]) == len(rec.steps["step"])
 
 
-def _zip(members) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for info, data in members:
-            zf.writestr(info, data)
-    return buf.getvalue()
-
-
-def _link(name: str, target: str) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name)
-    info.external_attr = (stat.S_IFLNK | 0o777) << 16
-    info.create_system = 3
-    return info, target
-
-
 def _refused(data: bytes, words: str, name: str = "run.zip") -> str:
     with pytest.raises(InputError) as exc:
         read_uploaded_tracker(name, data, UPLOAD_LIMITS.decompressed_bytes)
@@ -105,18 +90,18 @@ def _refused(data: bytes, words: str, name: str = "run.zip") -> str:
 def test_hostile_archives_are_refused_in_one_line_before_anything_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the upload's private folder would go
     good = (TB / "events.out.tfevents.1796421162.vm.21211.0").read_bytes()
-    _refused(_zip([("run/events.out.tfevents.1", good), ("../evil.txt", b"x")]), "has a path outside")
-    _refused(_zip([("run/events.out.tfevents.1", good), ("/etc/evil", b"x")]), "has a path outside")
-    _refused(_zip([("run/events.out.tfevents.1", good), ("run/../../evil", b"x")]), "has a path outside")
-    _refused(_zip([("run/events.out.tfevents.1", good), ("C:/evil", b"x")]), "has a path outside")
-    _refused(_zip([("run/events.out.tfevents.1", good), _link("run/link", "/etc/passwd")]), "is a link")
-    bomb = _zip([("run/metrics.jsonl", b"\n" * (50 << 20))])  # 50 MB of newlines: a few tens of kB zipped
+    _refused(zip_of([("run/events.out.tfevents.1", good), ("../evil.txt", b"x")]), "has a path outside")
+    _refused(zip_of([("run/events.out.tfevents.1", good), ("/etc/evil", b"x")]), "has a path outside")
+    _refused(zip_of([("run/events.out.tfevents.1", good), ("run/../../evil", b"x")]), "has a path outside")
+    _refused(zip_of([("run/events.out.tfevents.1", good), ("C:/evil", b"x")]), "has a path outside")
+    _refused(zip_of([("run/events.out.tfevents.1", good), link_member("run/link", "/etc/passwd")]), "is a link")
+    bomb = zip_of([("run/metrics.jsonl", b"\n" * (50 << 20))])  # 50 MB of newlines: a few tens of kB zipped
     assert len(bomb) < 200_000
     msg = _refused(bomb, "zip bomb")
     assert f"more than {MAX_RATIO}" in msg
-    many = _zip([(f"run/m{i}.jsonl", b"{}") for i in range(MAX_MEMBERS + 1)])
+    many = zip_of([(f"run/m{i}.jsonl", b"{}") for i in range(MAX_MEMBERS + 1)])
     _refused(many, "members, more than")
-    big = _zip([(f"run/part{i}.csv", np.random.default_rng(i).integers(0, 4, 400_000, dtype=np.uint8).tobytes())
+    big = zip_of([(f"run/part{i}.csv", np.random.default_rng(i).integers(0, 4, 400_000, dtype=np.uint8).tobytes())
                 for i in range(4)])  # 2 bits a byte: zips to a quarter
     with pytest.raises(InputError, match=r"^big\.zip: refused: it declares 1,200,000 bytes once expanded, over "
                                          r"the size cap of 1048576 bytes$"):
@@ -127,7 +112,7 @@ def test_hostile_archives_are_refused_in_one_line_before_anything_is_written(tmp
 
 def test_a_member_that_expands_past_its_declared_size_is_cut_off(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    data = bytearray(_zip([("run/metrics.jsonl", b'{"step": 1, "a": 1}\n' * 5000)]))
+    data = bytearray(zip_of([("run/metrics.jsonl", b'{"step": 1, "a": 1}\n' * 5000)]))
     # forge the declared size (local header and central directory) to a tenth of the real one
     for sig, off in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
         at = data.find(sig)
@@ -143,13 +128,13 @@ def test_a_member_that_expands_past_its_declared_size_is_cut_off(tmp_path, monke
 def test_names_are_made_safe_and_the_folder_removed(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     good = (FIXTURES / "jsonl" / "metrics.jsonl").read_bytes()
-    rec = ingest_upload("odd.zip", _zip([("r\u00e9n <x>|?/metrics.jsonl", good)]), "tracker")
+    rec = ingest_upload("odd.zip", zip_of([("r\u00e9n <x>|?/metrics.jsonl", good)]), "tracker")
     assert len(rec.steps["step"]) == 30
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_archive_of_two_runs_asks_for_one():
-    data = _zip([("a/metrics.jsonl", (FIXTURES / "jsonl" / "metrics.jsonl").read_bytes()),
+    data = zip_of([("a/metrics.jsonl", (FIXTURES / "jsonl" / "metrics.jsonl").read_bytes()),
                  ("b/metrics.jsonl", (FIXTURES / "jsonl" / "metrics.jsonl").read_bytes())])
     rec, error = load_upload("two.zip", data, "tracker", 0.0)
     assert rec is None and "\n" not in error and "2 jsonl runs" in error

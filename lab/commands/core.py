@@ -7,7 +7,7 @@ import argparse
 import numpy as np
 
 from grpo_lab.sims import advantages as adv
-from grpo_lab.sims import montecarlo, outcomes
+from grpo_lab.sims import montecarlo, outcomes, reward_text
 from grpo_lab.sims.errors import InputError
 from grpo_lab.sims.scenario import Scenario, evaluate
 
@@ -37,7 +37,8 @@ def register(sub) -> None:
     p = sub.add_parser("advantages", help="advantages of a reward vector, or expected gradient at (p, G)",
                        description="Either --rewards (advantages per estimator) or --p with --G "
                                    "(expected policy-gradient coefficient and coverage per estimator).")
-    p.add_argument("--rewards", help="comma-separated rewards of one group, e.g. 1,0,0,0")
+    p.add_argument("--rewards", help="rewards of one group separated by commas, semicolons or spaces (as the lab's "
+                   "advantage explorer reads them), e.g. 1,0,0,0")
     p.add_argument("--p", type=float, help="pass rate in (0, 1)")
     p.add_argument("--G", type=int, help="group size")
     p.add_argument("--estimator", nargs="+", default=list(adv.ESTIMATORS), help="estimators (default: all)")
@@ -97,13 +98,16 @@ def cmd_population(args: argparse.Namespace) -> int:
 
 
 def parse_rewards(text: str) -> np.ndarray:
+    """``--rewards``, parsed by the core (:func:`grpo_lab.sims.reward_text.parse_rewards`, as the lab's advantage
+    explorer parses its typed vector); a refusal worded for the command line, naming the flag."""
     try:
-        values = [float(x) for x in text.split(",") if x.strip() != ""]
-    except ValueError:
-        raise InputError(f"--rewards must be comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise InputError("--rewards is empty")
-    return adv.as_rewards(values)
+        return reward_text.parse_rewards(text)
+    except reward_text.RewardTextError as exc:
+        words = {"empty": "--rewards is empty",
+                 "not_a_number": f"--rewards must be numbers separated by commas or spaces; {exc.word!r} in {text!r} "
+                                 "is not one",
+                 "not_finite": f"--rewards must be finite numbers (no NaN or inf); got {exc.word!r}"}
+        raise InputError(words.get(exc.kind, f"--rewards: {exc}")) from None
 
 
 def cmd_advantages(args: argparse.Namespace) -> int:

@@ -139,6 +139,7 @@ def _tracker_format(path: str, fmt: str) -> str | None:
 
 
 def _cmd_tracker(args: argparse.Namespace, fmt: str, out: Path) -> int:
+    from grpo_lab.doctor_report.groups_per_row import groups_per_row_lines
     from grpo_lab.sims.ingest.trackers import read_scalars
     from grpo_lab.sims.record import write_record
 
@@ -162,13 +163,8 @@ def _cmd_tracker(args: argparse.Namespace, fmt: str, out: Path) -> int:
           f"(K = {rec.meta['num_generations'] or 'unknown'})")
     for col, name in src["dialect"].items():
         print(f"  {col} <- {name}")
-    gpr = src.get("groups_per_row") or {}
-    lat = gpr.get("lattice") or {}
-    print(f"groups per logged row: {gpr.get('value') if gpr.get('value') is not None else 'unknown'}"
-          f" (from {gpr.get('from') or 'nothing'}; config {gpr.get('config') if gpr.get('config') is not None else '-'}"
-          f", lattice {lat.get('g') if lat.get('g') is not None else '-'}"
-          f"{'' if lat.get('informative') else ' (uninformative)'}"
-          f"{'' if gpr.get('agree') is not False else ', they DISAGREE'})")
+    for line in groups_per_row_lines(src.get("groups_per_row")):
+        print(line)
     print(f"missing: {', '.join(src['missing']) or 'nothing'}")
     for n in src["notes"]:
         print(f"note: {n}")

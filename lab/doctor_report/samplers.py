@@ -6,17 +6,19 @@ The command line's report, the doctor's page and the lab's Samplers tab all form
 from __future__ import annotations
 
 import html
+import math
 
 from grpo_lab.sims.formatting import fixed, percent, signed
 
 from .markup import table
 from .samplers_chart import expiry_words
 
-__all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html", "settings_line", "settings_text"]
+__all__ = ["HEAD", "table_rows", "samplers_text", "samplers_html", "settings_line", "settings_text", "row_notes"]
 
 
 def _cell(x, spec) -> str:
-    return "-" if x is None or x != x else format(x, spec)
+    """"-" for None, NaN and inf (a rate of an event not expected in the budget: the row's ``no_useful``)."""
+    return "-" if x is None or not math.isfinite(x) else format(x, spec)
 
 
 def _between(iv, spec, above: str) -> str:
@@ -106,15 +108,23 @@ def settings_text(section: dict) -> str:
     return "samplers at an equal rollout budget: " + settings_line(section)
 
 
+def row_notes(section: dict) -> list[str]:
+    """"<sampler>: no useful group expected: ..." for each row whose rollouts per useful group read "-" for that
+    reason (``no_useful``)."""
+    return [f"{r['label']}: {r['no_useful']}" for r in section["rows"] if r.get("no_useful")]
+
+
 def samplers_text(section: dict) -> list[str]:
     """The section as text lines (the command line's report)."""
     rows = table_rows(section)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(HEAD)]
     fmt = lambda cells: "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-    return [settings_text(section), fmt(HEAD), *map(fmt, rows)]
+    return [settings_text(section), fmt(HEAD), *map(fmt, rows), *(f"  {n}" for n in row_notes(section))]
 
 
 def samplers_html(section: dict) -> str:
-    """The section as HTML: its settings and its table (class ``doctor-samplers``)."""
+    """The section as HTML: its settings, its table (class ``doctor-samplers``) and the rows' notes
+    (``doctor-samplers-note``)."""
     return ("<h2>Samplers side by side</h2><p>" + html.escape(settings_line(section)) + ".</p>"
-            + table(table_rows(section), HEAD, "doctor-samplers"))
+            + table(table_rows(section), HEAD, "doctor-samplers")
+            + "".join(f'<p class="doctor-samplers-note">{html.escape(n)}.</p>' for n in row_notes(section)))

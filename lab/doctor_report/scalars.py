@@ -10,6 +10,7 @@ import numpy as np
 from grpo_lab.sims.formatting import percent
 
 from .audit import audit_html, audit_text
+from .groups_per_row import groups_per_row_html, groups_per_row_lines
 from .markup import table
 from .samplers import samplers_html, samplers_text
 from .svg import COLORS, predictive_band, svg
@@ -84,6 +85,7 @@ def scalars_text(d: dict) -> str:
     lines = [f"run {r['name'] or '-'}: scalars only ({src.get('format', '-')}, {src.get('trainer', '-')}), "
              f"{r['steps']} steps, K = {r['K']} (from {r['K_from']}), {r['groups_per_step']:g} groups per step (from "
              f"{r['groups_per_step_from']})"]
+    lines += groups_per_row_lines(src.get("groups_per_row"))
     lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
     if d.get("tie_fit"):
         t = d["tie_fit"]
@@ -146,6 +148,7 @@ def scalars_html(d: dict, lab_href: str | None = None) -> str:
             f'rel="noopener">Open this population in the lab</a> (Beta({a:.3g}, {b:.3g}) at K = {r["K"]}, the last '
             f'step\'s)</p>' if lab_href is not None else "")
     parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link, when_html(d),
+             groups_per_row_html((r.get("source") or {}).get("groups_per_row")),
              f"<pre>{html.escape(text_report(d))}</pre>", "<h2>Fit from the per-step shares</h2>",
              _shares_plot(f, d["expiry"])]
     if sf["available"] and sf["settings"]["cap"]:

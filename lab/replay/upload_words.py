@@ -30,6 +30,8 @@ _RULES = (
      "{what}: what this zip holds expands past this server's {mb} MB limit; upload fewer or smaller files"),
     (re.compile(r"^(?P<what>.*?): \d+ bytes is over the size cap of \d+ bytes \(--max-mb\)"),
      "{what}: over this server's {mb} MB limit for what an upload holds; upload a smaller file"),
+    (re.compile(r"^(?P<what>.*?): refused: it declares [\d,]+ bytes once expanded, over the size cap of \d+ bytes$"),
+     "{what}: what this zip holds expands past this server's {mb} MB limit; upload fewer or smaller files"),
     (re.compile(r"^(?P<what>.*?): (?:expands past|over) the size cap of \d+ bytes$"),
      "{what}: what this zip holds expands past this server's {mb} MB limit; upload fewer or smaller files"),
     (re.compile(r"^(?P<what>.*?): \d+ bytes is over the size cap of \d+ bytes$"),

@@ -102,13 +102,18 @@ def _ginv(z, link):
     return expit(z) if link == "logit" else np.exp(-np.exp(-z))
 
 
-def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: float = 0.0, w1: float = 0.0) -> dict:
+def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: float = 0.0, w1: float = 0.0,
+                     logit_shift: float = 0.0) -> dict:
     """Per shift h of ``grid``: ``pmf`` (len(grid), K + 1) the group pmf, ``u`` the mixed share, ``u2`` the mean
     squared P(mixed) over prompts (for the between-prompt variance of u), ``fail`` / ``pass`` the shares of
     all-fail / all-pass groups. ``w0`` / ``w1``: shares of prompts never solved (p = 0) and never failed (p = 1),
-    which the shift does not move (the ``masses`` population, module docstring); the Beta holds the rest."""
+    which the shift does not move (the ``masses`` population, module docstring); the Beta holds the rest.
+    ``logit_shift``: every drifted pass rate's logit moved by this much besides (the data's difficulty changed,
+    :func:`.rules.cap_changes`; the masses stay at 0 and 1)."""
     p = np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
     P = np.clip(_ginv(_g(p, link)[None, :] + grid[:, None], link), _P, 1 - _P)  # (H, nodes)
+    if logit_shift:
+        P = np.clip(expit(logit(P) + logit_shift), _P, 1 - _P)
     k = np.arange(K + 1)
     logc = gammaln(K + 1) - gammaln(k + 1) - gammaln(K - k + 1)
     pmf_j = np.exp(logc + k * np.log(P)[..., None] + (K - k) * np.log1p(-P)[..., None])  # (H, nodes, K+1)

@@ -18,6 +18,22 @@ A record of tracker scalars answers from what the trainer logged:
   simulator or trainer.
 * **unknown** otherwise (shares alone cannot tell).
 
+Where the trainer logs how many rollouts a row's mean reward averages (tinker-cookbook's ``env/all/total_episodes``:
+``reward/total`` is ``np.mean`` over exactly those trajectories, ``rl/metric_util.py``), binary rewards make the
+mean a multiple of 1/N: a row with ``|m N - round(m N)| > N`` :data:`LATTICE_TOL` is evidence of **not binary**
+(a rubric's pass rate, a format penalty).
+
+tinker-cookbook's ``ProblemEnv`` (``rl/problem_env.py``, thinking-machines-lab/tinker-cookbook @ 9dfcc3a2) rewards
+each rollout ``correct + format_coef (format - 1)``, ``correct`` = float(check_answer) and ``format`` = float(well
+formed and check_format), each 0.0 or 1.0, and logs their means over the iteration (``env/all/correct``,
+``env/all/format``, kept at ingest as evidence). So at a row whose ``format`` mean is 1 every rollout is well formed
+and its reward is its 0/1 ``correct``; at a row with ``format`` below 1 some rollouts earn ``-format_coef`` or
+``1 - format_coef``. **binary** when the logged ``reward/total`` equals ``correct`` (within :data:`SAME_TOL`) at
+every row, ``format`` (where logged) is 1 throughout and ``correct`` N is whole where N is logged; **not binary**
+when ``format`` is below 1 at some row and ``reward/total = correct + c (format - 1)`` there with one ``c`` > 0
+(the penalty rows named, and from which step the rewards are the 0/1 ``correct``). A ``correct`` that the reward
+does not equal and no format penalty explains says nothing either way (another environment's metric).
+
 For rewards that are not binary a group's K rewards either all tie (zero std: what the trainer logs) or not;
 the pass-rate statements (the Beta population, all-pass / all-fail) do not apply, and the doctor models the
 tie share itself (:mod:`.tie_trend`).
@@ -31,9 +47,11 @@ import re
 
 import numpy as np
 
+from ..ingest.trackers.lattice import TOL
 from ..outcomes import p_useful
 
-__all__ = ["STD_SLACK", "STD_ROWS", "BINARY_ROWS", "classify_scalars", "classify_groups", "max_mixed_share"]
+__all__ = ["STD_SLACK", "STD_ROWS", "BINARY_ROWS", "LATTICE_TOL", "SAME_TOL", "classify_scalars", "classify_groups",
+           "max_mixed_share"]
 
 STD_SLACK = 0.02  #: a logged std further than this above the binary bound counts as a row binary rewards cannot give
 STD_ROWS = 0.1  #: share of rows above the bound that makes the rewards "not binary"
@@ -43,6 +61,11 @@ _MAX = re.compile(r"^scalar/(?:.*/)?(?:reward|score)/max$")
 _MIN = re.compile(r"^scalar/(?:.*/)?(?:reward|score)/min$")
 _FUNC = re.compile(r"^scalar/rewards/(.+)/mean$")
 _OWN = ("simulated", "grpo-lab")
+LATTICE_TOL = TOL  #: |m - k/N| allowed of a mean of N binary rewards (the share lattice's tolerance, per share)
+SAME_TOL = 1e-9  #: |reward/total - correct| within which a row's mean reward is its mean correct (float64 means)
+_CORRECT = re.compile(r"^scalar/(?:.*/)?env/all/correct$")
+_FORMAT = re.compile(r"^scalar/(?:.*/)?env/all/format$")
+_EPISODES = re.compile(r"^scalar/(?:.*/)?env/all/total_episodes$")
 
 
 def max_mixed_share(K: int) -> float:
@@ -56,6 +79,79 @@ def _col(steps: dict, key: str, n: int):
     if v is None or len(v) != n:
         return None
     return np.asarray(v, float)
+
+
+def _key(steps: dict, rx) -> str | None:
+    return next((k for k in steps if rx.match(k)), None)
+
+
+def _rows(steps, mask) -> str:
+    """"steps a-b" (or "steps a, b, ...") of the rows in ``mask``."""
+    st = np.asarray(steps.get("step", []), float)[mask]
+    if st.size and np.array_equal(st, np.arange(st[0], st[0] + st.size)):
+        return f"step {st[0]:.0f}" if st.size == 1 else f"steps {st[0]:.0f}-{st[-1]:.0f}"
+    return "steps " + ", ".join(f"{x:.0f}" for x in st[:5]) + (", ..." if st.size > 5 else "")
+
+
+def _lattice(steps: dict, mean, n: int) -> str | None:
+    """Evidence of "not binary" from a mean reward off the lattice k/N of its logged rollout count N."""
+    key = _key(steps, _EPISODES)
+    N = _col(steps, key, n) if key else None
+    if N is None or mean is None:
+        return None
+    ok = np.isfinite(mean) & np.isfinite(N) & (N >= 1)
+    x = mean * np.where(ok, N, 0.0)
+    off = ok & (np.abs(x - np.round(x)) > np.where(ok, N, 0.0) * LATTICE_TOL)
+    if not off.any():
+        return None
+    i = int(np.flatnonzero(off)[0])
+    return (f"the mean reward is not a multiple of 1/N, N the rollouts it averages ({key[7:]}), at {int(off.sum())} "
+            f"of {int(ok.sum())} rows (step {steps['step'][i]:.0f}: {mean[i]:.6g} x {N[i]:.0f} = {x[i]:.4f}); a mean "
+            "of N rewards of 0 and 1 is k/N")
+
+
+def _problem_env(steps: dict, mean, n: int) -> tuple[list[str], list[str]]:
+    """tinker-cookbook's ProblemEnv evidence (module docstring): ``(why not binary, why binary)``."""
+    ck, fk, nk = _key(steps, _CORRECT), _key(steps, _FORMAT), _key(steps, _EPISODES)
+    c = _col(steps, ck, n) if ck else None
+    if c is None or mean is None:
+        return [], []
+    f = _col(steps, fk, n) if fk else None
+    ok = np.isfinite(c) & np.isfinite(mean) & (True if f is None else np.isfinite(f))
+    if ok.sum() == 0:
+        return [], []
+    same = ok & (np.abs(mean - c) <= SAME_TOL)
+    if f is not None:
+        pen = ok & (f < 1 - SAME_TOL)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            coef = np.where(pen, (c - mean) / (1 - f), np.nan)
+        cs = coef[pen]
+        if pen.any() and np.all(cs > 0) and np.ptp(cs) <= 1e-6 * max(1.0, float(np.max(cs))) \
+                and np.all(same | pen):
+            after = "" if pen[-1] else (f"; from step {steps['step'][np.flatnonzero(pen)[-1] + 1]:.0f} every rollout "
+                                        "is well formed and the reward is its 0/1 correct")
+            return [f"tinker ProblemEnv: the reward is correct + {float(np.median(cs)):.3g} (format - 1) (the logged "
+                    f"{_mean_key(steps)} equals it at all {int(ok.sum())} rows); {ck[7:]} and {fk[7:]} are 0/1 per "
+                    f"rollout, and {fk[7:]} is below 1 at {int(pen.sum())} rows ({_rows(steps, pen)}), where "
+                    f"rollouts earn -{float(np.median(cs)):.3g} or {1 - float(np.median(cs)):.3g}{after}"], []
+        if pen.any():
+            return [], []
+    if not np.all(same[ok]):
+        return [], []
+    N = _col(steps, nk, n) if nk else None
+    if N is not None:
+        on = ok & np.isfinite(N) & (N >= 1)
+        x = c * np.where(on, N, 0.0)
+        if np.any(on & (np.abs(x - np.round(x)) > np.where(on, N, 0.0) * LATTICE_TOL)):
+            return [], []  # a "correct" that is not a mean of 0/1 values: not ProblemEnv's
+    fmt = f" and {fk[7:]} is 1 throughout (no format penalty)" if f is not None else ""
+    return [], [f"tinker ProblemEnv: the logged {_mean_key(steps)} equals {ck[7:]} (float(check_answer), 0 or 1 per "
+                f"rollout) at all {int(ok.sum())} rows{fmt}"]
+
+
+def _mean_key(steps: dict) -> str:
+    """The name the mean reward was read from, for the evidence's words."""
+    return next((k[7:] for k in steps if k.startswith("scalar/") and k.endswith("reward/total")), "mean reward")
 
 
 def classify_groups(binarised: bool) -> dict:
@@ -106,6 +202,10 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
             elif at.mean() >= BINARY_ROWS:
                 why_bin.append(f"the logged {std_key[7:]} equals the binary value sqrt(m (1 - m) N / (N - 1)) at "
                                f"{int(at.sum())} of {int(ok.sum())} rows")
+    why_not += [x for x in [_lattice(steps, mean, n)] if x]
+    pe_not, pe_bin = _problem_env(steps, mean, n)
+    why_not += pe_not
+    why_bin += pe_bin
     trainer = str((source or {}).get("trainer") or "")
     if why_not:
         return {"rewards": "not binary", "rewards_why": why_not}

@@ -31,8 +31,19 @@ record of tracker scalars). The rules:
     The stall forecast says the run will exceed its cap of generation rounds (``max_num_gen_batches`` > 0; a
     finite prompt pool used up within a step is not a cap) within its horizon: the first stall's median (the risk's, else the first cap hit of a scalars fit). The advice
     lists what to change, each with the forecast under the change (:func:`cap_changes`): the cap doubled, twice
-    the prompts per round, half the groups a step needs, twice K. The data's difficulty has no figure here: a
-    fresh prompt set is a new population, which the record does not show.
+    the prompts per round, half the groups a step needs, twice K, and the data's difficulty moved toward the mixed
+    prompts by :data:`DIFFICULTY_LOGIT` on the logit scale.
+
+    **The data's difficulty: a modelling assumption.** From the step after the last logged one, the prompts the run
+    draws are harder (the cause is all-pass saturation) or easier (all-fail collapse) by
+    :data:`DIFFICULTY_LOGIT` = 1 on the logit scale: every prompt's pass rate p under the policy of that step
+    becomes expit(logit p -+ 1), its odds of passing divided (multiplied) by e = 2.72, as when the prompt set is
+    swapped for, or mixed into, one of that uniform difficulty; the fitted drift then goes on moving every logit as
+    before, and prompts never solved or never failed (the masses) stay so. The record cannot show such a set, so
+    the figure is the forecast under this assumption, not a measurement. It is forecast where the pass rates are
+    modelled on a logit scale: the group path's risk and trend (any link: the shift is applied to the drifted pass
+    rates), the scalars fit's logit maps (g t + shift = g (t + shift / g)); not for the scalars power map, nor for
+    rewards that are not binary (no pass rates: the tie-share trend), nor where the cause is not identified.
 
 Edge cases: NaN rewards (a function returned None) are left out of a group's spread; a group with fewer than two
 scored rollouts has no spread and no advantage check.
@@ -40,6 +51,7 @@ scored rollouts has no spread and no advantage check.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -47,8 +59,8 @@ import numpy as np
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 
-__all__ = ["RULES", "ZERO_STEPS", "TIE_REL", "LOO_MIN_GROUPS", "CORRECTNESS_NAMES", "fire_rules", "cap_changes",
-           "rule_line"]
+__all__ = ["RULES", "ZERO_STEPS", "TIE_REL", "LOO_MIN_GROUPS", "CORRECTNESS_NAMES", "DIFFICULTY_LOGIT", "fire_rules",
+           "cap_changes", "difficulty_change", "rule_line"]
 
 ZERO_STEPS = 10  #: consecutive steps of nothing but 0 rewards that fire ``all_zero_reward``
 TIE_REL = 1e-6  #: a spread at most this (times max(1, max |r|)) is float noise
@@ -56,6 +68,7 @@ LOO_MIN_GROUPS = 3  #: groups whose advantages must show the split before ``loo_
 LOO_MAX_GROUPS = 20_000  #: groups with a spread checked by ``loo_split`` at most (evenly spread over the run)
 LOO_SHARE = 0.9  #: ... and this share of the groups where the split's baseline differs from the whole group's
 CHANGE_DRAWS = 60  #: parameter draws of each changed forecast (kept cheap: one per change)
+DIFFICULTY_LOGIT = 1.0  #: the data's difficulty change cap_hit forecasts: every pass rate's logit moved this much
 CORRECTNESS_NAMES = ("correct", "acc", "accuracy", "is_correct")  #: a reward function read as the correctness score
 
 #: rule -> its title (the order the rules are reported in)
@@ -256,21 +269,48 @@ def _stall_median(result: dict) -> tuple[float | None, dict | None]:
     return hit.get("median"), sf
 
 
+def difficulty_change(result: dict, cause: str | None) -> tuple[str, float | None, str | None]:
+    """(what, logit shift, why not): the data's difficulty change of the module docstring for a stall of ``cause``;
+    the shift None (with the reason) where it is not forecast."""
+    what = "the data's difficulty moved toward the mixed prompts"
+    if not cause or not cause.startswith(("all-pass", "all-fail")):
+        return what, None, "not forecast: the stall's cause is not identified, so neither direction is known"
+    harder = cause.startswith("all-pass")
+    what = (f"harder prompts (every pass rate's logit {'-' if harder else '+'}{DIFFICULTY_LOGIT:g}, its odds "
+            f"{'/' if harder else 'x'} {math.exp(DIFFICULTY_LOGIT):.2f}; an assumed set, see the rule's docs)"
+            if harder else f"easier prompts (every pass rate's logit +{DIFFICULTY_LOGIT:g}, its odds x "
+            f"{math.exp(DIFFICULTY_LOGIT):.2f}; an assumed set, see the rule's docs)")
+    if result.get("scalars_only"):
+        if result.get("tie_fit"):
+            return what, None, "not forecast: the rewards are not binary (no pass rates to move)"
+        if result["fit"]["model"] not in ("logit", "logit_stuck") or not float(result["fit"]["theta"][2]):
+            return what, None, "not forecast: the fitted drift is not on the logit scale (the power map)"
+    return what, -DIFFICULTY_LOGIT if harder else DIFFICULTY_LOGIT, None
+
+
 def cap_changes(record: RunRecord, result: dict, tolerance: float | None = None) -> list[dict]:
     """The stall forecast under each change of :data:`RULES`' ``cap_hit`` (``{change, settings, first_stall}``;
-    None = no stall within the horizon): the record's fit kept, the trainer's settings changed; ``tolerance`` as the
-    diagnosis read the groups (:func:`.groups.run_groups`)."""
+    None = no stall within the horizon; ``note`` where a change is not forecast): the record's fit kept, the
+    trainer's settings changed, or the data's difficulty (:func:`difficulty_change`, ``settings['logit_shift']``);
+    ``tolerance`` as the diagnosis read the groups (:func:`.groups.run_groups`)."""
     sf = result["stall_forecast"]
     s = sf["settings"]
     changes = [("cap doubled", {"cap": 2 * s["cap"]}),
                ("twice the prompts per round (gen batch)", {"gen_batch": 2 * s["gen_batch"]}),
                ("half the groups a step needs (train batch)", {"train_batch": max(1, s["train_batch"] // 2)}),
                ("twice K (rollouts per prompt)", {"K": 2 * s["K"]})]
+    what, shift, why = difficulty_change(result, sf.get("cause"))
+    changes.append((what, {"logit_shift": shift}))
     out = []
     for what, delta in changes:
         new = {k: v for k, v in {**s, **delta}.items() if k not in ("cap_effective",)}
-        out.append({"change": what, "settings": {k: new[k] for k in ("gen_batch", "train_batch", "cap", "K")},
-                    "first_stall": _changed_stall(record, result, new, tolerance)})
+        row = {"change": what, "settings": {**{k: new[k] for k in ("gen_batch", "train_batch", "cap", "K")},
+                                            "logit_shift": new.get("logit_shift") or 0.0}}
+        if "logit_shift" in delta and shift is None:
+            row.update(first_stall=None, note=why)
+        else:
+            row["first_stall"] = _changed_stall(record, result, new, tolerance)
+        out.append(row)
     return out
 
 
@@ -278,7 +318,11 @@ def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: f
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
 
-        sf = stall_forecast(result["fit"], settings, n_draws=CHANGE_DRAWS)
+        fit = result.get("tie_fit") or result["fit"]  # the fit the diagnosis's own stall forecast used
+        shift = settings.pop("logit_shift", None)
+        if shift:
+            fit = {**fit, "logit_shift": shift}
+        sf = stall_forecast(fit, settings, n_draws=CHANGE_DRAWS)
         return (sf.get("first_cap_hit") or {}).get("median")
     from .groups import run_groups
     from .stall import stall_forecast as group_stall
@@ -299,13 +343,13 @@ def _cap_hit(record: RunRecord, result: dict | None, tolerance: float | None = N
     s = sf["settings"]
     last = sf["now"]["step"]
     changes = cap_changes(record, result, tolerance)
-    said = "; ".join(f"{c['change']}: " + ("no stall within the horizon" if c["first_stall"] is None
-                                            else f"step {c['first_stall']:.0f}") for c in changes)
+    said = "; ".join(f"{c['change']}: " + (c["note"] if c.get("note") else "no stall within the horizon"
+                                            if c["first_stall"] is None else f"step {c['first_stall']:.0f}")
+                     for c in changes)
     return _rule("cap_hit", f"the run is forecast to exceed its cap of {s['cap']} generation rounds near step "
                             f"{median:.0f} ({median - last:.0f} steps after the last logged, {last}; cause "
                             f"{sf.get('cause') or 'not identified'}).",
-                 f"change before then what costs least: {said}; or move the data's difficulty toward the prompts "
-                 "still mixed", changes=changes)
+                 f"change before then what costs least: {said}", changes=changes)
 
 
 def fire_rules(record: RunRecord, result: dict | None = None, *, zero_steps: int = ZERO_STEPS,

@@ -57,7 +57,7 @@ def _draw_mixed(fit: dict, grid: np.ndarray, K: int, n_draws: int, seed: int) ->
     """Mixed share on ``grid`` per parameter draw (draws x grid); the last two results are kept, as the expiry
     and the stall forecast of one diagnosis ask for the same curves."""
     key = (fit["theta"].tobytes(), fit["cov"].tobytes(), fit["model"], tuple(fit["steps"]), grid.tobytes(), K,
-           n_draws, seed)
+           n_draws, seed, fit.get("logit_shift"))
     if key not in _CACHE:
         th = draws(fit, n_draws, seed=seed)
         _CACHE.clear() if len(_CACHE) >= 2 else None
@@ -71,7 +71,13 @@ def _t(fit, steps):
 
 
 def _mixed(fit, theta, steps, K):
-    mo = population_moments(theta, _t(fit, steps), K, fit["model"])
+    """The mixed share (and the moments) at ``steps``; a fit with ``logit_shift`` (the data's difficulty changed,
+    :func:`.rules.cap_changes`; logit maps only) moves every drifted logit by it: the logit map's logits move by
+    g t, so by g (t + shift / g)."""
+    t = _t(fit, steps)
+    if fit.get("logit_shift"):
+        t = t + fit["logit_shift"] / float(theta[2])
+    mo = population_moments(theta, t, K, fit["model"])
     return np.clip(1 - mo["all_pass"] - mo["all_fail"], 0.0, 1.0), mo
 
 

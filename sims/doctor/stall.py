@@ -149,13 +149,14 @@ def rounds_distribution(u, gen_batch: int, train_batch: int, cap: int = 0, pool:
     return {"cdf": cdf, "cap": cap, "p_stall": p_stall, "expected": expected, "p95": p95}
 
 
-def _step_u(trend: dict, steps, K: int, beta=None, alpha=None):
+def _step_u(trend: dict, steps, K: int, beta=None, alpha=None, shift: float = 0.0):
     """(u, P(all pass), P(all fail)) per step x seen prompt at ``steps``, from the trend fit (p^K and
-    (1 - p)^K directly: the core's outcome probabilities with rho = 0, without their checks, for speed)."""
+    (1 - p)^K directly: the core's outcome probabilities with rho = 0, without their checks, for speed);
+    ``shift``: every logit moved by it besides (the data's difficulty changed, ``settings['logit_shift']``)."""
     a = (trend["alpha"] if alpha is None else alpha)[trend["seen"]]
     b = trend["beta"] if beta is None else beta
     t = _scale(steps, trend["s0"], trend["s1"])
-    p = expit(a[None, :] + b * np.asarray(t, float)[:, None])
+    p = expit(a[None, :] + b * np.asarray(t, float)[:, None] + shift)
     ap, af = p**K, (1.0 - p)**K
     return 1.0 - ap - af, ap, af
 
@@ -166,7 +167,7 @@ def step_rounds(trend: dict, steps, settings: dict, beta=None, alpha=None) -> di
     steps = np.atleast_1d(np.asarray(steps, float))
     out = {k: [] for k in ("expected", "p95", "p_stall", "share_all_fail", "effective_rate")}
     for i in range(0, len(steps), 50):  # bounded memory: 50 steps x prompts at a time
-        u, ap, af = _step_u(trend, steps[i:i + 50], settings["K"], beta, alpha)
+        u, ap, af = _step_u(trend, steps[i:i + 50], settings["K"], beta, alpha, settings.get("logit_shift") or 0.0)
         u = np.clip(u * settings.get("calibration", 1.0), 0.0, 1.0)
         d = rounds_distribution(u, settings["gen_batch"], settings["train_batch"], settings["cap"], settings["pool"])
         out["expected"].extend(float(x) for x in d["expected"])

@@ -131,8 +131,11 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
 
     ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
     measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``).
-    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`)."""
+    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`). ``settings['logit_shift']``
+    (optional): the data's difficulty changed from the next step on, every future pass rate's logit moved by it
+    (the fit and the drift measured on the record as logged)."""
     rng = np.random.default_rng(seed)
+    shift = float(settings.get("logit_shift") or 0.0)
     steps_logged = drift["steps"]
     tau, last = drift["tau"], int(steps_logged[-1])
     future = np.arange(last + 1, int(horizon_step) + 1)
@@ -156,6 +159,8 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
                 tab = population_table(a, b, K, link, w0=w0, w1=w1)
                 LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
+                if shift:  # the data's difficulty changed ahead: the future's table, every logit moved by it
+                    tab = population_table(a, b, K, link, w0=w0, w1=w1, logit_shift=shift)
                 for s in shapes:
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:

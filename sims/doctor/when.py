@@ -13,6 +13,13 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
             :func:`check_cause`): ``holds`` False replaces the verdict by what the log says
 ``other``   the other step figures in the report, each named for what it is (they answer other questions)
 
+:func:`when` also settles the diagnosis's own expiry fields on the checked answer, so no field of
+``diagnose --json`` contradicts ``when`` or the log: ``forecast.status`` (groups) or ``expiry.status`` (scalars)
+becomes the checked wording (``when.expiry.said``), and where the log contradicts the model, its step and interval
+(``forecast.crossing_step`` / ``crossing_interval``, ``expiry.step`` / ``interval``, and the groups' column of the
+scalars fit's expiry row beside them) become None, as ``when.expiry``'s do. The model's unchecked claim is kept
+only in the verdict that checked it (``when.verdicts[0].model``: its ``status``, ``step`` and ``interval``).
+
 **Checks.** "Already below the threshold at the last step" is said only if the logged mixed share of the last
 :data:`LAST_ROWS` rows is not above the threshold beyond its 95% binomial interval; "stays above" only if it
 is not below it; "crosses near step s" only if the logged rows have not already crossed (their interval lies
@@ -146,6 +153,19 @@ def scalars_stall(sf: dict) -> dict:
     return stall
 
 
+def _settle(d: dict, ve: dict, expiry: dict) -> None:
+    """The diagnosis's own expiry fields set to the checked answer (module docstring); the model's claim into
+    ``ve["model"]``."""
+    src, step, iv = (d["expiry"], "step", "interval") if d.get("scalars_only") else \
+        (d["forecast"], "crossing_step", "crossing_interval")
+    ve["model"] = {"status": src["status"], "step": src[step], "interval": src[iv]}
+    src["status"] = ve["said"]
+    src[step], src[iv] = expiry["step"], expiry["interval"]
+    for row in (d.get("scalars_fit") or {}).get("rows", []):
+        if row.get("step") and row["what"].startswith("expiry step"):
+            row["groups"], row["groups_interval"] = expiry["step"], expiry["interval"]
+
+
 def when(d: dict) -> dict:
     """The one forecast of "when" of diagnosis ``d`` (see the module docstring)."""
     scal = bool(d.get("scalars_only"))
@@ -184,10 +204,11 @@ def when(d: dict) -> dict:
                  ("calibrated ...", "the trend fit rescaled to the last rows (a check of the level, not the forecast)"),
                  ("scalars fit beside the groups", "the per-step shares fitted alone (a cross-check)"),
                  SAMPLERS]
-    ve = check_expiry(expiry["status"], expiry["threshold"], tail, K, rewards)
+    ve = check_expiry(expiry.pop("status"), expiry["threshold"], tail, K, rewards)
     expiry["said"] = ve["said"]
     if not ve["holds"]:
         expiry.update(step=None, interval=[None, None])
+    _settle(d, ve, expiry)
     verdicts = [ve]
     if stall.get("cause"):
         vc = check_cause(stall["cause"], tail)

@@ -22,6 +22,10 @@ tolerance is stored in the record as ``reward_tolerance``.
 
 from __future__ import annotations
 
+import io
+import zipfile
+from pathlib import PurePosixPath
+
 from ..errors import InputError
 from ..record import RunRecord
 from .common import DEFAULT_MAX_BYTES, MAX_GROUP, Bundle, check_tolerance, group_limit
@@ -38,16 +42,38 @@ UPLOAD_FORMATS = (*FORMATS, TRACKER)  #: what the lab's upload takes
 
 def _is_tracker(filename: str, head: bytes) -> bool:
     """An uploaded single file that is a tracker's log whatever format was chosen: an event file, a ``.wandb`` log,
-    a trackio store, a history export, a ``.jsonl`` whose first line is per-step scalars."""
-    from .trackers.jsonl import scalars_line
+    a trackio store, a history export, a ``.jsonl`` whose first line is per-step scalars, an HF Trainer state told
+    by its content as ``grpo-lab ingest`` tells it (a ``.json`` holding ``log_history`` under any name, or a bare
+    list of its rows: :func:`.trackers.jsonl.state_kind`), so an upload reads it as ingest does (early TRL names,
+    the groups per row from its config keys)."""
+    from .trackers.jsonl import scalars_line, state_kind
     from .trackers.upload import is_tracker_upload
 
     if head[:4] == b"PK\x03\x04":
         return False  # an archive: by the chosen format
     if is_tracker_upload(filename, head):
         return True
+    name = str(filename).lower()
+    if name.endswith(".json") and state_kind(head):
+        return True
     first = next((line for line in head.split(b"\n")[:50] if line.strip()), b"")
-    return str(filename).lower().endswith(".jsonl") and scalars_line(first)
+    return name.endswith(".jsonl") and scalars_line(first)
+
+
+def _state_only_archive(data: bytes, fmt: str) -> bool:
+    """An uploaded ``.zip`` of a TRL / Unsloth output folder whose only log is a ``trainer_state.json`` (its own or a
+    checkpoint's) while ``fmt`` is ``"trl"`` (no completion logs: no ``.parquet``) or ``"jsonl"`` (no ``.jsonl``):
+    read as a tracker log, as ``grpo-lab ingest --format trl|jsonl FOLDER`` reads such a folder. Decided from the
+    archive's central directory alone; an unreadable archive is left to the chosen reader, whose error names it."""
+    if data[:4] != b"PK\x03\x04" or fmt not in ("trl", "jsonl"):
+        return False
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            names = [PurePosixPath(n.replace("\\", "/")).name for n in zf.namelist()]
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return False
+    log = ".parquet" if fmt == "trl" else ".jsonl"
+    return "trainer_state.json" in names and not any(n.lower().endswith(log) for n in names)
 
 
 def _dispatch(bundle: Bundle, fmt: str, *, max_group=None, **options) -> RunRecord:
@@ -138,7 +164,7 @@ def ingest_upload(filename: str, data: bytes, fmt: str, tolerance: float = 0.0,
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(UPLOAD_FORMATS)}")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError("upload data must be bytes")
-    if fmt == TRACKER or _is_tracker(filename, bytes(data[:1 << 16])):
+    if fmt == TRACKER or _is_tracker(filename, bytes(data[:1 << 16])) or _state_only_archive(bytes(data), fmt):
         from .trackers.upload import read_uploaded_tracker
 
         return read_uploaded_tracker(filename, bytes(data), max_bytes, options.get("num_generations"))

@@ -5,7 +5,9 @@ Untrusted input rules (issue 6), enforced here once for all formats:
 - **Size cap.** Every byte read goes through :meth:`Bundle.read`, which refuses
   a file before reading it when the running total would pass ``max_bytes``
   (200 MB by default); zip members are capped on their declared *and* actual
-  uncompressed size, so a zip bomb stops at the cap.
+  uncompressed size, so a zip bomb stops at the cap. A zip is checked whole first, by the project's one check
+  of archives (:func:`.archive.check_archive`: paths outside the folder, links, drive letters, encrypted
+  members, bombs, too many members; an upload's declared total against the cap too).
 - **No code execution.** Nothing is unpickled or evaluated: JSON goes through
   :func:`json.loads`, parquet through pyarrow's column reader. A file whose
   first bytes are a pickle header, or whose name says pickle/torch, is refused
@@ -33,6 +35,7 @@ import io
 import json
 import math
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -43,11 +46,14 @@ from ..record import STEP_METRICS, RunRecord, group_outcomes
 from .budget import CHECK_EVERY_LINES, charge, count_rows
 
 __all__ = [
-    "DEFAULT_MAX_BYTES", "MAX_GROUP", "check_group", "group_limit", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines", "intern_codes",
+    "DEFAULT_MAX_BYTES", "MAX_ZIP_MEMBERS", "MAX_GROUP", "check_group", "group_limit", "LABEL_CHARS", "Bundle", "GroupTable", "describe", "iter_json_lines", "intern_codes",
     "build_record", "record_from_arrays", "parse_float", "check_tolerance", "outcome_summary", "steps_text", "steps_phrase",
 ]
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024  #: size cap on everything one ingest reads
+#: members a group dump's zip may hold (verl's rollout dump writes one file a step; a tracker upload holds fewer,
+#: :data:`.archive.MAX_MEMBERS`)
+MAX_ZIP_MEMBERS = 20_000
 #: the largest group read by default: more rollouts per prompt than TRL's and verl's documented settings use
 #: (their examples use 2-64; ``grpo-lab ingest --max-group`` raises it)
 MAX_GROUP = 4096
@@ -164,8 +170,8 @@ class Bundle:
             raise InputError(f"{path}: {size} bytes is over the size cap of {max_bytes} bytes (--max-mb)")
         with open(path, "rb") as fh:
             head = fh.read(8)
-        if head.startswith(b"PK\x03\x04") and path.suffix.lower() == ".zip":
-            return cls.from_zip(str(path), path.read_bytes(), max_bytes)
+        if head.startswith(b"PK\x03\x04") and path.suffix.lower() == ".zip":  # reads capped as they go (--max-mb)
+            return cls.from_zip(str(path), path.read_bytes(), max_bytes, cap_total=False)
         return cls(str(path.parent), {path.name: (size, (lambda: path.read_bytes()))}, max_bytes, single=True)
 
     @classmethod
@@ -180,17 +186,19 @@ class Bundle:
         return cls("upload", {name: (len(data), (lambda: data))}, max_bytes, single=True)
 
     @classmethod
-    def from_zip(cls, origin: str, data: bytes, max_bytes: int) -> "Bundle":
+    def from_zip(cls, origin: str, data: bytes, max_bytes: int, *, cap_total: bool = True) -> "Bundle":
+        """A zip of an output folder, checked whole first (:func:`.archive.check_archive`: paths outside the folder,
+        links, drive letters, encrypted members, bombs, more than :data:`MAX_ZIP_MEMBERS` members, and with
+        ``cap_total`` more than ``max_bytes`` declared in all); each member then read capped as it expands."""
+        from .archive import check_archive
+
         try:
             zf = zipfile.ZipFile(io.BytesIO(data))
-            infos = [i for i in zf.infolist() if not i.is_dir()]
+            infos = check_archive(zf, origin, max_bytes, max_members=MAX_ZIP_MEMBERS, cap_total=cap_total)
         except (zipfile.BadZipFile, OSError) as exc:
             raise InputError(f"{origin}: not a readable zip archive ({exc})") from None
         entries = {}
         for info in infos:
-            parts = PurePosixPath(info.filename).parts
-            if info.filename.startswith("/") or ".." in parts:
-                raise InputError(f"{origin}: zip member {info.filename!r} has an unsafe path")
             entries[info.filename] = (info.file_size, (lambda info=info: _read_member(zf, info, max_bytes, origin)))
         # an archive of one top folder (zip -r run.zip run/) reads like the folder itself
         tops = {PurePosixPath(n).parts[0] for n in entries}
@@ -244,13 +252,19 @@ def _check_cap(max_bytes) -> None:
 
 
 def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes: int, origin: str) -> bytes:
+    """One member's bytes, stopped at the cap as they expand; a member whose bytes do not match what it declares
+    (a forged size, a bad CRC) or cannot be decompressed is an InputError naming it."""
     out = bytearray()
-    with zf.open(info) as fh:
-        while chunk := fh.read(1 << 20):
-            out += chunk
-            if len(out) > max_bytes:
-                raise InputError(f"{origin}:{info.filename}: expands past the size cap of {max_bytes} bytes")
-            charge(nbytes=len(chunk), where=f"{origin}:{info.filename}")  # an upload's time budget (.budget)
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(1 << 20):
+                out += chunk
+                if len(out) > max_bytes:
+                    raise InputError(f"{origin}:{info.filename}: expands past the size cap of {max_bytes} bytes")
+                charge(nbytes=len(chunk), where=f"{origin}:{info.filename}")  # an upload's time budget (.budget)
+    except (zipfile.BadZipFile, EOFError, NotImplementedError, zlib.error) as exc:
+        raise InputError(f"{origin}:{info.filename}: refused: the member cannot be read as it declares ({exc})") \
+            from None
     return bytes(out)
 
 

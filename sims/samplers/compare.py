@@ -5,7 +5,11 @@ population at training progress t under :mod:`grpo_lab.sims.decay`: p_x(t) = p0_
 with the budget R = E N K (:mod:`.closed`, :mod:`.simulate`). Per sampler:
 
 ``useful_per_1000``       useful groups trained on per 1,000 rollouts generated
-``rollouts_per_useful``   1000 / useful_per_1000
+``rollouts_per_useful``   1000 / useful_per_1000; inf where **no useful group is expected** within the budget
+                          (the row's useful groups expected from all its rollouts, useful_per_1000 x rollouts / 1000,
+                          below one: a rate of an event not expected once in the budget, e.g. DAPO on a saturated
+                          population, where every capped step stalls; ``no_useful`` then says so in words); NaN
+                          where the sampler generates nothing (a band no prompt falls in)
 ``never_trained``         share of the N prompts with no trained-on useful group within the budget
 ``rate``                  useful groups per K rollouts, K useful_per_1000 / 1000: for plain GRPO the
                           effective group rate 1 - D_real, the quantity the doctor's forecast watches
@@ -237,10 +241,15 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
         per = r["useful_per_1000"]
         e = ex.get(name)
         shift = e - base if e is not None and base is not None else None
+        expected = per * r["rollouts"] / closed.PER_ROLLOUTS  # useful groups expected from all the row's rollouts
+        none = bool(np.isfinite(expected) and expected < 1.0)
         rows.append({"sampler": name, "label": label, "flags": flags,
                      "method": "simulation" if name in ("retire", "greso") else "closed form",
                      "useful_per_1000": per,
-                     "rollouts_per_useful": closed.PER_ROLLOUTS / per if per > 0 else float("nan"),
+                     "rollouts_per_useful": float("inf") if none else closed.PER_ROLLOUTS / per if per > 0
+                     else float("nan"),
+                     "no_useful": (f"no useful group expected: {expected:.2g} from its {r['rollouts']:,.0f} rollouts "
+                                   "(fewer than one in the budget)") if none else None,
                      "never_trained": r["never_trained"], "rate": _rate(r, K),
                      "expiry_t": e, "expiry_shift": shift,
                      "expiry_shift_steps": shift * steps if shift is not None and steps else None,

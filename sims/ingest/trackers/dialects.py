@@ -12,7 +12,9 @@ trainer's known mistakes, and converts counts and per-rollout figures into share
 anywhere after a ``/``-separated prefix, so ``train/frac_reward_zero_std`` and ``frac_reward_zero_std``
 both match TRL's), puts every series on the union of their steps, converts, and returns the columns, the
 names read, the columns it could not find, and notes. Where all-pass and all-fail are both known and the
-zero-std share is not, the zero-std share is their sum (true for binary rewards; said in ``notes``).
+zero-std share is not, the zero-std share is their sum (true for binary rewards, and whatever the rewards where the
+trainer splits every tied group into the two, :attr:`Dialect.ties_split`: tinker-cookbook's; said in ``notes``).
+A row's :attr:`Dialect.evidence` names are kept as logged for the doctor's reading of the rewards' kind.
 :func:`detect` picks the row whose patterns match the most of a run's metric names.
 
 K (``num_generations``) comes from the run's config where the tracker stored one (the keys of
@@ -69,6 +71,12 @@ class Dialect:
     signature: tuple[str, ...] = field(default=())  #: extra patterns that mark this trainer (detection only)
     sparse: bool = False            #: its counts are logged only when nonzero: absent = 0 on the run's steps
     scope: str = ""                 #: over what the figure is taken (processes, batches, log interval)
+    #: metric names kept as logged (``scalar/<name>``), mapped to no column: the evidence the doctor reads of the
+    #: rewards' kind (:mod:`grpo_lab.sims.doctor.rewards`); each under the same prefix as the names the rules read
+    evidence: tuple[str, ...] = ()
+    #: where non-empty, why all-pass + all-fail is exactly the zero-std share whatever the rewards (the trainer
+    #: splits every tied group into the two); empty: the sum is the zero-std share for binary rewards only
+    ties_split: str = ""
 
 
 def _d(**kw) -> Dialect:
@@ -223,7 +231,13 @@ DIALECTS: tuple[Dialect, ...] = (
                 "counts as all good (all-pass only for binary rewards). #155: remove_constant_reward_groups had "
                 "no effect in rl/train.py (one group per call), so constant groups were trained on.",
        k_keys=("group_size",), batch_keys=("groups_per_batch", "batch_size"),
-       signature=(r"env/all/by_group/frac_mixed",)),
+       signature=(r"env/all/by_group/frac_mixed",),
+       # rl/problem_env.py ProblemEnv.step: reward = correct + format_coef (format - 1), metrics {format, correct}
+       # (each 0.0 or 1.0); metric_util._compute_trajectory_metrics: their means over the iteration's transitions,
+       # total_episodes = the trajectories reward/total averages
+       evidence=(r"env/all/correct", r"env/all/format", r"env/all/total_episodes"),
+       ties_split=("tinker-cookbook's _compute_by_group_metrics puts every group whose total rewards are all the "
+                   "same (all_same, exact equality) in all-good (>= 0.5) or all-bad (< 0.5)")),
     _d(trainer="openrlhf",
        scope="global (one generation round, logged with the train step that follows)",
        label="OpenRLHF", repo="OpenRLHF/OpenRLHF", version="3c3be623 (2026-08-13, 0.11.0)",
@@ -363,6 +377,28 @@ def trl_groups_per_log(config: dict, K: int | None) -> tuple[float | None, str]:
     return gb / K * gens, how
 
 
+def _keep_evidence(series: dict, steps, d: Dialect, found: dict, raw: dict) -> None:
+    """Put each of ``d.evidence``'s series in ``raw`` on ``steps`` (NaN where not logged): the name under the same
+    prefix as the first name a rule read (``env/all/correct`` beside ``env/all/by_group/frac_all_good``, not the
+    test set's ``test/env/all/correct``)."""
+    anchor = next(((r.pattern, n) for r, n in found.items() if n), None)
+    if anchor is None or not d.evidence:
+        return
+    m = re.match(rf"^(.*?/)?(?:{anchor[0]})$", anchor[1])
+    prefix = (m.group(1) or "") if m else ""
+    for pat in d.evidence:
+        rx = re.compile(re.escape(prefix) + f"(?:{pat})")
+        n = next((x for x in sorted(series) if rx.fullmatch(x)), None)
+        if n is None or n in raw:
+            continue
+        s, v = series[n]
+        s, v = np.asarray(s), np.asarray(v, float)
+        on = np.isin(s, steps)
+        col = np.full(len(steps), np.nan)
+        col[np.searchsorted(steps, s[on])] = v[on]
+        raw[n] = col
+
+
 def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None):
     """Apply dialect ``d`` to a run's ``series`` ({name: (steps, values)}).
 
@@ -384,6 +420,7 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
         col = np.full(len(steps), np.nan)
         col[np.searchsorted(steps, s)] = v
         raw[n] = col
+    _keep_evidence(series, steps, d, found, raw)
     notes: list[str] = []
     K = num_generations or config_value(config, d.k_keys)
     if K is not None:
@@ -458,7 +495,9 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
     if "frac_reward_zero_std" not in cols and "frac_all_pass" in cols and "frac_all_fail" in cols:
         cols["frac_reward_zero_std"] = cols["frac_all_pass"] + cols["frac_all_fail"]
         read["frac_reward_zero_std"] = f"{read['frac_all_pass']} + {read['frac_all_fail']}"
-        notes.append("frac_reward_zero_std = all-pass + all-fail (binary rewards)")
+        notes.append(f"frac_reward_zero_std = all-pass + all-fail, exact whatever the rewards: {d.ties_split}"
+                     if d.ties_split else "frac_reward_zero_std = all-pass + all-fail (binary rewards: a group "
+                     "tied at another value is in neither)")
     for col in ("frac_all_pass", "frac_all_fail", "frac_reward_zero_std"):
         if col in cols:
             v = cols[col]

@@ -33,7 +33,7 @@ from ...errors import InputError
 from .common import RunScalars, add_row, charge_files, load_config, number, series_from_rows
 
 __all__ = ["find_runs", "read_run", "is_metrics_jsonl", "scalars_line", "state_history", "add_history", "state_scalars",
-           "is_state", "side_config", "config_files", "add_lines"]
+           "is_state", "side_config", "config_files", "add_lines", "state_kind", "trainer_state_kind"]
 
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -43,16 +43,23 @@ _SNIFF = 1 << 16  #: bytes looked at to tell a JSON file's kind
 def trainer_state_kind(path: Path) -> str | None:
     """``"state"`` for a JSON object holding a ``log_history`` list (an HF Trainer's trainer_state.json under any
     name), ``"rows"`` for a bare JSON list of ``log_history`` rows (objects with an integer ``step`` and no W&B
-    ``_step``), None for anything else. Decided from the first 64 KiB (a key ``"log_history": [`` or a list whose
-    first object has ``"step"``), so a large file is not parsed twice."""
+    ``_step``), None for anything else. Decided from the first 64 KiB (:func:`state_kind`), so a large file is
+    not parsed twice."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(_SNIFF)
     except OSError:
         return None
-    text = head.lstrip()
+    return state_kind(head)
+
+
+def state_kind(head: bytes) -> str | None:
+    """:func:`trainer_state_kind` of a file's first bytes (at least the first 64 KiB where the file is longer): a key
+    ``"log_history": [`` in an object, or a list whose first object has ``"step"``. Also what the lab's upload
+    tells an uploaded file by (:func:`grpo_lab.sims.ingest.ingest_upload`), so both read it alike."""
+    text = head[:_SNIFF].lstrip()
     if text.startswith(b"{"):
-        return "state" if re.search(rb'"log_history"\s*:\s*\[', head) else None
+        return "state" if re.search(rb'"log_history"\s*:\s*\[', head[:_SNIFF]) else None
     if text.startswith(b"["):
         first = re.match(rb'\[\s*\{(.{0,4000}?)\}', text, re.S)
         body = first.group(1) if first else text[:4000]

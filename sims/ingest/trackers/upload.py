@@ -11,11 +11,12 @@ happens. What it takes, as ``grpo-lab ingest`` does:
 * a ``.zip`` of a run's folder: a TensorBoard log dir, a W&B run folder (``offline-run-*``), an MLflow run or store
   (``mlruns``), a folder holding a ``metrics.jsonl``.
 
-**An archive is checked whole before anything is written** (:func:`check_archive`), on what its central directory
-declares, and refused in one line when it holds anything but a run's files: a member whose path leaves the folder
-(absolute, a drive, ``..``), a link or a device or anything not a plain file or folder (its Unix mode), more than
-:data:`MAX_MEMBERS` members, more than ``max_bytes`` declared in all, a member that declares it expands more than
-:data:`MAX_RATIO` times its compressed size (a zip bomb), an encrypted member. Extraction then writes each member
+**An archive is checked whole before anything is written** (:func:`grpo_lab.sims.ingest.archive.check_archive`, the
+one check of every zip the project opens), on what its central directory declares, and refused in one line when it
+holds anything but a run's files: a member whose path leaves the folder (absolute, a drive, ``..``), a link or a
+device or anything not a plain file or folder (its Unix mode), more than :data:`MAX_MEMBERS` members, more than
+``max_bytes`` declared in all, a member that declares it expands more than :data:`MAX_RATIO` times its compressed
+size (a zip bomb), an encrypted member. Extraction then writes each member
 under a *safe name* (each path part's characters outside ``[A-Za-z0-9._ +=@,-]`` replaced by ``_``; a part made
 only of dots refused above), streaming it with the sizes counted as they expand, so a member that declared a small
 size and expands past it is cut off at its declaration (and at ``max_bytes`` in all): the declaration is not
@@ -26,18 +27,16 @@ from __future__ import annotations
 
 import io
 import re
-import stat
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
 from ...errors import InputError
 from ...record import RunRecord
+from ..archive import MAX_MEMBERS, MAX_RATIO, check_archive
 
 __all__ = ["MAX_MEMBERS", "MAX_RATIO", "check_archive", "read_uploaded_tracker", "is_tracker_upload", "safe_name"]
 
-MAX_MEMBERS = 2_000  #: members an uploaded archive may hold (an MLflow store has a few files per metric)
-MAX_RATIO = 200  #: the most a member may expand (uncompressed / compressed bytes; text logs compress 5-20x)
 _SAFE = re.compile(r"[^A-Za-z0-9._ +=@,-]")
 _TRACKER_SUFFIXES = (".wandb", ".db", ".csv")
 _SQLITE = b"SQLite format 3\x00"
@@ -54,39 +53,6 @@ def is_tracker_upload(filename: str, data: bytes) -> bool:
     (:func:`.jsonl.is_metrics_jsonl`) by the caller."""
     name = PurePosixPath(str(filename).replace("\\", "/")).name.lower()
     return "tfevents" in name or name.endswith(_TRACKER_SUFFIXES) or data[:16] == _SQLITE
-
-
-def check_archive(zf: zipfile.ZipFile, origin: str, max_bytes: int) -> list[zipfile.ZipInfo]:
-    """The archive's file members, after the checks of the module docstring (InputError, one line, otherwise)."""
-    infos = zf.infolist()
-    if len(infos) > MAX_MEMBERS:
-        raise InputError(f"{origin}: refused: {len(infos):,} members, more than a run's {MAX_MEMBERS:,}")
-    total, files = 0, []
-    for info in infos:
-        name = info.filename
-        parts = PurePosixPath(name.replace("\\", "/")).parts
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name) or any(set(p) <= {"."} for p in parts) \
-                or not parts:
-            raise InputError(f"{origin}: refused: member {name!r} has a path outside the archive's folder")
-        mode = info.external_attr >> 16
-        kind = stat.S_IFMT(mode)
-        if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
-            what = "a link" if kind == stat.S_IFLNK else "not a plain file"
-            raise InputError(f"{origin}: refused: member {name!r} is {what}")
-        if info.flag_bits & 0x1:
-            raise InputError(f"{origin}: refused: member {name!r} is encrypted")
-        if info.is_dir():
-            continue
-        total += info.file_size
-        if total > max_bytes:
-            raise InputError(f"{origin}: refused: it declares {total:,} bytes once expanded, over the size cap of "
-                             f"{max_bytes} bytes")
-        if info.file_size > MAX_RATIO * max(info.compress_size, 1) and info.file_size > 1 << 20:
-            ratio = info.file_size / max(info.compress_size, 1)
-            raise InputError(f"{origin}: refused: member {name!r} expands {ratio:,.0f} times (more than {MAX_RATIO}: "
-                             "a zip bomb?)")
-        files.append(info)
-    return files
 
 
 def _extract(zf: zipfile.ZipFile, files, into: Path, origin: str, max_bytes: int) -> None:
@@ -106,6 +72,18 @@ def _extract(zf: zipfile.ZipFile, files, into: Path, origin: str, max_bytes: int
                     raise InputError(f"{origin}: refused: member {info.filename!r} expands past what it declares")
                 dst.write(chunk)
                 charge(nbytes=len(chunk), where=f"{origin}:{info.filename}")
+
+
+def _output_folder(root: Path) -> Path:
+    """Where an extracted archive is read from: ``root``, or the one folder it holds when that folder is a TRL /
+    Unsloth output folder (its own or a checkpoint's ``trainer_state.json``: ``zip -r out.zip out/``), which
+    the reader takes as the folder itself, not a folder above it."""
+    from .jsonl import output_folder_state
+
+    inside = list(root.iterdir())
+    if len(inside) == 1 and inside[0].is_dir() and output_folder_state(inside[0]) is not None:
+        return inside[0]
+    return root
 
 
 def read_uploaded_tracker(filename: str, data: bytes, max_bytes: int, num_generations: int | None = None) -> RunRecord:
@@ -132,7 +110,7 @@ def read_uploaded_tracker(filename: str, data: bytes, max_bytes: int, num_genera
                     _extract(zf, files, root, origin, max_bytes)
                 except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
                     raise InputError(f"{origin}: a member cannot be extracted ({exc})") from None
-            target = root
+            target = _output_folder(root)
         else:
             target = root / origin
             target.write_bytes(data)
