@@ -63,7 +63,7 @@ from scipy.special import betainc, betaln, comb, expit, logit, logsumexp
 from ..errors import InputError
 from ..record import RunRecord
 from ..scalars_record import is_scalars_only
-from .choice import lfo_weights
+from .choice import lfo_weights, origins
 from .drift import rounds_logp
 
 __all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "lfo_choice",
@@ -85,7 +85,8 @@ DRAWS = 400  #: parameter draws from the fit's normal approximation for the fore
 MAX_ROWS = 4096  #: more usable rows than this: consecutive rows pooled into bins for the fit (:func:`_pool`)
 LFO_ORIGINS = 6  #: rolling origins of the drift maps' leave-future-out choice (:func:`lfo_choice`)
 LFO_DRAWS = 64  #: parameter draws of each scored row's predictive density there
-LFO_MAX_ROWS = 1024  #: the refits there pool rows beyond this many (bins of 1 / 1023 of the rows before the origin)
+LFO_MAX_ROWS = 256  #: the refits there pool rows beyond this many (bins of 1 / 255 of the rows before the origin)
+LFO_MAX_SCORED = 2048  #: the rows scored there, at most (every n-th row of a longer record: its blocks evenly thinned)
 PARSIMONY = 0.5  #: a map with fewer parameters is kept over one whose weight is at most 1 / this times its own
 _EPS = 1e-300
 
@@ -532,12 +533,16 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
     (warm-started from its fit to every row) and scores each row up to the next origin by its log predictive
     density: log of the mean over ``n_draws`` parameter draws from the refit's normal approximation (:func:`draws`)
     of the row's likelihood (:func:`_row_loglik`; the refit's own theta where it has no covariance); a refit that
-    fails scores -inf. Named deviation from the group path: at most :data:`LFO_ORIGINS` origins (each a full ML
+    fails scores -inf. Named deviations from the group path: at most :data:`LFO_ORIGINS` origins (each a full ML
     refit here, a weighted least-squares fit of a shape there), so each block scores several rows; the refits pool
-    rows beyond :data:`LFO_MAX_ROWS` (the rows they score are not pooled)."""
+    rows beyond :data:`LFO_MAX_ROWS`; the rows scored are not pooled but thinned to every n-th, n the least that
+    leaves at most :data:`LFO_MAX_SCORED` (a 1,000,000-step log scores 2,048 rows, not 500,000: the choice's cost
+    stays that of a 4,096-step log, and its weights are those of a 2,048-row score)."""
     kind, _, _, _, keep = _resolve(d)
     rows = np.flatnonzero(keep)
     idx = np.arange(len(d.step))
+    cuts = origins(len(rows), max_origins)
+    every = max(1, -(-(len(rows) - cuts[0][0]) // LFO_MAX_SCORED)) if cuts else 1
 
     def point_scores(model, cut, end):
         try:
@@ -545,7 +550,7 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
                             max_rows=LFO_MAX_ROWS)
         except InputError:
             return np.full(end - cut, -np.inf)
-        B = _prepare(d.subset(np.isin(idx, rows[cut:end])), span=f["steps"], pool=False)
+        B = _prepare(d.subset(np.isin(idx, rows[cut:end][::every])), span=f["steps"], pool=False)
         th = draws(f, n_draws, seed=cut)
         th = th if len(th) else f["theta"][None, :]
         L = np.stack([_row_loglik(x, B, d.K, model) for x in th])
