@@ -161,6 +161,31 @@ def test_verl_mixed_cuts_run_logs_its_own_group_count_and_its_rewards_are_binary
     assert {(r["critic/score/min"], r["critic/score/max"]) for r in raw} == {(0.0, 1.0)}
 
 
+def test_the_doctor_names_each_real_run_s_rewards_as_its_source_does():
+    """run.rewards from what each log holds equals the kind its SOURCE.md records from the run's code (the one-row
+    log excepted: the doctor refuses it)."""
+    from grpo_lab.sims.doctor.diagnose import diagnose
+
+    for name in NAMES:
+        rec = read_real(name)
+        if len(rec.steps["step"]) < 3:
+            continue
+        assert diagnose(rec)["run"]["rewards"] == INDEX[name]["rewards"], name
+
+
+def test_a_logged_variance_above_m_1_m_says_the_rewards_are_not_binary():
+    """The verl run's reward/var raised by 0.05 (rewards in [0, 1] that are not all 0 or 1 have a variance below
+    m (1 - m), and a variance above it takes rewards outside [0, 1]): not binary; as logged: binary."""
+    from grpo_lab.sims.doctor.rewards import classify_scalars
+
+    rec = read_real("verl-mixedcuts-math-grpo-k16")
+    K = INDEX["verl-mixedcuts-math-grpo-k16"]["K"]
+    assert classify_scalars(rec.steps, K, rec.meta.get("source"))["rewards"] == "binary"
+    raised = {**rec.steps, "scalar/reward/var": np.asarray(rec.steps["scalar/reward/var"]) + 0.05}
+    got = classify_scalars(raised, K, rec.meta.get("source"))
+    assert got["rewards"] == "not binary" and "reward/var" in got["rewards_why"][0]
+
+
 BINARY = [n for n in NAMES if INDEX[n]["rewards"] == "binary"]
 
 

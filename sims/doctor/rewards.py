@@ -12,7 +12,10 @@ A record of tracker scalars answers from what the trainer logged:
   batches (a ``logging_steps`` average) lies below the same bound evaluated at the mean m (Jensen: m(1-m) is
   concave, sqrt too). A logged std above the bound by more than :data:`STD_SLACK` at more than
   :data:`STD_ROWS` of the rows (and at least 3 rows) is evidence the rewards take other values. N is the
-  rows' groups times K; with N unknown the bound at N = 2K (the loosest that can be a group) is used.
+  rows' groups times K; with N unknown the bound at N = 2K (the loosest that can be a group) is used. A logged
+  variance (``reward/var``, no std logged) is read as its square root: rewards in [0, 1] with mean m have a
+  variance of at most m (1 - m), reached only when every reward is 0 or 1 (N / (N - 1) apart for a Bessel one,
+  within :data:`STD_SLACK` at the batch sizes logged).
 * **binary** when the logged std equals the binary value (within :data:`STD_SLACK`) at least at
   :data:`BINARY_ROWS` of the rows and nothing above says otherwise, or the source is this project's own
   simulator or trainer.
@@ -57,6 +60,7 @@ STD_SLACK = 0.02  #: a logged std further than this above the binary bound count
 STD_ROWS = 0.1  #: share of rows above the bound that makes the rewards "not binary"
 BINARY_ROWS = 0.9  #: share of rows at the binary value that makes them "binary"
 _STD = re.compile(r"^scalar/(?:.*[/_])?(?:reward|score)(?:/|_)std$")
+_VAR = re.compile(r"^scalar/(?:.*[/_])?(?:reward|score)(?:/|_)var$")
 _MAX = re.compile(r"^scalar/(?:.*/)?(?:reward|score)/max$")
 _MIN = re.compile(r"^scalar/(?:.*/)?(?:reward|score)/min$")
 _FUNC = re.compile(r"^scalar/rewards/(.+)/mean$")
@@ -184,9 +188,11 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
     if len(funcs) > 1:
         why_not.append(f"{len(funcs)} reward functions are logged ({', '.join(funcs[:5])}): the trained reward is "
                        "their sum")
-    std_key = next((k for k in steps if _STD.match(k)), None)
+    std_key = next((k for k in steps if _STD.match(k)), None) or next((k for k in steps if _VAR.match(k)), None)
     if std_key is not None and mean is not None and K:
         s = _col(steps, std_key, n)
+        if s is not None and _VAR.match(std_key):  # a logged variance: its square root is the std (module docstring)
+            s = np.sqrt(np.where(s >= 0, s, np.nan))
         g = _col(steps, "groups_per_step", n)
         N = np.where(np.isfinite(g) & (g > 0), g * K, 2.0 * K) if g is not None else np.full(n, 2.0 * K)
         ok = np.isfinite(s) & np.isfinite(mean) & (mean >= 0) & (mean <= 1) & (N > 1)
@@ -195,12 +201,13 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
             bound = np.sqrt(m * (1 - m) * N[ok] / (N[ok] - 1))
             above = s[ok] > bound + STD_SLACK
             at = np.abs(s[ok] - bound) <= STD_SLACK
+            value = "m (1 - m)" if _VAR.match(std_key) else "sqrt(m (1 - m) N / (N - 1))"
             if above.sum() >= 3 and above.mean() > STD_ROWS:
                 why_not.append(f"the logged {std_key[7:]} exceeds what binary rewards with that mean can give "
-                               f"(sqrt(m (1 - m) N / (N - 1))) by more than {STD_SLACK:g} at {int(above.sum())} of "
+                               f"({value}) by more than {STD_SLACK:g} (as a std) at {int(above.sum())} of "
                                f"{int(ok.sum())} rows")
             elif at.mean() >= BINARY_ROWS:
-                why_bin.append(f"the logged {std_key[7:]} equals the binary value sqrt(m (1 - m) N / (N - 1)) at "
+                why_bin.append(f"the logged {std_key[7:]} equals the binary value {value} at "
                                f"{int(at.sum())} of {int(ok.sum())} rows")
     why_not += [x for x in [_lattice(steps, mean, n)] if x]
     pe_not, pe_bin = _problem_env(steps, mean, n)

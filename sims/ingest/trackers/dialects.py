@@ -145,6 +145,7 @@ DIALECTS: tuple[Dialect, ...] = (
        mistakes="a collapsed group whose common reward is neither 0 nor 1 counts in the collapse rate and in "
                 "neither mode; its own metrics.jsonl holds no config (K and the batch from the hydra config).",
        k_keys=("actor_rollout_ref.rollout.n", "mixed_cuts.group_size"), batch_keys=("data.train_batch_size",),
+       evidence=(r"reward/var", r"critic/score/max", r"critic/score/min"),
        signature=(r"mixed_cuts/n_groups",)),
     _d(trainer="prime-rl",
        scope="global (the orchestrator's rollouts of the step), once per step",
