@@ -68,8 +68,9 @@ def test_a_tour_link_adds_only_its_box():
 #: a replay link's first render (two shipped runs side by side: six figures): 358 models before its figures were made
 #: of lean glyphs (grpo_lab.views.glyphs), 236 after
 #: +2: the Samplers tab's TabPanel and placeholder; -2: no tour box, Diagnose's notice when used; +2: the Fleet tab's
-#: TabPanel and placeholder (issue #40)
-REPLAY_LINK_MODELS = 242
+#: TabPanel and placeholder (issue #40); +20: the Replay's trainer settings (the loop's select, four spinners with their
+#: tooltips, their words and row: issue #40)
+REPLAY_LINK_MODELS = 262
 
 
 def test_a_replay_link_first_render_draws_with_lean_glyphs():
