@@ -86,6 +86,69 @@ def test_fair_gate_serves_addresses_in_turn():
     assert [i for k, i in order if k == "flood"] == list(range(20))
 
 
+def test_a_class_room_takes_its_weight_of_turns_in_a_row_and_any_other_address_still_gets_its_turn():
+    """Weighted round robin (FairGate's weight): a room of 12 waiting and an address's flood of 12 waiting, queued
+    together: the room takes ROOM_TURNS turns for each of the flood's; a newcomer arriving among them waits no more
+    than one round of them."""
+    import asyncio
+
+    from grpo_lab.admission import ROOM_TURN_PREFIX, ROOM_TURNS, room_turns
+
+    room = ROOM_TURN_PREFIX + "r"
+    assert room_turns(room) == ROOM_TURNS > 1 and room_turns("10.0.0.1") == 1
+    order = []
+
+    async def main():
+        gate = FairGate(slots=1, weight=room_turns)
+
+        async def visit(key, visitor, i):
+            async with gate.turn(key, visitor):
+                order.append(key)
+                await asyncio.sleep(0)
+
+        queued = asyncio.Event()
+
+        async def hold():
+            async with gate.turn("holder", "h"):  # holds the slot while the others queue
+                await queued.wait()
+
+        first = asyncio.create_task(hold())
+        await asyncio.sleep(0)
+        tasks = [asyncio.create_task(visit(room, f"student{i}", i)) for i in range(12)]
+        tasks += [asyncio.create_task(visit("flood", "f", i)) for i in range(12)]
+        await asyncio.sleep(0)
+        queued.set()
+        await asyncio.gather(first, *tasks)
+        assert gate.busy == 0 and not gate.queues
+
+    _run_apart(main())
+    served = order
+    # the flood queued last, so came first (a newcomer's turn), then the room's 4, the flood's 1, ...
+    assert served[:1 + ROOM_TURNS + 1] == ["flood"] + [room] * ROOM_TURNS + ["flood"], served
+    rooms_before_last_room = served[:served.index("flood", 1 + ROOM_TURNS)].count(room)
+    assert rooms_before_last_room == ROOM_TURNS
+    # over the first 15 turns the room took ROOM_TURNS for each of the flood's (12 of the room's first 15)
+    assert served[:15].count(room) == 12 and served[:15].count("flood") == 3, served
+    order.clear()
+
+    async def newcomer():
+        gate = FairGate(slots=1, weight=room_turns)
+
+        async def visit(key, visitor):
+            async with gate.turn(key, visitor):
+                order.append(key)
+                await asyncio.sleep(0)
+
+        tasks = [asyncio.create_task(visit(room, f"s{i}")) for i in range(12)]
+        for _ in range(3):  # the room's first turns under way
+            await asyncio.sleep(0)
+        tasks.append(asyncio.create_task(visit("newcomer", "n")))
+        await asyncio.gather(*tasks)
+
+    _run_apart(newcomer())
+    assert 0 < order.index("newcomer") <= ROOM_TURNS, order
+
+
 def _gate_order(passes: int, newcomer_steps: int, newcomer_key: tuple, build_yields: bool = True) -> list:
     """The order of turns: a flood of 10 builds of browser "flood" at address "a" ready at once, and a newcomer
     ``(address, browser)`` reaching the gate ``newcomer_steps`` passes of the loop later (read off the network);
