@@ -1,8 +1,8 @@
 r"""Early warning while a run trains: the stall forecast refitted as each step lands (``grpo-lab watch``).
 
-:class:`StallWatch` takes the run's scalars-only record as it grows (re-read by the caller) and, when it holds
+:class:`StallWatch` takes the run's scalars-only record as it grows (followed by the caller) and, when it holds
 a step it has not seen, refits every drift model of :func:`.scalars_fit.fit_scalars` (each warm-started from its previous
-fit), keeps the smallest AIC as the diagnosis does, and
+fit), keeps the one the diagnosis keeps (:func:`.scalars_fit.best_fit`: the leave-future-out weights), and
 forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
 stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
 ``max_num_gen_batches`` (what stops verl's DAPO trainer), with its predictive 95% interval (the fit's parameter
