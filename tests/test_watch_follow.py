@@ -145,3 +145,17 @@ def test_a_truncated_replaced_or_stopped_log_is_said_and_the_last_forecast_stand
     tmp = tmp_path / "as_of.jsonl"
     tmp.write_text("".join(lines[:40]))
     assert events[1]["forecast"] == fresh.update(read_tracker(tmp, num_generations=8))["forecast"]
+
+
+def test_a_changed_log_whose_last_forecast_is_beyond_the_horizon_is_said_without_a_step():
+    """The last forecast printed had no stall step (beyond the horizon): the change is still said, in words."""
+    from types import SimpleNamespace
+
+    from grpo_lab.commands.watch import _changed
+
+    out = []
+    follower = SimpleNamespace(status="metrics.jsonl was truncated (now 10 bytes, 900 were read); read again")
+    _changed(follower, [{"step": 12, "forecast": {"step": None}}], out.append)
+    assert out == ["the log changed while followed: metrics.jsonl was truncated (now 10 bytes, 900 were read). the "
+                   "last forecast (at step 12: stall not within the horizon) stands; the new log is forecast from its "
+                   "start as it grows"]

@@ -178,8 +178,10 @@ def _any_file(path) -> bool:
 def _changed(follower, events, write) -> None:
     """A log truncated or replaced while followed: said, the last forecast printed kept."""
     last = next((e for e in reversed(events) if e.get("forecast") is not None), None)
-    kept = (f"the last forecast (at step {last['step']}: stall {last['forecast']['step']:.0f}) stands"
-            if last is not None else "no forecast was printed yet")
+    step = None if last is None else last["forecast"]["step"]
+    kept = ("no forecast was printed yet" if last is None else
+            f"the last forecast (at step {last['step']}: stall "
+            f"{'not within the horizon' if step is None else f'{step:.0f}'}) stands")
     write(f"the log changed while followed: {follower.status.split(';')[0]}. {kept}; the new log is forecast from "
           "its start as it grows")
 

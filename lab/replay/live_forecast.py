@@ -23,6 +23,8 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from grpo_lab.doctor_report.when import interval_words
+
 __all__ = ["LiveForecast", "trend_line", "doctor_line", "trainer_settings", "PENDING"]
 
 PENDING = "quick trend, doctor pending"  #: the label of the trend line while the doctor's forecast is computed
@@ -55,11 +57,6 @@ def trainer_settings(loop: str, K: int, gen_batch: int, train_batch: int, cap: i
     return {**cfg, "source": f"the Replay's trainer loop ({loop})"}, int(K)
 
 
-def _iv(interval) -> str:
-    lo, hi = interval or (None, None)
-    return f"[{'-' if lo is None else f'{lo:.0f}'}, {'beyond the horizon' if hi is None else f'{hi:.0f}'}]"
-
-
 def trend_line(record, label: str = PENDING) -> str:
     """The quick trend's line (the fleet's triage trend of the mixed share), labelled ``label``; empty where the
     record has no per-step share."""
@@ -76,9 +73,9 @@ def trend_line(record, label: str = PENDING) -> str:
     fc = f[f["forecast"]]
     what = "stall" if f["forecast"] == "stall" else "mixed share under 50%"
     if fc["step"] is None:
-        return head + f"no {what} forecast within the horizon (95% interval {_iv(fc['interval'])})."
+        return head + f"no {what} forecast within the horizon (95% interval {interval_words(fc['interval'])})."
     when = "now" if f["left"] == 0 else f"near step {fc['step']:.0f}"
-    return head + f"{what} {when}, 95% interval {_iv(fc['interval'])}."
+    return head + f"{what} {when}, 95% interval {interval_words(fc['interval'])}."
 
 
 def doctor_line(entry: dict) -> str:
@@ -91,7 +88,7 @@ def doctor_line(entry: dict) -> str:
         p = entry.get("p_stall_next")
         risk = "" if p is None else f"; P(stall within the next {entry['next_steps']} steps) {100 * p:.0f}%"
         where = "beyond the horizon" if st.get("step") is None else f"near step {st['step']:.0f}"
-        stall = (f"first stall {where}, {100 * st['level']:.0f}% interval {_iv(st['interval'])}{risk}"
+        stall = (f"first stall {where}, {100 * st['level']:.0f}% interval {interval_words(st['interval'])}{risk}"
                  + (f" ({st['cause_said']})" if st.get("cause_said") else ""))
     else:
         reason = st.get("reason") or "no stall forecast"
@@ -100,7 +97,7 @@ def doctor_line(entry: dict) -> str:
         stall = f"stall: {reason}"
     e = w["expiry"]
     expiry = e["said"] if e.get("step") is None else f"mixed share under {e['threshold']:g} near step {e['step']:.0f}, " \
-        f"{100 * e['level']:.0f}% interval {_iv(e['interval'])}"
+        f"{100 * e['level']:.0f}% interval {interval_words(e['interval'])}"
     return head + f"{stall}. Expiry: {expiry}."
 
 
