@@ -229,7 +229,6 @@ class Fleet:
     def _update(self, run: FleetRun) -> tuple[int, int]:
         """Read ``run`` if it changed and forecast it: ``(1 if read else 0, bytes read)``."""
         from grpo_lab.sims.doctor.fleet import mixed_series, run_forecast
-        from grpo_lab.sims.doctor.forecast import DEFAULT_THRESHOLD
 
         try:
             if isinstance(run.source, str):
@@ -264,7 +263,7 @@ class Fleet:
                 settings, run.settings_source = self._settings(rec.meta)
                 run.settings, run.record, run.record_sig = self.settings, rec, sig
             s, m, g = mixed_series(steps, held)
-            run.forecast = run_forecast(s, m, g, settings, self.threshold or DEFAULT_THRESHOLD)
+            run.forecast = run_forecast(s, m, g, settings, self._threshold())
             run.error = ""
             return 1, n
         except (InputError, OSError) as exc:
