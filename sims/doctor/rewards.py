@@ -209,8 +209,11 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
             elif at.mean() >= BINARY_ROWS:
                 why_bin.append(f"the logged {std_key[7:]} equals the binary value {value} at "
                                f"{int(at.sum())} of {int(ok.sum())} rows")
-    why_not += [x for x in [_lattice(steps, mean, n)] if x]
-    pe_not, pe_bin = _problem_env(steps, mean, n)
+    # the row's mean over the rollouts it logs: the batch's mean reward, else the trainer's own figure where the record
+    # keeps it but no column (tinker-cookbook with remove_constant_reward_groups: over the kept groups' episodes)
+    row_mean = mean if mean is not None and np.isfinite(mean).any() else _col(steps, "scalar/" + _mean_key(steps), n)
+    why_not += [x for x in [_lattice(steps, row_mean, n)] if x]
+    pe_not, pe_bin = _problem_env(steps, row_mean, n)
     why_not += pe_not
     why_bin += pe_bin
     trainer = str((source or {}).get("trainer") or "")

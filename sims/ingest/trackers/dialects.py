@@ -230,7 +230,9 @@ DIALECTS: tuple[Dialect, ...] = (
        mistakes="#905 (named by the issue; not found in the mirror's log nor the issue search): what the "
                 "source shows is that 'all good' is all-equal and >= good_thresh 0.5, so a group of all 0.6 "
                 "counts as all good (all-pass only for binary rewards). #155: remove_constant_reward_groups had "
-                "no effect in rl/train.py (one group per call), so constant groups were trained on.",
+                "no effect in rl/train.py (one group per call), so constant groups were trained on; since #163 "
+                "(2025-12-12) it acts, and then the by_group shares and reward/total are over the kept groups "
+                "only (read: 1 - total_episodes / (K groups_per_batch) is the zero-std share).",
        k_keys=("group_size",), batch_keys=("groups_per_batch", "batch_size"),
        signature=(r"env/all/by_group/frac_mixed",),
        # rl/problem_env.py ProblemEnv.step: reward = correct + format_coef (format - 1), metrics {format, correct}
@@ -400,6 +402,55 @@ def _keep_evidence(series: dict, steps, d: Dialect, found: dict, raw: dict) -> N
         raw[n] = col
 
 
+def _flag(config: dict, key: str) -> bool:
+    """Whether a flattened config sets ``key`` (its last dotted part) true (True, 1, "true")."""
+    for k, v in config.items():
+        if k == key or k.endswith("." + key):
+            return v is True or (isinstance(v, (int, float)) and v == 1) or str(v).strip().lower() == "true"
+    return False
+
+
+def _tinker_trained_only(cols: dict, read: dict, raw: dict, config: dict, K, batch, notes: list) -> None:
+    """tinker-cookbook with ``remove_constant_reward_groups`` on: its logged shares are over the groups that trained.
+
+    Since tinker-cookbook #163 (900bc33f, 2025-12-12; ``rl/train.py`` at 0.6.1 too) the loop drops every group whose
+    total rewards are all the same before ``prepare_minibatch`` computes the step's metrics, so ``by_group/*`` and
+    ``reward/total`` are over the kept groups (all mixed; if every group was constant one is kept, logged as
+    all-good or all-bad) and ``total_episodes`` counts the kept trajectories. The share of **all** groups that
+    were mixed is then kept / drawn = ``total_episodes`` / (K ``groups_per_batch``), 0 on a keep-one row, and
+    the zero-std share 1 minus that; the all-pass / all-fail split and the mean reward of all groups are not in
+    the log, so those columns are dropped. Where the log shows a row with some but not all groups unanimous,
+    the flag did not act (before #163 it filtered each group alone, #155) and the shares are read as they are.
+    Changes ``cols``, ``read`` and ``notes`` in place."""
+    if not _flag(config, "remove_constant_reward_groups") or not ("frac_all_pass" in cols and "frac_all_fail" in cols):
+        return
+    tied = cols["frac_all_pass"] + cols["frac_all_fail"]
+    ok = np.isfinite(tied)
+    if np.any(ok & (tied > 1e-9) & (tied < 1 - 1e-9)):
+        notes.append("remove_constant_reward_groups is on in the config, but some logged rows have a share of tied "
+                     "groups strictly between 0 and 1: the filter did not act (tinker-cookbook before #163, "
+                     "2025-12-12), so the shares are over every group, read as logged")
+        return
+    how = ("remove_constant_reward_groups is on: tinker-cookbook computes the logged by_group shares and the mean "
+           "reward over the groups that trained only (every one mixed)")
+    for col in ("frac_all_pass", "frac_all_fail", "reward_mean"):
+        cols.pop(col, None)
+        read.pop(col, None)
+    episodes = next((n for n in raw if n.endswith("env/all/total_episodes")), None)
+    if episodes is None or not K or batch is None:
+        lack = [w for w, missing in (("env/all/total_episodes", episodes is None), ("K (--num-generations)", not K),
+                                     ("groups_per_batch", batch is None)) if missing]
+        notes.append(f"{how}; the share of all groups needs {', '.join(lack)}: this log holds no share of the groups "
+                     "drawn")
+        return
+    kept = raw[episodes] / K
+    cols["frac_reward_zero_std"] = np.where(tied >= 1 - 1e-9, 1.0, 1.0 - kept / batch)
+    read["frac_reward_zero_std"] = f"1 - {episodes} / (K {K} x groups_per_batch {batch:g})"
+    notes.append(f"{how}: the zero-std share of all groups drawn is 1 - {episodes} / (K groups_per_batch) (1 on a "
+                 "row where every group tied and one was kept); the all-pass / all-fail split and the mean reward of "
+                 "all groups are not in this log")
+
+
 def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None):
     """Apply dialect ``d`` to a run's ``series`` ({name: (steps, values)}).
 
@@ -493,6 +544,8 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
         cols["groups_per_step"] = np.full(len(steps), batch)
         read["groups_per_step"] = (f"config {' / '.join(d.batch_keys)}" if d.batch_keys else
                                    "config generation_batch_size / num_generations")
+    if d.trainer == "tinker-cookbook":
+        _tinker_trained_only(cols, read, raw, config, K, batch, notes)
     if "frac_reward_zero_std" not in cols and "frac_all_pass" in cols and "frac_all_fail" in cols:
         cols["frac_reward_zero_std"] = cols["frac_all_pass"] + cols["frac_all_fail"]
         read["frac_reward_zero_std"] = f"{read['frac_all_pass']} + {read['frac_all_fail']}"
