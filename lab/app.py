@@ -7,7 +7,8 @@ the browser through ``lab/static/kernel.js`` (see ``lab.grid``), the plots from 
 
 URL query parameters (``progress``, ``K``, ``filter``, ``band_lo``, ``band_hi``, ``rho``,
 ``n_prompts``, ``a``, ``b``, ``seed``) set and follow the controls; bad values are
-clamped or replaced with a visible notice. ``?embed=true`` shows only the grid, the
+clamped or replaced with a visible notice. The Replay's (``replay_loop``, ``replay_K``, ..., ``run``) and the tab
+shown (``tab``) follow too once that tab is built (``lab.url_sync``). ``?embed=true`` shows only the grid, the
 main controls and the main readouts, with ``caption=TEXT`` above them, and posts its height to the parent
 frame (``lab.embed``, ``lab.views.embed``); ``?present=true`` is the presentation mode (``lab.views.layout``);
 ``?tour=N`` opens step N of the guided tour (``lab.views.tour``).
@@ -20,15 +21,14 @@ line to TABS.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 import panel as pn
 
 from grpo_lab.access import PAGE_CSS, PageAccess
-from grpo_lab.debounce import Debounce
 from grpo_lab.memory import release_soon
 from grpo_lab.embed import embed_options
-from grpo_lab.state import URL_PARAMS, AdvantageState, LabState, PlayState, query_values, sanitize
+from grpo_lab.state import AdvantageState, LabState, PlayState, sanitize
+from grpo_lab.url_sync import UrlSync
 from grpo_lab.views.advantages import AdvantageExplorer
 from grpo_lab.views.embed import embed_page
 from grpo_lab.views.layout import PHONE_CSS, PRESENT_CSS, page_template
@@ -53,6 +53,7 @@ class Session:
     tab: str | None = None  #: ``?tab=replay`` (any tab's title, any case): open on that tab
     live: LiveLab | None = None  #: the Live lab tab, once built
     run: str | None = None  #: ``?run=LABEL``: the run the Replay tab opens on (the Fleet tab's links)
+    url: UrlSync | None = None  #: the address bar following the page (in a server session; lab.url_sync)
 
 
 def _live_tab(s: Session):
@@ -67,7 +68,10 @@ def _advantages_tab(s: Session):
 def _replay_tab(s: Session):
     from grpo_lab.replay.view import ReplayView  # its own per-session state (lab.replay.state)
 
-    return ReplayView(pair=s.replay, run=s.run)
+    view = ReplayView(pair=s.replay, run=s.run)
+    if s.url is not None:  # its trainer loop and run in the address bar as they change
+        s.url.follow(view.state, view.URL_WATCH, view.url_values, view.URL_KEYS)
+    return view
 
 
 def _fleet_tab(s: Session):
@@ -123,7 +127,8 @@ def build_app(query: dict[str, str] | None = None):
     if not session.embed:
         tour_panel.go(tour_step(query.get("tour")))  # a linked tour step sets the controls (?tour=N)
     if getattr(pn.state, "curdoc", None) is not None:  # in a server session: once the page is connected
-        pn.state.onload(lambda: _sync_url(session.lab, query, tour))
+        session.url = UrlSync(session.lab, query, tour)
+        pn.state.onload(session.url.start)
         pn.state.on_session_destroyed(release_soon)  # memory back to the system once a room has left (grpo_lab.memory)
     if session.embed:
         return embed_page(LiveLab(session.lab, session.play, embed=True).panel, embed_options(query),
@@ -160,7 +165,7 @@ def _hidden_css(title: str) -> list[str]:
 def _lazy_tabs(session: Session) -> pn.Tabs:
     """The tabs of TABS; each is built the first time it is shown, so a visit starts with the first alone (the
     others hold an empty column until then)."""
-    want = "replay" if session.replay else (session.tab or "").strip().lower()
+    want = (session.tab or ("replay" if session.replay else "")).strip().lower()  # ?tab= wins over ?replay=
     first = next((i for i, (title, _) in enumerate(TABS) if title.lower() == want), 0)
     built = {first}
     holders = [TABS[i][1](session) if i == first else pn.Column(sizing_mode="stretch_width", stylesheets=_hidden_css(t))
@@ -174,39 +179,10 @@ def _lazy_tabs(session: Session) -> pn.Tabs:
             holders[index].objects = [TABS[index][1](session)]
 
     tabs.param.watch(lambda event: show(event.new), "active")
+    if session.url is not None:  # the tab shown, in the address bar (?tab=replay); the first only where ?replay= is
+        session.url.follow(tabs, ["active"], lambda: {} if tabs.active == 0 and not session.replay
+                           else {"tab": TABS[tabs.active][0].lower()}, ["tab"])
     return tabs
-
-
-#: the URL follows the controls this long after they stop moving (one history entry per pause, not per step)
-URL_DELAY_MS = 300
-
-
-def _sync_url(lab: LabState, query: dict[str, str], tour: TourState | None = None) -> None:
-    """Keep the URL's query string in step with ``lab``: now, then after each pause in the controls.
-
-    Runs once the page is connected (when ``location`` holds the browser's URL). Query arguments
-    that are not controls (``embed``, ``present``) are kept; ``tour`` follows the tour's step. Writing
-    the URL costs a server message, a history entry and a browser -> server echo, so while a control
-    moves the write waits until it has been still for URL_DELAY_MS (like the plots' redraw); dragging
-    then costs the browser nothing extra.
-    """
-    location = getattr(pn.state, "location", None)
-    doc = getattr(pn.state, "curdoc", None)
-    if location is None:
-        return
-    others = {k: v for k, v in query.items() if k not in URL_PARAMS and k != "tour"}
-
-    def write() -> None:
-        step = {"tour": str(tour.step)} if tour is not None and tour.step else {}
-        search = "?" + urlencode({**others, **step, **query_values(lab)})
-        if location.search != search:
-            location.search = search
-
-    later = Debounce(write, URL_DELAY_MS)
-    write()  # at once: corrected values replace the bad ones, and a bare URL gets the full state
-    lab.param.watch(lambda *_events: later.trigger(doc), list(URL_PARAMS))
-    if tour is not None:
-        tour.param.watch(lambda *_events: later.trigger(doc), "step")
 
 
 def serve_resources_locally(doc) -> None:

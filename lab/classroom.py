@@ -16,7 +16,9 @@ A room (:class:`Room`) admits, in all of the server's processes together (its co
 
 * at most ``N`` **visitors** (distinct visitor cookies, ``grpo_lab_visitor``): the 1st to N-th browser to open the
   link take a place for as long as the key lasts; a browser past them gets "this class's room is full";
-* at most :data:`TABS_PER_PLACE` x ``N`` **open pages** at once (a student's second tab, a reload);
+* at most :data:`TABS_PER_PLACE` x ``N`` **open pages** at once (a student's second tab, a reload); each counted
+  against the process that serves it, so the pages of a process that died (killed, crashed) are freed at the room's
+  next admission, not held until the server restarts;
 * **new pages and sessions** from buckets of its own, :data:`TABS_PER_PLACE` x ``N`` at once (every place's tabs
   opened together) and refilled at ``N`` per :data:`REFILL_S` (a reload a minute per student): the room's total
   work, whatever the address.
@@ -43,10 +45,11 @@ import threading
 import time
 from dataclasses import dataclass
 
+from grpo_lab.process_life import alive, process_id
 from grpo_lab.token_bucket import TokenBucket
 
 __all__ = ["ClassKey", "Room", "sign", "verify", "new_key", "class_secret", "SECRET_ENV", "CLASS_COOKIE",
-           "KeyRefused", "refusal_status", "Ledger", "ROOM_SLOTS", "TABS_PER_PLACE", "REFILL_S", "MAX_CLASS", "DEFAULT_HOURS", "SIGNATURE_BYTES"]
+           "KeyRefused", "refusal_status", "Ledger", "ROOM_SLOTS", "OWNERS", "TABS_PER_PLACE", "REFILL_S", "MAX_CLASS", "DEFAULT_HOURS", "SIGNATURE_BYTES"]
 
 SECRET_ENV = "GRPO_LAB_CLASS_SECRET"  #: a secret kept across restarts (any text); without it, random at start
 CLASS_COOKIE = "grpo_lab_class"  #: the key, set on a page admitted by it (its websocket and reloads carry it)
@@ -57,6 +60,9 @@ MAX_CLASS = 2000  #: the largest room a key may name
 MAX_KEY_CHARS = 120  #: longer is not a key
 DEFAULT_HOURS = 4.0  #: how long a class link lasts unless ``--class-hours`` says
 ROOM_SLOTS = 32  #: rooms a :class:`Ledger` holds at once (keys not expired); one past them counts per process
+#: processes a room's open pages are counted against, each apart (a dead one's entry is reused); a page of a process
+#: past them is counted in the room's total alone, and is not freed if that process dies
+OWNERS = 64
 
 _log = logging.getLogger("grpo_lab.classroom")
 
@@ -151,6 +157,8 @@ _FREE = bytes(_IDENT)
 #: a room's slot: identity, expiry, size, open pages, places taken, page bucket (tokens, stamp), build bucket
 _HEAD = struct.Struct("<16sqiiidddd")
 _BUCKETS = {"page": 5, "build": 7}  #: a bucket's fields in _HEAD (tokens, then its stamp)
+#: an owner of a room's open pages: pid (0: a free entry), pages open, start time (lab.process_life.process_id)
+_OWNER = struct.Struct("<iiq")
 
 
 class Ledger:
@@ -163,12 +171,14 @@ class Ledger:
     if it dies holding it) and a lock of the process's threads. Each room's slot holds
     (:data:`_HEAD`): the key's identity (BLAKE2b-128 of its payload; all zeros: a free slot), its expiry (a slot whose
     key expired is free again, by ``wall``'s clock), its size, its open pages, its places taken, its two buckets
-    (tokens, time of the last take; a time of minus infinity: full), then the places: BLAKE2b-128 of each visitor
-    cookie, up to :data:`MAX_CLASS`. The buckets' times are ``time.monotonic``'s (one clock for the whole machine)."""
+    (tokens, time of the last take; a time of minus infinity: full), then :data:`OWNERS` owners of its open pages
+    (:data:`_OWNER`: the process, its pages; their sum and the pages no entry holds are the open pages), then the
+    places: BLAKE2b-128 of each visitor cookie, up to :data:`MAX_CLASS`. The buckets' times are
+    ``time.monotonic``'s (one clock for the whole machine)."""
 
     def __init__(self, slots: int = ROOM_SLOTS, wall=time.time):
         self.slots, self.wall = slots, wall
-        self.slot_bytes = _HEAD.size + MAX_CLASS * _PLACE
+        self.slot_bytes = _HEAD.size + OWNERS * _OWNER.size + MAX_CLASS * _PLACE
         size = slots * self.slot_bytes
         if hasattr(os, "memfd_create"):
             self._fd = os.memfd_create("grpo-lab-rooms", getattr(os, "MFD_CLOEXEC", 0))
@@ -214,6 +224,8 @@ class Ledger:
         if free is not None:
             self.write(free, ident, key.expires, key.size, 0, 0, float(TABS_PER_PLACE * key.size), -math.inf,
                        float(TABS_PER_PLACE * key.size), -math.inf)
+            at = free * self.slot_bytes + _HEAD.size
+            self.map[at:at + OWNERS * _OWNER.size] = bytes(OWNERS * _OWNER.size)  # no owners
         return free
 
     def read(self, slot: int) -> list:
@@ -222,9 +234,51 @@ class Ledger:
     def write(self, slot: int, *fields) -> None:
         _HEAD.pack_into(self.map, slot * self.slot_bytes, *fields)
 
+    def _owner_at(self, slot: int, i: int) -> int:
+        return slot * self.slot_bytes + _HEAD.size + i * _OWNER.size
+
+    def count_mine(self, slot: int, change: int) -> None:
+        """Add ``change`` (+1 or -1) to the open pages of ``slot`` counted against this process (the ledger held):
+        its entry, made on its first page (a free or dead one's); the room's total with it. A close with none of
+        its own open takes one from the total alone (a page counted where no entry was free)."""
+        pid, start = process_id()
+        fields = self.read(slot)
+        entry = free = None
+        for i in range(OWNERS):
+            held, count, started = _OWNER.unpack_from(self.map, self._owner_at(slot, i))
+            if (held, started) == (pid, start):
+                entry = (i, count)
+                break
+            if free is None and (held == 0 or (count == 0 and not alive(held, started))):
+                free = i
+        if entry is None and change > 0 and free is not None:
+            entry = (free, 0)
+        if entry is not None and entry[1] + change >= 0:
+            _OWNER.pack_into(self.map, self._owner_at(slot, entry[0]), pid, entry[1] + change, start)
+        elif entry is None and change > 0:
+            _log.warning("%d processes hold pages of one class room; one more is counted without its process", OWNERS)
+        fields[3] = max(0, fields[3] + change)
+        self.write(slot, *fields)
+
+    def reclaim(self, slot: int) -> int:
+        """Free the open pages of ``slot`` that processes no longer alive held (the ledger held): each such owner's
+        entry emptied, its pages taken from the room's total. Returns the pages freed."""
+        me, freed = process_id(), 0
+        for i in range(OWNERS):
+            held, count, started = _OWNER.unpack_from(self.map, self._owner_at(slot, i))
+            if held and (held, started) != me and not alive(held, started):
+                _OWNER.pack_into(self.map, self._owner_at(slot, i), 0, 0, 0)
+                freed += count
+        if freed:
+            fields = self.read(slot)
+            fields[3] = max(0, fields[3] - freed)
+            self.write(slot, *fields)
+            _log.warning("freed %d open pages of a class room held by server processes that died", freed)
+        return freed
+
     def find_place(self, slot: int, place: bytes, taken: int) -> bool:
         """Whether ``place`` is among the first ``taken`` places of ``slot`` (a match at a place's boundary)."""
-        start = slot * self.slot_bytes + _HEAD.size
+        start = slot * self.slot_bytes + _HEAD.size + OWNERS * _OWNER.size
         end, at = start + taken * _PLACE, start
         while (at := self.map.find(place, at, end)) >= 0:
             if (at - start) % _PLACE == 0:
@@ -233,7 +287,7 @@ class Ledger:
         return False
 
     def add_place(self, slot: int, place: bytes, taken: int) -> None:
-        at = slot * self.slot_bytes + _HEAD.size + taken * _PLACE
+        at = slot * self.slot_bytes + _HEAD.size + OWNERS * _OWNER.size + taken * _PLACE
         self.map[at:at + _PLACE] = place
 
 
@@ -280,9 +334,12 @@ class Room:
 
     @property
     def open(self) -> int:
-        """Open pages of the room, in every process."""
+        """Open pages of the room, in every process still alive."""
         with self.ledger.locked():
-            return self.ledger.read(self.slot)[3] if self._here() else 0
+            if not self._here():
+                return 0
+            self.ledger.reclaim(self.slot)
+            return self.ledger.read(self.slot)[3]
 
     @property
     def places(self) -> int:
@@ -304,6 +361,7 @@ class Room:
         if not self._claimed():
             self._alone()
         with self.ledger.locked():
+            self.ledger.reclaim(self.slot)  # a dead process's pages first (a server process killed)
             fields = self.ledger.read(self.slot)
             size, open_, taken = fields[2], fields[3], fields[4]
             place = _digest(visitor) if visitor else None
@@ -334,6 +392,4 @@ class Room:
     def _count(self, change: int) -> None:
         with self.ledger.locked():
             if self._here():
-                fields = self.ledger.read(self.slot)
-                fields[3] = max(0, fields[3] + change)
-                self.ledger.write(self.slot, *fields)
+                self.ledger.count_mine(self.slot, change)

@@ -9,6 +9,7 @@ to anyone without the key.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 
@@ -130,12 +131,15 @@ def test_expired_rooms_are_forgotten():
     assert list(adm.rooms) == [other.room]
 
 
-def _in_children(n: int, work) -> list:
-    """``work(i)`` in ``n`` processes forked from this one and released together; what each returned (JSON)."""
+def _in_children(n: int, work, while_held=None) -> list:
+    """``work(i)`` in ``n`` processes forked from this one and released together; what each returned (JSON). With
+    ``while_held``, ``while_held(results)`` runs here while the children still live (they wait to be let go), so
+    what they hold can be seen before they exit."""
     import json
     import os
 
     go_read, go_write = os.pipe()
+    end_read, end_write = os.pipe()
     children = []
     for i in range(n):
         read, write = os.pipe()
@@ -146,6 +150,9 @@ def _in_children(n: int, work) -> list:
                 os.close(read)
                 os.read(go_read, 1)
                 os.write(write, json.dumps(work(i)).encode())
+                os.close(write)
+                if while_held is not None:
+                    os.read(end_read, 1)
                 code = 0
             finally:
                 os._exit(code)
@@ -158,42 +165,103 @@ def _in_children(n: int, work) -> list:
         while chunk := os.read(read, 65536):
             chunks.append(chunk)
         os.close(read)
-        assert os.waitpid(pid, 0)[1] == 0
         out.append(json.loads(b"".join(chunks)))
-    os.close(go_read)
-    os.close(go_write)
+    try:
+        if while_held is not None:
+            while_held(out)
+    finally:
+        os.write(end_write, b"x" * n)
+        statuses = [os.waitpid(pid, 0)[1] for pid, _ in children]
+        for fd in (go_read, go_write, end_read, end_write):
+            os.close(fd)
+    assert statuses == [0] * n
     return out
 
 
 def test_a_room_is_counted_once_by_processes_forked_after_it():
     """The ledger is made with the admission, before a fork (``--num-procs``): two processes each asked for a
     room of 5 by 5 browsers of their own admit 5 in all; the pages they open and close, and the tokens they take,
-    are the room's, seen by the process that forked them."""
+    are the room's, seen by the process that forked them while they live. Once they have exited their pages are
+    gone with them; their places stay (a place lasts the key's life)."""
     adm, key, t = _admission(5, per_address=100)
     room = adm.room(key)
     assert room.places == 0
 
-    def arrive(child: int) -> list:
+    def arrive(child: int) -> tuple[list, int]:
         admitted = []
         for i in range(5):
             visitor = f"c{child}v{i}"
             if adm.admit_class(key, visitor, "page") is None:
                 adm.opened("school", visitor, adm.room(key))
                 admitted.append(visitor)
-        return admitted
+        if len(admitted) > 1:  # a session ended in this process: its page freed for every process
+            adm.closed("school", admitted[0], adm.room(key))
+        return admitted, int(len(admitted) > 1)
 
-    admitted = _in_children(2, arrive)
-    assert sum(map(len, admitted)) == 5 and room.places == 5 and room.open == 5
-    assert all(room.holds(v) for v in admitted[0] + admitted[1]) and not room.holds("c0v9")
-    assert adm.admit_class(key, "late", "page") == c.FULL.format(n=5)  # the parent sees the room full too
-    # a child closes two pages (a session ended there): freed for every process
-    _in_children(1, lambda _: [adm.closed("school", v, adm.room(key)) for v in (admitted[0] + admitted[1])[:2]])
-    assert room.open == 3
+    def seen(out) -> None:
+        admitted, closed = [v for a, _ in out for v in a], sum(n for _, n in out)
+        assert len(admitted) == 5 and room.places == 5 and room.open == 5 - closed and closed >= 1
+        assert all(room.holds(v) for v in admitted) and not room.holds("c0v9")
+        assert adm.admit_class(key, "late", "page") == c.FULL.format(n=5)  # the parent sees the room full too
+
+    out = _in_children(2, arrive, while_held=seen)
+    admitted = [v for a, _ in out for v in a]
+    assert room.open == 0 and room.places == 5 and adm.admit_class(key, "late", "page") == c.FULL.format(n=5)
     # the room's page bucket: 2N = 10 at once, 5 taken by the arrivals; two processes asking 10 each get 5 in all
-    took = _in_children(2, lambda _: sum(adm.admit_class(key, admitted[0][0] if admitted[0] else admitted[1][0],
-                                                         "page") is None for _ in range(10)))
+    took = _in_children(2, lambda _: sum(adm.admit_class(key, admitted[0], "page") is None for _ in range(10)))
     assert sum(took) == 5
-    assert adm.admit_class(key, admitted[0][0] if admitted[0] else admitted[1][0], "page") == c.BUSY
+    assert adm.admit_class(key, admitted[0], "page") == c.BUSY
+
+
+def test_the_pages_of_a_killed_server_process_are_freed_for_the_room():
+    """A server process (a real fork) holds five of the six pages a room of 3 opens (2 a place), this one the
+    sixth: the room is full. The other is killed (SIGKILL, no clean-up of its own): as soon as it is dead, before
+    its parent reaps it (a zombie), its five pages are free and the room admits its 3 places' 2N pages again; this
+    process's live page is never freed."""
+    import os
+    import signal
+
+    adm, key, t = _admission(3, per_address=100)
+    room = adm.room(key)
+    assert adm.admit_class(key, "v0", "page") is None
+    adm.opened("school", "v0", room)
+    ready_read, ready_write = os.pipe()
+    hold_read, hold_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: opens its pages, says so, waits to be killed; never returns into pytest
+        try:
+            for v in ("v1", "v2"):
+                assert adm.admit_class(key, v, "page") is None
+            for v in ("v0", "v1", "v1", "v2", "v2"):
+                assert adm.admit_class(key, v, None) is None
+                adm.opened("school", v, adm.room(key))
+            os.write(ready_write, b"x")
+            os.read(hold_read, 1)
+        finally:
+            os._exit(1)
+    try:
+        assert os.read(ready_read, 1) == b"x"
+        assert room.open == 6 and room.places == 3
+        assert adm.admit_class(key, "v1", None) == c.FULL_TABS.format(n=6)
+        assert adm.admit_class(key, "v9", "page") == c.FULL.format(n=3)
+        os.kill(pid, signal.SIGKILL)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie
+        assert adm.admit_class(key, "v1", None) is None  # the killed process's pages are free
+        assert room.open == 1  # this process's page is kept
+        for v in ("v1", "v1", "v2", "v2", "v0"):  # the room's three places open their pages again, 2N in all
+            assert adm.admit_class(key, v, None) is None
+            adm.opened("school", v, room)
+        assert room.open == 6 and adm.admit_class(key, "v2", None) == c.FULL_TABS.format(n=6)
+        assert adm.admit_class(key, "v9", "page") == c.FULL.format(n=3)  # places still last the key's life
+        adm.closed("school", "v0", room)
+        assert room.open == 5
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        for fd in (ready_read, ready_write, hold_read, hold_write):
+            os.close(fd)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
 
 
 def test_a_room_past_the_ledger_s_slots_counts_in_its_process_alone():

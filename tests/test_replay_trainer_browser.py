@@ -1,13 +1,16 @@
 """In real Chromium: a tracker log in the runs folder (tinker-cookbook's metrics.jsonl, which carries no trainer
 settings) opened in the Replay shows the doctor's expiry and no stall risk; the trainer loop set in the Replay's
-controls gives the doctor's stall risk under it, equal to the core's for those settings, and its link reopens it."""
+controls gives the doctor's stall risk under it, equal to the core's for those settings; the address bar follows
+those settings (the ones off their defaults), so the copied URL opened in a fresh page shows the same settings and the
+same stall risk, and the tab's link reopens it too."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 
@@ -24,7 +27,7 @@ LINE = f"() => (({TEXTS_OF_CLASS})('replay-live-forecast')[0] || '')"
 SETTINGS = {"K": 8, "gen_batch": 64, "train_batch": 32, "cap": 2}
 
 
-def test_the_replay_gives_the_doctors_stall_risk_under_the_loop_set_in_it(tmp_path, page):
+def test_the_replay_gives_the_doctors_stall_risk_under_the_loop_set_in_it(tmp_path, page, browser):
     shutil.copytree(FIXTURES / "jsonl", tmp_path / "exp")
     label = f"{PREFIX}exp/metrics.jsonl (jsonl)"
     record = read_scalars(str(tmp_path / "exp" / "metrics.jsonl"), fmt="jsonl")
@@ -48,6 +51,24 @@ def test_the_replay_gives_the_doctors_stall_risk_under_the_loop_set_in_it(tmp_pa
             box.fill(str(value))
             box.press("Enter")
         page.wait_for_function(f"(risk) => ({LINE})().includes(risk)", arg=risk, timeout=300_000)
+        shown = page.evaluate(LINE)
+        # the address bar follows (after the controls pause): the settings off their defaults (K 8, cap 2 are)
+        page.wait_for_function("() => new URLSearchParams(location.search).get('replay_train_batch') === '32'",
+                               timeout=30_000)
+        search = page.evaluate("() => window.location.search")
+        q = {k: v[-1] for k, v in parse_qs(search.lstrip("?")).items()}
+        assert {k: q.get("replay_" + k) for k in SETTINGS} == {"K": None, "gen_batch": "64", "train_batch": "32",
+                                                               "cap": None}
+        assert q["replay_loop"] == "DAPO" and q["tab"] == "replay" and q["run"] == label
+        fresh = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        fresh_errors = []
+        fresh.on("pageerror", lambda exc: fresh_errors.append(str(exc)))
+        outside += open_local(fresh, url + search, f"({LINE})().includes({json.dumps(risk)})", timeout=300_000)
+        assert fresh.evaluate(LINE) == shown  # the same stall figure, under the same settings
+        assert fresh.locator(".replay-loop select").input_value() == "DAPO"
+        assert {k: int(fresh.locator(f".replay-{k} input").input_value()) for k in SETTINGS} == SETTINGS
+        assert fresh_errors == []
+        fresh.context.close()
         link = page.locator(".replay-trainer-link a")
         assert "replay_cap=2" in link.get_attribute("href")
         link.click()  # the link reopens the run under the same loop

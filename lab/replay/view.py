@@ -21,7 +21,8 @@ component), ``replay-view``, ``replay-upload``, ``replay-format``, ``replay-tole
 opens it) and ``replay-pair-link`` (the link that reopens it); ``replay-controls`` the column of controls and grid;
 the trainer loop the doctor's stall risk is computed under (:data:`~grpo_lab.replay.state.TRAINER`: ``replay-loop``,
 ``replay-K``, ``replay-gen_batch``, ``replay-train_batch``, ``replay-cap``; in the URL as ``replay_loop=DAPO`` ...,
-read when the page opens, and ``replay-trainer-link`` the link to the run under them) and ``replay-live-forecast``
+read when the page opens and written back as they change (:meth:`ReplayView.url_values`, lab.url_sync), and
+``replay-trainer-link`` the link to the run under them) and ``replay-live-forecast``
 (the followed run's forecast line, :mod:`.live_forecast`: the doctor's, computed off the server's loop).
 
 The layout wraps: the controls and the grid (up to 600 px) beside the plots where both fit, else one under the
@@ -121,6 +122,11 @@ def _followed(f) -> str | TrackerSource | None:
 
 class ReplayView(pn.viewable.Viewer):
     """One session's replay tab (see the module docstring)."""
+
+    #: the query keys :meth:`url_values` writes (the app's address bar, lab.url_sync), and the state's parameters
+    #: they follow
+    URL_KEYS = (*(URL_PREFIX + name for name in TRAINER), "run", "replay")
+    URL_WATCH = (*TRAINER, "run", "pair")
 
     def __init__(self, state: ReplayState | None = None, runs_root=None, pair: str | None = None,
                  run: str | None = None, query: dict | None = None, **params):
@@ -374,6 +380,19 @@ class ReplayView(pn.viewable.Viewer):
             return
         query = {"tab": "replay", "run": run, **{URL_PREFIX + n: v for n, v in zip(TRAINER, self.state.trainer())}}
         self.trainer_link.object = f'<a href="?{html_escape(urlencode(query))}">Link to this run under this loop</a>'
+
+    def url_values(self) -> dict[str, str]:
+        """The query that reopens this view: the trainer loop's settings that are not at their defaults
+        (``replay_K=8`` ...), and the named side-by-side view (``replay=NAME``) or else the run where it is not the
+        one the tab opens on (``run=LABEL``; an upload lives only in this session and is not named)."""
+        out = {URL_PREFIX + name: str(value) for name, value in zip(TRAINER, self.state.trainer())
+               if value != self.state.param[name].default}
+        run, first = self.state.run, next(iter(self.state.choices), None)
+        if self.state.pair in self.pairs:
+            out["replay"] = self.state.pair
+        elif run and run != first and not run.startswith(UPLOAD_PREFIX):
+            out["run"] = run
+        return out
 
     def _follow(self, views) -> None:
         """Poll the shown runs that are still being written (every POLL_S s, in a served session)."""
