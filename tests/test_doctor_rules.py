@@ -176,3 +176,6 @@ def test_the_cap_rule_is_silent_without_a_cap_and_fires_with_one(name, tmp_path)
     assert by["cap doubled"]["settings"]["cap"] == 8
     doubled = by["cap doubled"]["first_stall"]
     assert doubled is None or doubled > median  # more rounds allowed: a later stall
+    assert by["twice K (rollouts per prompt)"]["settings"]["K"] == 2 * out["run"]["K"]
+    twice_k = by["twice K (rollouts per prompt)"]["first_stall"]
+    assert twice_k is None or twice_k > median  # every prompt's P(mixed) grows with K: a later stall

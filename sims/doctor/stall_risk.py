@@ -143,7 +143,8 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
     wts = drift["weights"]
     variants = drift.get("variants", {"beta": drift["links"]})
     pair_w = wts.get("pairs") or {f"beta/{s}": wts["weights"][s] for s in SHAPES}
-    K = counts.shape[1] - 1
+    K = counts.shape[1] - 1  # the logged K: the likelihood's
+    K_ahead = int(settings.get("K") or K)  # the future's: the settings' K where a change of K is forecast
     surv, qs, share_fail, hpaths = [], [], [], []
     for variant, vlinks in variants.items():
         alloc = {s: int(round(pair_w.get(f"{variant}/{s}", 0.0) * draws)) for s in SHAPES}
@@ -159,8 +160,9 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
                 tab = population_table(a, b, K, link, w0=w0, w1=w1)
                 LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
-                if shift:  # the data's difficulty changed ahead: the future's table, every logit moved by it
-                    tab = population_table(a, b, K, link, w0=w0, w1=w1, logit_shift=shift)
+                if shift or K_ahead != K:  # the future's table: every logit moved by the data's difficulty
+                    # change, and at the K the loop will draw (the drift is measured on the logged K)
+                    tab = population_table(a, b, K_ahead, link, w0=w0, w1=w1, logit_shift=shift)
                 for s in shapes:
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:
