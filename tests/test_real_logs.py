@@ -158,13 +158,20 @@ def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_
     assert [r["step"] for r, f in zip(raw, fmt) if f < 1.0] == [0, 1, 2, 3, 4, 5]
 
 
-def test_tinker_reward_hacking_run_counts_each_row_s_groups_and_its_format_failures_are_penalties():
-    """daniel-dwu's reward-hacking run, read against the log's own columns: a row's groups are total_episodes / K
+REWARD_HACKING = {  # name: (steps with a truncated format failure (-0.3), steps with every group all-good)
+    "tinker-rewardhack-okay-gs8-gpb16": ([1], [18, 23]),
+    "tinker-rewardhack-inoculated-gs8-gpb16": ([13, 14, 16], []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REWARD_HACKING))
+def test_tinker_reward_hacking_runs_count_each_row_s_groups_and_their_format_failures_are_penalties(name):
+    """daniel-dwu's reward-hacking runs, read against the log's own columns: a row's groups are total_episodes / K
     (16, and 13 on each epoch's last iteration: 93 problems an epoch), the zero-std share the reader gives is
     1 - frac_mixed (tinker's all-same test), and the reward is test_pass (0 or 1) with -0.1 for a format failure
-    and -0.3 for a truncated one, so it is 0/1 only where format is 1, as its SOURCE.md says; the run ends with
-    every group hacked (all-good)."""
-    name = "tinker-rewardhack-okay-gs8-gpb16"
+    and -0.3 for a truncated one, so it is 0/1 only where format is 1, as their SOURCE.md say. With "hacking is
+    okay" at sampling every group ends all-good; sampled under the neutral prompt (inoculation) no row is."""
+    truncated_at, all_good_at = REWARD_HACKING[name]
     raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines()]
     cfg = load_config(REAL / name / "config.json")
     K, batch = cfg["dataset_builder.group_size"], cfg["dataset_builder.batch_size"]
@@ -179,10 +186,10 @@ def test_tinker_reward_hacking_run_counts_each_row_s_groups_and_its_format_failu
     fails = np.round((1.0 - np.array([r["env/all/format"] for r in raw])) * episodes)
     total = np.array([r["env/all/reward/total"] for r in raw])
     truncated = np.round((test_pass - 0.1 * fails / episodes - total) * episodes / 0.2, 9)
-    assert {int(t) for t in truncated} == {0, 1} and truncated.tolist().index(1) == 1  # step 1: one cut off
+    assert [r["step"] for r, t in zip(raw, truncated) if t] == truncated_at and set(truncated) == {0, 1}
     assert all(0 <= t <= f for t, f in zip(truncated, fails))
     assert [r["env/all/hack"] for r in raw] == test_pass.tolist()
-    assert [r["step"] for r in raw if r["env/all/by_group/frac_all_good"] == 1.0] == [18, 23]
+    assert [r["step"] for r in raw if r["env/all/by_group/frac_all_good"] == 1.0] == all_good_at
 
 
 def test_verl_mixed_cuts_run_logs_its_own_group_count_and_its_rewards_are_binary():
