@@ -168,9 +168,9 @@ REWARD_HACKING = {  # name: (steps with a truncated format failure (-0.3), steps
 def test_tinker_reward_hacking_runs_count_each_row_s_groups_and_their_format_failures_are_penalties(name):
     """daniel-dwu's reward-hacking runs, read against the log's own columns: a row's groups are total_episodes / K
     (16, and 13 on each epoch's last iteration: 93 problems an epoch), the zero-std share the reader gives is
-    1 - frac_mixed (tinker's all-same test), and the reward is test_pass (0 or 1) with -0.1 for a format failure
-    and -0.3 for a truncated one, so it is 0/1 only where format is 1, as their SOURCE.md say. With "hacking is
-    okay" at sampling every group ends all-good; sampled under the neutral prompt (inoculation) no row is."""
+    1 - frac_mixed (tinker's all-same test), and the reward is test_pass (0 or
+    1) with -0.1 for a format failure and -0.3 for a truncated one, so it is 0/1 only where format is 1, as their
+    SOURCE.md say. With "hacking is okay" at sampling every group ends all-good; under the neutral prompt none."""
     truncated_at, all_good_at = REWARD_HACKING[name]
     raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines()]
     cfg = load_config(REAL / name / "config.json")
