@@ -251,3 +251,21 @@ def test_the_doctors_90_band_holds_at_least_80_percent_of_later_rows_on_each_bin
     bt = diagnose(read_real(name), backtest=True)["backtest"]
     assert bt["available"] and bt["level"] == 0.9
     assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])
+
+
+TIED = [n for n in NAMES if INDEX[n]["rewards"] == "not binary" and INDEX[n]["rows"] >= 20]
+
+
+@pytest.mark.parametrize("name", TIED)
+def test_the_tie_share_trend_s_90_band_holds_at_least_80_percent_of_later_rows_on_each_run_with_other_rewards(name):
+    """The same back-test on the real runs whose rewards are not binary (at least 20 rows), where the doctor
+    forecasts the share of groups whose K rewards tie with its own trend: refitted on the first 40/50/60/70% of the
+    rows, scored on the rest."""
+    from grpo_lab.sims.doctor.diagnose import diagnose
+
+    d = diagnose(read_real(name), backtest=True)
+    bt = d["backtest"]
+    assert d["run"]["rewards"] == "not binary" and bt["available"] and bt["level"] == 0.9
+    assert bt["model"] == "tie-share trend"
+    assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])
+
