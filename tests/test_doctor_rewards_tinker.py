@@ -117,13 +117,13 @@ def test_real_tinker_logs_are_classified_as_their_source_says(entry):
     c = classify_scalars(rec.steps, rec.meta["num_generations"], rec.meta["source"])
     assert c["rewards"] == entry["rewards"] != "unknown"
     rows = [json.loads(x) for x in entry["path"].read_text().splitlines() if x.strip()]
-    if "env/all/format" in rows[0]:  # the arithmetic run: a format penalty at the rows where format < 1
+    if "env/all/correct" in rows[0]:  # the arithmetic run: a format penalty at the rows where format < 1
         bad = [r["step"] for r in rows if r["env/all/format"] < 1]
         assert bad == list(range(bad[0], bad[-1] + 1))
         assert f"steps {bad[0]}-{bad[-1]}" in " ".join(c["rewards_why"])
         assert f"from step {bad[-1] + 1}" in " ".join(c["rewards_why"])
-    else:  # the rubric runs: mean reward x total_episodes, worked out here from the raw lines
+    else:  # the rubric runs and the reward-hacking run: mean reward x total_episodes, worked out from the raw lines
         off = [r for r in rows if abs(r["env/all/reward/total"] * r["env/all/total_episodes"]
                                       - round(r["env/all/reward/total"] * r["env/all/total_episodes"]))
                > 1e-6 * r["env/all/total_episodes"]]
-        assert f"at {len(off)} of {len(rows)} rows" in c["rewards_why"][0] and len(off) > 0
+        assert f"at {len(off)} of {len(rows)} rows" in " ".join(c["rewards_why"]) and len(off) > 0

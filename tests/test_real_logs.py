@@ -1,6 +1,7 @@
 """Real training logs from public repositories (tests/fixtures/real/, provenance in each SOURCE.md and in
 index.json): each reads as given, its groups per logged row equal its config's arithmetic (or the
-disagreement is named), and the lattice of its logged shares is what the shares say."""
+disagreement is named; a tinker row's own count, total_episodes / K, where the rows differ), and the lattice of
+its logged shares is what the shares say."""
 
 from __future__ import annotations
 
@@ -51,10 +52,11 @@ def test_each_real_log_reads_as_given(name, tmp_path):
 def _arithmetic(cfg: dict, K: int) -> float:
     """The trainer's groups per logged row, written out here independently of the reader: TRL's
     per_device x processes x GA x logging_steps / K (defaults: steps_per_generation = GA, one iteration);
-    tinker's groups_per_batch (one row per iteration); verl's data.train_batch_size prompts (one row per
-    training step, no dynamic sampling)."""
-    if "dataset_builder.groups_per_batch" in cfg:
-        return float(cfg["dataset_builder.groups_per_batch"])
+    tinker's groups_per_batch (batch_size in older recipes; one row per iteration); verl's data.train_batch_size
+    prompts (one row per training step, no dynamic sampling)."""
+    for key in ("dataset_builder.groups_per_batch", "dataset_builder.batch_size"):  # tinker's names, newer and older
+        if key in cfg:
+            return float(cfg[key])
     if "data.train_batch_size" in cfg:
         return float(cfg["data.train_batch_size"])
     return (cfg["per_device_train_batch_size"] * cfg.get("num_processes", 1) * cfg.get("gradient_accumulation_steps", 1)
@@ -69,10 +71,21 @@ def test_groups_per_row_equal_the_configs_arithmetic(name):
     gpr = rec.meta["source"]["groups_per_row"]
     expected = _arithmetic(cfg, f["K"])
     assert expected == f["groups_per_row"]
-    assert gpr["config"] == pytest.approx(expected)
     shares = rec.steps["frac_reward_zero_std"]
     shares = shares[np.isfinite(shares)]
     on_lattice = np.allclose(shares * expected, np.round(shares * expected), atol=1e-6 * expected)
+    episodes = np.array([np.nan])
+    if f["file"].endswith(".jsonl"):
+        raw = [json.loads(line) for line in (REAL / name / f["file"]).read_text().splitlines() if line.strip()]
+        episodes = np.array([r.get("env/all/total_episodes", np.nan) for r in raw], float)
+    if np.isfinite(episodes).all() and np.ptp(episodes) > 0:
+        # tinker logs each row's trajectories: the row's own groups are total_episodes / K, the config's figure
+        # those of a full iteration (an epoch's last batch, or a row some groups dropped out of, holds fewer)
+        assert gpr["from"] == "logged" and gpr["agree"] is True
+        np.testing.assert_array_equal(rec.steps["groups_per_step"], episodes / f["K"])
+        assert (episodes / f["K"]).max() == expected
+        return
+    assert gpr["config"] == pytest.approx(expected)
     if on_lattice:  # the config holds: used, and agreeing wherever a share lies inside (0, 1)
         assert gpr["from"] == "config" and gpr["value"] == pytest.approx(expected)
         assert gpr["agree"] in (True, None)
@@ -111,13 +124,19 @@ def test_the_lattice_of_each_real_log_is_the_one_its_shares_lie_on(name):
     assert all(not np.allclose(fin * g, np.round(fin * g), atol=1e-6 * g) for g in range(1, lat["g"]))
 
 
-def test_tinker_runs_take_k_and_groups_from_their_config_json():
+def test_tinker_runs_take_k_from_their_config_json_and_each_row_s_groups_from_its_episodes():
+    """K from config.json beside the log (no flag); each row's groups = env/all/total_episodes / K, the config's
+    groups_per_batch on every full row."""
     for name in NAMES:
         if INDEX[name]["trainer"] != "tinker-cookbook":
             continue
-        rec = read_scalars(REAL / name / "metrics.jsonl")  # config.json beside it, no flag
-        assert rec.meta["num_generations"] == INDEX[name]["K"]
-        np.testing.assert_array_equal(rec.steps["groups_per_step"], INDEX[name]["groups_per_row"])
+        rec = read_scalars(REAL / name / "metrics.jsonl")
+        K = INDEX[name]["K"]
+        assert rec.meta["num_generations"] == K
+        raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        per_row = np.array([r["env/all/total_episodes"] for r in raw], float) / K
+        np.testing.assert_array_equal(rec.steps["groups_per_step"], per_row)
+        assert per_row.max() == INDEX[name]["groups_per_row"]
 
 
 def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_plus_a_format_penalty():
@@ -137,6 +156,40 @@ def test_tinker_arithmetic_run_counts_every_group_and_its_reward_is_correctness_
     fmt = np.array([r["env/all/format"] for r in raw])
     np.testing.assert_allclose(total, correct + 0.1 * (fmt - 1.0), atol=1e-12)
     assert [r["step"] for r, f in zip(raw, fmt) if f < 1.0] == [0, 1, 2, 3, 4, 5]
+
+
+REWARD_HACKING = {  # name: (steps with a truncated format failure (-0.3), steps with every group all-good)
+    "tinker-rewardhack-okay-gs8-gpb16": ([1], [18, 23]),
+    "tinker-rewardhack-inoculated-gs8-gpb16": ([13, 14, 16], []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REWARD_HACKING))
+def test_tinker_reward_hacking_runs_count_each_row_s_groups_and_their_format_failures_are_penalties(name):
+    """daniel-dwu's reward-hacking runs, read against the log's own columns: a row's groups are total_episodes / K
+    (16, and 13 on each epoch's last iteration: 93 problems an epoch), the zero-std share the reader gives is
+    1 - frac_mixed (tinker's all-same test), and the reward is test_pass (0 or
+    1) with -0.1 for a format failure and -0.3 for a truncated one, so it is 0/1 only where format is 1, as their
+    SOURCE.md say. With "hacking is okay" at sampling every group ends all-good; under the neutral prompt none."""
+    truncated_at, all_good_at = REWARD_HACKING[name]
+    raw = [json.loads(line) for line in (REAL / name / "metrics.jsonl").read_text().splitlines()]
+    cfg = load_config(REAL / name / "config.json")
+    K, batch = cfg["dataset_builder.group_size"], cfg["dataset_builder.batch_size"]
+    episodes = np.array([r["env/all/total_episodes"] for r in raw])
+    assert [r["step"] for r, n in zip(raw, episodes) if n != K * batch] == [5, 11, 17, 23]
+    assert set(episodes[[5, 11, 17, 23]]) == {13 * K}
+    rec = read_real(name)
+    np.testing.assert_array_equal(rec.steps["groups_per_step"], episodes / K)
+    mixed = np.array([r["env/all/by_group/frac_mixed"] for r in raw])
+    np.testing.assert_allclose(rec.steps["frac_reward_zero_std"], 1.0 - mixed, atol=1e-12)
+    test_pass = np.array([r["env/all/test_pass"] for r in raw])
+    fails = np.round((1.0 - np.array([r["env/all/format"] for r in raw])) * episodes)
+    total = np.array([r["env/all/reward/total"] for r in raw])
+    truncated = np.round((test_pass - 0.1 * fails / episodes - total) * episodes / 0.2, 9)
+    assert [r["step"] for r, t in zip(raw, truncated) if t] == truncated_at and set(truncated) == {0, 1}
+    assert all(0 <= t <= f for t, f in zip(truncated, fails))
+    assert [r["env/all/hack"] for r in raw] == test_pass.tolist()
+    assert [r["step"] for r in raw if r["env/all/by_group/frac_all_good"] == 1.0] == all_good_at
 
 
 def test_verl_mixed_cuts_run_logs_its_own_group_count_and_its_rewards_are_binary():
@@ -198,3 +251,21 @@ def test_the_doctors_90_band_holds_at_least_80_percent_of_later_rows_on_each_bin
     bt = diagnose(read_real(name), backtest=True)["backtest"]
     assert bt["available"] and bt["level"] == 0.9
     assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])
+
+
+TIED = [n for n in NAMES if INDEX[n]["rewards"] == "not binary" and INDEX[n]["rows"] >= 20]
+
+
+@pytest.mark.parametrize("name", TIED)
+def test_the_tie_share_trend_s_90_band_holds_at_least_80_percent_of_later_rows_on_each_run_with_other_rewards(name):
+    """The same back-test on the real runs whose rewards are not binary (at least 20 rows), where the doctor
+    forecasts the share of groups whose K rewards tie with its own trend: refitted on the first 40/50/60/70% of the
+    rows, scored on the rest."""
+    from grpo_lab.sims.doctor.diagnose import diagnose
+
+    d = diagnose(read_real(name), backtest=True)
+    bt = d["backtest"]
+    assert d["run"]["rewards"] == "not binary" and bt["available"] and bt["level"] == 0.9
+    assert bt["model"] == "tie-share trend"
+    assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])
+

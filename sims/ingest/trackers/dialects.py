@@ -46,6 +46,8 @@ class Rule:
     ``v1_zero_std``  verl V1: evicted / (evicted + data.train_batch_size + discarded surplus)
     ``v1_groups``    verl V1: evicted + data.train_batch_size + discarded surplus (groups drawn)
     ``miles_groups`` miles: zero_std/count_1.0 / zero_std/all_one_percentage, where both are nonzero
+    ``episodes``     tinker-cookbook: trajectories the row's figures are over / K = the groups behind the row
+                     (needs K; a row short of the config's batch, an epoch's last batch, counts its own groups)
 
     A trainer that logs a count only when it is nonzero is marked :attr:`Dialect.sparse` (absent = 0).
     """
@@ -223,10 +225,13 @@ DIALECTS: tuple[Dialect, ...] = (
        label="tinker-cookbook", repo="thinking-machines-lab/tinker-cookbook",
        version="9dfcc3a2 (2026-08-19)", source="tinker_cookbook/rl/metric_util.py (_compute_by_group_metrics)",
        rules=[("frac_all_pass", r"env/all/by_group/frac_all_good"), ("frac_all_fail", r"env/all/by_group/frac_all_bad"),
-              ("reward_mean", r"env/all/reward/total")],
+              ("reward_mean", r"env/all/reward/total"),
+              ("groups_per_step", r"env/all/total_episodes", "episodes", False)],
        counts="env/all/by_group/frac_all_good = groups whose total rewards are all the same and >= 0.5 / "
               "groups; frac_all_bad = all the same and < 0.5; frac_mixed = the rest; env/all/reward/total = "
-              "mean total reward over trajectories (metrics.jsonl, config.json beside it).",
+              "mean total reward over trajectories; env/all/total_episodes = the trajectories of the row, K per "
+              "group, so groups of the row = total_episodes / group_size (an epoch's last batch, or a row some "
+              "groups dropped out of, is smaller than groups_per_batch) (metrics.jsonl, config.json beside it).",
        mistakes="#905 (named by the issue; not found in the mirror's log nor the issue search): what the "
                 "source shows is that 'all good' is all-equal and >= good_thresh 0.5, so a group of all 0.6 "
                 "counts as all good (all-pass only for binary rewards). #155: remove_constant_reward_groups had "
@@ -446,6 +451,8 @@ def _tinker_trained_only(cols: dict, read: dict, raw: dict, config: dict, K, bat
     kept = raw[episodes] / K
     cols["frac_reward_zero_std"] = np.where(tied >= 1 - 1e-9, 1.0, 1.0 - kept / batch)
     read["frac_reward_zero_std"] = f"1 - {episodes} / (K {K} x groups_per_batch {batch:g})"
+    cols["groups_per_step"] = np.full(len(kept), float(batch))  # the groups drawn (total_episodes counts the kept)
+    read["groups_per_step"] = "config groups_per_batch (the groups drawn; total_episodes counts the kept ones)"
     notes.append(f"{how}: the zero-std share of all groups drawn is 1 - {episodes} / (K groups_per_batch) (1 on a "
                  "row where every group tied and one was kept); the all-pass / all-fail split and the mean reward of "
                  "all groups are not in this log")
@@ -527,6 +534,11 @@ def map_run(series: dict, config: dict, d: Dialect, num_generations: int | None)
                 raw[surplus] = extra
             drawn = x + batch + extra
             val = x / drawn if r.how == "v1_zero_std" else drawn
+        elif r.how == "episodes":
+            if K is None:
+                notes.append(f"{r.column}: {n} counts trajectories and K is unknown (--num-generations)")
+                continue
+            val = x / K
         elif r.how == "miles_groups":
             share_name = _find(r"zero_std/all_one_percentage", names)
             if share_name is None:
