@@ -318,9 +318,12 @@ def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
         m1 = np.stack([K * pap[y_on], np.zeros_like(e1), K * e1 - K * pap[y_on]], 1)
         m2 = np.stack([K * K * pap[y_on], np.zeros_like(e1), K * e1 + K * (K - 1) * e2 - K * K * pap[y_on]], 1)
         M = masks[y_on]
-        pc = np.maximum(cls[y_on], _EPS)
-        mu = np.einsum("sca,sa->sc", M, m1) / pc
-        var = np.maximum(np.einsum("sca,sa->sc", M, m2) / pc - mu**2, 0.0)
+        # a class of (near) zero probability adds no successes: its conditional moments are 0, not a division by
+        # _EPS (whose square overflows; its rows' counts are already penalised by the multinomial term above)
+        on = cls[y_on] > _EPS
+        s1, s2 = np.einsum("sca,sa->sc", M, m1), np.einsum("sca,sa->sc", M, m2)
+        mu = np.divide(s1, cls[y_on], out=np.zeros_like(s1), where=on)
+        var = np.maximum(np.divide(s2, cls[y_on], out=np.zeros_like(s2), where=on) - mu**2, 0.0)
         nc = counts[y_on]
         mean = np.sum(nc * mu, 1)
         v = np.sum(nc * var, 1) + Y_FLOOR
