@@ -89,10 +89,17 @@ def scalars_text(d: dict) -> str:
     lines += when_lines(d["when"]) + backtest_line(d.get("backtest")) + rewards_lines(r)
     if d.get("tie_fit"):
         t = d["tie_fit"]
-        lines.append(f"tie-share trend (rewards not binary): logit tie share {t['a']:+.3f} {t['b']:+.3f} t over steps "
-                     f"{t['steps'][0]:.0f}-{t['steps'][1]:.0f}, slope 95% [{t['intervals']['b'][0]:+.3f}, "
-                     f"{t['intervals']['b'][1]:+.3f}]" + (" (at the bound: every row ties or none does)"
-                                                          if t["at_bound"] else ""))
+        span = f"over steps {t['steps'][0]:.0f}-{t['steps'][1]:.0f}"
+        if "sides" in t:  # the two-sided trend (sims/doctor/tie_trend.py)
+            sd = t["sides"]
+            lines.append("tie-share trend by side (rewards not binary; the log splits the tied groups into two sides): "
+                         + "; ".join(f"log(tied {k} / mixed) {v['a']:+.3f} {v['b']:+.3f} t, slope 95% "
+                                     f"[{v['b_interval'][0]:+.3f}, {v['b_interval'][1]:+.3f}]" for k, v in sd.items())
+                         + f", {span}" + (" (at the bound: a side is 0 or 1 at every row)" if t["at_bound"] else ""))
+        else:
+            lines.append(f"tie-share trend (rewards not binary): logit tie share {t['a']:+.3f} {t['b']:+.3f} t {span}, "
+                         f"slope 95% [{t['intervals']['b'][0]:+.3f}, {t['intervals']['b'][1]:+.3f}]"
+                         + (" (at the bound: every row ties or none does)" if t["at_bound"] else ""))
         lines.append("the pass-rate fit below does not apply to these rewards (kept for reference only):")
     lines += _fit_lines(d["fit"])
     other = [m for m in d["fits"] if m != d["model"]]

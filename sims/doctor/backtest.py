@@ -105,7 +105,7 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
         try:
             if not_binary:
                 tie = np.where(np.isfinite(obs_all), 1 - obs_all, np.nan)
-                tf = fit_tie_trend(d.step[before], d.n[before], tie[before])
+                tf = fit_tie_trend(d.step[before], d.n[before], tie[before], d.all_pass[before], d.all_fail[before])
                 b = tie_predict(tf, steps, n, n_draws, median=True, level=level)["predictive"]
                 model = "tie share"
             else:

@@ -164,7 +164,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     tie_fit = None
     if not_binary:
         tie = np.where(np.isfinite(d.zero_std), d.zero_std, d.all_pass + d.all_fail)
-        tie_fit = fit_tie_trend(d.step, d.n, tie)
+        tie_fit = fit_tie_trend(d.step, d.n, tie, d.all_pass, d.all_fail)  # two sides where the log splits ties
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
     expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold)

@@ -30,7 +30,7 @@ from .forecast import DEFAULT_THRESHOLD, HORIZON
 from .predictive import LEVEL, band, dispersion
 from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution, unavailable
-from .tie_trend import MODEL as TIE_MODEL, tie_predict
+from .tie_trend import is_tie_fit, tie_predict
 
 __all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid", "row_groups", "mixed_dispersion",
            "predictive_mixed", "expiry_from_curves", "quasi_fit"]
@@ -166,7 +166,7 @@ def expiry_from_curves(grid, mixed, curves, now: float, threshold: float, what: 
 
 
 def _is_tie(fit) -> bool:
-    return fit.get("model") == TIE_MODEL
+    return is_tie_fit(fit)
 
 
 def _point_mixed(fit, steps, K):

@@ -14,8 +14,28 @@ the fit's normal approximation (its covariance scaled by the Pearson over-disper
 share (each draw's 1 - pi mixed with the row's binomial noise over-dispersed by the fit's Pearson statistic,
 :mod:`.predictive`). No population, no pass rate: those statements do not apply.
 
-Edge cases: rows without a finite tie share or groups are left out; fewer than 3 rows raise InputError; a
-tie share of 0 or 1 at every row gives a fit at the Newton cap (``at_bound``).
+**Two sides.** Where the log also splits the tied groups into two sides that sum to the tie share at every row
+(tinker-cookbook's ``frac_all_good`` / ``frac_all_bad``: every tied group is in one of them, whatever the rewards;
+:attr:`grpo_lab.sims.ingest.trackers.dialects.Dialect.ties_split`), the trend is a multinomial logistic one over
+(tied high, tied low, mixed),
+
+    log(pi_hi(s) / pi_mixed(s)) = a_hi + b_hi t,   log(pi_lo(s) / pi_mixed(s)) = a_lo + b_lo t,
+
+(:data:`MODEL_SIDES`, four parameters, the counts of a row multinomial; a normal prior of sd
+:data:`SIDES_PRIOR_SD` on each keeps a side that no row holds finite and wide), so the tie share pi_hi + pi_lo can
+fall and then rise, as when the groups tied low give way to mixed ones and then to groups tied high: the life of a
+run whose policy improves, which the one-sided trend (monotone in t) cannot follow. The two are weighed by the
+doctor's one chooser (leave-future-out, pseudo-BMA+, :mod:`.choice`, each scoring the later rows' tied counts) and
+the two-sided is kept only where its weight is more than twice the one-sided's (:data:`PARSIMONY`); the fit's
+``choice`` holds the weights. On the real runs (tests/fixtures/real) the two-sided is kept on three tinker runs
+(weights 0.84-1.00) with every back-test row held as before; on the reward-hacking run whose all-pass groups
+arrived in its last four rows the data cannot yet tell (0.61 against 0.39) and the one-sided is kept, so its
+"stays above" stands until the log says otherwise (averaging the two trends' draws by weight was tried: its band
+held 34 of 43 later rows there, the one-sided's 36). The expiry, intervals and band follow as for the one-sided.
+
+Edge cases: rows without a finite tie share or groups are left out; fewer than 3 rows raise InputError (5 for
+two sides, else the one-sided trend is fitted); a tie share (or a side) of 0 or 1 at every row gives a fit at the
+Newton cap (``at_bound``).
 """
 
 from __future__ import annotations
@@ -27,10 +47,18 @@ from ..errors import InputError
 from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
 
-__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "DRAWS", "MODEL"]
+__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "DRAWS", "MODEL", "MODEL_SIDES"]
 
 DRAWS = 400  #: parameter draws of the intervals and the band
 MODEL = "tie share: logit pi = a + b t"  #: the fit's ``model`` (what :mod:`.scalars_forecast` dispatches on)
+MODEL_SIDES = "tie share by side: log(pi_side / pi_mixed) = a + b t"  #: the two-sided trend's ``model``
+SIDES_TOL = 1e-6  #: the two sides must sum to the tie share within this at every row to be fitted as sides
+MIN_SIDE_ROWS = 5  #: rows the two-sided trend needs (four parameters)
+#: sd of a normal prior on each of the two-sided trend's parameters: a side that no row holds has no finite ML fit
+#: (its share's MLE is 0, the slope unbounded); the prior keeps the fit finite and its interval wide there
+SIDES_PRIOR_SD = 10.0
+CHOICE_DRAWS = 200  #: parameter draws of a refit's predictive density in the one- / two-sided choice
+PARSIMONY = 0.5  #: the two-sided trend is kept only where its weight exceeds the one-sided's by 1 / this
 NEWTON = 50  #: Newton iterations at most
 BOUND = 30.0  #: |a|, |b| beyond this: at the bound (the tie share at 0 or 1 at every row)
 Z95 = 1.959963984540054
@@ -42,9 +70,123 @@ def _rows(step, n, tie):
     return step[ok], n[ok], np.clip(tie[ok], 0.0, 1.0)
 
 
-def fit_tie_trend(step, n, tie) -> dict:
-    """ML fit of the logistic trend of the tie share (see the module docstring)."""
-    s, n, y = _rows(step, n, tie)
+def is_tie_fit(fit: dict) -> bool:
+    """Whether ``fit`` is a tie-share trend (either kind) rather than a pass-rate fit."""
+    return fit.get("model") in (MODEL, MODEL_SIDES)
+
+
+def _sides(step, n, tie, hi, lo):
+    """The rows of the two-sided trend (step, n, tied high, tied low), or None where the sides do not sum to the tie
+    share at every usable row or too few rows remain."""
+    step, n, tie, hi, lo = (np.asarray(v, float) for v in (step, n, tie, hi, lo))
+    ok = np.isfinite(step) & np.isfinite(n) & (n > 0) & np.isfinite(tie)
+    if not ok.any() or not (np.isfinite(hi[ok]).all() and np.isfinite(lo[ok]).all()):
+        return None
+    if np.max(np.abs(hi[ok] + lo[ok] - tie[ok])) > SIDES_TOL or ok.sum() < MIN_SIDE_ROWS:
+        return None
+    return step[ok], n[ok], np.clip(hi[ok], 0.0, 1.0), np.clip(lo[ok], 0.0, 1.0)
+
+
+def _mixed_sides(theta, t):
+    """pi_mixed at ``t`` for parameter rows ``theta`` (D x 4: a_hi, b_hi, a_lo, b_lo): 1 / (1 + e^eta_hi + e^eta_lo)."""
+    theta = np.atleast_2d(theta)
+    eta = np.stack([theta[:, 0:1] + theta[:, 1:2] * t, theta[:, 2:3] + theta[:, 3:4] * t], 0)  # 2 x D x T
+    return np.exp(-np.logaddexp(0.0, np.logaddexp(eta[0], eta[1])))
+
+
+def _fit_sides(s, n, hi, lo) -> dict:
+    """ML fit of the two-sided (multinomial logistic) trend by Newton's method."""
+    s0, s1 = float(s[0]), float(s[-1])
+    t = (s - s0) / max(s1 - s0, 1.0)
+    k = np.stack([hi * n, lo * n], 1)  # rows x 2 (tied high, tied low); mixed = n - both
+    X = np.stack([np.ones_like(t), t], 1)
+    km = np.maximum(n - k.sum(1), 0.0)
+    x = np.zeros(4)
+    for j in range(2):
+        x[2 * j] = np.log((k[:, j].sum() + 0.5) / (km.sum() + 0.5))
+
+    def probs(x):
+        eta = np.stack([X @ x[:2], X @ x[2:]], 1)
+        m = np.maximum(eta.max(1, keepdims=True), 0.0)
+        e = np.exp(eta - m)
+        return e / (np.exp(-m) + e.sum(1, keepdims=True))  # rows x 2: pi_hi, pi_lo
+
+    def info(pi):
+        H = np.zeros((4, 4))
+        for a in range(2):
+            for b in range(2):
+                w = n * (pi[:, a] * ((a == b) - pi[:, b]))
+                H[2 * a:2 * a + 2, 2 * b:2 * b + 2] = (X * w[:, None]).T @ X
+        return H
+
+    prec = np.full(4, 1.0 / SIDES_PRIOR_SD**2)
+    for _ in range(NEWTON):
+        pi = probs(x)
+        g = np.concatenate([X.T @ (k[:, j] - n * pi[:, j]) for j in range(2)]) - prec * x
+        dx = np.linalg.solve(info(pi) + np.diag(prec), g)
+        x = np.clip(x + np.clip(dx, -5, 5), -BOUND, BOUND)
+        if np.max(np.abs(dx)) < 1e-8:
+            break
+    pi = probs(x)
+    H = info(pi) + np.diag(prec)
+    try:
+        cov = np.linalg.inv(H) if np.linalg.cond(H) < 1e12 else np.full((4, 4), np.nan)
+    except np.linalg.LinAlgError:
+        cov = np.full((4, 4), np.nan)
+    se = np.sqrt(np.abs(np.diag(cov)))
+    tie_fit = pi.sum(1)
+    side = {name: {"a": float(x[2 * j]), "b": float(x[2 * j + 1]), "se_b": float(se[2 * j + 1]),
+                   "b_interval": [float(x[2 * j + 1] - Z95 * se[2 * j + 1]), float(x[2 * j + 1] + Z95 * se[2 * j + 1])]}
+            for j, name in enumerate(("high", "low"))}
+    return {"model": MODEL_SIDES, "theta": x, "cov": cov, "sides": side,
+            "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [int(s0), int(s1)], "n_params": 4,
+            "series": {"step": s, "groups": n, "observed_tie": hi + lo, "fitted_tie": tie_fit,
+                       "observed_high": hi, "observed_low": lo, "fitted_high": pi[:, 0], "fitted_low": pi[:, 1]},
+            "dispersion": dispersion(1 - (hi + lo), n, 1 - tie_fit, 4)}
+
+
+def _lfo(one: dict, two: dict, rows) -> dict:
+    """The leave-future-out weights of the one- and two-sided trends (:func:`.choice.lfo_weights`, the doctor's one
+    chooser) over ``rows`` (step, n, high, low): each refitted on the rows before an origin scores each later row
+    up to the next by log of the mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie)."""
+    from scipy.stats import binom
+
+    from .choice import lfo_weights
+
+    s, n, hi, lo = rows
+    k = np.round((hi + lo) * n)
+
+    def scores(kind, cut, end):
+        try:
+            f = _fit_sides(s[:cut], n[:cut], hi[:cut], lo[:cut]) if kind == MODEL_SIDES else \
+                _fit_one(*_rows(s[:cut], n[:cut], (hi + lo)[:cut]))
+        except InputError:
+            return np.full(end - cut, -np.inf)
+        tie = 1 - tie_predict(f, s[cut:end], n[cut:end], CHOICE_DRAWS)["draws"]
+        return np.log(np.mean(binom.pmf(k[cut:end], n[cut:end], np.clip(tie, 1e-12, 1 - 1e-12)), axis=0))
+
+    return lfo_weights(len(s), [MODEL, MODEL_SIDES], scores)
+
+
+def fit_tie_trend(step, n, tie, high=None, low=None) -> dict:
+    """ML fit of the logistic trend of the tie share (see the module docstring). Where ``high`` and ``low`` (the tied
+    groups' two sides, shares of a row's groups) sum to ``tie`` at every row, the one- and two-sided trends are
+    weighed by their leave-future-out scores (:func:`_lfo`) and the two-sided is kept only where its weight is more
+    than 1 / :data:`PARSIMONY` times the one-sided's (the fit's ``choice``)."""
+    one = _fit_one(*_rows(step, n, tie))
+    rows = _sides(step, n, tie, high, low) if high is not None and low is not None else None
+    if rows is None:
+        return one
+    two = _fit_sides(*rows)
+    choice = _lfo(one, two, rows)
+    w = choice["weights"]
+    keep = two if w[MODEL_SIDES] * PARSIMONY > w[MODEL] else one
+    return {**keep, "choice": {"weights": w, "scores": choice["scores"], "origins": len(choice["origins"]),
+                               "kept": keep["model"]}}
+
+
+def _fit_one(s, n, y) -> dict:
+    """ML fit of the one-sided trend on rows (step, n, tie) as :func:`_rows` gives them."""
     if len(s) < 3:
         raise InputError(f"the tie-share trend needs at least 3 rows with a zero-std share and their groups, got {len(s)}")
     s0, s1 = float(s[0]), float(s[-1])
@@ -75,6 +217,13 @@ def fit_tie_trend(step, n, tie) -> dict:
             "dispersion": dispersion(1 - y, n, 1 - pi, 2)}
 
 
+def _curve(fit, theta, t):
+    """The mixed share at ``t`` (draws x steps) of parameter rows ``theta`` of a one- or two-sided trend."""
+    if fit["model"] == MODEL_SIDES:
+        return _mixed_sides(theta, t)
+    return 1 - expit(theta @ np.stack([np.ones_like(t), t], 0))
+
+
 def _draws(fit, n_draws, seed):
     if not np.all(np.isfinite(fit["cov"])):
         return fit["theta"][None, :]
@@ -89,9 +238,9 @@ def tie_predict(fit: dict, steps, n, n_draws: int = DRAWS, seed: int = 0, level:
     of ``n`` groups."""
     s0, s1 = fit["steps"]
     t = (np.asarray(steps, float) - s0) / max(s1 - s0, 1.0)
-    X = np.stack([np.ones_like(t), t], 1)
-    P = 1 - expit(_draws(fit, n_draws, seed) @ X.T)  # draws x steps, mixed share
-    return {"mixed": 1 - expit(X @ fit["theta"]), "draws": P,
+    mixed = _curve(fit, fit["theta"][None, :], t)[0]
+    P = _curve(fit, _draws(fit, n_draws, seed), t)  # draws x steps, mixed share
+    return {"mixed": mixed, "draws": P,
             "predictive": {**band(P, n, level, fit["dispersion"], median), "groups": float(np.median(n)),
                            "dispersion": fit["dispersion"], "parameter_draws": int(len(P))}}
 
