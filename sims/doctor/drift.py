@@ -30,7 +30,8 @@ shift h e^(sigma z) per prompt, sigma fitted), are :mod:`.drift_variants`' (:dat
   a group is in the record only if 0 < k < K, so P(k | h) is replaced by P(k | h) / (1 - P(0 | h) - P(K | h))
   (the beta-binomial truncated at both ends); and, where the record logs ``train/num_gen_batches`` R_s, the
   rounds add log P(R = r | u(h)), P(R <= r) = P(Binomial(r B, u) >= T) (u = the mixed share at h). The rounds
-  carry nothing where every logged R is 1 beyond a lower bound on u;
+  carry nothing where every logged R is 1 beyond a lower bound on u. Without the rounds, where the cap is known,
+  each step adds log P(R <= cap | u(h)) (:func:`filled_logp`): the logged step filled, which bounds u below;
 * where every generated group is recorded, the stopping rule of dynamic sampling is ignorable and the groups
   alone are the likelihood (the rounds are a function of them).
 
@@ -82,7 +83,7 @@ from .choice import lfo_weights
 from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
-           "population_nll", "rounds_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
+           "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
            "shape_weights", "model_weights", "measure_drift"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
@@ -164,6 +165,16 @@ def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
     return rounds_logp(vals[:, None], np.asarray(u, float)[None, :], gen_batch, train_batch)[inv]
 
 
+def filled_logp(u, settings: dict) -> np.ndarray:
+    """log P(R <= cap | u) = log P(Binomial(cap B, u) >= T): the step filled its T mixed groups within its cap of
+    rounds (:func:`rounds_logp`'s law). Every step of a record completed (a stalled step logs nothing), so a
+    survivors-only record without the rounds still holds this of the mixed share. Named deviation: the rounds
+    are drawn as from a large dataset (a finite prompt set drawn without replacement fills a little more surely)."""
+    n = int(settings["cap_effective"]) * int(settings["gen_batch"])
+    u = np.clip(np.asarray(u, float), 1e-12, 1 - 1e-12)
+    return np.log(np.maximum(special.bdtrc(int(settings["train_batch"]) - 1, n, u), 1e-300))
+
+
 def step_bins(n_steps: int) -> np.ndarray:
     """Bin index per step: consecutive steps pooled into at most :data:`MAX_POINTS` bins of near-equal size
     (one step per bin for a record of fewer steps). The shift is taken as constant within a bin."""
@@ -190,6 +201,8 @@ def _step_loglik(table, counts, survivors, rounds, settings):
         LL = counts[:, 1:K] @ lp.T
         if rounds is not None:
             LL = LL + rounds_logpmf(rounds, table["u"], settings["gen_batch"], settings["train_batch"])
+        elif settings and settings.get("cap_effective"):  # without rounds: still, every logged step filled
+            LL = LL + filled_logp(table["u"], settings)[None, :]
         return LL
     return counts @ logpmf.T
 

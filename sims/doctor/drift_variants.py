@@ -164,7 +164,8 @@ def variant_draws(pop: dict, drift: dict, link: str, n: int, rng) -> np.ndarray:
     doubled; its eigenvalues kept to sd 1e-4 to 10) and a proposal whose extra parameter is uniform on [0,
     :data:`PRIOR`] (the box widened to hold the fit's + 10%) and whose (log a, log b) are the normal
     approximation's; weights the likelihood (:func:`.drift.population_nll`, the fitted nuisance shift) times the
-    prior over the proposal's density. Where the record cannot tell the extra parameter the draws spread over its
+    prior over the proposal's density (the nuisance shift profiled per proposal, :func:`_profile_shift`). Where
+    the record cannot tell the extra parameter the draws spread over its
     prior and the forecast widens; where it can they follow the likelihood. For ``overdispersed`` the prior
     proposal's (log a, log b) are centred on the :func:`ridge` of the Beta's fit at its rho (with the Beta's
     covariance), where the likelihood of one step lies: drawn apart from rho they would nearly all miss it."""
@@ -201,8 +202,26 @@ def variant_draws(pop: dict, drift: dict, link: str, n: int, rng) -> np.ndarray:
     f = _nll(variant, drift["K"], link, drift["counts"], drift["survivors"], drift["rounds"], drift["settings"],
              drift["tau"], drift["bins"])
     span = max(float(np.max(drift["tau"])), 1.0)
-    nll = np.array([f(np.r_[x, pop["beta"] * span]) if np.isfinite(lp) else np.inf for x, lp in zip(props, log_prior)])
+    nll = np.full(len(props), np.inf)
+    for i in np.flatnonzero(np.isfinite(log_prior)):
+        nll[i] = _profile_shift(f, props[i], pop["beta"] * span)[0]
     return sir_resample(props, -nll + log_prior - log_q, x_hat, n, rng)
+
+
+def _profile_shift(f, x, shift: float) -> tuple[float, float]:
+    """The nuisance shift at the last step profiled out of f(x, shift), approximately: f at shift + d {-1, 0, 1}
+    (d = max(|shift| / 4, 0.2)), the parabola's vertex (kept within 2 d; the best of the three where the parabola
+    is not convex) evaluated; the least value and its shift. Along the ridge of (a, b) and rho the slope the data
+    need changes with rho: held at the fit's it would weigh every proposal away from the fit by its misfit."""
+    d = max(abs(shift) / 4.0, 0.2)
+    pts = shift + d * np.array([-1.0, 0.0, 1.0])
+    vals = np.array([f(np.r_[x, s]) for s in pts])
+    curv = vals[0] - 2 * vals[1] + vals[2]
+    if curv > 0:
+        v = float(np.clip(shift + d * 0.5 * (vals[0] - vals[2]) / curv, shift - 2 * d, shift + 2 * d))
+        pts, vals = np.r_[pts, v], np.r_[vals, f(np.r_[x, v])]
+    j = int(np.argmin(vals))
+    return float(vals[j]), float(pts[j])
 
 
 def sir_resample(props, logw, fallback, n: int, rng) -> np.ndarray:
