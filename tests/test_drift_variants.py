@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 from scipy.special import expit, logit
 
-from grpo_lab.sims.doctor.drift import H_GRID, NODES, fit_population, measure_drift, population_table
+from grpo_lab.sims.doctor.drift import NODES, fit_population, measure_drift, population_table
 from grpo_lab.sims.doctor.drift_variants import (PRIOR, RATE_NODES, RHO_Z, SIGMA_LOG, betabinom_pmf, fit_variant,
                                                  variant_draws, variant_params, variant_table)
 
