@@ -262,7 +262,7 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     """:func:`stall_risk` of a record's groups: per-step counts, the survivors-only check
     (:func:`survivors_only`, unless ``survivors`` is given), the logged rounds ``(steps, rounds)`` aligned to
     the steps (used only for a survivors-only record, where they carry what the record lacks)."""
-    from .drift import measure_drift
+    from .drift import VARIANTS, measure_drift
 
     if not settings.get("cap_effective"):
         return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
@@ -279,7 +279,12 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     if horizon_step is None:
         from .forecast import HORIZON
         horizon_step = int(np.ceil(steps[-1] + HORIZON * max(steps[-1] - steps[0], 1)))
-    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings)
+    # a survivors-only record without the rounds does not tell the overdispersed and rates variants' extra parameter
+    # from the population's spread (it takes up the nuisance shift's misfit and runs early): the Beta and the masses
+    # only there (docs/doctor.md, "two more population variants")
+    variants = VARIANTS if not survivors or rounds is not None else tuple(v for v in VARIANTS
+                                                                          if v not in EXTRA_VARIANTS)
+    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings, variants)
     cap = unseen_share(groups) if survivors else None
     out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
     out["mass_cap"] = cap
