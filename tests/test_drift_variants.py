@@ -4,7 +4,8 @@ correlated rollouts (a beta-binomial kernel, rho fitted) and prompts with their 
 The kernels against scipy's beta-binomial and binomial over independently computed nodes; rho -> 0 and sigma -> 0
 give the Beta's table; rho (0.3) and sigma (0.8) fitted from simulated records within 3 of their SEs, and near 0
 from ones without; the variant chosen by the leave-future-out score where rollouts are correlated; its draws clustered where
-every group is logged and spread over its prior from the survivors only.
+every group is logged and spread over its prior from the survivors only; the two variants left out of a
+survivors-only record without the rounds.
 """
 
 from __future__ import annotations
@@ -145,3 +146,24 @@ def test_sigma_fitted_from_every_group_within_its_errors():
             assert abs(pop["sigma"] - sigma) < 3 * se and se < 0.1
         else:
             assert pop["sigma"] < 3 * se or pop["x"][2] < SIGMA_LOG[0] + 3.0
+
+
+def test_variants_not_fitted_from_survivors_without_rounds():
+    """From a survivors-only loop record without the rounds the stall risk fits only the Beta and the masses (the
+    extra parameter is not told there, docs/doctor.md); with the rounds, and from every group, all four variants."""
+    from grpo_lab.sims.doctor.groups import run_groups
+    from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_record
+    from grpo_lab.sims.doctor.stall_risk import risk_for_groups
+
+    p0 = np.random.default_rng(5).beta(1.5, 1.5, 300)
+    sim = simulate_loop(p0, K, 64, 40, 3, "logit", {"beta": 0.02}, 40, seed=5, icc=0.3)
+    settings = {"gen_batch": 64, "train_batch": 40, "cap": 3, "cap_effective": 3, "pool": None, "K": K,
+                "enable": True}
+    got = {}
+    for mode in ("all", "trained", "trained+rounds"):
+        rec = to_record(sim, mode, 30)
+        observed = (rec.steps["step"], rec.steps["scalar/train/num_gen_batches"]) if rec.steps else None
+        r = risk_for_groups(run_groups(rec), settings, observed, 200, draws=40)
+        got[mode] = set(r["population_variants"])
+    assert got["trained"] == {"beta", "masses"}
+    assert got["all"] == got["trained+rounds"] == {"beta", "masses", "overdispersed", "rates"}
