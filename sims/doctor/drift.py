@@ -20,7 +20,9 @@ shape) pair is scored on its own variant's per-step likelihood and the pseudo-BM
 included (as for the Beta before), which favours the two extra parameters of ``masses`` by about one nat where
 there are no masses; there its masses fit near 0 and its forecast is the Beta's. From a survivors-only record the
 masses cancel from the truncated likelihood (only the rounds, where logged, hold them): the two variants then
-score alike and the masses' draws follow their prior (:func:`.stall_risk.population_draws`).
+score alike and the masses' draws follow their prior (:func:`.stall_risk.population_draws`). Two more variants,
+``overdispersed`` (correlated rollouts: a beta-binomial kernel, rho fitted) and ``rates`` (prompts' own rates: the
+shift h e^(sigma z) per prompt, sigma fitted), are :mod:`.drift_variants`' (:data:`EXTRA_VARIANTS`), chosen alike.
 
 **Per-step likelihood** ``LL[s, h]`` = sum over the step's groups of log P(k | h), and
 
@@ -28,7 +30,8 @@ score alike and the masses' draws follow their prior (:func:`.stall_risk.populat
   a group is in the record only if 0 < k < K, so P(k | h) is replaced by P(k | h) / (1 - P(0 | h) - P(K | h))
   (the beta-binomial truncated at both ends); and, where the record logs ``train/num_gen_batches`` R_s, the
   rounds add log P(R = r | u(h)), P(R <= r) = P(Binomial(r B, u) >= T) (u = the mixed share at h). The rounds
-  carry nothing where every logged R is 1 beyond a lower bound on u;
+  carry nothing where every logged R is 1 beyond a lower bound on u. Without the rounds, where the cap is known,
+  each step adds log P(R <= cap | u(h)) (:func:`filled_logp`): the logged step filled, which bounds u below;
 * where every generated group is recorded, the stopping rule of dynamic sampling is ignorable and the groups
   alone are the likelihood (the rounds are a function of them).
 
@@ -80,7 +83,7 @@ from .choice import lfo_weights
 from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
-           "population_nll", "rounds_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
+           "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
            "shape_weights", "model_weights", "measure_drift"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
@@ -110,13 +113,32 @@ def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: flo
     which the shift does not move (the ``masses`` population, module docstring); the Beta holds the rest.
     ``logit_shift``: every drifted pass rate's logit moved by this much besides (the data's difficulty changed,
     :func:`.rules.cap_changes`; the masses stay at 0 and 1)."""
-    p = np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
-    P = np.clip(_ginv(_g(p, link)[None, :] + grid[:, None], link), _P, 1 - _P)  # (H, nodes)
-    if logit_shift:
-        P = np.clip(expit(logit(P) + logit_shift), _P, 1 - _P)
+    p = beta_nodes(a, b)
+    return kernel_table(binomial_pmf(shifted(p, grid[:, None], link, logit_shift), K), K, link, w0, w1)
+
+
+def beta_nodes(a: float, b: float) -> np.ndarray:
+    """The :data:`NODES` quantile midpoints of Beta(a, b) (the population's prompts)."""
+    return np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
+
+
+def shifted(p, H, link: str, logit_shift: float = 0.0) -> np.ndarray:
+    """Pass rates g^-1(g(p) + H) (``H`` broadcast against ``p``; e.g. (len(grid), 1)), then every logit moved by
+    ``logit_shift``; clipped to (0, 1)."""
+    P = np.clip(_ginv(_g(p, link) + H, link), _P, 1 - _P)
+    return np.clip(expit(logit(P) + logit_shift), _P, 1 - _P) if logit_shift else P
+
+
+def binomial_pmf(P, K: int) -> np.ndarray:
+    """Binomial(k; K, P) for every pass rate of ``P`` (..., ) : (..., K + 1)."""
     k = np.arange(K + 1)
     logc = gammaln(K + 1) - gammaln(k + 1) - gammaln(K - k + 1)
-    pmf_j = np.exp(logc + k * np.log(P)[..., None] + (K - k) * np.log1p(-P)[..., None])  # (H, nodes, K+1)
+    return np.exp(logc + k * np.log(P)[..., None] + (K - k) * np.log1p(-P)[..., None])
+
+
+def kernel_table(pmf_j, K: int, link: str, w0: float = 0.0, w1: float = 0.0) -> dict:
+    """:func:`population_table`'s dict from the group pmf of every population node per shift, ``pmf_j`` (H,
+    nodes, K + 1) (equal-weight nodes), with masses w0 / w1 at k = 0 / K beside them."""
     rest = 1.0 - w0 - w1
     pmf = rest * pmf_j.mean(axis=1)
     pmf[:, 0] += w0
@@ -141,6 +163,16 @@ def rounds_logpmf(r, u, gen_batch: int, train_batch: int) -> np.ndarray:
     """:func:`rounds_logp` on the grid: ``r`` (S,) and ``u`` (H,) give (S, H) (per distinct r only)."""
     vals, inv = np.unique(np.asarray(r, float), return_inverse=True)
     return rounds_logp(vals[:, None], np.asarray(u, float)[None, :], gen_batch, train_batch)[inv]
+
+
+def filled_logp(u, settings: dict) -> np.ndarray:
+    """log P(R <= cap | u) = log P(Binomial(cap B, u) >= T): the step filled its T mixed groups within its cap of
+    rounds (:func:`rounds_logp`'s law). Every step of a record completed (a stalled step logs nothing), so a
+    survivors-only record without the rounds still holds this of the mixed share. Named deviation: the rounds
+    are drawn as from a large dataset (a finite prompt set drawn without replacement fills a little more surely)."""
+    n = int(settings["cap_effective"]) * int(settings["gen_batch"])
+    u = np.clip(np.asarray(u, float), 1e-12, 1 - 1e-12)
+    return np.log(np.maximum(special.bdtrc(int(settings["train_batch"]) - 1, n, u), 1e-300))
 
 
 def step_bins(n_steps: int) -> np.ndarray:
@@ -169,6 +201,8 @@ def _step_loglik(table, counts, survivors, rounds, settings):
         LL = counts[:, 1:K] @ lp.T
         if rounds is not None:
             LL = LL + rounds_logpmf(rounds, table["u"], settings["gen_batch"], settings["train_batch"])
+        elif settings and settings.get("cap_effective"):  # without rounds: still, every logged step filled
+            LL = LL + filled_logp(table["u"], settings)[None, :]
         return LL
     return counts @ logpmf.T
 
@@ -183,7 +217,9 @@ def _moments(LL: np.ndarray):
 
 
 MASS_BOUNDS = (-12.0, 4.0)  #: bounds of the masses' log-odds z0, z1 (w_i = e^z_i / (1 + e^z0 + e^z1))
-VARIANTS = ("beta", "masses")  #: population variants: the Beta alone; the Beta with masses at p = 0 and p = 1
+#: population variants: the Beta alone; the Beta with masses at p = 0 and p = 1; those of :mod:`.drift_variants`
+EXTRA_VARIANTS = ("overdispersed", "rates")
+VARIANTS = ("beta", "masses", *EXTRA_VARIANTS)
 
 
 def population_params(x, masses: bool) -> tuple[float, float, float, float]:
@@ -196,18 +232,22 @@ def population_params(x, masses: bool) -> tuple[float, float, float, float]:
 
 
 def population_nll(x, beta: float, counts, K: int, link: str, survivors: bool, rounds=None, settings=None,
-                   tau=None, bins=None, masses: bool = False) -> float:
+                   tau=None, bins=None, masses: bool = False, table=None) -> float:
     """- sum_s LL[s, beta tau_s] of the population x (:func:`population_params`) with the linear shift beta per
-    step (the objective of :func:`fit_population`)."""
+    step (the objective of :func:`fit_population`). ``table``: (x, grid) -> the population's table on ``grid``
+    for another population variant (:mod:`.drift_variants`); default the Beta with ``masses`` or without."""
     bins = np.arange(counts.shape[0]) if bins is None else bins
     tau = np.arange(int(bins[-1]) + 1, dtype=float) if tau is None else np.asarray(tau, float)
-    a, b, w0, w1 = population_params(x, masses)
     pos = np.clip(np.interp(beta * tau, H_GRID, np.arange(len(H_GRID))), 0, len(H_GRID) - 1.000001)
     i = pos.astype(int)
     f = pos - i
     cols = np.unique(np.concatenate([i, i + 1]))  # the table only at the grid points the shifts fall between
-    LL = step_loglik(population_table(a, b, K, link, H_GRID[cols], w0=w0, w1=w1), counts, survivors, rounds,
-                     settings, bins)
+    if table is None:
+        a, b, w0, w1 = population_params(x, masses)
+        tab = population_table(a, b, K, link, H_GRID[cols], w0=w0, w1=w1)
+    else:
+        tab = table(x, H_GRID[cols])
+    LL = step_loglik(tab, counts, survivors, rounds, settings, bins)
     j = np.searchsorted(cols, i)
     rows = np.arange(len(tau))
     return -float(np.sum(LL[rows, j] * (1 - f) + LL[rows, j + 1] * f))
@@ -254,18 +294,24 @@ def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, sett
     # a mass at its lower bound (none of it: w < 1e-4) is flat there: the covariance of the other coordinates, that mass
     # given a unit variance of its log-odds (still nothing of it) and no correlation
     free = np.array([not (masses and 2 <= i < 4 and x[i] < MASS_BOUNDS[0] + 3.0) for i in range(len(x))])
-    cov = np.full((npar, npar), np.nan)
+    cov = profiled_cov(H, free, npar)
+    a, b, w0, w1 = population_params(x[:npar], masses)
+    return {"a": a, "b": b, "w0": w0, "w1": w1, "masses": masses, "x": x[:npar], "cov": cov, "link": link,
+            "nll": float(best.fun), "beta": float(x[-1]) / span}
+
+
+def profiled_cov(H, free, npar: int) -> np.ndarray:
+    """The covariance of the first ``npar`` coordinates from the Hessian ``H`` of the negative log-likelihood
+    (the rest, e.g. the nuisance shift, profiled out); a coordinate not ``free`` (flat at its bound) given a unit
+    variance and no correlation. NaN where the free block is not positive definite."""
     try:
         Hf = H[np.ix_(free, free)]
         np.linalg.cholesky(Hf)
         full = np.diag(np.where(free, 0.0, 1.0))
         full[np.ix_(free, free)] = np.linalg.inv(Hf)
-        cov = full[:npar, :npar]
+        return full[:npar, :npar]
     except np.linalg.LinAlgError:
-        pass
-    a, b, w0, w1 = population_params(x[:npar], masses)
-    return {"a": a, "b": b, "w0": w0, "w1": w1, "masses": masses, "x": x[:npar], "cov": cov, "link": link,
-            "nll": float(best.fun), "beta": float(x[-1]) / span}
+        return np.full((npar, npar), np.nan)
 
 
 def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -522,10 +568,16 @@ def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=
         links = {}
         for link in LINKS:
             start = per["beta"][link]["population"] if "beta" in per else None
-            pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins, masses=v == "masses",
-                                 start=start)
-            LL = step_loglik(population_table(pop["a"], pop["b"], K, link, w0=pop["w0"], w1=pop["w1"]), counts,
-                             survivors, rounds, settings, bins)
+            if v in EXTRA_VARIANTS:  # overdispersed rollouts, prompts' own rates (:mod:`.drift_variants`)
+                from .drift_variants import fit_variant, variant_table
+                start = start or fit_population(counts, K, link, survivors, rounds, settings, tau, bins)
+                pop = fit_variant(v, counts, K, link, survivors, rounds, settings, tau, bins, start)
+                tab = variant_table(v, pop["x"], K, link)
+            else:
+                pop = fit_population(counts, K, link, survivors, rounds, settings, tau, bins, masses=v == "masses",
+                                     start=start)
+                tab = population_table(pop["a"], pop["b"], K, link, w0=pop["w0"], w1=pop["w1"])
+            LL = step_loglik(tab, counts, survivors, rounds, settings, bins)
             h, se = shift_estimates(LL)
             links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
         per[v] = links

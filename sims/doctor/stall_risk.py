@@ -6,7 +6,9 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
    :func:`.drift.model_weights` (draws allotted to each (variant, shape) pair in proportion);
 2. the population of the shape's link: for the Beta alone (log a, log b) from its normal approximation
    (:func:`.drift.fit_population`), with masses at 0 and 1 (log a, log b, w0, w1) by :func:`population_draws`
-   (the likelihood where the record holds the masses, their prior where it does not); :data:`POPULATIONS` per
+   (the likelihood where the record holds the masses, their prior where it does not), for the overdispersed
+   and rates variants (log a, log b, and rho or sigma) by :func:`.drift_variants.variant_draws` (likewise);
+   :data:`POPULATIONS` per
    link and variant, the per-step shifts re-measured under each and the shape refitted to them;
 3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
    future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over every
@@ -31,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import (LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
+from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
                     step_loglik, H_GRID)
+from .drift_variants import sir_resample, variant_draws, variant_table
 
 __all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk"]
@@ -112,12 +115,7 @@ def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: d
     nll = np.array([population_nll(x, pop["beta"], drift["counts"], drift["K"], link, drift["survivors"],
                                    drift["rounds"], drift["settings"], drift["tau"], drift["bins"], True)
                     if ins else np.inf for x, ins in zip(props, inside)])
-    logw = -nll + log_jac - log_q
-    logw = np.where(np.isfinite(logw), logw, -np.inf)
-    if not np.any(np.isfinite(logw)):
-        return np.repeat(x_hat[None], n, 0)
-    p = np.exp(logw - logw.max())
-    return props[rng.choice(len(props), size=n, p=p / p.sum())]
+    return sir_resample(props, -nll + log_jac - log_q, x_hat, n, rng)
 
 
 def _quantile_step(F, steps, q):
@@ -153,16 +151,23 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
             if not shapes:
                 continue
             pop = vlinks[link]["population"]
-            xs = population_draws(pop, drift, link, POPULATIONS, rng, fallback=drift["links"][link]["population"],
-                                  mass_cap=mass_cap)
+            extra = pop.get("variant") in EXTRA_VARIANTS  # overdispersed, rates (:mod:`.drift_variants`)
+            if extra:
+                xs = variant_draws(pop, drift, link, POPULATIONS, rng)
+            else:
+                xs = population_draws(pop, drift, link, POPULATIONS, rng,
+                                      fallback=drift["links"][link]["population"], mass_cap=mass_cap)
             for i, x in enumerate(xs):
-                a, b, w0, w1 = population_params(x, pop.get("masses", False))
-                tab = population_table(a, b, K, link, w0=w0, w1=w1)
+                def table(shift=0.0, k=K):
+                    if extra:
+                        return variant_table(pop["variant"], x, k, link, logit_shift=shift)
+                    a, b, w0, w1 = population_params(x, pop.get("masses", False))
+                    return population_table(a, b, k, link, w0=w0, w1=w1, logit_shift=shift)
+                tab = table()
                 LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
                 if shift or K_ahead != K:  # the future's table: every logit moved by the data's difficulty
-                    # change, and at the K the loop will draw (the drift is measured on the logged K)
-                    tab = population_table(a, b, K_ahead, link, w0=w0, w1=w1, logit_shift=shift)
+                    tab = table(shift, K_ahead)  # change, and at the K the loop will draw (the drift: the logged K)
                 for s in shapes:
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:
@@ -191,7 +196,8 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
            "populations": {lk: {"a": drift["links"][lk]["population"]["a"], "b": drift["links"][lk]["population"]["b"]}
                            for lk in LINKS},
            "population_variants": {v: {"weight": float((wts.get("variants") or {"beta": 1.0}).get(v, 0.0)),
-                                       **{lk: {k: vl[lk]["population"][k] for k in ("a", "b", "w0", "w1")}
+                                       **{lk: {k: vl[lk]["population"][k] for k in ("a", "b", "w0", "w1", "rho", "sigma")
+                                               if k in vl[lk]["population"]}
                                           for lk in LINKS}} for v, vl in variants.items()},
            "step": future, "cumulative": F, "cumulative_band": np.quantile(1.0 - S, [tail, 1 - tail], axis=0),
            "hazard": hazard, "p_stall_median": np.quantile(Q, 0.5, axis=0),
@@ -257,7 +263,7 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     """:func:`stall_risk` of a record's groups: per-step counts, the survivors-only check
     (:func:`survivors_only`, unless ``survivors`` is given), the logged rounds ``(steps, rounds)`` aligned to
     the steps (used only for a survivors-only record, where they carry what the record lacks)."""
-    from .drift import measure_drift
+    from .drift import VARIANTS, measure_drift
 
     if not settings.get("cap_effective"):
         return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
@@ -274,7 +280,12 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     if horizon_step is None:
         from .forecast import HORIZON
         horizon_step = int(np.ceil(steps[-1] + HORIZON * max(steps[-1] - steps[0], 1)))
-    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings)
+    # a survivors-only record without the rounds does not tell the overdispersed and rates variants' extra parameter
+    # from the population's spread (it takes up the nuisance shift's misfit and runs early): the Beta and the masses
+    # only there (docs/doctor.md, "two more population variants")
+    variants = VARIANTS if not survivors or rounds is not None else tuple(v for v in VARIANTS
+                                                                          if v not in EXTRA_VARIANTS)
+    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings, variants)
     cap = unseen_share(groups) if survivors else None
     out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
     out["mass_cap"] = cap
