@@ -20,6 +20,10 @@ the group-level fit where a record has both (:func:`side_by_side`).
 ``lab_query``      URL query that opens the last step's population (``samplers_population``) at K in the lab
 ``timings``        seconds per stage
 
+``only="when"`` (:func:`.diagnose.diagnose`'s, what the fleet keeps): ``run``, ``fit``, ``fits``, ``model``,
+``expiry`` (without its predictive band: ``projection.predictive`` None), ``stall_forecast``, ``tie_fit``, ``when``
+and ``timings`` only, each as the full diagnosis gives it.
+
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
 config's generation batch (prompts per round: the groups a step logs over when it draws one round). Either
@@ -129,9 +133,10 @@ def bad_rows(steps: dict) -> str | None:
 
 def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD, trainer_config: dict | None = None,
                      num_generations: int | None = None, groups_per_step: int | None = None,
-                     batch: int | None = None, backtest: bool = False) -> dict:
+                     batch: int | None = None, backtest: bool = False, only: str | None = None) -> dict:
     """The doctor on a scalars-only record (see the module docstring). Raises InputError. ``backtest``: refit on
-    the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``)."""
+    the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``). ``only="when"``: the
+    stages :func:`.when.when` reads and nothing else (module docstring)."""
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     t_all = time.perf_counter()
@@ -167,26 +172,14 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         tie_fit = fit_tie_trend(d.step, d.n, tie)
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold)
+    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold, predictive=not only)
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
     stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     timings["stall"] = time.perf_counter() - t
-    t = time.perf_counter()
-    pop = beta_at_last(fit)
     n_steps = fit["n_steps"]
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))
-    prompts = int(meta.get("n_prompts") or 0) or int(min(MAX_PROMPTS, fit["groups"]))
-    samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
-                                step_settings(meta, trainer_config, fit["K"]))
-    timings["samplers"] = time.perf_counter() - t
-    bt = None
-    if backtest:
-        t = time.perf_counter()
-        bt = run_backtest(d, not_binary)
-        timings["backtest"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_all
     notes = [x for x in [bad_rows(steps)] if x] + ([NOT_BINARY] if not_binary else [])
     out = {
         "scalars_only": True,
@@ -198,10 +191,33 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
                                 for m, f in fits.items()},
         "model": model, "expiry": expiry, "stall_forecast": stall,
+    }
+    if only:
+        timings["total"] = time.perf_counter() - t_all
+        out["timings"] = timings
+        return _with_when(out, tie_fit, None)
+    t = time.perf_counter()
+    pop = beta_at_last(fit)
+    prompts = int(meta.get("n_prompts") or 0) or int(min(MAX_PROMPTS, fit["groups"]))
+    samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
+                                step_settings(meta, trainer_config, fit["K"]))
+    timings["samplers"] = time.perf_counter() - t
+    bt = None
+    if backtest:
+        t = time.perf_counter()
+        bt = run_backtest(d, not_binary)
+        timings["backtest"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t_all
+    out.update({
         "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,
         "lab_query": urlencode({"a": f"{pop[0]:.4g}", "b": f"{pop[1]:.4g}", "K": fit["K"]}),
-    }
+    })
+    return _with_when(out, tie_fit, bt)
+
+
+def _with_when(out: dict, tie_fit: dict | None, bt: dict | None) -> dict:
+    """``out`` with the tie-share trend and the backtest where there are, and its one answer to "when"."""
     if tie_fit is not None:
         out["tie_fit"] = tie_fit
     if bt is not None:
