@@ -13,7 +13,9 @@ Then the doctor's forecast (``Fleet(doctor=...)``, :mod:`grpo_lab.fleet_doctor`)
 beside the quick-trend listing (``doctor="off"``, ``grpo-lab fleet --quick``) timed in the same run:
 
 3. cold: every run diagnosed (an empty cache folder: ``grpo-lab fleet`` the first time), ``--jobs`` processes at
-   once (default: the CPU cores, as ``grpo-lab fleet``);
+   once (default: the CPU cores, as ``grpo-lab fleet``); the doctor runs only the stages its "when" reads
+   (``diagnose(only="when")``), and beside it, on the same folder with another empty cache, the whole diagnosis
+   per run (``Fleet(only=None)``: the fleet before it; rows checked equal; ``--skip-full`` leaves it out);
 4. warm: a new fleet and a new cache over the same cache folder (``grpo-lab fleet`` again: nothing diagnosed);
 5. refresh after ``--growing`` runs grew: only those diagnosed again;
 6. the server's way (``doctor="background"``): the first listing (the trend, labelled pending) and the time until
@@ -44,6 +46,7 @@ def main() -> int:
     ap.add_argument("--growing", type=int, default=10)
     ap.add_argument("--grow", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--skip-full", action="store_true", help="leave out the cold listing by the whole diagnosis")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     try:
@@ -101,13 +104,21 @@ def _doctor(args) -> None:
         cold_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
         rows, cold = _timed(cold_fleet)
         refused = sum(r["forecast_source"].startswith("trend; the doctor") for r in rows)
+        full = None
+        if not args.skip_full:
+            full_fleet = Fleet(folder, doctor="now", cache=DoctorCache(tmp / "cache-full"), jobs=args.jobs, only=None)
+            full_rows, full = _timed(full_fleet)
+            assert full_rows == rows, "the whole diagnosis gave other rows than its 'when' stages alone"
         warm_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
         again, warm = _timed(warm_fleet)
         assert again == rows, "the cache gave other rows"
-        print(f"doctor's forecast, {args.runs} runs ({refused} the doctor refuses: the trend shown, labelled):")
+        print(f"doctor's forecast, {args.runs} runs ({refused} the doctor refuses: the trend shown, labelled); load "
+              f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())}:")
         print(f"  quick trend only (--quick):        {quick:7.2f} s")
         print(f"  cold (every run diagnosed):        {cold:7.2f} s  ({cold_fleet.stats['diagnosed']} diagnosed, "
-              f"{args.jobs} processes)")
+              f"{args.jobs} processes; the doctor's 'when' stages alone)")
+        if full is not None:
+            print(f"  cold, the whole diagnosis (before): {full:6.2f} s  (the same rows; {full / cold:.1f}x the time)")
         print(f"  warm (a new process, disk cache):  {warm:7.2f} s  ({warm_fleet.stats['diagnosed']} diagnosed)")
         grow(runs[:args.growing], args.grow)
         _, quick_grown = _timed(Fleet(folder))

@@ -82,13 +82,14 @@ def doctor_key(source, settings: dict | None, threshold: float) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def diagnose_entry(record, settings: dict | None, threshold: float, num_generations: int | None = None) -> dict:
+def diagnose_entry(record, settings: dict | None, threshold: float, num_generations: int | None = None,
+                   only: str | None = "when") -> dict:
     """What is kept of the doctor's diagnosis of ``record`` (as ``grpo-lab diagnose`` runs it, with
     ``trainer_config=settings``, ``threshold`` and ``num_generations``; only the stages ``when`` and the tracker's
-    figures read: ``only="when"``): ``{when, forecast, last_step, p_stall_next,
-    next_steps}`` (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`; P(stall within the next ``next_steps``
-    steps), :mod:`grpo_lab.sims.doctor.tracker_values`, None where there is no stall forecast), or ``{error}`` with
-    the doctor's one-line refusal."""
+    figures read: ``only="when"``; None: the whole diagnosis, the same entry): ``{when, forecast, last_step,
+    p_stall_next, next_steps}`` (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`; P(stall within the next
+    ``next_steps`` steps), :mod:`grpo_lab.sims.doctor.tracker_values`, None where there is no stall forecast), or
+    ``{error}`` with the doctor's one-line refusal."""
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.fleet import doctor_forecast, last_step
     from grpo_lab.sims.doctor.tracker_values import PREFIX, next_steps
@@ -96,7 +97,7 @@ def diagnose_entry(record, settings: dict | None, threshold: float, num_generati
 
     try:
         d = diagnose(record, threshold=threshold, trainer_config=settings, num_generations=num_generations,
-                     only="when")
+                     only=only)
     except InputError as exc:
         return {"error": str(exc)}
     last = last_step(record)

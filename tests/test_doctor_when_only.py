@@ -79,12 +79,21 @@ def test_when_alone_equals_the_whole_diagnosis_on_a_fleets_runs(tmp_path):
     assert kinds == {"groups": False, "scalars": True, "tracker log (jsonl)": True}
 
 
-@pytest.mark.parametrize("run", ["weak-g4-dr_grpo-ds-retire2-lr0.0004-s1", "lm/cpu-g4-dr_grpo"])
+@pytest.mark.parametrize("run", ["weak-g4-dr_grpo-ds-retire2-lr0.0004-s1", "lm/cpu-g4-dr_grpo",
+                                 "real:tinker-arithmetic-gs4-gpb100"])
 def test_tracker_alone_fires_the_same_rules(run):
-    record = read_record(DEFAULT_RUNS_DIR / run)
-    part, whole = _diagnosis(record, None, "tracker"), _diagnosis(record, None, None)
+    """What ``grpo-lab watch --emit`` writes: the tracker's figures and the rules (the cap rule's forecasts under
+    each change among them); the first run with its own config (a pool, no cap: no cap rule), the others under a
+    capped loop (the cap rule fires); a real log's rewards are not binary (the tie-share trend, no pass-rate fit)."""
+    real = run.startswith("real:")
+    record = read_real(run[5:]) if real else read_record(DEFAULT_RUNS_DIR / run)
+    settings = None if run.startswith("weak") else read_trainer_config(**CAPPED)
+    part, whole = _diagnosis(record, settings, "tracker"), _diagnosis(record, settings, None)
     assert part["rules"] == whole["rules"] and part["tracker"] == whole["tracker"]
     assert part["when"] == whole["when"]
+    assert [r["rule"] for r in part["rules"]] == ([] if settings is None else ["cap_hit"])
+    if real:
+        assert "fit" not in part and "tie_fit" in part
 
 
 def test_an_unknown_part_is_refused_in_one_line():

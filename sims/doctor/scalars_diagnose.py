@@ -22,7 +22,8 @@ the group-level fit where a record has both (:func:`side_by_side`).
 
 ``only="when"`` (:func:`.diagnose.diagnose`'s, what the fleet keeps): ``run``, ``fit``, ``fits``, ``model``,
 ``expiry`` (without its predictive band: ``projection.predictive`` None), ``stall_forecast``, ``tie_fit``, ``when``
-and ``timings`` only, each as the full diagnosis gives it.
+and ``timings`` only, each as the full diagnosis gives it; for rewards that are not binary without ``fit``, ``fits``
+and ``model`` (the tie-share trend gives the expiry and the stall forecast; the drift maps are not fitted).
 
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
@@ -48,7 +49,7 @@ from .rewards import classify_scalars
 from .tie_trend import fit_tie_trend, tie_expiry
 from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
-from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares
+from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .trainer_config import step_settings
 
@@ -161,11 +162,15 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     d = step_shares(record, num_generations=int(K), groups_per_step=None if rounds_only else gps,
                     settings=trainer_config)
     t = time.perf_counter()
-    fits = fit_models(d)
-    fit = best_fit(fits)
-    model = fit["model"]
     rewards = classify_scalars(steps, d.K, meta.get("source"))
     not_binary = rewards["rewards"] == "not binary"
+    if only and not_binary:  # the tie-share trend says "when": the pass-rate fits are not read
+        fits = fit = None
+        n_steps, groups = usable_rows(d)
+    else:
+        fits = fit_models(d)
+        fit = best_fit(fits)
+        n_steps, groups = fit["n_steps"], fit["groups"]
     tie_fit = None
     if not_binary:
         tie = np.where(np.isfinite(d.zero_std), d.zero_std, d.all_pass + d.all_fail)
@@ -177,20 +182,21 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     t = time.perf_counter()
     stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     timings["stall"] = time.perf_counter() - t
-    n_steps = fit["n_steps"]
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))
     notes = [x for x in [bad_rows(steps)] if x] + ([NOT_BINARY] if not_binary else [])
     out = {
         "scalars_only": True,
-        "run": {"name": d.name, "steps": n_steps, "K": fit["K"], "K_from": K_from, **rewards, "notes": notes,
+        "run": {"name": d.name, "steps": n_steps, "K": d.K, "K_from": K_from, **rewards, "notes": notes,
                 "groups_per_step": float(np.median(d.n[np.isfinite(d.n)])),
-                "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
+                "groups_per_step_from": "the record" if has_col else gps_from, "groups": groups,
                 "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
                 "source": meta.get("source", {})},
-        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
-                                for m, f in fits.items()},
-        "model": model, "expiry": expiry, "stall_forecast": stall,
+        **({} if fit is None else {
+            "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
+                                 for m, f in fits.items()},
+            "model": fit["model"]}),
+        "expiry": expiry, "stall_forecast": stall,
     }
     if only:
         timings["total"] = time.perf_counter() - t_all

@@ -73,13 +73,13 @@ def _t(fit, steps):
 
 
 def _mixed(fit, theta, steps, K):
-    """The mixed share (and the moments) at ``steps``; a fit with ``logit_shift`` (the data's difficulty changed,
+    """The mixed share (and pi_pass, pi_fail) at ``steps``; a fit with ``logit_shift`` (the data's difficulty changed,
     :func:`.rules.cap_changes`; logit maps only) moves every drifted logit by it: the logit map's logits move by
     g t, so by g (t + shift / g)."""
     t = _t(fit, steps)
     if fit.get("logit_shift"):
         t = t + fit["logit_shift"] / float(theta[2])
-    mo = population_moments(theta, t, K, fit["model"])
+    mo = population_moments(theta, t, K, fit["model"], shares=True)
     return np.clip(1 - mo["all_pass"] - mo["all_fail"], 0.0, 1.0), mo
 
 
