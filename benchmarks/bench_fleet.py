@@ -21,8 +21,8 @@ beside the quick-trend listing (``doctor="off"``, ``grpo-lab fleet --quick``) ti
 6. the server's way (``doctor="background"``): the first listing (the trend, labelled pending) and the time until
    every run's doctor forecast has landed.
 
-Printed: seconds and bytes read of each, and the load average (two cores shared with other work: compare the columns
-of one run). Run: ``python benchmarks/bench_fleet.py``.
+Printed: seconds and bytes read of each (the two cold listings also their CPU seconds), and the load average (two
+cores shared with other work: compare the columns of one run). Run: ``python benchmarks/bench_fleet.py``.
 """
 
 from __future__ import annotations
@@ -90,6 +90,15 @@ def _timed(fleet) -> tuple[list, float]:
     return rows, time.perf_counter() - t
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its ended children (the diagnosing processes, joined at each refresh's
+    end): the work, which the neighbours' load does not stretch as it does the wall clock."""
+    import resource
+
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+
+
 def _doctor(args) -> None:
     """Steps 3-6 of the module docstring."""
     from grpo_lab.fleet import PENDING, Fleet
@@ -102,12 +111,16 @@ def _doctor(args) -> None:
         folder, cache = str(tmp / "runs"), tmp / "cache"
         _, quick = _timed(Fleet(folder))
         cold_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
+        c = _cpu()
         rows, cold = _timed(cold_fleet)
+        cold_cpu = _cpu() - c
         refused = sum(r["forecast_source"].startswith("trend; the doctor") for r in rows)
         full = None
         if not args.skip_full:
             full_fleet = Fleet(folder, doctor="now", cache=DoctorCache(tmp / "cache-full"), jobs=args.jobs, only=None)
+            c = _cpu()
             full_rows, full = _timed(full_fleet)
+            full_cpu = _cpu() - c
             assert full_rows == rows, "the whole diagnosis gave other rows than its 'when' stages alone"
         warm_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
         again, warm = _timed(warm_fleet)
@@ -116,9 +129,10 @@ def _doctor(args) -> None:
               f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())}:")
         print(f"  quick trend only (--quick):        {quick:7.2f} s")
         print(f"  cold (every run diagnosed):        {cold:7.2f} s  ({cold_fleet.stats['diagnosed']} diagnosed, "
-              f"{args.jobs} processes; the doctor's 'when' stages alone)")
+              f"{args.jobs} processes; the doctor's 'when' stages alone; {cold_cpu:.1f} CPU s)")
         if full is not None:
-            print(f"  cold, the whole diagnosis (before): {full:6.2f} s  (the same rows; {full / cold:.1f}x the time)")
+            print(f"  cold, the whole diagnosis (before): {full:6.2f} s  (the same rows; {full_cpu:.1f} CPU s, "
+                  f"{full_cpu / cold_cpu:.1f}x)")
         print(f"  warm (a new process, disk cache):  {warm:7.2f} s  ({warm_fleet.stats['diagnosed']} diagnosed)")
         grow(runs[:args.growing], args.grow)
         _, quick_grown = _timed(Fleet(folder))
