@@ -100,3 +100,21 @@ def test_an_unknown_part_is_refused_in_one_line():
     record = read_record(DEFAULT_RUNS_DIR / "lm/cpu-g4-dr_grpo")
     with pytest.raises(InputError, match="only must be one of when, tracker"):
         diagnose(record, only="fit")
+
+
+@pytest.mark.parametrize("theta, model", [([0.3, 1.1, 2.0], "logit"), ([1.1, 0.3, -2.5], "logit"),
+                                          ([0.5, 0.2, 1.5, -1.0], "logit_stuck"), ([0.4, 0.9, 0.7], "power")])
+def test_the_shares_only_tables_are_the_whole_tables_first_two(theta, model):
+    """``population_moments(..., shares=True)`` (the shares' likelihood and the mixed-share draws) gives pi_pass and
+    pi_fail equal, float for float, to the tables with E[p] and E[p^2], on few times and on many (interpolated)."""
+    import numpy as np
+
+    from grpo_lab.sims.doctor.scalars_fit import population_moments
+
+    for t in (np.linspace(0.0, 1.0, 7), np.linspace(0.0, 3.0, 2000)):
+        whole = population_moments(np.array(theta), t, 8, model)
+        part = population_moments(np.array(theta), t, 8, model, shares=True)
+        assert set(whole) == {"all_pass", "all_fail", "mean", "second"}
+        for k in ("all_pass", "all_fail"):
+            assert np.array_equal(part[k], whole[k])
+        assert np.all(whole["all_pass"] + whole["all_fail"] < 1)
