@@ -124,8 +124,8 @@ def main() -> None:
                 print(f"  with a verl config (stall risk, {d2['stall_forecast']['risk']['draws']} bootstrap draws): "
                       f"diagnose {t5 - t4:.2f} s wall, {c4 - c3:.2f} s CPU (target {TARGET_STALL_S:g} s: "
                       f"{'met' if t5 - t4 < TARGET_STALL_S else 'MISSED'}; without it, above: {t2 - t1:.2f} s); "
-                      f"stall + transitions stage {d2['timings']['stall_transitions']:.2f} s; first stall "
-                      f"{fs['median']} {fs['interval']}")
+                      f"stall + transitions stages {d2['timings']['stall'] + d2['timings']['cost_transitions']:.2f} s; "
+                      f"first stall {fs['median']} {fs['interval']}")
                 del d2
             del rec, d
 

@@ -13,14 +13,16 @@ Then the doctor's forecast (``Fleet(doctor=...)``, :mod:`grpo_lab.fleet_doctor`)
 beside the quick-trend listing (``doctor="off"``, ``grpo-lab fleet --quick``) timed in the same run:
 
 3. cold: every run diagnosed (an empty cache folder: ``grpo-lab fleet`` the first time), ``--jobs`` processes at
-   once (default: the CPU cores, as ``grpo-lab fleet``);
+   once (default: the CPU cores, as ``grpo-lab fleet``); the doctor runs only the stages its "when" reads
+   (``diagnose(only="when")``), and beside it, on the same folder with another empty cache, the whole diagnosis
+   per run (``Fleet(only=None)``: the fleet before it; rows checked equal; ``--skip-full`` leaves it out);
 4. warm: a new fleet and a new cache over the same cache folder (``grpo-lab fleet`` again: nothing diagnosed);
 5. refresh after ``--growing`` runs grew: only those diagnosed again;
 6. the server's way (``doctor="background"``): the first listing (the trend, labelled pending) and the time until
    every run's doctor forecast has landed.
 
-Printed: seconds and bytes read of each, and the load average (two cores shared with other work: compare the columns
-of one run). Run: ``python benchmarks/bench_fleet.py``.
+Printed: seconds and bytes read of each (the two cold listings also their CPU seconds), and the load average (two
+cores shared with other work: compare the columns of one run). Run: ``python benchmarks/bench_fleet.py``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def main() -> int:
     ap.add_argument("--growing", type=int, default=10)
     ap.add_argument("--grow", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--skip-full", action="store_true", help="leave out the cold listing by the whole diagnosis")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
     try:
@@ -87,6 +90,15 @@ def _timed(fleet) -> tuple[list, float]:
     return rows, time.perf_counter() - t
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and of its ended children (the diagnosing processes, joined at each refresh's
+    end): the work, which the neighbours' load does not stretch as it does the wall clock."""
+    import resource
+
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + ch.ru_utime + ch.ru_stime
+
+
 def _doctor(args) -> None:
     """Steps 3-6 of the module docstring."""
     from grpo_lab.fleet import PENDING, Fleet
@@ -99,15 +111,28 @@ def _doctor(args) -> None:
         folder, cache = str(tmp / "runs"), tmp / "cache"
         _, quick = _timed(Fleet(folder))
         cold_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
+        c = _cpu()
         rows, cold = _timed(cold_fleet)
+        cold_cpu = _cpu() - c
         refused = sum(r["forecast_source"].startswith("trend; the doctor") for r in rows)
+        full = None
+        if not args.skip_full:
+            full_fleet = Fleet(folder, doctor="now", cache=DoctorCache(tmp / "cache-full"), jobs=args.jobs, only=None)
+            c = _cpu()
+            full_rows, full = _timed(full_fleet)
+            full_cpu = _cpu() - c
+            assert full_rows == rows, "the whole diagnosis gave other rows than its 'when' stages alone"
         warm_fleet = Fleet(folder, doctor="now", cache=DoctorCache(cache), jobs=args.jobs)
         again, warm = _timed(warm_fleet)
         assert again == rows, "the cache gave other rows"
-        print(f"doctor's forecast, {args.runs} runs ({refused} the doctor refuses: the trend shown, labelled):")
+        print(f"doctor's forecast, {args.runs} runs ({refused} the doctor refuses: the trend shown, labelled); load "
+              f"average {' '.join(f'{x:.2f}' for x in os.getloadavg())}:")
         print(f"  quick trend only (--quick):        {quick:7.2f} s")
         print(f"  cold (every run diagnosed):        {cold:7.2f} s  ({cold_fleet.stats['diagnosed']} diagnosed, "
-              f"{args.jobs} processes)")
+              f"{args.jobs} processes; the doctor's 'when' stages alone; {cold_cpu:.1f} CPU s)")
+        if full is not None:
+            print(f"  cold, the whole diagnosis (before): {full:6.2f} s  (the same rows; {full_cpu:.1f} CPU s, "
+                  f"{full_cpu / cold_cpu:.1f}x)")
         print(f"  warm (a new process, disk cache):  {warm:7.2f} s  ({warm_fleet.stats['diagnosed']} diagnosed)")
         grow(runs[:args.growing], args.grow)
         _, quick_grown = _timed(Fleet(folder))

@@ -23,6 +23,10 @@ threshold; :func:`grpo_lab.sims.doctor.fleet.doctor_forecast`) wherever it is co
                   :attr:`Fleet.doctor_version` counts up and :meth:`Fleet.rows` ranks again), and a run that grew keeps
                   the doctor's last figure, labelled with the step it covers, until the new one is in (the server).
 
+The doctor runs only the stages its answer to "when" reads (``only``, default ``"when"``:
+:func:`grpo_lab.sims.doctor.diagnose`'s, the same ``when`` as the whole diagnosis; None runs the whole diagnosis, as
+before, for benchmarks/bench_fleet.py's comparison).
+
 A run is diagnosed again only when it changed (:mod:`grpo_lab.fleet_doctor`: its files' names, sizes and times); the
 results are kept in ``cache`` (a :class:`grpo_lab.fleet_doctor.DoctorCache`: in memory by default, on disk for the
 command line). Where the doctor refuses a run (too few groups, K unknown) the row shows the trend, labelled with the
@@ -100,6 +104,7 @@ class Fleet:
     threshold: float | None = None
     doctor: str = "off"  #: one of DOCTOR_MODES
     jobs: int = 1  #: processes diagnosing at once in the "now" mode
+    only: str | None = "when"  #: the doctor's stages run (diagnose's ``only``; None: the whole diagnosis)
     cache: object = None  #: a grpo_lab.fleet_doctor.DoctorCache (default: one in memory)
     runs: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
@@ -195,7 +200,7 @@ class Fleet:
         fork = "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
         ctx = multiprocessing.get_context("fork" if fork else "spawn")
         with ProcessPoolExecutor(min(self.jobs, len(todo)), mp_context=ctx) as pool:
-            futures = [pool.submit(_entry, run.source, run.record, run.settings, self._threshold())
+            futures = [pool.submit(_entry, run.source, run.record, run.settings, self._threshold(), self.only)
                        for run, _, _ in todo]
             for (run, key, sig), future in zip(todo, futures):
                 self._keep(run, key, sig, future.result())
@@ -209,7 +214,7 @@ class Fleet:
         """Diagnose one version of the run (a record folder read whole here, a tracker log's record as read) and keep
         the result."""
         try:
-            entry = _entry(run.source, record, run.settings, self._threshold())
+            entry = _entry(run.source, record, run.settings, self._threshold(), self.only)
         except Exception as exc:  # noqa: BLE001: in the worker, a run the doctor trips on is said in its row
             if not background:
                 raise
@@ -279,7 +284,7 @@ class Fleet:
         return own, ("the record's own config" if own else "")
 
 
-def _entry(source, record, settings, threshold) -> dict:
+def _entry(source, record, settings, threshold, only: str | None = "when") -> dict:
     """The doctor's entry of one run (:func:`grpo_lab.fleet_doctor.diagnose_entry`): a record folder read whole
     here, a tracker log's ``record`` as read; a run that cannot be read gives ``{error}``."""
     from .fleet_doctor import diagnose_entry
@@ -289,7 +294,7 @@ def _entry(source, record, settings, threshold) -> dict:
             from grpo_lab.sims.record import read_record
 
             record = read_record(source)
-        return diagnose_entry(record, settings, threshold)
+        return diagnose_entry(record, settings, threshold, only=only)
     except (InputError, OSError) as exc:
         return {"error": str(exc)}
 

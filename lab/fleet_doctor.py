@@ -1,11 +1,13 @@
 """The doctor's forecast of each run of a fleet, computed once per version of the run and kept.
 
 The fleet shows the doctor's one answer to "when" (:func:`grpo_lab.sims.doctor.when.when`, the ``when`` of
-``grpo-lab diagnose RUN --json``) for each run. A diagnosis costs about a second a run, so it is computed once per
-*version* of the run: the names, sizes and modification times of the files its reader reads (:func:`run_signature`:
-a record folder's files; a tracker log's, :func:`grpo_lab.replay.trackers.signature`), with the settings it is
-diagnosed under (the loop's settings, the threshold) and the code that diagnoses it (:func:`code_version`: the core's
-source files' sizes and times, so an upgrade recomputes). A run that grew has a new version and is diagnosed again;
+``grpo-lab diagnose RUN --json``) for each run, from the doctor's stages that answer reads and nothing else
+(``diagnose(..., only="when")``: the same ``when`` and P(stall) ahead as the whole diagnosis, in a fraction of its time
+for a record with groups). It still costs up to seconds a run (a scalars fit and its model choice), so it is
+computed once per *version* of the run: the names, sizes and modification times of the files its reader reads
+(:func:`run_signature`: a record folder's files; a tracker log's, :func:`grpo_lab.replay.trackers.signature`), with
+the settings it is diagnosed under (the loop's settings, the threshold) and the code that diagnoses it
+(:func:`code_version`: the core's source files' sizes and times, so an upgrade recomputes). A run that grew has a new version and is diagnosed again;
 the others are not.
 
 :class:`DoctorCache` keeps the results in memory (the server's fleet) and on disk (``grpo-lab fleet`` run after
@@ -80,19 +82,22 @@ def doctor_key(source, settings: dict | None, threshold: float) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def diagnose_entry(record, settings: dict | None, threshold: float, num_generations: int | None = None) -> dict:
+def diagnose_entry(record, settings: dict | None, threshold: float, num_generations: int | None = None,
+                   only: str | None = "when") -> dict:
     """What is kept of the doctor's diagnosis of ``record`` (as ``grpo-lab diagnose`` runs it, with
-    ``trainer_config=settings``, ``threshold`` and ``num_generations``): ``{when, forecast, last_step, p_stall_next,
-    next_steps}`` (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`; P(stall within the next ``next_steps``
-    steps), :mod:`grpo_lab.sims.doctor.tracker_values`, None where there is no stall forecast), or ``{error}`` with
-    the doctor's one-line refusal."""
+    ``trainer_config=settings``, ``threshold`` and ``num_generations``; only the stages ``when`` and the tracker's
+    figures read: ``only="when"``; None: the whole diagnosis, the same entry): ``{when, forecast, last_step,
+    p_stall_next, next_steps}`` (:func:`grpo_lab.sims.doctor.fleet.doctor_forecast`; P(stall within the next
+    ``next_steps`` steps), :mod:`grpo_lab.sims.doctor.tracker_values`, None where there is no stall forecast), or
+    ``{error}`` with the doctor's one-line refusal."""
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.fleet import doctor_forecast, last_step
     from grpo_lab.sims.doctor.tracker_values import PREFIX, next_steps
     from grpo_lab.sims.jsonable import jsonable
 
     try:
-        d = diagnose(record, threshold=threshold, trainer_config=settings, num_generations=num_generations)
+        d = diagnose(record, threshold=threshold, trainer_config=settings, num_generations=num_generations,
+                     only=only)
     except InputError as exc:
         return {"error": str(exc)}
     last = last_step(record)

@@ -231,7 +231,7 @@ class _Emitter:
             return
         try:
             result = diagnose(record, trainer_config=self.settings, num_generations=self.K,
-                              groups_per_step=self.gps)
+                              groups_per_step=self.gps, only="tracker")  # the tracker's figures and the rules
         except InputError as exc:
             write(f"(no forecast to emit at step {ev['step']}: {exc})")
             return

@@ -40,6 +40,16 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
 
 A record of per-step scalars only (:func:`grpo_lab.sims.scalars_record.is_scalars_only`) is diagnosed by
 :func:`.scalars_diagnose.diagnose_scalars` instead (a dict with ``scalars_only: True``; its keys there).
+
+**Only "when"** (``only="when"``, what the fleet keeps): the stages the one answer to "when" (:func:`.when.when`) and
+the tracker's figures (:func:`.tracker_values.tracker_values`) read, run by the same stage functions as the full
+diagnosis and nothing else: for a record with groups the groups, the trend forecast and the stall forecast with its
+risk; for a scalars-only record the drift maps' fits and their choice, the tie-share trend, the expiry (without its
+predictive band) and the stall forecast. Every stage draws from its own seeded generator, so leaving stages out
+changes no draw: ``when`` and ``tracker`` equal the full diagnosis's (``tracker`` without ``rules``: the rules are
+not fired). ``only="tracker"`` fires the rules too (they read the record and the stall forecast only), so
+``tracker`` and ``rules`` equal the full diagnosis's (what ``grpo-lab watch --emit`` writes). The result holds
+``run``, the stages' own entries, ``when``, ``tracker``, ``timings`` and ``only``.
 """
 
 from __future__ import annotations
@@ -77,9 +87,10 @@ from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
 from .when import when
 from .windows import window_fits
 
-__all__ = ["diagnose"]
+__all__ = ["diagnose", "ONLY"]
 
 LAB_DIGITS = 4  #: significant digits of the fitted parameters in the lab link
+ONLY = ("when", "tracker")  #: the partial diagnoses (``only``; module docstring)
 
 
 def _observed(counts: np.ndarray, K: int) -> dict:
@@ -100,7 +111,8 @@ def _predicted(fit: dict) -> dict:
 def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: float = DEFAULT_THRESHOLD,
              window: int | None = None, stride: int | None = None, batch: int | None = None, band=DEFAULT_BAND,
              retire_after: int = DEFAULT_RETIRE_AFTER, Ks=WHAT_IF_K, trainer_config: dict | None = None,
-             num_generations: int | None = None, groups_per_step: int | None = None, backtest: bool = False) -> dict:
+             num_generations: int | None = None, groups_per_step: int | None = None, backtest: bool = False,
+             only: str | None = None) -> dict:
     """Diagnose ``record`` (see the module docstring). Raises InputError for a record the doctor cannot fit.
 
     Parameters
@@ -119,18 +131,19 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         ``backtest``: the group trend's, with the per-step shares' fit's under ``backtest.scalars``).
     num_generations, groups_per_step : K and the groups per step of a scalars-only record where it does not
         say them (ignored for a record with groups).
+    only : ``"when"`` or ``"tracker"``: the stages those read and nothing else (module docstring); None: all.
     """
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    if only is not None and only not in ONLY:
+        raise InputError(f"only must be one of {', '.join(ONLY)} (or None: the whole diagnosis), got {only!r}")
     if is_scalars_only(record):
         out = diagnose_scalars(record, threshold=threshold, trainer_config=trainer_config,
                                num_generations=num_generations, groups_per_step=groups_per_step, batch=batch,
-                               backtest=backtest)
-        t = time.perf_counter()
-        out["rules"] = fire_rules(record, out)
-        out["timings"]["rules"] = time.perf_counter() - t
-        out["tracker"] = tracker_values(out)
-        return out
+                               backtest=backtest, only="when" if only else None)
+        if only:
+            out["only"] = only
+        return _finish(record, out, None, only)
     lo, hi = check_band(*band)
     t_all = time.perf_counter()
     timings = {}
@@ -143,6 +156,22 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         batch = max(1, int(round(groups.n / len(steps))))
     elif not isinstance(batch, (int, np.integer)) or batch < 1:
         raise InputError(f"batch must be a positive integer, got {batch!r}")
+    run = {"name": groups.name, "groups": groups.n, "steps": int(len(steps)), "prompts": groups.n_prompts, "K": K,
+           "binarised": groups.binarised, "batch_groups": int(batch), **classify_groups(groups.binarised)}
+
+    t = time.perf_counter()
+    fc = run_forecast(groups, threshold)
+    trend = fc.pop("_trend")
+    timings["forecast"] = time.perf_counter() - t
+    t = time.perf_counter()
+    sizes = step_settings(record.meta, trainer_config, K)  # one dict for the samplers and the stall forecast
+    stall = stall_for_record(record, groups, trend, sizes)
+    timings["stall"] = time.perf_counter() - t
+    if only:
+        timings["total"] = time.perf_counter() - t_all
+        out = {"run": run, "forecast": fc, "stall_forecast": stall, "timings": timings, "only": only}
+        out["when"] = when(out)
+        return _finish(record, out, tolerance, only)
 
     t = time.perf_counter()
     fit = fit_beta(counts, K)
@@ -182,14 +211,8 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     timings["what_if"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    sizes = step_settings(record.meta, trainer_config, K)  # one dict for the samplers and the stall forecast
     samplers = samplers_section(pop, K, groups.n_prompts, len(steps), batch, threshold, sizes, resamples)
     timings["samplers"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    fc = run_forecast(groups, threshold)
-    trend = fc.pop("_trend")
-    timings["forecast"] = time.perf_counter() - t
 
     t = time.perf_counter()
     skip = {"temporal_consistency": temporal_consistency(groups), "backtest": skip_backtest(groups),
@@ -204,10 +227,9 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     logged = audit_logged(record)
     timings["audit"] = time.perf_counter() - t
     t = time.perf_counter()
-    stall = stall_for_record(record, groups, trend, sizes)
     cost = cost_forecast(stall, sizes)
     moves = transitions(groups)
-    timings["stall_transitions"] = time.perf_counter() - t
+    timings["cost_transitions"] = time.perf_counter() - t
     t = time.perf_counter()
     partial = {"forecast": fc, "fit": fit, "stall_forecast": stall}
     beside = side_by_side(record, groups, partial, sizes, threshold)
@@ -225,8 +247,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
 
     fit_out = {k: v for k, v in fit.items() if k not in ("cell_probs",)}
     out = {
-        "run": {"name": groups.name, "groups": groups.n, "steps": int(len(steps)), "prompts": groups.n_prompts,
-                "K": K, "binarised": groups.binarised, "batch_groups": int(batch), **classify_groups(groups.binarised)},
+        "run": run,
         "fit": fit_out,
         "cells": {"observed": counts, "fitted": fit["cell_probs"] * groups.n},
         "mixture": {k: v for k, v in mixture.items() if k != "cell_probs"},
@@ -256,8 +277,15 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
     if bt is not None:
         out["backtest"] = bt
     out["when"] = when(out)
-    t = time.perf_counter()
-    out["rules"] = fire_rules(record, out, tolerance=tolerance)
-    timings["rules"] = time.perf_counter() - t  # after the total: the stages before it are the diagnosis proper
+    return _finish(record, out, tolerance, None)
+
+
+def _finish(record: RunRecord, out: dict, tolerance: float | None, only: str | None) -> dict:
+    """``out`` with its rules fired (not for ``only="when"``) and its tracker values; the rules' seconds are
+    timed after the total (the stages before them are the diagnosis proper)."""
+    if only != "when":
+        t = time.perf_counter()
+        out["rules"] = fire_rules(record, out, tolerance=tolerance)
+        out["timings"]["rules"] = time.perf_counter() - t
     out["tracker"] = tracker_values(out)
     return out

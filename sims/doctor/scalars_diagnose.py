@@ -20,6 +20,11 @@ the group-level fit where a record has both (:func:`side_by_side`).
 ``lab_query``      URL query that opens the last step's population (``samplers_population``) at K in the lab
 ``timings``        seconds per stage
 
+``only="when"`` (:func:`.diagnose.diagnose`'s, what the fleet keeps): ``run``, ``fit``, ``fits``, ``model``,
+``expiry`` (without its predictive band: ``projection.predictive`` None), ``stall_forecast``, ``tie_fit``, ``when``
+and ``timings`` only, each as the full diagnosis gives it; for rewards that are not binary without ``fit``, ``fits``
+and ``model`` (the tie-share trend gives the expiry and the stall forecast; the drift maps are not fitted).
+
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
 config's generation batch (prompts per round: the groups a step logs over when it draws one round). Either
@@ -44,7 +49,7 @@ from .rewards import classify_scalars
 from .tie_trend import fit_tie_trend, tie_expiry
 from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
-from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares
+from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .trainer_config import step_settings
 
@@ -129,9 +134,10 @@ def bad_rows(steps: dict) -> str | None:
 
 def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD, trainer_config: dict | None = None,
                      num_generations: int | None = None, groups_per_step: int | None = None,
-                     batch: int | None = None, backtest: bool = False) -> dict:
+                     batch: int | None = None, backtest: bool = False, only: str | None = None) -> dict:
     """The doctor on a scalars-only record (see the module docstring). Raises InputError. ``backtest``: refit on
-    the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``)."""
+    the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``). ``only="when"``: the
+    stages :func:`.when.when` reads and nothing else (module docstring)."""
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     t_all = time.perf_counter()
@@ -156,27 +162,48 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     d = step_shares(record, num_generations=int(K), groups_per_step=None if rounds_only else gps,
                     settings=trainer_config)
     t = time.perf_counter()
-    fits = fit_models(d)
-    fit = best_fit(fits)
-    model = fit["model"]
     rewards = classify_scalars(steps, d.K, meta.get("source"))
     not_binary = rewards["rewards"] == "not binary"
+    if only and not_binary:  # the tie-share trend says "when": the pass-rate fits are not read
+        fits = fit = None
+        n_steps, groups = usable_rows(d)
+    else:
+        fits = fit_models(d)
+        fit = best_fit(fits)
+        n_steps, groups = fit["n_steps"], fit["groups"]
     tie_fit = None
     if not_binary:
         tie = np.where(np.isfinite(d.zero_std), d.zero_std, d.all_pass + d.all_fail)
         tie_fit = fit_tie_trend(d.step, d.n, tie, d.all_pass, d.all_fail)  # two sides where the log splits ties
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold)
+    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold, predictive=not only)
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
     stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     timings["stall"] = time.perf_counter() - t
-    t = time.perf_counter()
-    pop = beta_at_last(fit)
-    n_steps = fit["n_steps"]
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))
+    notes = [x for x in [bad_rows(steps)] if x] + ([NOT_BINARY] if not_binary else [])
+    out = {
+        "scalars_only": True,
+        "run": {"name": d.name, "steps": n_steps, "K": d.K, "K_from": K_from, **rewards, "notes": notes,
+                "groups_per_step": float(np.median(d.n[np.isfinite(d.n)])),
+                "groups_per_step_from": "the record" if has_col else gps_from, "groups": groups,
+                "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
+                "source": meta.get("source", {})},
+        **({} if fit is None else {
+            "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
+                                 for m, f in fits.items()},
+            "model": fit["model"]}),
+        "expiry": expiry, "stall_forecast": stall,
+    }
+    if only:
+        timings["total"] = time.perf_counter() - t_all
+        out["timings"] = timings
+        return _with_when(out, tie_fit, None)
+    t = time.perf_counter()
+    pop = beta_at_last(fit)
     prompts = int(meta.get("n_prompts") or 0) or int(min(MAX_PROMPTS, fit["groups"]))
     samplers = samplers_section(pop, fit["K"], prompts, n_steps, batch, threshold,
                                 step_settings(meta, trainer_config, fit["K"]))
@@ -187,21 +214,16 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         bt = run_backtest(d, not_binary)
         timings["backtest"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t_all
-    notes = [x for x in [bad_rows(steps)] if x] + ([NOT_BINARY] if not_binary else [])
-    out = {
-        "scalars_only": True,
-        "run": {"name": d.name, "steps": n_steps, "K": fit["K"], "K_from": K_from, **rewards, "notes": notes,
-                "groups_per_step": float(np.median(d.n[np.isfinite(d.n)])),
-                "groups_per_step_from": "the record" if has_col else gps_from, "groups": fit["groups"],
-                "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
-                "source": meta.get("source", {})},
-        "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
-                                for m, f in fits.items()},
-        "model": model, "expiry": expiry, "stall_forecast": stall,
+    out.update({
         "samplers": samplers, "samplers_population": list(pop), "consistency": _consistency(steps),
         "audit": audit_logged(record), "unavailable": list(UNAVAILABLE), "timings": timings,
         "lab_query": urlencode({"a": f"{pop[0]:.4g}", "b": f"{pop[1]:.4g}", "K": fit["K"]}),
-    }
+    })
+    return _with_when(out, tie_fit, bt)
+
+
+def _with_when(out: dict, tie_fit: dict | None, bt: dict | None) -> dict:
+    """``out`` with the tie-share trend and the backtest where there are, and its one answer to "when"."""
     if tie_fit is not None:
         out["tie_fit"] = tie_fit
     if bt is not None:

@@ -67,7 +67,7 @@ from .choice import lfo_weights, origins
 from .drift import rounds_logp
 
 __all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "lfo_choice",
-           "shares_at",
+           "shares_at", "usable_rows",
            "population_moments", "draws"]
 
 CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
@@ -227,13 +227,16 @@ def _resolve(d: StepShares):
     return kind, counts, rm_ok, notes, keep
 
 
-def _logit_moments(a: float, b: float, c: np.ndarray, K: int) -> dict:
-    """E[q^K], E[(1 - q)^K], E[q], E[q^2] with q = expit(logit p + c), p ~ Beta(a, b), for each c (all >= 0).
+def _logit_moments(a: float, b: float, c: np.ndarray, K: int, shares: bool = False) -> dict:
+    """E[q^K], E[(1 - q)^K], E[q], E[q^2] with q = expit(logit p + c), p ~ Beta(a, b), for each c (all >= 0);
+    ``shares``: the first two only.
 
     Cells of width :data:`CELL` in z = logit p over [-max c - :data:`PAD`, :data:`PAD`] plus the two tails; each
     cell's mass, E[p] and E[p^2] exactly (regularised incomplete beta of (a, b), (a + 1, b), (a + 2, b)); the
     integrand expanded to second order in z about logit of the cell's mean p (the mean's first-order offset
-    in z and the variance of z by the delta method). Outside the window the integrand is constant to 1e-10."""
+    in z and the variance of z by the delta method). Outside the window the integrand is constant to 1e-10.
+    The (c, cell) tables are formed in three work arrays, each product in the order of the formulas above (the
+    same floats as forming each term anew, without a new table per term)."""
     z = np.arange(-float(np.max(c)) - PAD, PAD + CELL, CELL)
     p = expit(z)
     inc = [np.concatenate([[0.0], betainc(a + j, b, p), [1.0]]) for j in range(3)]
@@ -248,19 +251,33 @@ def _logit_moments(a: float, b: float, c: np.ndarray, K: int) -> dict:
                   (ph - pl) ** 2 / 4)
     d2 = np.maximum((pbar * (1 - pbar)) ** 2, np.finfo(float).tiny)  # a far-tail cell's pbar ~ 1e-300 squares to 0
     w1, w2 = 0.5 * (2 * pbar - 1) / d2 * var * mass, 0.5 * var / d2 * mass  # E[z] - z_bar, Var z / 2
-    x = np.clip(logit(pbar)[None, :] + np.asarray(c, float)[:, None], -700.0, 700.0)
-    e = np.exp(-x)
-    q = 1 / (1 + e)
-    r = e * q
-    qr = q * r
-    qK, rK = q**K, r**K
+    r = np.clip(logit(pbar)[None, :] + np.asarray(c, float)[:, None], -700.0, 700.0)  # x = logit p + c
+    np.exp(np.negative(r, out=r), out=r)  # e = exp(-x)
+    q = r + 1
+    np.reciprocal(q, out=q)  # q = 1 / (1 + e)
+    r *= q  # r = e q = 1 - q
+    f, fz, fzz = np.empty_like(q), np.empty_like(q), np.empty_like(q)
 
-    def E(f, fz, fzz):
+    def E(f):  # f @ mass + fz @ w1 + fzz @ w2
         return f @ mass + fz @ w1 + fzz @ w2
 
-    return {"all_pass": E(qK, K * qK * r, K * qK * r * (K * r - q)),
-            "all_fail": E(rK, -K * rK * q, K * rK * q * (K * q - r)),
-            "mean": E(q, qr, qr * (1 - 2 * q)), "second": E(q * q, 2 * q * qr, 2 * q * qr * (2 * r - q))}
+    np.power(q, K, out=f)  # all-pass: q^K, K q^K r, K q^K r (K r - q)
+    np.multiply(np.multiply(f, K, out=fz), r, out=fz)
+    np.multiply(np.subtract(np.multiply(r, K, out=fzz), q, out=fzz), fz, out=fzz)
+    out = {"all_pass": E(f)}
+    np.power(r, K, out=f)  # all-fail: r^K, -K r^K q, K r^K q (K q - r) = -fz (K q - r)
+    np.multiply(np.multiply(f, -K, out=fz), q, out=fz)
+    np.negative(np.multiply(np.subtract(np.multiply(q, K, out=fzz), r, out=fzz), fz, out=fzz), out=fzz)
+    out["all_fail"] = E(f)
+    if shares:
+        return out
+    np.multiply(q, r, out=fz)  # mean: q, q r, q r (1 - 2 q)
+    np.multiply(np.add(np.multiply(q, -2.0, out=fzz), 1.0, out=fzz), fz, out=fzz)
+    out["mean"] = E(q)
+    np.multiply(fz, np.multiply(q, 2.0, out=f), out=fz)  # second: q^2, 2 q q r, 2 q q r (2 r - q)
+    np.multiply(np.subtract(np.multiply(r, 2.0, out=fzz), q, out=fzz), fz, out=fzz)
+    out["second"] = E(np.multiply(q, q, out=f))
+    return out
 
 
 def _power_moments(a: float, b: float, t: np.ndarray, g: float, K: int) -> dict:
@@ -275,8 +292,10 @@ def _power_moments(a: float, b: float, t: np.ndarray, g: float, K: int) -> dict:
             "second": np.exp(betaln(a + 2 * sexp, b) - betaln(a, b))}
 
 
-def population_moments(theta, t, K: int, model: str = "logit") -> dict:
-    """pi_pass, pi_fail, E[p], E[p^2] at times t for theta = (log alpha, log beta, g)."""
+def population_moments(theta, t, K: int, model: str = "logit", shares: bool = False) -> dict:
+    """pi_pass, pi_fail, E[p], E[p^2] at times t for theta = (log alpha, log beta, g); ``shares``: pi_pass and
+    pi_fail only (what the shares' likelihood and the mixed share read: the logit map's tables for E[p], E[p^2]
+    are not formed)."""
     a, b = np.exp(np.clip(theta[:2], *LOG_BOUNDS))
     g = float(theta[2])
     t = np.atleast_1d(np.asarray(t, float))
@@ -284,20 +303,20 @@ def population_moments(theta, t, K: int, model: str = "logit") -> dict:
     grid = max(16, int(np.ceil(T_GRID * min(span, 1.0))))  # times at most 1 / T_GRID apart within a unit span
     if len(t) > grid:  # many steps: the moments on the grid, linearly interpolated (smooth in t)
         at = np.linspace(t.min(), t.max(), grid)
-        m = population_moments(theta, at, K, model)
+        m = population_moments(theta, at, K, model, shares)
         return {k: np.interp(t, at, v) for k, v in m.items()}
     if model == "power":
         return _power_moments(a, b, t, g, K)
     if model == "logit_stuck":  # a share w0 of the prompts never solved (p = 0), the rest under the logit drift
         w0 = float(expit(theta[3]))
-        m = population_moments(theta[:3], t, K, "logit")
+        m = population_moments(theta[:3], t, K, "logit", shares)
         return {"all_pass": (1 - w0) * m["all_pass"], "all_fail": w0 + (1 - w0) * m["all_fail"],
-                "mean": (1 - w0) * m["mean"], "second": (1 - w0) * m["second"]}
+                **({} if shares else {"mean": (1 - w0) * m["mean"], "second": (1 - w0) * m["second"]})}
     if g >= 0:
-        return _logit_moments(a, b, g * t, K)
-    m = _logit_moments(b, a, -g * t, K)  # p -> 1 - p: the cells stay where floats are fine (p small)
-    return {"all_pass": m["all_fail"], "all_fail": m["all_pass"], "mean": 1 - m["mean"],
-            "second": 1 - 2 * m["mean"] + m["second"]}
+        return _logit_moments(a, b, g * t, K, shares)
+    m = _logit_moments(b, a, -g * t, K, shares)  # p -> 1 - p: the cells stay where floats are fine (p small)
+    return {"all_pass": m["all_fail"], "all_fail": m["all_pass"],
+            **({} if shares else {"mean": 1 - m["mean"], "second": 1 - 2 * m["mean"] + m["second"]})}
 
 
 def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
@@ -305,7 +324,7 @@ def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
     normal factor of its total successes where the mean reward is used, and for a row of rounds (no share)
     w log P(R = r | u(t)) (:func:`.drift.rounds_logp`, u the mixed share; w the rows pooled into it)."""
     t, masks, counts, y, y_on = P["t"], P["masks"], P["counts"], P["y"], P["y_on"]
-    mo = population_moments(theta, t, K, model)
+    mo = population_moments(theta, t, K, model, shares=not y_on.any())
     pap, paf = mo["all_pass"], mo["all_fail"]
     atoms = np.stack([pap, paf, np.clip(1 - pap - paf, 0.0, 1.0)], 1)  # steps x 3
     cls = np.einsum("sca,sa->sc", masks, atoms)
@@ -363,6 +382,13 @@ def _prepare(d: StepShares, span=None, pool: bool = True, max_rows: int = MAX_RO
          "r": np.where(r_on, d.rounds[keep], 1.0) if r_on.any() else np.ones(len(step)), "r_on": r_on,
          "r_rows": np.ones(len(step)), "B": st.get("gen_batch"), "T": st.get("train_batch")}
     return _pool(P, max_rows) if pool else P
+
+
+def usable_rows(d: StepShares) -> tuple[int, float]:
+    """(rows, groups) :func:`fit_scalars` fits of ``d`` (its ``n_steps`` and ``groups``), without fitting; raises
+    InputError as it does (fewer than :data:`MIN_STEPS` usable rows)."""
+    P = _prepare(d)
+    return P["rows"], float(P["n"].sum())
 
 
 def _pool(P: dict, max_rows: int = MAX_ROWS) -> dict:

@@ -58,11 +58,13 @@ def _draw_mixed(fit: dict, grid: np.ndarray, K: int, n_draws: int, seed: int) ->
     and the stall forecast of one diagnosis ask for the same curves."""
     key = (fit["theta"].tobytes(), fit["cov"].tobytes(), fit["model"], tuple(fit["steps"]), grid.tobytes(), K,
            n_draws, seed, fit.get("logit_shift"))
-    if key not in _CACHE:
+    got = _CACHE.get(key)
+    if got is None:  # kept in a local: another thread may clear the cache meanwhile
         th = draws(fit, n_draws, seed=seed)
+        got = np.array([_mixed(fit, x, grid, K)[0] for x in th]).reshape(len(th), len(grid))
         _CACHE.clear() if len(_CACHE) >= 2 else None
-        _CACHE[key] = np.array([_mixed(fit, x, grid, K)[0] for x in th]).reshape(len(th), len(grid))
-    return _CACHE[key]
+        _CACHE[key] = got
+    return got
 
 
 def _t(fit, steps):
@@ -71,13 +73,13 @@ def _t(fit, steps):
 
 
 def _mixed(fit, theta, steps, K):
-    """The mixed share (and the moments) at ``steps``; a fit with ``logit_shift`` (the data's difficulty changed,
+    """The mixed share (and pi_pass, pi_fail) at ``steps``; a fit with ``logit_shift`` (the data's difficulty changed,
     :func:`.rules.cap_changes`; logit maps only) moves every drifted logit by it: the logit map's logits move by
     g t, so by g (t + shift / g)."""
     t = _t(fit, steps)
     if fit.get("logit_shift"):
         t = t + fit["logit_shift"] / float(theta[2])
-    mo = population_moments(theta, t, K, fit["model"])
+    mo = population_moments(theta, t, K, fit["model"], shares=True)
     return np.clip(1 - mo["all_pass"] - mo["all_fail"], 0.0, 1.0), mo
 
 
@@ -135,18 +137,19 @@ def predictive_mixed(fit: dict, steps, n_draws: int = DRAWS, seed: int = 0, leve
             "parameter_draws": int(len(P))}
 
 
-def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS) -> dict:
+def expiry_forecast(fit: dict, threshold: float = DEFAULT_THRESHOLD, seed: int = 0, n_draws: int = DRAWS,
+                    predictive: bool = True) -> dict:
     """``threshold``, ``mixed_now`` (fitted, last step), ``step``, ``interval``, ``status``, ``horizon_step``,
     ``projection`` {step, mixed, predictive} (see the module docstring; ``predictive``: the :data:`.predictive.LEVEL`
-    band of the logged mixed share, :func:`predictive_mixed`)."""
+    band of the logged mixed share, :func:`predictive_mixed`; None where ``predictive`` is False: it draws the
+    parameters again where the rows are over-dispersed, and nothing else reads it)."""
     grid = future_grid(fit)
     K = fit["K"]
     now = shares_at(fit, [fit["steps"][1]])["mixed"][0]
     mixed, _ = _mixed(fit, fit["theta"], grid, K)
-    step = _first(grid, mixed < threshold)
     curves = _draw_mixed(fit, grid, K, n_draws, seed)
     return expiry_from_curves(grid, mixed, curves, now, threshold, "drift",
-                              predictive_mixed(fit, grid, n_draws, seed=seed))
+                              predictive_mixed(fit, grid, n_draws, seed=seed) if predictive else None)
 
 
 def expiry_from_curves(grid, mixed, curves, now: float, threshold: float, what: str, predictive: dict) -> dict:

@@ -18,7 +18,8 @@ horizon; a tracker draws a gap):
                          (1 - P(stall at the step)) (:func:`.scalars_forecast._hit_cdf`), or the risk's P(first stall
                          by the step)
 ``mixed_now``            the effective group rate at the last step (the fit's)
-``rules``                how many of :mod:`.rules` fire
+``rules``                how many of :mod:`.rules` fire (left out of a diagnosis that did not fire them:
+                         ``diagnose(..., only="when")``)
 
 :func:`alert_due` says whether the forecast stall is within ``before`` steps of ``step`` (or already past).
 """
@@ -70,7 +71,7 @@ def tracker_values(result: dict) -> dict[str, float]:
     :func:`.when.when`), as the reports print them."""
     scalars = bool(result.get("scalars_only"))
     w = result["when"]
-    out: dict = {"rules": len(result.get("rules") or []), "expiry_step": w["expiry"]["step"],
+    out: dict = {"rules": len(result["rules"] or []) if "rules" in result else None, "expiry_step": w["expiry"]["step"],
                  "mixed_now": result["expiry"]["mixed_now"] if scalars else result["forecast"]["rate_now"]}
     sf = result.get("stall_forecast") or {}
     stall = w["stall"]
