@@ -102,7 +102,8 @@ def _g(p, link):
 
 
 def _ginv(z, link):
-    return expit(z) if link == "logit" else np.exp(-np.exp(-z))
+    # log-log link: below z = -700, exp(-z) overflows and the pass rate is 0 to double precision anyway
+    return expit(z) if link == "logit" else np.exp(-np.exp(-np.maximum(z, -700.0)))
 
 
 def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: float = 0.0, w1: float = 0.0,
