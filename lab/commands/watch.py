@@ -249,7 +249,10 @@ class _Emitter:
         self.writer.write(ev["step"], ev["tracker"])
         if not self.alerted and alert_due(ev["tracker"], ev["step"], self.alert_before):
             self.alerted = ev["alert"] = True
-            title, text = alert_text(ev["tracker"], ev["step"], self.settings["cap"])
+            from grpo_lab.sims.doctor.trainer_config import settings_from_record
+
+            cap = (self.settings or settings_from_record(record.meta) or {}).get("cap", 0)  # kept at ingest
+            title, text = alert_text(ev["tracker"], ev["step"], cap)
             self.writer.alert(ev["step"], title, text)
             write(f"ALERT sent to the tracker: {text}")
 

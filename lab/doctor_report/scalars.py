@@ -38,7 +38,8 @@ def _fit_lines(f: dict) -> list[str]:
            f"{f['used']['reward_mean_steps']} steps):",
            f"  population at step {f['steps'][0]}: Beta(alpha {f['alpha']:.3f} [{iv['alpha'][0]:.3f}, "
            f"{iv['alpha'][1]:.3f}], beta {f['beta']:.3f} [{iv['beta'][0]:.3f}, {iv['beta'][1]:.3f}]); drift "
-           f"g {f['drift']:+.3f} [{iv['drift'][0]:+.3f}, {iv['drift'][1]:+.3f}] over the run (95% Wald)"]
+           f"g {f['drift']:+.3f} [{iv['drift'][0]:+.3f}, {iv['drift'][1]:+.3f}] over the run (95% "
+           f"{f.get('interval_method', {}).get('drift', 'Wald')})"]
     out += [f"  bound: {b}" for b in f.get("bounds", [])]
     if "stuck" in f:
         out.append(f"  never solved (p = 0 throughout): {percent(f['stuck'])} [{percent(iv['stuck'][0])}, "

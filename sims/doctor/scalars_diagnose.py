@@ -51,7 +51,7 @@ from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
-from .trainer_config import step_settings
+from .trainer_config import settings_from_record, step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
 
@@ -143,6 +143,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     t_all = time.perf_counter()
     timings = {}
     meta = record.meta
+    if trainer_config is None:  # the sizes kept in the record at ingest (a verl log read with its config)
+        trainer_config = settings_from_record(meta)
     K_from = "--num-generations" if num_generations else "the record" if meta.get("num_generations") else \
         "the trainer config" if _settings_K(trainer_config) else None
     K = num_generations or meta.get("num_generations") or _settings_K(trainer_config)

@@ -40,7 +40,9 @@ no P(R > cap) term enters.
 **Intervals.** Wald intervals from the observed information (the numerical Hessian of the negative
 log-likelihood at the optimum): for alpha and beta on the log scale, for g directly, and for a share at
 any step on the logit scale by the delta method. Their coverage is measured in
-``benchmarks/scalars_coverage.py`` (docs/doctor.md).
+``benchmarks/scalars_coverage.py`` (docs/doctor.md). Where rows of rounds enter, the drift's interval is its
+profile likelihood's instead (:func:`_profile_drift`, ``interval_method``): the rounds' likelihood of g is far from
+quadratic and the Wald interval under-covered (``benchmarks/rounds_coverage.py``).
 
 **Identifiability.** The zero-std share alone cannot tell all-pass from all-fail: (alpha, beta, g) and
 (beta, alpha, -g) give the same unanimous shares, so only the mixed share (and what depends on it only:
@@ -65,6 +67,7 @@ from ..record import RunRecord
 from ..scalars_record import is_scalars_only
 from .choice import lfo_weights, origins
 from .drift import rounds_logp
+from .profile_interval import profile_interval
 
 __all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "lfo_choice",
            "shares_at", "usable_rows",
@@ -87,6 +90,8 @@ LFO_ORIGINS = 6  #: rolling origins of the drift maps' leave-future-out choice (
 LFO_DRAWS = 64  #: parameter draws of each scored row's predictive density there
 LFO_MAX_ROWS = 256  #: the refits there pool rows beyond this many (bins of 1 / 255 of the rows before the origin)
 LFO_MAX_SCORED = 2048  #: the rows scored there, at most (every n-th row of a longer record: its blocks evenly thinned)
+SPREAD = 3.0  #: concentration alpha + beta of the profile's second start (:func:`_spread_start`)
+PROFILE_ROWS = 64  #: the drift's profile likelihood (rows of rounds) pools the rows into at most this many bins
 PARSIMONY = 0.5  #: a map with fewer parameters is kept over one whose weight is at most 1 / this times its own
 _EPS = 1e-300
 
@@ -431,7 +436,7 @@ def _bounds(model: str) -> list:
 
 
 def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool = True,
-                max_rows: int = MAX_ROWS) -> dict:
+                max_rows: int = MAX_ROWS, profile: bool = True) -> dict:
     """ML fit of the population and its drift from the per-step shares (see the module docstring).
 
     Returns ``model``, ``K``, ``alpha``, ``beta``, ``drift`` (g), their ``se_*`` and 95% ``intervals``,
@@ -440,7 +445,9 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
     ``last`` (fitted all-pass / all-fail / mixed at the last step with intervals, and the observed shares there),
     ``series`` (observed and fitted per step). ``start``: a theta to start from (e.g. the previous fit); where
     the fit from it lands on a bound, the cold starts are tried too unless ``restart`` is False. ``max_rows``: rows
-    beyond which consecutive rows are pooled (:func:`_pool`).
+    beyond which consecutive rows are pooled (:func:`_pool`). ``profile``: where rows of rounds enter, the drift's
+    interval by its profile likelihood (:func:`profile_drift`; False keeps the Wald interval, for refits whose
+    interval is not read).
     """
     if model not in MODELS:
         raise InputError(f"scalars fit: unknown drift model {model!r}; one of {', '.join(MODELS)}")
@@ -465,7 +472,7 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
             best = res
     x = np.clip(best.x, lo, hi)
     if start is not None and restart and np.any(np.minimum(np.abs(x - lo), np.abs(x - hi)) < 1e-6):
-        return fit_scalars(d, model, max_rows=max_rows)  # a warm start that landed on a bound: the cold starts too
+        return fit_scalars(d, model, max_rows=max_rows, profile=profile)  # a warm start that landed on a bound: the cold starts too
     at_bound = bool(np.any([min(abs(x[i] - lo), abs(x[i] - hi)) < 1e-6 for i, (lo, hi) in enumerate(bounds)]))
     H = _hessian(nll, x, np.full(len(x), 1e-3))
     try:
@@ -515,6 +522,8 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
         out["stuck"] = float(expit(x[3]))
         out["intervals"]["stuck"] = [float(expit(np.clip(x[3] - Z95 * se[3], *STUCK_BOUNDS))),
                                      float(expit(np.clip(x[3] + Z95 * se[3], *STUCK_BOUNDS)))]
+    if profile and "rounds" in kinds:
+        _profile_drift(out, P, K, model)
     out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
                    "step": P["s1"], "observed": _observed_last(d, P)}
     fitted = shares_at(out, P["step"])
@@ -538,11 +547,13 @@ def fit_models(d: StepShares, starts: dict | None = None) -> dict:
     :data:`POWER_MAX_K`), each warm-started from ``starts[model]`` where given; each fit's ``choice`` holds its
     leave-future-out weight and score (:func:`lfo_choice`)."""
     starts = starts or {}
-    fits = {m: fit_scalars(d, m, start=starts.get(m)) for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
+    fits = {m: fit_scalars(d, m, start=starts.get(m), profile=False)
+            for m in MODELS if m != "power" or d.K <= POWER_MAX_K}
     lfo = lfo_choice(d, fits)
     for m, f in fits.items():
         f["choice"] = {"weight": lfo["weights"][m], "score": None if lfo["scores"] is None else lfo["scores"][m],
                        "scored_steps": lfo["scored_steps"], "rule": "leave-future-out (pseudo-BMA+)"}
+    profile_drift(best_fit(fits), d)  # the kept fit's drift interval (rounds only); the others keep their Wald
     return fits
 
 
@@ -576,7 +587,7 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
     def point_scores(model, cut, end):
         try:
             f = fit_scalars(d.subset(idx < rows[cut]), model, start=fits[model]["theta"], restart=False,
-                            max_rows=LFO_MAX_ROWS)
+                            max_rows=LFO_MAX_ROWS, profile=False)
         except InputError:
             return np.full(end - cut, -np.inf)
         B = _prepare(d.subset(np.isin(idx, rows[cut:end][::every])), span=f["steps"], pool=False)
@@ -586,6 +597,54 @@ def lfo_choice(d: StepShares, fits: dict, max_origins: int = LFO_ORIGINS, n_draw
         return logsumexp(L, axis=0) - np.log(len(th))
 
     return lfo_weights(len(rows), list(fits), point_scores, max_origins=max_origins)
+
+
+def profile_drift(fit: dict, d: StepShares) -> dict:
+    """``fit`` (of ``d``, unpooled up to :data:`MAX_ROWS` rows) with its drift interval by the profile likelihood
+    where rows of rounds entered it (:func:`_profile_drift`); unchanged otherwise."""
+    if "rounds" not in fit["used"]["kinds"] or fit.get("interval_method", {}).get("drift") == "profile likelihood":
+        return fit
+    _profile_drift(fit, _prepare(d), d.K, fit["model"])
+    return fit
+
+
+def _profile_drift(out: dict, P: dict, K: int, model: str) -> None:
+    """The drift's 95% interval in ``out`` replaced by its profile-likelihood interval (:mod:`.profile_interval`).
+
+    Why, for the rounds: a step's rounds R hold little more than one bit (mostly R = 1 or 2: "at least T of B
+    mixed" or not), so the likelihood of g is far from quadratic. It runs along a ridge with the population's
+    concentration (a spread population drifting far fits as a concentrated one drifting less) and is flat on that
+    side, which the Hessian at the optimum does not see: the Wald interval covered the drift 80-85% of the time for
+    95% (benchmarks/rounds_coverage.py, docs/doctor.md). The profile follows the ridge. The other intervals stay Wald
+    (the mixed share, what the rounds identify, is covered at its level). Named approximation: the profile's
+    likelihood pools the rows into at most :data:`PROFILE_ROWS` bins (:func:`_pool`: consecutive rows of one kind
+    and, for rounds, one R; the mixed share moves by at most the drift over 1 / (PROFILE_ROWS - 1) of the run within
+    a bin), its reference value the pooled likelihood's at the fit."""
+    P = _pool(P, PROFILE_ROWS)
+    bounds = _bounds(model)
+    lo, hi = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    pi = profile_interval(lambda x: -float(np.sum(_row_loglik(np.clip(x, lo, hi), P, K, model))), out["theta"],
+                          bounds, 2, out["se_drift"], level=0.95, spread=_spread_start)
+    out["intervals"]["drift"] = pi["interval"]
+    out.setdefault("interval_method", {})["drift"] = "profile likelihood"
+    words = [w for w in out["bounds"] if not w.startswith("the 95% interval of drift")]
+    dlo, dhi = bounds[2]
+    for side, word, edge in ((0, "lower", dlo), (1, "upper", dhi)):
+        if pi["at_bound"][side]:
+            words.append(f"the 95% interval of drift reaches its {word} bound ({edge:g}): the log does not limit it")
+    if pi["capped"]:
+        words.append("the drift's profile-likelihood interval stopped its search before the likelihood fell to its "
+                     "cut: the interval may be wider")
+    out["bounds"] = words
+
+
+def _spread_start(z: np.ndarray) -> np.ndarray:
+    """The profile's start on the ridge's other branch: the population of ``z`` (log alpha, log beta, ...) at its mean
+    with concentration alpha + beta = :data:`SPREAD` (a spread population; the path may follow a concentrated one,
+    at a bound of 1000, on which the fit landed: seeds 15, 30, 35 of benchmarks/rounds_coverage.py)."""
+    a, b = np.exp(z[:2])
+    m = a / (a + b)
+    return np.concatenate([np.log([m * SPREAD, (1 - m) * SPREAD]), z[2:]])
 
 
 def _exp_bounds(x: float, se: float) -> tuple[float, float]:

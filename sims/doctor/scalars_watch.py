@@ -32,16 +32,16 @@ DEFAULT_WARN_STEPS = 20  #: warn this many steps before the forecast stall
 class StallWatch:
     """Stateful forecaster of one growing run (see the module docstring)."""
 
-    def __init__(self, settings: dict, *, warn_steps: int = DEFAULT_WARN_STEPS, num_generations: int | None = None,
-                 groups_per_step: int | None = None):
-        if settings is None:
-            raise InputError("watch needs the trainer's config (--trainer-config FILE, or --gen-batch-size and "
-                             "--train-batch-size) to forecast its stall")
+    def __init__(self, settings: dict | None, *, warn_steps: int = DEFAULT_WARN_STEPS,
+                 num_generations: int | None = None, groups_per_step: int | None = None):
+        """``settings``: the trainer's (:func:`.trainer_config.read_trainer_config`); None: those the record keeps
+        (:func:`.trainer_config.settings_from_record`: a verl log read with its config), found at the first update
+        that forecasts (InputError naming the flags where the record keeps none)."""
         if int(warn_steps) < 0:
             raise InputError(f"--warn-steps must be >= 0, got {warn_steps!r}")
         self.settings = settings
         self.warn_steps = int(warn_steps)
-        self.K = num_generations or settings.get("K")
+        self.K = num_generations or (settings or {}).get("K")
         self.groups = groups_per_step
         self.last_step = None
         self.theta = {}
@@ -57,12 +57,19 @@ class StallWatch:
         if len(steps) < MIN_STEPS:
             event["reason"] = f"waiting for {MIN_STEPS} steps ({len(steps)} so far)"
             return event
-        K = self.K or record.meta.get("num_generations")
+        if self.settings is None:
+            from .trainer_config import settings_from_record
+
+            self.settings = settings_from_record(record.meta)
+            if self.settings is None:
+                raise InputError("watch needs the trainer's config (--trainer-config FILE, or --gen-batch-size and "
+                                 "--train-batch-size) to forecast its stall: the log's record keeps no batch sizes")
+        K = self.K or record.meta.get("num_generations") or self.settings.get("K")
         gps = self.groups
         col = np.asarray(record.steps.get("groups_per_step", []), float)
         if gps is None and not (len(col) and np.isfinite(col).any()):
             gps = int(self.settings["gen_batch"])
-        d = step_shares(record, num_generations=K, groups_per_step=gps)
+        d = step_shares(record, num_generations=K, groups_per_step=gps, settings=self.settings)
         fits = fit_models(d, starts=self.theta)
         self.theta = {m: f["theta"] for m, f in fits.items()}
         fit = best_fit(fits)  # the diagnosis's choice

@@ -58,7 +58,8 @@ from ..errors import InputError
 from .configs import nemo_rl, openrlhf, prime_rl, roll, skyrl, verl
 from .configs._keys import as_int as _int
 
-__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "step_settings", "load_file"]
+__all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "settings_at_ingest", "step_settings",
+           "load_file"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
 
@@ -244,8 +245,41 @@ def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None
     return settings
 
 
+STORED_TRAINERS = ("verl", "verl-v1")  #: trainers whose config's sizes ingest keeps in the record (:func:`settings_at_ingest`)
+
+
+def settings_at_ingest(config: dict) -> tuple[dict | None, str | None]:
+    """``(settings, note)`` that ingest keeps in a tracker log's record as ``meta['trainer_settings']`` (the run's
+    config as the reader holds it, flattened: its hydra ``.hydra/config.yaml`` or override list beside the log, or
+    ingest's ``--trainer-config``), so that ``diagnose``, ``watch`` and ``fleet`` on the record need no
+    ``--trainer-config`` again (:func:`settings_from_record`). Kept for a verl config (:data:`STORED_TRAINERS`):
+    :func:`settings_from_mapping`'s dict with ``source`` and ``keys``, the size keys the config holds as written
+    (:data:`.configs.verl.SIZE_KEYS`: batch sizes, K, the cap, the PPO mini batch). A verl config that does not
+    give the sizes (e.g. no ``data.train_batch_size``): None and a note naming what is missing and the flags to give
+    at ``diagnose``; any other config: (None, None) (its sizes are not kept: other trainers' configs are given at
+    ``diagnose`` as before)."""
+    if not config:
+        return None, None
+    keys = {k: config[k] for k in verl.SIZE_KEYS if k in config and not isinstance(config[k], (dict, list))}
+    try:
+        settings = settings_from_mapping(dict(config))
+    except InputError as exc:
+        if not keys:
+            return None, None
+        return None, (f"batch sizes not kept in the record ({exc}): give --trainer-config FILE, or --gen-batch-size "
+                      "and --train-batch-size, at diagnose / watch / fleet")
+    if settings.get("trainer") not in STORED_TRAINERS:
+        return None, None
+    settings.pop("gen_per_train", None)
+    return {**settings, "source": "the config read at ingest", "keys": keys}, None
+
+
 def settings_from_record(meta: dict) -> dict | None:
-    """The settings of a grpo-lab trainer record with dynamic sampling (``meta['config']``), else None."""
+    """The settings a record holds: those kept at ingest (``meta['trainer_settings']``, :func:`settings_at_ingest`),
+    else a grpo-lab trainer record's with dynamic sampling (``meta['config']``), else None."""
+    kept = meta.get("trainer_settings") if isinstance(meta, dict) else None
+    if isinstance(kept, dict) and kept.get("train_batch") and kept.get("gen_batch"):
+        return {**kept, "source": "the record (its config read at ingest)"}
     cfg = meta.get("config") if isinstance(meta, dict) else None
     if not (isinstance(cfg, dict) and cfg.get("dynamic_sampling") and "prompts_per_step" in cfg):
         return None

@@ -34,9 +34,15 @@ from __future__ import annotations
 from ...errors import InputError
 from ._keys import as_int, get
 
-__all__ = ["read", "looks_like"]
+__all__ = ["read", "looks_like", "SIZE_KEYS"]
 
 SECTIONS = ("data", "algorithm", "actor_rollout_ref", "trainer")
+#: the size keys a record ingested with its verl config keeps as read (``meta["trainer_settings"]["keys"]``)
+SIZE_KEYS = ("data.train_batch_size", "data.gen_batch_size", "actor_rollout_ref.rollout.n",
+             "algorithm.filter_groups.enable", "algorithm.filter_groups.max_num_gen_batches",
+             "algorithm.filter_groups.max_inflight_gen_batches", "actor_rollout_ref.actor.ppo_mini_batch_size",
+             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", "trainer.use_v1", "trainer.n_gpus_per_node",
+             "trainer.nnodes")
 
 
 def looks_like(nested: dict) -> bool:

@@ -216,11 +216,17 @@ def record_from_scalars(rs, path: str, *, trainer: str | None = None, num_genera
         notes.append("no frac_reward_zero_std in this TRL log (an early TRL logged reward and reward_std only): "
                      "the zero-std share was not logged, so the doctor has no share to fit")
     gpr = groups_per_row(steps, cols, read, notes)
+    from ...doctor.trainer_config import settings_at_ingest
+
+    kept, kept_note = settings_at_ingest(rs.config)  # the run's batch sizes, for diagnose / watch / fleet
+    if kept_note:
+        notes.append(kept_note)
     missing = [c for c in COLUMNS[1:] if c not in cols]  # after the groups per row is resolved
     source = {"format": rs.fmt, "trainer": d.trainer, "run": rs.name, "dialect": read, "missing": missing,
               "notes": [*rs.notes, *notes], "path": str(path), "dialect_source": f"{d.repo} {d.source} @ {d.version}",
               "groups_per_row": gpr}
-    return scalars_record(rs.name, steps, cols, num_generations=K, source=source, raw=raw)
+    return scalars_record(rs.name, steps, cols, num_generations=K, source=source, raw=raw,
+                          extra_meta={"trainer_settings": kept} if kept else None)
 
 
 _SHARE_COLUMNS = ("frac_reward_zero_std", "frac_all_pass", "frac_all_fail")
