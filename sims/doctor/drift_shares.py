@@ -1,0 +1,139 @@
+r"""The per-step shares' likelihood on the group path's grid of shifts: a tracker log as evidence for :mod:`.drift`.
+
+A tracker log (tinker's ``metrics.jsonl``, W&B, TensorBoard, TRL's ``trainer_state``) holds per step the shares
+of all-pass / all-fail / mixed groups (or some of them), the mean reward and, for verl, the generation rounds;
+not the groups. Under :mod:`.drift`'s model (prompts' pass rates at the first step p ~ [masses +] Beta(a, b),
+every prompt's link moved by the same shift h(s)) a step's groups are independent draws from the group pmf
+P(k | h) (:func:`.drift.population_table`), so the likelihood of a step's logged scalars at shift h is the one
+:mod:`.scalars_fit` writes (its module docstring), with the class probabilities and a group's success moments
+read off that pmf:
+
+* **classes**: pi_pass(h) = P(K | h), pi_fail(h) = P(0 | h), the mixed share u(h) = 1 - pi_pass - pi_fail; the
+  step's shares times its groups are counts n_c of a multinomial over the classes its shares resolve
+  (all-pass / all-fail / mixed, unanimous / mixed, one share / the rest: the masks of scalars_fit's kinds),
+  sum_c n_c log pi_c(h);
+* **mean reward** (where it is a pass rate): the step's total successes Y given the counts ~
+  Normal(sum_c n_c E[S | c], sum_c n_c Var(S | c) + Y_FLOOR), with E[S 1_pass] = K pi_pass,
+  E[S^2 1_pass] = K^2 pi_pass, E[S 1_mixed] = sum_{0<k<K} k P(k | h), E[S^2 1_mixed] = sum_{0<k<K} k^2 P(k | h);
+* **rounds** (a row that logs no share but verl's ``train/num_gen_batches``): w log P(R = r | u(h))
+  (:func:`.drift.rounds_logp`, the one rounds likelihood; w the rows pooled into it).
+
+That tabulated on :data:`.drift.H_GRID` is the per-step ``LL[s, h]`` of the group path, and everything after it is
+the group path's, unchanged: the population (a, b) and the masses variant fitted jointly with a nuisance linear
+shift (:func:`.drift.fit_population`), the per-step shifts, the five drift shapes (linear, power, plateau, walk,
+jump), the leave-future-out chooser over (variant, shape) pairs (:func:`.drift.model_weights`) and the stall risk
+(:func:`.stall_risk.stall_risk`: every uncertainty drawn, the first stall's 90% interval). :class:`ShareEvidence`
+is what those functions take as ``counts``: its ``loglik(table)`` is the table above (:func:`.drift.step_loglik`
+calls it), ``shape`` is (rows, K + 1) and ``sum(axis=0)`` pseudo group counts by successes (for the population's
+starting point only: the all-fail and all-pass counts at k = 0 and K, the mixed spread evenly over 0 < k < K,
+an unresolved unanimous count split in half).
+
+Named deviations from :mod:`.scalars_fit`: the Beta is represented by :data:`.drift.NODES` quantile nodes, not
+scalars_fit's cell integration (the group path's approximation; it moves a share by well under its sampling
+noise at a few hundred groups a step); the drift is a shape of h, not a map of t; rows are pooled as
+scalars_fit pools them (at most :data:`.scalars_fit.MAX_ROWS`) and then binned as the group path bins steps
+(:func:`.drift.step_bins`). A log that gives the zero-std share alone identifies the mixed share only: the
+population's side and the drift's sign are then not identified (the cause is said so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .drift import measure_drift, rounds_logpmf
+from .scalars_fit import Y_FLOOR, StepShares, _prepare
+
+__all__ = ["ShareEvidence", "shares_evidence", "shares_drift", "shares_risk"]
+
+_EPS = 1e-300
+
+
+class ShareEvidence:
+    """The per-step shares of a run (:func:`.scalars_fit._prepare`'s rows) as :mod:`.drift` evidence (module
+    docstring). ``rows``: the prepared rows (``counts`` (rows, 3) over the kinds' classes, ``masks``, ``y`` /
+    ``y_on`` the total successes where the mean reward is used, ``r`` / ``r_on`` / ``r_rows`` the rounds, ``B`` /
+    ``T`` their batch sizes, ``step``, ``kind``)."""
+
+    def __init__(self, rows: dict, K: int):
+        self.P, self.K = rows, int(K)
+        self.step = np.asarray(rows["step"])
+        self.shape = (len(self.step), self.K + 1)
+
+    def sum(self, axis: int = 0) -> np.ndarray:
+        """Pseudo group counts by successes (K + 1,) over every row (module docstring; a starting point only)."""
+        c = self.P["counts"]
+        kind = self.P["kind"]
+        out = np.zeros(self.K + 1)
+        tri = kind == "trinomial"
+        out[self.K] += c[tri, 0].sum() + c[kind == "all_pass", 0].sum() + 0.5 * c[kind == "unanimous", 0].sum()
+        out[0] += c[tri, 1].sum() + c[kind == "all_fail", 0].sum() + 0.5 * c[kind == "unanimous", 0].sum()
+        mixed = c[tri, 2].sum() + c[kind == "unanimous", 1].sum() + 0.5 * c[np.isin(kind, ["all_pass", "all_fail"]),
+                                                                             1].sum()
+        out[1:self.K] += mixed / max(self.K - 1, 1)
+        if not out.sum():  # rounds (or a mean) alone: a flat start
+            out[:] = 1.0
+        return out
+
+    def loglik(self, table: dict) -> np.ndarray:
+        """``LL`` (rows, len(table's grid)) of every row at each shift of ``table`` (module docstring)."""
+        P, K = self.P, self.K
+        pmf = table["pmf"]  # (H, K + 1)
+        atoms = np.stack([pmf[:, K], pmf[:, 0], np.clip(table["u"], 0.0, 1.0)], 1)  # (H, 3): pass, fail, mixed
+        cls = np.einsum("sca,ha->sch", P["masks"], atoms)  # (rows, 3, H)
+        n = P["counts"][:, :, None]
+        LL = np.sum(np.where(n > 0, n * np.log(np.maximum(cls, _EPS)), 0.0), axis=1)
+        y_on = P["y_on"]
+        if y_on.any():
+            k = np.arange(K + 1, dtype=float)
+            mid = pmf[:, 1:K]
+            m1 = np.stack([K * atoms[:, 0], np.zeros(len(pmf)), mid @ k[1:K]], 1)  # E[S 1_c] per atom, (H, 3)
+            m2 = np.stack([K * K * atoms[:, 0], np.zeros(len(pmf)), mid @ (k[1:K] ** 2)], 1)  # E[S^2 1_c]
+            M = P["masks"][y_on]
+            pc = np.maximum(cls[y_on], _EPS)
+            mu = np.einsum("sca,ha->sch", M, m1) / pc
+            var = np.maximum(np.einsum("sca,ha->sch", M, m2) / pc - mu**2, 0.0)
+            nc = n[y_on]
+            mean = np.sum(nc * mu, axis=1)
+            v = np.sum(nc * var, axis=1) + Y_FLOOR
+            LL[y_on] += -0.5 * np.log(2 * np.pi * v) - 0.5 * (P["y"][y_on, None] - mean) ** 2 / v
+        r_on = P["r_on"]
+        if r_on.any():
+            LL[r_on] += P["r_rows"][r_on, None] * rounds_logpmf(P["r"][r_on], atoms[:, 2], P["B"], P["T"])
+        return LL
+
+
+def shares_evidence(d: StepShares) -> ShareEvidence:
+    """:class:`ShareEvidence` of a run's per-step shares (rows pooled as :mod:`.scalars_fit` pools them; raises its
+    InputError where fewer than :data:`.scalars_fit.MIN_STEPS` rows are usable)."""
+    return ShareEvidence(_prepare(d), d.K)
+
+
+def shares_drift(d: StepShares) -> tuple[ShareEvidence, dict]:
+    """(evidence, :func:`.drift.measure_drift` of it): the population, per-step shifts, shapes and their weights
+    of a scalars-only run, as the group path measures a record's groups."""
+    ev = shares_evidence(d)
+    return ev, measure_drift(ev, ev.step, d.K, False)
+
+
+def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int | None = None, seed: int = 0,
+                draws: int | None = None, measured: tuple | None = None) -> dict:
+    """The stall risk of a scalars-only run (:func:`.stall_risk.stall_risk` on the shares' drift): the first
+    stall's median, its 90% interval and P(stall by ``horizon_step``), every uncertainty drawn. ``settings``: the
+    trainer's (``gen_batch``, ``train_batch``, ``cap`` or ``cap_effective``, ``pool``); ``n_prompts``: the prompt
+    set's size where known (its finite-population correction; None: fresh prompts). ``measured``: a
+    :func:`shares_drift` result to reuse. ``{"available": False, "reason"}`` without a cap. Where the log
+    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified"."""
+    from .stall_risk import DRAWS, stall_risk
+
+    cap = settings.get("cap_effective") or settings.get("cap")
+    if not cap:
+        return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
+    ev, dr = measured if measured is not None else shares_drift(d)
+    st = {**settings, "cap_effective": int(cap)}
+    out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
+    split = bool(np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail"]).any() or ev.P["y_on"].any())
+    if not split and out.get("cause"):
+        out["cause"] = "not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+        out["cause_share_all_fail"] = None
+    out["evidence"] = "per-step shares"
+    return out
