@@ -116,3 +116,20 @@ def test_risk_without_a_cap_and_mixed_share_only():
     r = shares_risk(d, {**st, "cap": 3}, 400, draws=48)
     assert r["available"] and r["level"] == 0.9
     assert r["cause"] is None or r["cause"].startswith("not identified")
+
+
+def test_a_horizon_past_the_risks_reach_keeps_the_drift_map():
+    """More future steps than RISK_MAX_STEPS: the risk is not available (with why) and `when` says the drift map's
+    first step over the cap; rows beyond POOL_ROWS are pooled for the table."""
+    from grpo_lab.sims.doctor.drift_shares import POOL_ROWS, RISK_MAX_STEPS
+    from grpo_lab.sims.doctor.when import scalars_stall
+
+    n = 2 * POOL_ROWS + 7
+    d = step_shares(simulate_shares(1.5, 2.0, 3.0 / n, 8, n, 96, seed=1))
+    assert shares_evidence(d).shape[0] <= POOL_ROWS + 2 and shares_evidence(d).P["n"].sum() == d.n.sum()
+    st = {"trainer": "verl", "gen_batch": 96, "train_batch": 64, "cap": 3, "pool": None, "K": 8}
+    r = shares_risk(d, st, n + RISK_MAX_STEPS + 1)
+    assert r["available"] is False and "drift map" in r["reason"]
+    sf = {"available": True, "first_cap_hit": {"median": 900.0, "predictive": [850.0, 990.0]}, "cause": "c",
+          "risk": r}
+    assert scalars_stall(sf)["step"] == 900.0 and scalars_stall(sf)["level"] == 0.95

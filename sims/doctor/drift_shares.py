@@ -31,8 +31,9 @@ an unresolved unanimous count split in half).
 Named deviations from :mod:`.scalars_fit`: the Beta is represented by :data:`.drift.NODES` quantile nodes, not
 scalars_fit's cell integration (the group path's approximation; it moves a share by well under its sampling
 noise at a few hundred groups a step); the drift is a shape of h, not a map of t; rows are pooled as
-scalars_fit pools them (at most :data:`.scalars_fit.MAX_ROWS`) and then binned as the group path bins steps
-(:func:`.drift.step_bins`). A log that gives the zero-std share alone identifies the mixed share only: the
+scalars_fit pools them, but to at most :data:`POOL_ROWS` (the mean reward's normal factor is then the pooled
+rows' sum's, a little less information than the product of theirs), and then binned as the group path bins
+steps (:func:`.drift.step_bins`). A log that gives the zero-std share alone identifies the mixed share only: the
 population's side and the drift's sign are then not identified (the cause is said so).
 """
 
@@ -40,12 +41,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drift import measure_drift, rounds_logpmf
+from .drift import MAX_POINTS, measure_drift, rounds_logpmf
 from .scalars_fit import Y_FLOOR, StepShares, _prepare
 
-__all__ = ["ShareEvidence", "shares_evidence", "shares_drift", "shares_risk"]
+__all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "ShareEvidence", "shares_evidence", "shares_drift", "shares_risk", "with_risk",
+           "changed_first_stall"]
 
 _EPS = 1e-300
+#: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
+#: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
+POOL_ROWS = 2 * MAX_POINTS
+#: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the drift
+#: map's forecast (:func:`shares_risk` says so); 10 run lengths of a 2,000-step log
+RISK_MAX_STEPS = 20_000
 
 
 class ShareEvidence:
@@ -103,9 +111,10 @@ class ShareEvidence:
 
 
 def shares_evidence(d: StepShares) -> ShareEvidence:
-    """:class:`ShareEvidence` of a run's per-step shares (rows pooled as :mod:`.scalars_fit` pools them; raises its
-    InputError where fewer than :data:`.scalars_fit.MIN_STEPS` rows are usable)."""
-    return ShareEvidence(_prepare(d), d.K)
+    """:class:`ShareEvidence` of a run's per-step shares: more than :data:`POOL_ROWS` usable rows are pooled as
+    :mod:`.scalars_fit` pools them (:func:`.scalars_fit._pool`: consecutive rows of one kind, their counts and
+    successes summed); raises its InputError where fewer than :data:`.scalars_fit.MIN_STEPS` rows are usable."""
+    return ShareEvidence(_prepare(d, max_rows=POOL_ROWS), d.K)
 
 
 def shares_drift(d: StepShares) -> tuple[ShareEvidence, dict]:
@@ -122,12 +131,17 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     trainer's (``gen_batch``, ``train_batch``, ``cap`` or ``cap_effective``, ``pool``); ``n_prompts``: the prompt
     set's size where known (its finite-population correction; None: fresh prompts). ``measured``: a
     :func:`shares_drift` result to reuse. ``{"available": False, "reason"}`` without a cap. Where the log
-    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified"."""
+    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified". A horizon more
+    than :data:`RISK_MAX_STEPS` past the last row: not available, with the reason."""
     from .stall_risk import DRAWS, stall_risk
 
     cap = settings.get("cap_effective") or settings.get("cap")
     if not cap:
         return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
+    ahead = int(horizon_step) - int(measured[0].step[-1] if measured is not None else np.max(d.step))
+    if ahead > RISK_MAX_STEPS:
+        return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
+                "the risk draws step by step: the drift map's first step over the cap is the forecast"}
     ev, dr = measured if measured is not None else shares_drift(d)
     st = {**settings, "cap_effective": int(cap)}
     out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
@@ -137,3 +151,34 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
         out["cause_share_all_fail"] = None
     out["evidence"] = "per-step shares"
     return out
+
+
+def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int = 0) -> dict:
+    """``sf`` (a :func:`.scalars_forecast.stall_forecast` of ``d``'s fit) with ``risk``: :func:`shares_risk` over the
+    same horizon, where the forecast is available and the trainer has a cap (the first stall every surface says,
+    :func:`.when.scalars_stall`); ``sf`` unchanged otherwise. The drift map's first cap hit stays beside it."""
+    if not sf.get("available") or not sf["settings"].get("cap"):
+        return sf
+    return {**sf, "risk": shares_risk(d, sf["settings"], int(sf["horizon_step"]), n_prompts, seed)}
+
+
+_LAST: list = []  #: [(record, K, measured)] of the last record :func:`changed_first_stall` measured
+
+
+def changed_first_stall(record, result: dict, settings: dict, draws: int | None = None) -> float | None:
+    """The median first stall of a scalars-only diagnosis ``result`` of ``record`` with the trainer's ``settings``
+    changed (:func:`.rules.cap_changes`; ``logit_shift``: the data's difficulty moved), by the risk the diagnosis
+    said (:func:`shares_risk`): the shares' drift measured once per record, the risk redrawn per change. The
+    population table keeps the logged K, so a change of K is forecast by the drift map instead (the caller's)."""
+    from .scalars_fit import step_shares
+
+    K = int(result["run"]["K"])
+    if not (_LAST and _LAST[0][0] is record and _LAST[0][1] == K):
+        tc = result["stall_forecast"].get("settings")
+        d = step_shares(record, num_generations=K, groups_per_step=int(round(result["run"]["groups_per_step"])),
+                        settings=tc)
+        _LAST[:] = [(record, K, shares_drift(d))]
+    ev, dr = _LAST[0][2]
+    r = shares_risk(None, settings, int(result["stall_forecast"]["horizon_step"]),
+                    int(result["run"].get("prompts") or 0) or None, draws=draws, measured=(ev, dr))
+    return r["first_stall"]["median"] if r.get("available") else None
