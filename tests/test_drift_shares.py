@@ -74,6 +74,8 @@ def test_rounds_rows_use_the_rounds_likelihood():
     tab = population_table(1.0, 1.0, K, "logit", grid=H_GRID[::30])
     want = rounds_logp(r[:, None], tab["u"][None, :], 64, 40)
     np.testing.assert_allclose(shares_evidence(d).loglik(tab), want, rtol=1e-12)
+    r = shares_risk(d, {"gen_batch": 64, "train_batch": 40, "cap": 3, "pool": None}, 40)
+    assert r["available"] is False and "rounds" in r["reason"]  # one-sided per step: the drift map forecasts
 
 
 def test_population_and_drift_recovered_from_shares():
