@@ -110,14 +110,17 @@ def test_the_study_plateau_seed_the_drift_maps_missed():
 
 
 def test_risk_without_a_cap_and_mixed_share_only():
-    """No cap: not available; a log with the zero-std share alone: the cause is not identified."""
+    """No cap: not available; a log with the zero-std share alone (h and its mirror fit alike): not available, the
+    drift map forecasts; with the mean reward beside it (TRL's pair) the risk is drawn."""
     rec = simulate_shares(1.5, 1.5, 0.05, 8, 40, 64, seed=2, logged=("frac_reward_zero_std",))
     d = step_shares(rec)
     st = {"gen_batch": 64, "train_batch": 40, "cap": 0, "pool": None}
     assert shares_risk(d, st, 400)["available"] is False
     r = shares_risk(d, {**st, "cap": 3}, 400, draws=48)
-    assert r["available"] and r["level"] == 0.9
-    assert r["cause"] is None or r["cause"].startswith("not identified")
+    assert r["available"] is False and "mixed share only" in r["reason"]
+    rec = simulate_shares(1.5, 1.5, 0.05, 8, 40, 64, seed=2, logged=("frac_reward_zero_std", "reward_mean"))
+    r = shares_risk(step_shares(rec), {**st, "cap": 3}, 400, draws=48)
+    assert r["available"] and r["level"] == 0.9 and r["cause"] == "all-pass saturation"
 
 
 def test_a_horizon_past_the_risks_reach_keeps_the_drift_map():

@@ -132,9 +132,11 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     set's size where known (its finite-population correction; None: fresh prompts). ``measured``: a
     :func:`shares_drift` result to reuse. ``{"available": False, "reason"}`` without a cap. Where the log
     resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified". Not available,
-    with the reason: a horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows hold
-    only their rounds (a one-sided bound per step: on verl's rounds-only fixture the shapes put the stall past step
-    613 for a run that raised at 167, where the drift map's predictive interval held it)."""
+    with the reason: a horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows give the
+    mixed share only, no side (the zero-std share alone: h and its mirror fit alike, the per-step likelihood is
+    bimodal; the rounds alone: a one-sided bound per step). On verl's rounds-only fixture the shapes put the stall
+    past step 613 for a run that raised at 167, and on the study's loops logging the zero-std share alone past 250
+    for stalls at 98-200, where the drift map's predictive interval held more of them."""
     from .stall_risk import DRAWS, stall_risk
 
     cap = settings.get("cap_effective") or settings.get("cap")
@@ -145,10 +147,12 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
         return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
                 "the risk draws step by step: the drift map's first step over the cap is the forecast"}
     ev = measured[0] if measured is not None else shares_evidence(d)
-    if np.mean(ev.P["kind"] == "rounds") > 0.5:
-        return {"available": False, "reason": "most rows log only their rounds, which bound the mixed share from one "
-                "side (mostly R = 1): the per-step shifts the shapes are fitted to are not measured; the drift map's "
-                "first step over the cap is the forecast"}
+    sided = np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail", "mean_only"]) | ev.P["y_on"]
+    if np.mean(sided) <= 0.5:
+        return {"available": False, "reason": "most rows give the mixed share only (the zero-std share or the rounds): "
+                "a shift h and its mirror give the same unanimous share, and a row of R = 1 rounds bounds it from one "
+                "side, so the per-step shifts the shapes are fitted to are not measured; the drift map's first step "
+                "over the cap is the forecast"}
     ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
     st = {**settings, "cap_effective": int(cap)}
     out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
