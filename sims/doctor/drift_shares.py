@@ -135,8 +135,8 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     with the reason: a horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows give the
     mixed share only, no side (the zero-std share alone: h and its mirror fit alike, the per-step likelihood is
     bimodal; the rounds alone: a one-sided bound per step). On verl's rounds-only fixture the shapes put the stall
-    past step 613 for a run that raised at 167, and on the study's loops logging the zero-std share alone past 250
-    for stalls at 98-200, where the drift map's predictive interval held more of them."""
+    past step 613 for a run that raised at 167; on the study's loops logging the zero-std share alone, no stall
+    within 600 in 9 of 9 seeds for stalls at 98-200 (docs/doctor.md, "One doctor")."""
     from .stall_risk import DRAWS, stall_risk
 
     cap = settings.get("cap_effective") or settings.get("cap")
