@@ -70,9 +70,13 @@ def test_the_scalars_forecast_under_harder_prompts_against_quadrature():
     hit = 1 - np.exp(np.cumsum(width * np.log1p(-np.clip(p_stall, 0, 1 - 1e-15))))
     i = int(np.searchsorted(hit, 0.5))
     want = float(grid[i]) if i < len(grid) else None
-    assert want is not None and change["first_stall"] == want
-    base = d["stall_forecast"]["first_cap_hit"]["median"]
-    assert change["first_stall"] > base  # harder prompts: the saturation comes later
+    from grpo_lab.sims.doctor.scalars_forecast import stall_forecast
+
+    shifted = stall_forecast({**fit, "logit_shift": -DIFFICULTY_LOGIT}, SETTINGS, n_draws=60)
+    assert want is not None and shifted["first_cap_hit"]["median"] == want  # the drift map under the change
+    # the rule's row is the risk the diagnosis says (the shares' drift shapes), redrawn under the change
+    assert d["stall_forecast"]["risk"]["available"] and d["when"]["stall"]["step"] is not None
+    assert change["first_stall"] > d["when"]["stall"]["step"]  # harder prompts: the saturation comes later
 
 
 def test_not_forecast_where_no_pass_rate_sits_on_a_logit_scale():

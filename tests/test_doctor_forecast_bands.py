@@ -237,8 +237,8 @@ def test_text_html_json_and_watch_give_the_one_forecast(tmp_path):
 
     rec, settings, d = _dapo_diagnosis()
     w = d["when"]
-    hit = d["stall_forecast"]["first_cap_hit"]
-    assert w["stall"]["step"] == hit["median"] and w["stall"]["interval"] == hit["predictive"]
+    fs = d["stall_forecast"]["risk"]["first_stall"]  # the shares' risk (the group path's shapes), not the map's hit
+    assert w["stall"]["step"] == fs["median"] and w["stall"]["interval"] == fs["interval"] and w["stall"]["level"] == 0.9
     text = text_report(d)
     page = html_report(d)
     for line in when_lines(w):

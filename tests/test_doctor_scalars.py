@@ -112,7 +112,11 @@ def test_diagnose_dispatches_a_scalars_only_record(tmp_path):
     text = text_report(d)
     assert "needs the groups" in text and "stall forecast" in text
     page = html_report(d)
-    assert page.count("<svg") == 2 and "<script" not in page
+    assert page.count("<svg") == 3 and "Stall risk" in page and "<script" not in page  # shares, P(stall), the risk
+    rk = d["stall_forecast"]["risk"]  # the first stall said: the group path's shapes and risk on the shares
+    assert rk["available"] and rk["evidence"] == "per-step shares"
+    assert d["when"]["stall"]["step"] == rk["first_stall"]["median"] and d["when"]["stall"]["level"] == rk["level"]
+    assert "on the drift map alone" in text and "drift shapes (rolling-origin weights)" in text
 
 
 def test_scalars_only_command_line(tmp_path, capsys):

@@ -95,7 +95,7 @@ def test_the_replay_gives_the_doctors_stall_risk_under_its_trainer_loop(tmp_path
                     trainer_config=read_trainer_config(gen_batch_size=64, train_batch_size=32, max_num_gen_batches=2))
     st = want["when"]["stall"]
     lo, hi = st["interval"]
-    assert f"first stall near step {st['step']:.0f}, 95% interval [{lo:.0f}, {hi:.0f}]" in line
+    assert f"first stall near step {st['step']:.0f}, {100 * st['level']:.0f}% interval [{lo:.0f}, {hi:.0f}]" in line
     p = want["tracker"]["grpo_lab/p_stall_next"]
     assert f"P(stall within the next 3 steps) {100 * p:.0f}%" in line
     assert "replay_loop=DAPO" in view.trainer_link.object and "replay_cap=2" in view.trainer_link.object

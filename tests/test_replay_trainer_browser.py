@@ -35,7 +35,8 @@ def test_the_replay_gives_the_doctors_stall_risk_under_the_loop_set_in_it(tmp_pa
         gen_batch_size=SETTINGS["gen_batch"], train_batch_size=SETTINGS["train_batch"],
         max_num_gen_batches=SETTINGS["cap"]))
     st = want["when"]["stall"]
-    risk = (f"first stall near step {st['step']:.0f}, 95% interval [{st['interval'][0]:.0f}, {st['interval'][1]:.0f}]; "
+    risk = (f"first stall near step {st['step']:.0f}, {100 * st['level']:.0f}% interval [{st['interval'][0]:.0f}, "
+            f"{st['interval'][1]:.0f}]; "
             f"P(stall within the next 3 steps) {100 * want['tracker']['grpo_lab/p_stall_next']:.0f}%")
     port = free_port()
     cmd = [sys.executable, "-m", "grpo_lab.cli", "serve", "--runs", str(tmp_path), "--port", str(port),

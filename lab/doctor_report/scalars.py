@@ -13,6 +13,7 @@ from .audit import audit_html, audit_text
 from .groups_per_row import groups_per_row_html, groups_per_row_lines
 from .markup import table
 from .samplers import samplers_html, samplers_text
+from .stall import _risk_svg, risk_lines
 from .svg import COLORS, predictive_band, svg
 from .when import SAMPLERS_NOTE, backtest_line, predictive_lines, rewards_lines, when_html, when_lines
 
@@ -57,7 +58,7 @@ def _fit_lines(f: dict) -> list[str]:
     return out
 
 
-def _stall_lines(sf: dict) -> list[str]:
+def _stall_lines(sf: dict, first_step: float = 0.0) -> list[str]:
     if not sf["available"]:
         return [f"stall forecast: {sf['reason']}"]
     s, now = sf["settings"], sf["now"]
@@ -73,9 +74,15 @@ def _stall_lines(sf: dict) -> list[str]:
                    + (" (already above at the last step)" if st["already"] else "")
                    + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']:.0f})"))
     h = sf["first_cap_hit"]
-    out.append(f"  first step over the cap (the forecast above): median {_step(h['median'])}, predictive 95% "
+    risk = (sf.get("risk") or {}).get("available")
+    out.append(f"  first step over the cap ({'on the drift map alone, a cross-check' if risk else 'the forecast above'}"
+               f"): median {_step(h['median'])}, predictive 95% "
                f"{_iv(h['predictive'])}; the median's own 95% interval over the fit {_iv(h['median_interval'])}; at "
                f"the fitted parameters 95% of runs within {_iv(h['range'])}; cause: {sf['cause']}")
+    if sf.get("risk"):  # the forecast above: the group path's shapes and risk on the shares' likelihood
+        out.append("  the first stall (the forecast above) on the per-step shares' likelihood, the group path's drift "
+                   "shapes and stall risk:")
+        out += risk_lines({**sf, "validation": {"steps": [first_step]}})
     return out
 
 
@@ -110,7 +117,7 @@ def scalars_text(d: dict) -> str:
     lines.append(f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
                  f"{_step(e['step'])} {_iv(e['interval'])}")
     lines += predictive_lines(e["projection"], "mixed share")
-    lines += _stall_lines(d["stall_forecast"])
+    lines += _stall_lines(d["stall_forecast"], d["fit"]["steps"][0])
     a, b = d["samplers_population"]
     lines.append(f"samplers on the population at the last step, Beta({a:.3g}, {b:.3g}) (same mean and variance):")
     lines += samplers_text(d["samplers"])
@@ -164,6 +171,8 @@ def scalars_html(d: dict, lab_href: str | None = None) -> str:
         parts.append(svg("P(stall) per future step (trainer config)", [
             {"name": "P(stall)", "x": ser["step"], "y": ser["p_stall"], "color": COLORS["fail"]}],
             (float(ser["step"][0]), float(ser["step"][-1])), hline=0.5, ylabel="P(stall)"))
+    if (sf.get("risk") or {}).get("available"):
+        parts.append(_risk_svg(sf["risk"]))
     parts += [samplers_html(d["samplers"]), audit_html(d["audit"]),
               "<h2>Needs the groups</h2><ul>" + "".join(f"<li>{html.escape(u)}</li>" for u in d["unavailable"])
               + "</ul>"]

@@ -100,7 +100,7 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
     if truth is not None and truth <= LOGGED:
         return {**out, "stalled_in_log": True}
     if mode == "scalars":
-        return {**out, "stalled_in_log": False, **_scalars_forecast(sim)}
+        return {**out, "stalled_in_log": False, **_scalars_forecast(sim, seed)}
     rec = to_record(sim, mode, LOGGED)
     groups = run_groups(rec)
     observed = None
@@ -116,23 +116,20 @@ def one(regime: str, mode: str, seed: int, draws: int | None = None) -> dict:
             "variants": r["shapes"].get("variants"), "cpu_s": time.process_time() - t}
 
 
-def _scalars_forecast(sim: dict) -> dict:
-    """The scalars path's stall forecast of the loop's first :data:`LOGGED` steps logged in tinker's names."""
-    from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, step_shares
-    from grpo_lab.sims.doctor.scalars_forecast import stall_forecast
+def _scalars_forecast(sim: dict, seed: int = 0) -> dict:
+    """The scalars path's stall forecast of the loop's first :data:`LOGGED` steps logged in tinker's names: the
+    shares' per-step likelihood on the group path's grid (:mod:`grpo_lab.sims.doctor.drift_shares`), the group
+    path's shapes, chooser and stall risk (its 90% interval), as ``diagnose`` gives it (``stall_forecast.risk``)."""
+    from grpo_lab.sims.doctor.drift_shares import shares_risk
+    from grpo_lab.sims.doctor.scalars_fit import step_shares
 
     rec = to_scalars(sim, LOGGED, columns=tuple(TINKER), raw_names=TINKER, trainer="tinker-cookbook")
     t = time.process_time()
-    d = step_shares(rec)
-    fits = fit_models(d)
-    model = best_fit(fits)["model"]  # the diagnosis's choice (the group path's leave-future-out chooser)
-    sf = stall_forecast(fits[model], {**SETTINGS, "K": K})
-    h = sf["first_cap_hit"] or {"median": None, "predictive": [None, None]}
-    fin = lambda x: None if x is None or not np.isfinite(x) or x > MAX_STEPS else int(x)  # noqa: E731
-    lo, hi = h["predictive"]
-    return {"median": fin(h["median"]), "lo": fin(lo) if lo is not None else MAX_STEPS + 1, "hi": fin(hi),
-            "level": 0.95, "p_by_horizon": None, "survivors": False, "cause": sf.get("cause"),
-            "weights": {model: 1.0}, "variants": {"stuck": fits[model].get("stuck")}, "cpu_s": time.process_time() - t}
+    r = shares_risk(step_shares(rec), SETTINGS, MAX_STEPS, n_prompts=int(sim["n_prompts"]), seed=seed)
+    fs = r["first_stall"]
+    return {"median": fs["median"], "lo": fs["interval"][0], "hi": fs["interval"][1], "level": r["level"],
+            "p_by_horizon": fs["p_by_horizon"], "survivors": False, "cause": r["cause"], "weights": r["shapes"]["weights"],
+            "variants": r["shapes"].get("variants"), "cpu_s": time.process_time() - t}
 
 
 def covered(row: dict) -> bool:

@@ -35,6 +35,9 @@ shift h e^(sigma z) per prompt, sigma fitted), are :mod:`.drift_variants`' (:dat
 * where every generated group is recorded, the stopping rule of dynamic sampling is ignorable and the groups
   alone are the likelihood (the rounds are a function of them).
 
+The per-step shares of a tracker log (no groups) give their own ``LL[s, h]`` on the same grid
+(:class:`.drift_shares.ShareEvidence`, passed where ``counts`` goes): everything below is then the same for both.
+
 **Population** (a, b): maximises sum_s LL[s, beta tau_s] jointly with a nuisance linear shift beta (Nelder-Mead
 on (log a, log b, beta)); its covariance from the numerical Hessian (:func:`.fit._hessian`) there, beta profiled
 out. (Integrating each later step's shift out on the grid instead, flat, was tried: on survivors-only records it
@@ -195,6 +198,8 @@ def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, s
 
 
 def _step_loglik(table, counts, survivors, rounds, settings):
+    if hasattr(counts, "loglik"):  # evidence other than group counts: the per-step shares (.drift_shares)
+        return counts.loglik(table)
     K = table["K"]
     logpmf = np.log(np.maximum(table["pmf"], 1e-300))
     if survivors:

@@ -318,6 +318,11 @@ def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: f
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
 
+        if (result["stall_forecast"].get("risk") or {}).get("available") and \
+                int(settings["K"]) == int(result["run"]["K"]):  # the risk the diagnosis said (its table keeps K)
+            from .drift_shares import changed_first_stall
+
+            return changed_first_stall(record, result, settings)
         fit = result.get("tie_fit") or result["fit"]  # the fit the diagnosis's own stall forecast used
         shift = settings.pop("logit_shift", None)
         if shift:

@@ -10,7 +10,10 @@ the group-level fit where a record has both (:func:`side_by_side`).
                    chooser, :func:`.scalars_fit.best_fit`); ``fits`` each model's log-likelihood, AIC and its
                    leave-future-out ``weight`` and ``score``
 ``expiry``         the step the mixed share falls below the threshold (:func:`.scalars_forecast.expiry_forecast`)
-``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`)
+``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`);
+                   for binary rewards with a cap its ``risk``: the first stall by the group path's drift shapes,
+                   chooser and stall risk on the shares' per-step likelihood (:func:`.drift_shares.with_risk`), the
+                   one first stall :func:`.when.when` says
 ``samplers``       :func:`.samplers.samplers_section` on the population at the last step (the Beta with the same
                    mean and variance of p as the fitted population there)
 ``consistency``    checks among the logged shares (zero-std = all-pass + all-fail; shares in [0, 1]; the
@@ -51,6 +54,7 @@ from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
+from .drift_shares import with_risk
 from .trainer_config import settings_from_record, step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
@@ -183,6 +187,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
     stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
+    if not not_binary:  # the first stall: the group path's shapes and risk on the shares' likelihood
+        stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None)
     timings["stall"] = time.perf_counter() - t
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))

@@ -3,10 +3,12 @@ r"""Early warning while a run trains: the stall forecast refitted as each step l
 :class:`StallWatch` takes the run's scalars-only record as it grows (followed by the caller) and, when it holds
 a step it has not seen, refits every drift model of :func:`.scalars_fit.fit_scalars` (each warm-started from its previous
 fit), keeps the one the diagnosis keeps (:func:`.scalars_fit.best_fit`: the leave-future-out weights), and
-forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings. The forecast
-stall step is the **first step over the cap**: the median of the step at which the run's rounds first exceed
-``max_num_gen_batches`` (what stops verl's DAPO trainer), with its predictive 95% interval (the fit's parameter
-draws and the loop's own randomness): the same answer as the doctor's report (:func:`.when.scalars_stall`).
+forecasts the stall with :func:`.scalars_forecast.stall_forecast` for the trainer's settings and its risk on the
+shares' per-step likelihood (:func:`.drift_shares.with_risk`: the group path's drift shapes, chooser and stall risk).
+The forecast stall step is the **first stall**: the median of the step at which the run's rounds first exceed
+``max_num_gen_batches`` (what stops verl's DAPO trainer), with its 90% interval (every uncertainty drawn; the drift
+map's first cap hit and its predictive 95% interval where there is no risk): the same answer as the doctor's report
+(:func:`.when.scalars_stall`).
 A warning is raised once, at the first update whose forecast stall step is at most ``warn_steps`` steps after
 the last step logged (or already passed). Until :data:`MIN_STEPS` steps have landed nothing is forecast.
 Without a cap there is no stall to warn of: the update gives the expected rounds now and ``warn_steps`` ahead.
@@ -19,6 +21,7 @@ import numpy as np
 from ..errors import InputError
 from ..record import RunRecord
 from .scalars_fit import DRAWS, best_fit, fit_models, step_shares
+from .drift_shares import with_risk
 from .scalars_forecast import stall_forecast
 from .when import scalars_stall
 
@@ -73,7 +76,8 @@ class StallWatch:
         fits = fit_models(d, starts=self.theta)
         self.theta = {m: f["theta"] for m, f in fits.items()}
         fit = best_fit(fits)  # the diagnosis's choice
-        sf = stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS)
+        sf = with_risk(stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS), d,
+                       int(record.meta.get("n_prompts") or 0) or None)  # the diagnosis's first stall
         event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
                           "mixed_now": fit["last"]["mixed"]}, stall=sf)
         if not sf.get("available"):
@@ -84,7 +88,7 @@ class StallWatch:
             return event
         st = scalars_stall(sf)  # the doctor's one answer (sims/doctor/when.py)
         event["forecast"] = {"step": st["step"], "interval": st["interval"], "level": st["level"],
-                             "source": st["source"], "cause": sf["cause"],
+                             "source": st["source"], "cause": st["cause"],
                              "p_stall_next": float(sf["series"]["p_stall"][0])}
         if st["step"] is not None and not self.warned and st["step"] - self.last_step <= self.warn_steps:
             self.warned = True

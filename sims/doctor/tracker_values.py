@@ -8,8 +8,9 @@ horizon; a tracker draws a gap):
 ``expiry_step``          the step the effective (mixed) group rate falls below the threshold: the trend's crossing
                          (a record of groups, :mod:`.forecast`) or the scalars fit's (:func:`.scalars_forecast.expiry_forecast`)
 ``first_stall_median``   the first step whose generation rounds exceed the cap: the median of the first stall's
-                         distribution (the risk's, :mod:`.stall_risk`, for a record of groups; the first cap hit's,
-                         :func:`.scalars_forecast.stall_forecast`, for scalars)
+                         distribution (the risk's, :mod:`.stall_risk`, for a record of groups and, on the per-step
+                         shares, :mod:`.drift_shares`, for scalars; else the first cap hit's,
+                         :func:`.scalars_forecast.stall_forecast`)
 ``first_stall_lo``, ``first_stall_hi``  its band: the risk's :data:`.stall_risk.LEVEL` interval, or the scalars
                          forecast's predictive interval (both uncertainties: the fit's and the loop's own)
 ``first_stall_band_level`` that band's coverage (0.9 for the risk; the scalars forecast's own level)
@@ -47,7 +48,7 @@ def next_steps(last_step: int) -> int:
 def _p_stall_next(sf: dict, scalars: bool) -> float | None:
     """P(the first stall within the next :func:`next_steps` steps) of a stall forecast, None where it has none."""
     last = int(sf["now"]["step"])
-    if scalars:
+    if scalars and not (sf.get("risk") or {}).get("available"):  # the drift map's cap hit (no risk on the shares)
         if not sf.get("first_cap_hit"):
             return None
         from .scalars_forecast import _hit_cdf

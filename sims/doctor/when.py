@@ -7,8 +7,9 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
             trend's crossing (:mod:`.forecast`) for a record with groups, the scalars fit's (or, for rewards
             that are not binary, the tie-share trend's) for a scalars-only record; its interval and level
 ``stall``   the first step whose rounds exceed the cap: the risk's median first stall and its 90% interval
-            (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, the first cap hit's median
-            and its predictive 95% interval (:mod:`.scalars_forecast`) for scalars
+            (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, and for scalars the same
+            risk on the per-step shares' likelihood (:mod:`.drift_shares`; without it, rewards not binary, the
+            first cap hit's median and its predictive 95% interval, :mod:`.scalars_forecast`)
 ``verdicts`` each verdict checked against the logged rows it speaks of (:func:`check_expiry`,
             :func:`check_cause`): ``holds`` False replaces the verdict by what the log says
 ``other``   the other step figures in the report, each named for what it is (they answer other questions)
@@ -140,10 +141,19 @@ SAMPLERS = ("samplers' expires", "a simulated fresh run of the prompt set on the
 
 
 def scalars_stall(sf: dict) -> dict:
-    """The first stall of a scalars stall forecast (:func:`.scalars_forecast.stall_forecast`): the first step over
-    the cap's median and its predictive 95% interval (what :func:`when` and ``grpo-lab watch`` both say)."""
+    """The first stall of a scalars stall forecast (:func:`.scalars_forecast.stall_forecast`): the median first
+    stall and its 90% interval of its ``risk`` where it has one (:func:`.drift_shares.with_risk`: the group path's
+    shapes on the shares), else the first step over the cap's median and its predictive 95% interval on the drift
+    map (what :func:`when` and ``grpo-lab watch`` both say)."""
     stall = {"available": bool(sf.get("available") and sf.get("first_cap_hit"))}
-    if stall["available"]:
+    rk = sf.get("risk") or {}
+    if stall["available"] and rk.get("available"):
+        fs = rk["first_stall"]
+        stall.update(step=_step(fs["median"]), interval=fs["interval"], level=rk["level"],
+                     cause=rk["cause"] if fs["median"] is not None else sf["cause"],
+                     source="the stall risk on the per-step shares (median first stall; the drift shapes, population "
+                            "and loop drawn, as for groups)")
+    elif stall["available"]:
         h = sf["first_cap_hit"]
         stall.update(step=h["median"], interval=h["predictive"], level=0.95, cause=sf["cause"],
                      source="first step over the cap (median; predictive interval: the fit's and the loop's "

@@ -1,0 +1,195 @@
+r"""The per-step shares' likelihood on the group path's grid of shifts: a tracker log as evidence for :mod:`.drift`.
+
+A tracker log (tinker's ``metrics.jsonl``, W&B, TensorBoard, TRL's ``trainer_state``) holds per step the shares
+of all-pass / all-fail / mixed groups (or some of them), the mean reward and, for verl, the generation rounds;
+not the groups. Under :mod:`.drift`'s model (prompts' pass rates at the first step p ~ [masses +] Beta(a, b),
+every prompt's link moved by the same shift h(s)) a step's groups are independent draws from the group pmf
+P(k | h) (:func:`.drift.population_table`), so the likelihood of a step's logged scalars at shift h is the one
+:mod:`.scalars_fit` writes (its module docstring), with the class probabilities and a group's success moments
+read off that pmf:
+
+* **classes**: pi_pass(h) = P(K | h), pi_fail(h) = P(0 | h), the mixed share u(h) = 1 - pi_pass - pi_fail; the
+  step's shares times its groups are counts n_c of a multinomial over the classes its shares resolve
+  (all-pass / all-fail / mixed, unanimous / mixed, one share / the rest: the masks of scalars_fit's kinds),
+  sum_c n_c log pi_c(h);
+* **mean reward** (where it is a pass rate): the step's total successes Y given the counts ~
+  Normal(sum_c n_c E[S | c], sum_c n_c Var(S | c) + Y_FLOOR), with E[S 1_pass] = K pi_pass,
+  E[S^2 1_pass] = K^2 pi_pass, E[S 1_mixed] = sum_{0<k<K} k P(k | h), E[S^2 1_mixed] = sum_{0<k<K} k^2 P(k | h);
+* **rounds** (a row that logs no share but verl's ``train/num_gen_batches``): w log P(R = r | u(h))
+  (:func:`.drift.rounds_logp`, the one rounds likelihood; w the rows pooled into it).
+
+That tabulated on :data:`.drift.H_GRID` is the per-step ``LL[s, h]`` of the group path, and everything after it is
+the group path's, unchanged: the population (a, b) and the masses variant fitted jointly with a nuisance linear
+shift (:func:`.drift.fit_population`), the per-step shifts, the five drift shapes (linear, power, plateau, walk,
+jump), the leave-future-out chooser over (variant, shape) pairs (:func:`.drift.model_weights`) and the stall risk
+(:func:`.stall_risk.stall_risk`: every uncertainty drawn, the first stall's 90% interval). :class:`ShareEvidence`
+is what those functions take as ``counts``: its ``loglik(table)`` is the table above (:func:`.drift.step_loglik`
+calls it), ``shape`` is (rows, K + 1) and ``sum(axis=0)`` pseudo group counts by successes (for the population's
+starting point only: the all-fail and all-pass counts at k = 0 and K, the mixed spread evenly over 0 < k < K,
+an unresolved unanimous count split in half).
+
+Named deviations from :mod:`.scalars_fit`: the Beta is represented by :data:`.drift.NODES` quantile nodes, not
+scalars_fit's cell integration (the group path's approximation; it moves a share by well under its sampling
+noise at a few hundred groups a step); the drift is a shape of h, not a map of t; rows are pooled as
+scalars_fit pools them, but to at most :data:`POOL_ROWS` (the mean reward's normal factor is then the pooled
+rows' sum's, a little less information than the product of theirs), and then binned as the group path bins
+steps (:func:`.drift.step_bins`). A log that gives the zero-std share alone identifies the mixed share only: the
+population's side and the drift's sign are then not identified (the cause is said so).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .drift import MAX_POINTS, measure_drift, rounds_logpmf
+from .scalars_fit import Y_FLOOR, StepShares, _prepare
+
+__all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "ShareEvidence", "shares_evidence", "shares_drift", "shares_risk", "with_risk",
+           "changed_first_stall"]
+
+_EPS = 1e-300
+#: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
+#: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
+POOL_ROWS = 2 * MAX_POINTS
+#: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the drift
+#: map's forecast (:func:`shares_risk` says so); 10 run lengths of a 2,000-step log
+RISK_MAX_STEPS = 20_000
+
+
+class ShareEvidence:
+    """The per-step shares of a run (:func:`.scalars_fit._prepare`'s rows) as :mod:`.drift` evidence (module
+    docstring). ``rows``: the prepared rows (``counts`` (rows, 3) over the kinds' classes, ``masks``, ``y`` /
+    ``y_on`` the total successes where the mean reward is used, ``r`` / ``r_on`` / ``r_rows`` the rounds, ``B`` /
+    ``T`` their batch sizes, ``step``, ``kind``)."""
+
+    def __init__(self, rows: dict, K: int):
+        self.P, self.K = rows, int(K)
+        self.step = np.asarray(rows["step"])
+        self.shape = (len(self.step), self.K + 1)
+
+    def sum(self, axis: int = 0) -> np.ndarray:
+        """Pseudo group counts by successes (K + 1,) over every row (module docstring; a starting point only)."""
+        c = self.P["counts"]
+        kind = self.P["kind"]
+        out = np.zeros(self.K + 1)
+        tri = kind == "trinomial"
+        out[self.K] += c[tri, 0].sum() + c[kind == "all_pass", 0].sum() + 0.5 * c[kind == "unanimous", 0].sum()
+        out[0] += c[tri, 1].sum() + c[kind == "all_fail", 0].sum() + 0.5 * c[kind == "unanimous", 0].sum()
+        mixed = c[tri, 2].sum() + c[kind == "unanimous", 1].sum() + 0.5 * c[np.isin(kind, ["all_pass", "all_fail"]),
+                                                                             1].sum()
+        out[1:self.K] += mixed / max(self.K - 1, 1)
+        if not out.sum():  # rounds (or a mean) alone: a flat start
+            out[:] = 1.0
+        return out
+
+    def loglik(self, table: dict) -> np.ndarray:
+        """``LL`` (rows, len(table's grid)) of every row at each shift of ``table`` (module docstring)."""
+        P, K = self.P, self.K
+        pmf = table["pmf"]  # (H, K + 1)
+        atoms = np.stack([pmf[:, K], pmf[:, 0], np.clip(table["u"], 0.0, 1.0)], 1)  # (H, 3): pass, fail, mixed
+        cls = np.einsum("sca,ha->sch", P["masks"], atoms)  # (rows, 3, H)
+        n = P["counts"][:, :, None]
+        LL = np.sum(np.where(n > 0, n * np.log(np.maximum(cls, _EPS)), 0.0), axis=1)
+        y_on = P["y_on"]
+        if y_on.any():
+            k = np.arange(K + 1, dtype=float)
+            mid = pmf[:, 1:K]
+            m1 = np.stack([K * atoms[:, 0], np.zeros(len(pmf)), mid @ k[1:K]], 1)  # E[S 1_c] per atom, (H, 3)
+            m2 = np.stack([K * K * atoms[:, 0], np.zeros(len(pmf)), mid @ (k[1:K] ** 2)], 1)  # E[S^2 1_c]
+            M = P["masks"][y_on]
+            pc = np.maximum(cls[y_on], _EPS)
+            mu = np.einsum("sca,ha->sch", M, m1) / pc
+            var = np.maximum(np.einsum("sca,ha->sch", M, m2) / pc - mu**2, 0.0)
+            nc = n[y_on]
+            mean = np.sum(nc * mu, axis=1)
+            v = np.sum(nc * var, axis=1) + Y_FLOOR
+            LL[y_on] += -0.5 * np.log(2 * np.pi * v) - 0.5 * (P["y"][y_on, None] - mean) ** 2 / v
+        r_on = P["r_on"]
+        if r_on.any():
+            LL[r_on] += P["r_rows"][r_on, None] * rounds_logpmf(P["r"][r_on], atoms[:, 2], P["B"], P["T"])
+        return LL
+
+
+def shares_evidence(d: StepShares) -> ShareEvidence:
+    """:class:`ShareEvidence` of a run's per-step shares: more than :data:`POOL_ROWS` usable rows are pooled as
+    :mod:`.scalars_fit` pools them (:func:`.scalars_fit._pool`: consecutive rows of one kind, their counts and
+    successes summed); raises its InputError where fewer than :data:`.scalars_fit.MIN_STEPS` rows are usable."""
+    return ShareEvidence(_prepare(d, max_rows=POOL_ROWS), d.K)
+
+
+def shares_drift(d: StepShares) -> tuple[ShareEvidence, dict]:
+    """(evidence, :func:`.drift.measure_drift` of it): the population, per-step shifts, shapes and their weights
+    of a scalars-only run, as the group path measures a record's groups."""
+    ev = shares_evidence(d)
+    return ev, measure_drift(ev, ev.step, d.K, False)
+
+
+def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int | None = None, seed: int = 0,
+                draws: int | None = None, measured: tuple | None = None) -> dict:
+    """The stall risk of a scalars-only run (:func:`.stall_risk.stall_risk` on the shares' drift): the first
+    stall's median, its 90% interval and P(stall by ``horizon_step``), every uncertainty drawn. ``settings``: the
+    trainer's (``gen_batch``, ``train_batch``, ``cap`` or ``cap_effective``, ``pool``); ``n_prompts``: the prompt
+    set's size where known (its finite-population correction; None: fresh prompts). ``measured``: a
+    :func:`shares_drift` result to reuse. ``{"available": False, "reason"}`` without a cap. Where the log
+    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified". Not available,
+    with the reason: a horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows give the
+    mixed share only, no side (the zero-std share alone: h and its mirror fit alike, the per-step likelihood is
+    bimodal; the rounds alone: a one-sided bound per step). On verl's rounds-only fixture the shapes put the stall
+    past step 613 for a run that raised at 167; on the study's loops logging the zero-std share alone, no stall
+    within 600 in 9 of 9 seeds for stalls at 98-200 (docs/doctor.md, "One doctor")."""
+    from .stall_risk import DRAWS, stall_risk
+
+    cap = settings.get("cap_effective") or settings.get("cap")
+    if not cap:
+        return {"available": False, "reason": "no cap: a step never raises (the run crawls instead)"}
+    ahead = int(horizon_step) - int(measured[0].step[-1] if measured is not None else np.max(d.step))
+    if ahead > RISK_MAX_STEPS:
+        return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
+                "the risk draws step by step: the drift map's first step over the cap is the forecast"}
+    ev = measured[0] if measured is not None else shares_evidence(d)
+    sided = np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail", "mean_only"]) | ev.P["y_on"]
+    if np.mean(sided) <= 0.5:
+        return {"available": False, "reason": "most rows give the mixed share only (the zero-std share or the rounds): "
+                "a shift h and its mirror give the same unanimous share, and a row of R = 1 rounds bounds it from one "
+                "side, so the per-step shifts the shapes are fitted to are not measured; the drift map's first step "
+                "over the cap is the forecast"}
+    ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
+    st = {**settings, "cap_effective": int(cap)}
+    out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
+    split = bool(np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail"]).any() or ev.P["y_on"].any())
+    if not split and out.get("cause"):
+        out["cause"] = "not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+        out["cause_share_all_fail"] = None
+    out["evidence"] = "per-step shares"
+    return out
+
+
+def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int = 0) -> dict:
+    """``sf`` (a :func:`.scalars_forecast.stall_forecast` of ``d``'s fit) with ``risk``: :func:`shares_risk` over the
+    same horizon, where the forecast is available and the trainer has a cap (the first stall every surface says,
+    :func:`.when.scalars_stall`); ``sf`` unchanged otherwise. The drift map's first cap hit stays beside it."""
+    if not sf.get("available") or not sf["settings"].get("cap"):
+        return sf
+    return {**sf, "risk": shares_risk(d, sf["settings"], int(sf["horizon_step"]), n_prompts, seed)}
+
+
+_LAST: list = []  #: [(record, K, measured)] of the last record :func:`changed_first_stall` measured
+
+
+def changed_first_stall(record, result: dict, settings: dict, draws: int | None = None) -> float | None:
+    """The median first stall of a scalars-only diagnosis ``result`` of ``record`` with the trainer's ``settings``
+    changed (:func:`.rules.cap_changes`; ``logit_shift``: the data's difficulty moved), by the risk the diagnosis
+    said (:func:`shares_risk`): the shares' drift measured once per record, the risk redrawn per change. The
+    population table keeps the logged K, so a change of K is forecast by the drift map instead (the caller's)."""
+    from .scalars_fit import step_shares
+
+    K = int(result["run"]["K"])
+    if not (_LAST and _LAST[0][0] is record and _LAST[0][1] == K):
+        tc = result["stall_forecast"].get("settings")
+        d = step_shares(record, num_generations=K, groups_per_step=int(round(result["run"]["groups_per_step"])),
+                        settings=tc)
+        _LAST[:] = [(record, K, shares_drift(d))]
+    ev, dr = _LAST[0][2]
+    r = shares_risk(None, settings, int(result["stall_forecast"]["horizon_step"]),
+                    int(result["run"].get("prompts") or 0) or None, draws=draws, measured=(ev, dr))
+    return r["first_stall"]["median"] if r.get("available") else None
