@@ -39,8 +39,8 @@ The per-step shares of a tracker log (no groups) give their own ``LL[s, h]`` on 
 (:class:`.drift_shares.ShareEvidence`, passed where ``counts`` goes): everything below is then the same for both.
 
 **Population** (a, b): maximises sum_s LL[s, beta tau_s] jointly with a nuisance linear shift beta (Nelder-Mead
-on (log a, log b, beta)); its covariance from the numerical Hessian (:func:`.fit._hessian`) there, beta profiled
-out. (Integrating each later step's shift out on the grid instead, flat, was tried: on survivors-only records it
+on (log a, log b, beta) from an explicit first simplex, :data:`POPULATION_STEP`); its covariance from the numerical
+Hessian (:func:`.fit._hessian`) there, beta profiled out. (Integrating each later step's shift out on the grid instead, flat, was tried: on survivors-only records it
 made the forecast worse, e.g. plateau 75 -> 47% covered; docs/doctor.md.) **Per-step shift**: ``h_hat[s]`` and
 ``se[s]``, the mean and standard deviation of h under exp(LL[s, .]) on the grid.
 
@@ -228,6 +228,12 @@ EXTRA_VARIANTS = ("overdispersed", "rates")
 VARIANTS = ("beta", "masses", *EXTRA_VARIANTS)
 
 
+#: Nelder-Mead's first simplex in :func:`fit_population`: x0 and x0 plus this step along each coordinate (log a, log b[,
+#: z0, z1], the shift at the last step), by ``masses``. scipy's own moves a coordinate by 5% of its value, or by
+#: 0.00025 where it is 0: the shift started at 0 barely moved (the Beta stuck at no drift, up to 105 nats short)
+POPULATION_STEP = {False: np.array([0.3, 0.3, 0.5]), True: np.array([0.3, 0.3, 1.0, 1.0, 0.5])}
+
+
 def population_params(x, masses: bool) -> tuple[float, float, float, float]:
     """(a, b, w0, w1) of a population parameter vector x = (log a, log b[, z0, z1]) (bounds applied)."""
     a, b = np.exp(np.clip(np.asarray(x[:2], float), np.log(1e-3), np.log(1e4)))
@@ -288,8 +294,9 @@ def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, sett
     for x0 in x0s:
         if best is not None and nll3(x0) > best.fun + 50:  # far worse from the start: not climbed
             continue
-        res = optimize.minimize(nll3, x0, method="Nelder-Mead",
-                                options={"xatol": 1e-2, "fatol": 1e-2, "maxiter": 300 if not masses else 600})
+        res = optimize.minimize(nll3, x0, method="Nelder-Mead", options={
+            "xatol": 1e-2, "fatol": 1e-2, "maxiter": 300 if not masses else 600,
+            "initial_simplex": np.vstack([x0, x0 + np.diag(POPULATION_STEP[masses])])})
         if best is None or res.fun < best.fun:
             best = res
     x = best.x.copy()
