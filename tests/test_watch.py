@@ -77,8 +77,14 @@ def test_watch_warns_before_the_simulated_stall(tmp_path):
 
 
 def test_watch_refuses_bad_input(tmp_path, capsys):
+    # no settings given: those the record keeps (a verl log read with its config) are used; a log that keeps none is
+    # refused, naming the flags, at the first update that forecasts (before it, an empty folder is waited for)
+    assert watch(tmp_path, None, max_polls=1, write=lambda s: None) == []
+    rec, _ = simulate_dapo(1.5, 2.0, 0.02, 8, 12, 96, 64, 0, seed=1)
+    (tmp_path / "metrics.jsonl").write_text("".join(_lines(rec)))
     with pytest.raises(InputError, match="trainer's config"):
-        watch(tmp_path, None, max_polls=1)
+        watch(tmp_path, None, num_generations=8, groups_per_step=96, max_polls=1, write=lambda s: None)
+    (tmp_path / "metrics.jsonl").unlink()
     # a log not written yet is waited for (the trainer's first event), here for one poll
     assert main(["watch", str(tmp_path / "missing"), "--train-batch-size", "8", "--max-polls", "1"]) == 0
     assert "waiting for" in capsys.readouterr().out

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from .drift import MAX_POINTS, measure_drift, rounds_logpmf
-from .scalars_fit import Y_FLOOR, StepShares, _prepare
+from .scalars_fit import Y_FLOOR, StepShares, _prepare, class_moments
 
 __all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "ShareEvidence", "shares_evidence", "shares_drift", "shares_risk", "with_risk",
            "changed_first_stall"]
@@ -97,9 +97,7 @@ class ShareEvidence:
             m1 = np.stack([K * atoms[:, 0], np.zeros(len(pmf)), mid @ k[1:K]], 1)  # E[S 1_c] per atom, (H, 3)
             m2 = np.stack([K * K * atoms[:, 0], np.zeros(len(pmf)), mid @ (k[1:K] ** 2)], 1)  # E[S^2 1_c]
             M = P["masks"][y_on]
-            pc = np.maximum(cls[y_on], _EPS)
-            mu = np.einsum("sca,ha->sch", M, m1) / pc
-            var = np.maximum(np.einsum("sca,ha->sch", M, m2) / pc - mu**2, 0.0)
+            mu, var = class_moments(np.einsum("sca,ha->sch", M, m1), np.einsum("sca,ha->sch", M, m2), cls[y_on])
             nc = n[y_on]
             mean = np.sum(nc * mu, axis=1)
             v = np.sum(nc * var, axis=1) + Y_FLOOR

@@ -324,6 +324,16 @@ def population_moments(theta, t, K: int, model: str = "logit", shares: bool = Fa
             **({} if shares else {"mean": 1 - m["mean"], "second": 1 - 2 * m["mean"] + m["second"]})}
 
 
+def class_moments(s1, s2, cls):
+    """(mean, variance) of a group's successes given its class: E[S 1_c] / P(c) and E[S^2 1_c] / P(c) - mean^2, from
+    ``s1``, ``s2`` and ``cls`` = P(c) of the same shape. A class of (near) zero probability adds no successes: its
+    moments are 0, not a division by a tiny number whose square overflows (its rows' counts are penalised by the
+    multinomial term already)."""
+    on = cls > _EPS
+    mu = np.divide(s1, cls, out=np.zeros_like(s1), where=on)
+    return mu, np.maximum(np.divide(s2, cls, out=np.zeros_like(s2), where=on) - mu**2, 0.0)
+
+
 def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
     """The log-likelihood of each row of ``P`` (:func:`_prepare`) at theta: the multinomial of its classes, the
     normal factor of its total successes where the mean reward is used, and for a row of rounds (no share)
@@ -342,12 +352,7 @@ def _row_loglik(theta, P: dict, K: int, model: str) -> np.ndarray:
         m1 = np.stack([K * pap[y_on], np.zeros_like(e1), K * e1 - K * pap[y_on]], 1)
         m2 = np.stack([K * K * pap[y_on], np.zeros_like(e1), K * e1 + K * (K - 1) * e2 - K * K * pap[y_on]], 1)
         M = masks[y_on]
-        # a class of (near) zero probability adds no successes: its conditional moments are 0, not a division by
-        # _EPS (whose square overflows; its rows' counts are already penalised by the multinomial term above)
-        on = cls[y_on] > _EPS
-        s1, s2 = np.einsum("sca,sa->sc", M, m1), np.einsum("sca,sa->sc", M, m2)
-        mu = np.divide(s1, cls[y_on], out=np.zeros_like(s1), where=on)
-        var = np.maximum(np.divide(s2, cls[y_on], out=np.zeros_like(s2), where=on) - mu**2, 0.0)
+        mu, var = class_moments(np.einsum("sca,sa->sc", M, m1), np.einsum("sca,sa->sc", M, m2), cls[y_on])
         nc = counts[y_on]
         mean = np.sum(nc * mu, 1)
         v = np.sum(nc * var, 1) + Y_FLOOR
