@@ -42,12 +42,11 @@ from __future__ import annotations
 import numpy as np
 
 from .drift import MAX_POINTS, measure_drift, rounds_logpmf
-from .scalars_fit import Y_FLOOR, StepShares, _prepare, class_moments
+from .scalars_fit import _EPS, Y_FLOOR, StepShares, _prepare, class_moments
 
 __all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "ShareEvidence", "shares_evidence", "shares_drift", "shares_risk", "with_risk",
            "changed_first_stall"]
 
-_EPS = 1e-300
 #: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
 #: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
 POOL_ROWS = 2 * MAX_POINTS

@@ -26,8 +26,8 @@ share (each draw's 1 - pi mixed with the row's binomial noise over-dispersed by 
 fall and then rise, as when the groups tied low give way to mixed ones and then to groups tied high: the life of a
 run whose policy improves, which the one-sided trend (monotone in t) cannot follow. The two are weighed by the
 doctor's one chooser (leave-future-out, pseudo-BMA+, :mod:`.choice`, each scoring the later rows' tied counts) and
-the two-sided is kept only where its weight is more than twice the one-sided's (:data:`PARSIMONY`); the fit's
-``choice`` holds the weights. On the real runs (tests/fixtures/real) the two-sided is kept on three tinker runs
+the two-sided is kept only where its weight is more than twice the one-sided's (:data:`.scalars_fit.PARSIMONY`,
+the drift maps' rule); the fit's ``choice`` holds the weights. On the real runs (tests/fixtures/real) the two-sided is kept on three tinker runs
 (weights 0.84-1.00) with every back-test row held as before; on the reward-hacking run whose all-pass groups
 arrived in its last four rows the data cannot yet tell (0.61 against 0.39) and the one-sided is kept, so its
 "stays above" stands until the log says otherwise (averaging the two trends' draws by weight was tried: its band
@@ -46,6 +46,7 @@ from scipy.special import expit
 from ..errors import InputError
 from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
+from .scalars_fit import PARSIMONY  # the chooser's rule for a simpler model: kept unless the other's weight is 2x
 
 __all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "DRAWS", "MODEL", "MODEL_SIDES"]
 
@@ -58,7 +59,6 @@ MIN_SIDE_ROWS = 5  #: rows the two-sided trend needs (four parameters)
 #: (its share's MLE is 0, the slope unbounded); the prior keeps the fit finite and its interval wide there
 SIDES_PRIOR_SD = 10.0
 CHOICE_DRAWS = 200  #: parameter draws of a refit's predictive density in the one- / two-sided choice
-PARSIMONY = 0.5  #: the two-sided trend is kept only where its weight exceeds the one-sided's by 1 / this
 NEWTON = 50  #: Newton iterations at most
 BOUND = 30.0  #: |a|, |b| beyond this: at the bound (the tie share at 0 or 1 at every row)
 Z95 = 1.959963984540054
@@ -73,6 +73,14 @@ def _rows(step, n, tie):
 def is_tie_fit(fit: dict) -> bool:
     """Whether ``fit`` is a tie-share trend (either kind) rather than a pass-rate fit."""
     return fit.get("model") in (MODEL, MODEL_SIDES)
+
+
+def _covariance(H: np.ndarray) -> np.ndarray:
+    """The inverse of the information ``H``, NaN where it is singular or ill-conditioned (a fit at its bound)."""
+    try:
+        return np.linalg.inv(H) if np.linalg.cond(H) < 1e12 else np.full(H.shape, np.nan)
+    except np.linalg.LinAlgError:
+        return np.full(H.shape, np.nan)
 
 
 def _sides(step, n, tie, hi, lo):
@@ -128,11 +136,7 @@ def _fit_sides(s, n, hi, lo) -> dict:
         if np.max(np.abs(dx)) < 1e-8:
             break
     pi = probs(x)
-    H = info(pi) + np.diag(prec)
-    try:
-        cov = np.linalg.inv(H) if np.linalg.cond(H) < 1e12 else np.full((4, 4), np.nan)
-    except np.linalg.LinAlgError:
-        cov = np.full((4, 4), np.nan)
+    cov = _covariance(info(pi) + np.diag(prec))
     se = np.sqrt(np.abs(np.diag(cov)))
     tie_fit = pi.sum(1)
     side = {name: {"a": float(x[2 * j]), "b": float(x[2 * j + 1]), "se_b": float(se[2 * j + 1]),
@@ -145,7 +149,7 @@ def _fit_sides(s, n, hi, lo) -> dict:
             "dispersion": dispersion(1 - (hi + lo), n, 1 - tie_fit, 4)}
 
 
-def _lfo(one: dict, two: dict, rows) -> dict:
+def _lfo(rows) -> dict:
     """The leave-future-out weights of the one- and two-sided trends (:func:`.choice.lfo_weights`, the doctor's one
     chooser) over ``rows`` (step, n, high, low): each refitted on the rows before an origin scores each later row
     up to the next by log of the mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie)."""
@@ -178,7 +182,7 @@ def fit_tie_trend(step, n, tie, high=None, low=None) -> dict:
     if rows is None:
         return one
     two = _fit_sides(*rows)
-    choice = _lfo(one, two, rows)
+    choice = _lfo(rows)
     w = choice["weights"]
     keep = two if w[MODEL_SIDES] * PARSIMONY > w[MODEL] else one
     return {**keep, "choice": {"weights": w, "scores": choice["scores"], "origins": len(choice["origins"]),
@@ -203,11 +207,7 @@ def _fit_one(s, n, y) -> dict:
         if np.max(np.abs(dx)) < 1e-8:
             break
     pi = expit(X @ x)
-    H = (X * (n * pi * (1 - pi))[:, None]).T @ X
-    try:
-        cov = np.linalg.inv(H) if np.linalg.cond(H) < 1e12 else np.full((2, 2), np.nan)
-    except np.linalg.LinAlgError:
-        cov = np.full((2, 2), np.nan)
+    cov = _covariance((X * (n * pi * (1 - pi))[:, None]).T @ X)
     se = np.sqrt(np.abs(np.diag(cov)))
     return {"model": MODEL, "a": float(x[0]), "b": float(x[1]), "theta": x, "cov": cov,
             "se_a": float(se[0]), "se_b": float(se[1]),
