@@ -3,8 +3,9 @@
 Serves the lab (``tests/lab_server.py``), opens it in Debian's Chromium at each size below, waits for the
 grid's readouts, the plots and the fonts, and saves the first screen (the viewport, not the whole page):
 1440x900 (a laptop), 1024x768 (a projector), 390x844 (a phone, with mobile emulation) and ``?present=true`` at
-1920x1080 and 1024x768, and its guided tour (step 4, the box docked beside the lab) at 1920x1080 and (step 7, a band
-above it, with the K-cost table) at 1024x768; then the exported page (``grpo-lab export``) in a blog's 700x500 iframe,
+1920x1080 and 1024x768, and its guided tour (step 4, the box docked beside the lab) at 1920x1080 and (step 7, a
+band above it, with the K-cost table) at 1024x768; a view pinned at K = 8, t = 0.5 and compared at K = 16
+(``?progress=0.5&K=16&pin=K8_t0.5``) at 1440x900; then the exported page (``grpo-lab export``) in a blog's 700x500 iframe,
 with no script on the host page (``embed-700x500.png``, shown in ``docs/export.md``), and in a 640x480 one with its
 switch set to the plots (``embed-640x480-plots.png``); then, at 1440x900, the Replay tab's Diagnose
 on the featured shipped run (``replay-diagnose-1440x900.png``, the report's box scrolled to its samplers section:
@@ -28,7 +29,8 @@ OUT = ROOT / "docs" / "img"
 SHOTS = [("lab-1440x900.png", "", 1440, 900), ("lab-1024x768.png", "", 1024, 768), ("lab-390x844.png", "", 390, 844),
          ("lab-present-1920x1080.png", "?present=true", 1920, 1080), ("lab-present-1024x768.png", "?present=true", 1024, 768),
          ("lab-present-tour-1920x1080.png", "?present=true&tour=4", 1920, 1080),
-         ("lab-present-tour-1024x768.png", "?present=true&tour=7", 1024, 768)]
+         ("lab-present-tour-1024x768.png", "?present=true&tour=7", 1024, 768),
+         ("lab-pin-compare-1440x900.png", "?progress=0.5&K=16&pin=K8_t0.5", 1440, 900)]
 #: the blog post framing the exported page: its text, then a 700x500 iframe (no script)
 BLOG = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>A post</title></head>"
         "<body style='margin:16px;font:16px/1.5 Georgia,serif;max-width:740px'><p>... and this is what happens to the "
