@@ -74,7 +74,8 @@ def drift_expiry(drift: dict, evidence, grid, threshold: float, rows: dict, grou
     ``interval``, ``status``, ``horizon_step``, ``projection`` {step, mixed, predictive}) from the measured
     ``drift`` on the future ``grid``; ``rows`` the logged rows (``step``, ``mixed``, ``groups``: phi and the fitted
     share now), ``groups`` a future row's groups; ``predictive`` False: no band (None). Adds ``model`` ("drift
-    shapes") and ``shapes`` (the chooser's weights)."""
+    shapes"), ``shapes`` (the chooser's weights) and ``fitted`` {step, mixed}: the fitted mixed share at the logged
+    rows (what phi is measured against; the report draws it)."""
     from .scalars_forecast import expiry_from_curves
 
     grid = np.asarray(grid, float)
@@ -83,4 +84,5 @@ def drift_expiry(drift: dict, evidence, grid, threshold: float, rows: dict, grou
     U, fitted = m["draws"], m["fitted"]
     pred = _band(U, fitted[:-1], rows, float(groups), level) if predictive else None
     out = expiry_from_curves(grid, np.median(U, axis=0), U, float(fitted[-1]), threshold, "drift", pred)
-    return {**out, "model": "drift shapes", "shapes": drift["weights"]["weights"]}
+    return {**out, "model": "drift shapes", "shapes": drift["weights"]["weights"],
+            "fitted": {"step": row_steps[:-1], "mixed": fitted[:-1]}}
