@@ -7,7 +7,11 @@ band's median (points). Simulated logs
 (``simulate_shares``: the truth is the model; ``--sim`` replicates of each of two regimes) give the band's coverage
 where nothing misfits; the shipped runs are the project's own trainer.
 
-Run: ``python benchmarks/doctor_backtest.py [RECORD ...] [--sim 10]`` (default: every ``runs/*-s1`` record).
+The per-step shares' fit of a record with groups is the drift maps' (the fit shown beside); the simulated logs
+are scored both on the drift maps and on the drift shapes (what ``diagnose`` reports for a scalars-only record).
+
+Run: ``python benchmarks/doctor_backtest.py [RECORD ...] [--sim 10] [--sim-only]`` (default: every ``runs/*-s1``
+record).
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ def main() -> None:
     ap.add_argument("records", nargs="*")
     ap.add_argument("--sim", type=int, default=10, help="simulated logs per regime (0: none)")
     ap.add_argument("--draws", type=int, default=200)
+    ap.add_argument("--sim-only", action="store_true", help="the simulated logs only (no shipped run)")
     args = ap.parse_args()
-    paths = args.records or sorted(glob.glob("runs/*-s1"))
+    paths = [] if args.sim_only else args.records or sorted(glob.glob("runs/*-s1"))
     print("| record | held / scored at cuts 40, 50, 60, 70% | pooled | median abs. error (points) | s |")
     print("| --- | --- | --- | --- | --- |")
     for p in paths:
@@ -46,17 +51,20 @@ def main() -> None:
         groups = run_groups(rec, None)
         print(row(f"{p}: group trend", backtest_trend(groups), time.perf_counter() - t), flush=True)
         t = time.perf_counter()
-        bt = backtest(step_shares(rec), groups.binarised, n_draws=args.draws)
+        bt = backtest(step_shares(rec), groups.binarised, n_draws=args.draws, shapes=False)  # the maps shown beside
         print(row(f"{p}: per-step shares' fit", bt, time.perf_counter() - t), flush=True)
     for label, kw in (("simulated saturation (1.5, 2.0, +0.03/step, K 8, 100 x 64)", (1.5, 2.0, 0.03, 8, 100, 64)),
                       ("simulated collapse (2.0, 1.2, -0.02/step, K 4, 100 x 128)", (2.0, 1.2, -0.02, 4, 100, 128))):
-        held = scored = 0
-        for seed in range(args.sim):
-            t = time.perf_counter()
-            bt = backtest(step_shares(simulate_shares(*kw, seed=seed)), n_draws=args.draws)
-            held, scored = held + bt["held"], scored + bt["scored"]
-        if args.sim:
-            print(f"| {label}, {args.sim} logs | | {held} of {scored} ({100 * held / scored:.1f}%) | | |", flush=True)
+        for what, shapes in (("drift maps", False), ("drift shapes, as diagnose reports", True)):
+            held = scored = 0
+            t = time.process_time()
+            for seed in range(args.sim):  # the shapes draw the stall risk's own number of futures
+                bt = backtest(step_shares(simulate_shares(*kw, seed=seed)), n_draws=None if shapes else args.draws,
+                              shapes=shapes)
+                held, scored = held + bt["held"], scored + bt["scored"]
+            if args.sim:
+                print(f"| {label}, {args.sim} logs, {what} | | {held} of {scored} ({100 * held / scored:.1f}%) | | "
+                      f"{time.process_time() - t:.1f} CPU |", flush=True)
 
 
 if __name__ == "__main__":

@@ -142,8 +142,10 @@ def _shares_plot(f: dict, e: dict) -> str:
     for key, col in (("all_pass", COLORS["pass"]), ("all_fail", COLORS["fail"]), ("mixed", COLORS["obs"])):
         series.append({"name": f"{key.replace('_', '-')} logged", "x": s["step"], "y": s[f"observed_{key}"],
                        "kind": "points", "color": col})
-        series.append({"name": "fitted (dashed)" if key == "mixed" else "", "x": s["step"],
-                       "y": s[f"fitted_{key}"], "color": col, "dashed": True})
+        fx, fy = ((e["fitted"]["step"], e["fitted"]["mixed"]) if key == "mixed" and e.get("fitted") else
+                  (s["step"], s[f"fitted_{key}"]))  # the mixed share fitted by what projects it (the drift shapes)
+        series.append({"name": "fitted (dashed)" if key == "mixed" else "", "x": fx, "y": fy, "color": col,
+                       "dashed": True})
     series.append({"name": "projected", "x": np.asarray(e["projection"]["step"])[keep],
                    "y": np.asarray(e["projection"]["mixed"])[keep],
                    "color": COLORS["proj"], "dashed": True})

@@ -1,12 +1,14 @@
 r"""The run checks the doctor: refit on the first part of the run's own log, score the rest (``--backtest``).
 
 At each cut c in :data:`CUTS` (a share of the logged rows) the forecast is refitted on the rows before the cut
-exactly as the diagnosis fits the whole run (every drift model of :mod:`.scalars_fit`, :func:`.scalars_fit.best_fit` kept;
-for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`), and its :data:`.predictive.LEVEL`
-predictive band of the logged mixed share (the parameter draws mixed with each row's binomial noise over its own
-groups, over-dispersed by the fitted rows' Pearson statistic, the parameters' covariance scaled by it too:
-:func:`.scalars_forecast.quasi_fit`, :mod:`.predictive`) is compared with each later
-row that logs the mixed share. Reported per cut and pooled: rows scored, rows inside the band (``held``),
+exactly as the diagnosis fits the whole run, and its :data:`.predictive.LEVEL` predictive band of the logged mixed
+share, the one the report prints, is compared with each later row that logs the mixed share: for binary rewards
+the shares' drift measured on the rows before the cut (:func:`.drift_shares.shares_drift`) and the chooser's shapes
+drawn ahead (:func:`.drift_expiry.drift_band`: the draws mixed with each row's binomial noise over its own groups,
+over-dispersed by the fitted rows' Pearson statistic); where the rows before the cut give the mixed share only
+(:func:`.drift_shares.sided`), the drift maps as the diagnosis keeps them (every drift model of :mod:`.scalars_fit`,
+:func:`.scalars_fit.best_fit` kept, the parameters' covariance scaled by the over-dispersion too:
+:func:`.scalars_forecast.quasi_fit`); for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`. Reported per cut and pooled: rows scored, rows inside the band (``held``),
 the coverage held / scored, and the median absolute error of the band's median against the logged share.
 
 A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows evenly spread (said as
@@ -21,8 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .drift_expiry import drift_band
 from .predictive import LEVEL, band
-from .scalars_fit import StepShares, _resolve, best_fit, fit_models
+from .drift_shares import logged_rows, observed_mixed, shares_drift, sided
+from .scalars_fit import StepShares, best_fit, fit_models
 from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from .tie_trend import fit_tie_trend, tie_predict
 
@@ -31,13 +35,6 @@ __all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "backtest_trend",
 CUTS = (0.4, 0.5, 0.6, 0.7)  #: where the run is cut, as shares of its logged rows
 MAX_SCORED = 400  #: later rows scored per cut at most (evenly spread beyond)
 BACKTEST_DRAWS = 200  #: parameter draws per cut
-
-
-def observed_mixed(d: StepShares) -> np.ndarray:
-    """The logged mixed share per row of ``d`` (NaN where the row does not resolve it)."""
-    kind, counts, _, _, _ = _resolve(d)
-    n = np.where(np.isfinite(d.n) & (d.n > 0), d.n, np.nan)
-    return np.where(kind == "trinomial", counts[:, 2] / n, np.where(kind == "unanimous", counts[:, 1] / n, np.nan))
 
 
 def _fit_binary(d: StepShares):
@@ -84,10 +81,16 @@ def backtest_trend(groups, cuts=CUTS, level: float = LEVEL) -> dict:
     return _pooled(out_cuts, level, "group trend")
 
 
-def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = BACKTEST_DRAWS,
-             level: float = LEVEL) -> dict:
+def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | None = None,
+             level: float = LEVEL, shapes: bool = True) -> dict:
     """The back-test of ``d``'s forecast (see the module docstring): ``{available, level, cuts: [...], held,
-    scored, coverage, median_abs_error, model}``."""
+    scored, coverage, median_abs_error, model}``. ``n_draws``: draws per cut (None: the report's own, the stall
+    risk's :data:`.stall_risk.DRAWS` for the drift shapes, :data:`BACKTEST_DRAWS` for the maps and the tie trend).
+    ``shapes`` False: the drift maps at every cut (the scalars fit a record with groups shows beside its own,
+    :func:`.scalars_diagnose.side_by_side`)."""
+    from .stall_risk import DRAWS
+
+    n_shapes, n_draws = n_draws or DRAWS, n_draws or BACKTEST_DRAWS
     obs_all = observed_mixed(d)
     rows = len(d.step)
     out_cuts = []
@@ -108,6 +111,10 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
                 tf = fit_tie_trend(d.step[before], d.n[before], tie[before], d.all_pass[before], d.all_fail[before])
                 b = tie_predict(tf, steps, n, n_draws, median=True, level=level)["predictive"]
                 model = "tie share"
+            elif shapes and sided((m := shares_drift(d.subset(before)))[0]):
+                b = drift_band(m[1], m[0], steps, n, logged_rows(d.subset(before)), level, n_shapes, 0,
+                               median=True)
+                model = "drift shapes"
             else:
                 fit = _fit_binary(d.subset(before))
                 P = _draw_mixed(quasi_fit(fit), steps, d.K, n_draws, 0)
@@ -122,4 +129,6 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int = 
                          "last_scored_step": int(steps[-1]), **_score(obs, b),
                          "series": {"step": steps, "observed": obs, "lo": b["lo"], "hi": b["hi"],
                                     "median": b["median"]}})
-    return _pooled(out_cuts, level, "tie-share trend" if not_binary else "scalars fit")
+    models = {x.get("model") for x in out_cuts} - {None}
+    return _pooled(out_cuts, level, "tie-share trend" if not_binary else "drift shapes" if models == {"drift shapes"}
+                   else "scalars fit")

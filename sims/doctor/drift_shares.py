@@ -42,10 +42,11 @@ from __future__ import annotations
 import numpy as np
 
 from .drift import MAX_POINTS, measure_drift, rounds_logpmf
-from .scalars_fit import _EPS, Y_FLOOR, StepShares, _prepare, class_moments
+from .scalars_fit import _EPS, Y_FLOOR, StepShares, _prepare, _resolve, class_moments
 
-__all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "ShareEvidence", "shares_evidence", "shares_drift", "shares_risk", "with_risk",
-           "changed_first_stall"]
+__all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "PHI_ROWS", "ShareEvidence", "shares_evidence", "shares_drift", "sided",
+           "observed_mixed", "logged_rows", "shares_expiry", "shares_risk", "with_risk", "changed_first_stall",
+           "MIXED_ONLY"]
 
 #: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
 #: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
@@ -53,6 +54,12 @@ POOL_ROWS = 2 * MAX_POINTS
 #: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the drift
 #: map's forecast (:func:`shares_risk` says so); 10 run lengths of a 2,000-step log
 RISK_MAX_STEPS = 20_000
+#: logged rows the predictive band's over-dispersion is measured on at most (evenly spread beyond)
+PHI_ROWS = 4096
+#: why a log most of whose rows give the mixed share only keeps the drift map (:func:`sided`)
+MIXED_ONLY = ("most rows give the mixed share only (the zero-std share or the rounds): a shift h and its mirror give "
+              "the same unanimous share, and a row of R = 1 rounds bounds it from one side, so the per-step shifts the "
+              "shapes are fitted to are not measured")
 
 
 class ShareEvidence:
@@ -114,10 +121,54 @@ def shares_evidence(d: StepShares) -> ShareEvidence:
     return ShareEvidence(_prepare(d, max_rows=POOL_ROWS), d.K)
 
 
-def shares_drift(d: StepShares) -> tuple[ShareEvidence, dict]:
+def sided(ev: ShareEvidence) -> bool:
+    """More than half the rows tell the all-pass side from the all-fail side (all three shares, one of the two
+    sides, or the mean reward): the shifts the shapes are fitted to are measured (:data:`MIXED_ONLY` otherwise)."""
+    s = np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail", "mean_only"]) | ev.P["y_on"]
+    return bool(np.mean(s) > 0.5)
+
+
+def observed_mixed(d: StepShares) -> np.ndarray:
+    """The logged mixed share per row of ``d`` (NaN where the row does not resolve it)."""
+    kind, counts, _, _, _ = _resolve(d)
+    n = np.where(np.isfinite(d.n) & (d.n > 0), d.n, np.nan)
+    return np.where(kind == "trinomial", counts[:, 2] / n, np.where(kind == "unanimous", counts[:, 1] / n, np.nan))
+
+
+def logged_rows(d: StepShares, max_rows: int = PHI_ROWS) -> dict:
+    """``{"step", "mixed", "groups"}`` of the rows of ``d`` that log the mixed share and their groups (at most
+    ``max_rows``, evenly spread): what a predictive band's over-dispersion is measured on (:mod:`.drift_expiry`)."""
+    obs = observed_mixed(d)
+    i = np.flatnonzero(np.isfinite(obs) & np.isfinite(d.n) & (d.n > 0))
+    i = i[np.unique(np.linspace(0, len(i) - 1, max_rows).astype(int))] if len(i) > max_rows else i
+    return {"step": d.step[i].astype(float), "mixed": obs[i], "groups": d.n[i]}
+
+
+def shares_expiry(d: StepShares, threshold: float, measured: tuple | None = None, predictive: bool = True,
+                  seed: int = 0, draws: int | None = None) -> dict | None:
+    """The expiry of a scalars-only run and its predictive band from the shares' measured drift
+    (:func:`.drift_expiry.drift_expiry`: the chooser's shapes drawn, the same futures the stall risk draws), on
+    :func:`.scalars_forecast.future_grid` of the pooled rows' span, a future row of the median logged groups.
+    ``measured``: a :func:`shares_drift` result to reuse. None where the log is not :func:`sided` (the caller
+    keeps the drift map's expiry, saying :data:`MIXED_ONLY`)."""
+    from .drift_expiry import drift_expiry
+    from .scalars_forecast import future_grid
+    from .stall_risk import DRAWS
+
+    ev = measured[0] if measured is not None else shares_evidence(d)
+    if not sided(ev):
+        return None
+    ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
+    grid = future_grid({"steps": (int(ev.step[0]), int(ev.step[-1]))})
+    n = d.n[np.isfinite(d.n) & (d.n > 0)]
+    return drift_expiry(dr, ev, grid, threshold, logged_rows(d), float(np.median(n)), draws or DRAWS, seed,
+                        predictive)
+
+
+def shares_drift(d: StepShares, ev: ShareEvidence | None = None) -> tuple[ShareEvidence, dict]:
     """(evidence, :func:`.drift.measure_drift` of it): the population, per-step shifts, shapes and their weights
-    of a scalars-only run, as the group path measures a record's groups."""
-    ev = shares_evidence(d)
+    of a scalars-only run, as the group path measures a record's groups (``ev``: its evidence, if built)."""
+    ev = shares_evidence(d) if ev is None else ev
     return ev, measure_drift(ev, ev.step, d.K, False)
 
 
@@ -144,12 +195,8 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
         return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
                 "the risk draws step by step: the drift map's first step over the cap is the forecast"}
     ev = measured[0] if measured is not None else shares_evidence(d)
-    sided = np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail", "mean_only"]) | ev.P["y_on"]
-    if np.mean(sided) <= 0.5:
-        return {"available": False, "reason": "most rows give the mixed share only (the zero-std share or the rounds): "
-                "a shift h and its mirror give the same unanimous share, and a row of R = 1 rounds bounds it from one "
-                "side, so the per-step shifts the shapes are fitted to are not measured; the drift map's first step "
-                "over the cap is the forecast"}
+    if not sided(ev):
+        return {"available": False, "reason": f"{MIXED_ONLY}; the drift map's first step over the cap is the forecast"}
     ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
     st = {**settings, "cap_effective": int(cap)}
     out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
@@ -161,13 +208,15 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     return out
 
 
-def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int = 0) -> dict:
+def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int = 0,
+              measured: tuple | None = None) -> dict:
     """``sf`` (a :func:`.scalars_forecast.stall_forecast` of ``d``'s fit) with ``risk``: :func:`shares_risk` over the
     same horizon, where the forecast is available and the trainer has a cap (the first stall every surface says,
     :func:`.when.scalars_stall`); ``sf`` unchanged otherwise. The drift map's first cap hit stays beside it."""
     if not sf.get("available") or not sf["settings"].get("cap"):
         return sf
-    return {**sf, "risk": shares_risk(d, sf["settings"], int(sf["horizon_step"]), n_prompts, seed)}
+    return {**sf, "risk": shares_risk(d, sf["settings"], int(sf["horizon_step"]), n_prompts, seed,
+                                      measured=measured)}
 
 
 _LAST: list = []  #: [(record, K, measured)] of the last record :func:`changed_first_stall` measured

@@ -9,7 +9,11 @@ the group-level fit where a record has both (:func:`side_by_side`).
                    and the logit map beside a never-solved share, kept by the group path's leave-future-out
                    chooser, :func:`.scalars_fit.best_fit`); ``fits`` each model's log-likelihood, AIC and its
                    leave-future-out ``weight`` and ``score``
-``expiry``         the step the mixed share falls below the threshold (:func:`.scalars_forecast.expiry_forecast`)
+``expiry``         the step the mixed share falls below the threshold and its predictive band: for binary rewards
+                   from the shares' measured drift, the same drift shapes and draws the stall risk reads
+                   (:func:`.drift_shares.shares_expiry`); where most rows give the mixed share only, the drift
+                   map's (:func:`.scalars_forecast.expiry_forecast`, with ``shapes_reason``); the tie-share trend's
+                   for rewards that are not binary
 ``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`);
                    for binary rewards with a cap its ``risk``: the first stall by the group path's drift shapes,
                    chooser and stall risk on the shares' per-step likelihood (:func:`.drift_shares.with_risk`), the
@@ -54,7 +58,7 @@ from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
-from .drift_shares import with_risk
+from .drift_shares import MIXED_ONLY, shares_drift, shares_evidence, shares_expiry, sided, with_risk
 from .trainer_config import settings_from_record, step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
@@ -183,12 +187,24 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         tie_fit = fit_tie_trend(d.step, d.n, tie, d.all_pass, d.all_fail)  # two sides where the log splits ties
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    expiry = tie_expiry(tie_fit, threshold) if not_binary else expiry_forecast(fit, threshold, predictive=not only)
+    measured = None
+    if not not_binary:  # the shares' drift, measured once: the expiry, its band and the first stall read it
+        ev = shares_evidence(d)
+        measured = (ev, shares_drift(d, ev)[1]) if sided(ev) else None
+    timings["drift"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if not_binary:
+        expiry = tie_expiry(tie_fit, threshold)
+    elif measured is not None:
+        expiry = shares_expiry(d, threshold, measured, predictive=not only)
+    else:
+        expiry = {**expiry_forecast(fit, threshold, predictive=not only), "model": "drift map",
+                  "shapes_reason": f"{MIXED_ONLY}: the expiry is the drift map's"}
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
     stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     if not not_binary:  # the first stall: the group path's shapes and risk on the shares' likelihood
-        stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None)
+        stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None, measured=measured)
     timings["stall"] = time.perf_counter() - t
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))

@@ -37,7 +37,7 @@ from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, popula
                     step_loglik, H_GRID)
 from .drift_variants import sir_resample, variant_draws, variant_table
 
-__all__ = ["DRAWS", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+__all__ = ["DRAWS", "drift_futures", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk"]
 
 DRAWS = 240  #: draws of (shape, population, path)
@@ -123,27 +123,23 @@ def _quantile_step(F, steps, q):
     return int(steps[i[0]]) if i.size else None
 
 
-def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
-               rounds=None, draws: int = DRAWS, seed: int = 0, mass_cap: float | None = None) -> dict:
-    """The risk curve and the first stall's distribution (module docstring).
-
-    ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
-    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``).
-    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`). ``settings['logit_shift']``
-    (optional): the data's difficulty changed from the next step on, every future pass rate's logit moved by it
-    (the fit and the drift measured on the record as logged)."""
-    rng = np.random.default_rng(seed)
-    shift = float(settings.get("logit_shift") or 0.0)
-    steps_logged = drift["steps"]
-    tau, last = drift["tau"], int(steps_logged[-1])
-    future = np.arange(last + 1, int(horizon_step) + 1)
-    tau_f = (future - steps_logged[0]).astype(float)
+def drift_futures(drift: dict, counts, settings: dict | None, tau_f, draws: int, rng, mass_cap: float | None = None,
+                  shift: float = 0.0, K_ahead: int | None = None, survivors: bool | None = None, rounds=None):
+    """Items 1-3 of the module docstring: yields ``(table, shape_fit, paths)`` per (variant, link, population draw,
+    shape) with draws allotted by the pair weights, ``paths`` (n, len(``tau_f``)) of h at the future offsets
+    ``tau_f`` (from the first logged step), ``table`` the drawn population's :func:`.drift.population_table` (at
+    ``K_ahead`` and moved by the logit ``shift`` where given: the future's), ``shape_fit`` the shape refitted to
+    the shifts re-measured under it (:func:`.drift.fit_shape`). ``survivors`` / ``rounds``: what the evidence
+    is (None: the drift's own). The one source of drawn futures: the stall risk
+    (:func:`stall_risk`) and the mixed share's expiry and band (:mod:`.drift_expiry`) read the same draws."""
+    tau = drift["tau"]
     wts = drift["weights"]
     variants = drift.get("variants", {"beta": drift["links"]})
     pair_w = wts.get("pairs") or {f"beta/{s}": wts["weights"][s] for s in SHAPES}
-    K = counts.shape[1] - 1  # the logged K: the likelihood's
-    K_ahead = int(settings.get("K") or K)  # the future's: the settings' K where a change of K is forecast
-    surv, qs, share_fail, hpaths = [], [], [], []
+    K = counts.shape[1] - 1
+    K_ahead = int(K_ahead or K)
+    surv = drift["survivors"] if survivors is None else survivors
+    rounds = drift["rounds"] if survivors is None else rounds
     for variant, vlinks in variants.items():
         alloc = {s: int(round(pair_w.get(f"{variant}/{s}", 0.0) * draws)) for s in SHAPES}
         for link in LINKS:
@@ -164,7 +160,7 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
                     a, b, w0, w1 = population_params(x, pop.get("masses", False))
                     return population_table(a, b, k, link, w0=w0, w1=w1, logit_shift=shift)
                 tab = table()
-                LL = step_loglik(tab, counts, survivors, rounds, settings, drift["bins"])
+                LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
                 if shift or K_ahead != K:  # the future's table: every logit moved by the data's difficulty
                     tab = table(shift, K_ahead)  # change, and at the K the loop will draw (the drift: the logged K)
@@ -172,15 +168,40 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:
                         continue
-                    paths = draw_paths(fit_shape(s, tau, h, se), tau_f, n, rng)
-                    u = np.interp(paths, H_GRID, tab["u"])
-                    m2 = np.interp(paths, H_GRID, tab["u2"])
-                    q = step_hazard(u, m2, settings, n_prompts)
-                    qs.append(q)
-                    surv.append(np.cumprod(1.0 - q, axis=1))
-                    fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
-                    share_fail.append(fail / np.maximum(fail + pas, 1e-300))
-                    hpaths.append(paths)
+                    fit = fit_shape(s, tau, h, se)
+                    yield tab, fit, draw_paths(fit, tau_f, n, rng)
+
+
+def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
+               rounds=None, draws: int = DRAWS, seed: int = 0, mass_cap: float | None = None) -> dict:
+    """The risk curve and the first stall's distribution (module docstring).
+
+    ``drift``: :func:`.drift.measure_drift` of the record; ``counts``, ``survivors``, ``rounds``: what it was
+    measured on; ``horizon_step``: the last future step considered. Needs a cap (``settings['cap_effective']``).
+    ``mass_cap``: an upper bound on the masses' total (:func:`population_draws`). ``settings['logit_shift']``
+    (optional): the data's difficulty changed from the next step on, every future pass rate's logit moved by it
+    (the fit and the drift measured on the record as logged)."""
+    rng = np.random.default_rng(seed)
+    shift = float(settings.get("logit_shift") or 0.0)
+    steps_logged = drift["steps"]
+    last = int(steps_logged[-1])
+    future = np.arange(last + 1, int(horizon_step) + 1)
+    tau_f = (future - steps_logged[0]).astype(float)
+    K = counts.shape[1] - 1  # the logged K: the likelihood's
+    K_ahead = int(settings.get("K") or K)  # the future's: the settings' K where a change of K is forecast
+    wts = drift["weights"]
+    variants = drift.get("variants", {"beta": drift["links"]})
+    surv, qs, share_fail, hpaths = [], [], [], []
+    for tab, _, paths in drift_futures(drift, counts, settings, tau_f, draws, rng, mass_cap, shift, K_ahead,
+                                        survivors, rounds):
+        u = np.interp(paths, H_GRID, tab["u"])
+        m2 = np.interp(paths, H_GRID, tab["u2"])
+        q = step_hazard(u, m2, settings, n_prompts)
+        qs.append(q)
+        surv.append(np.cumprod(1.0 - q, axis=1))
+        fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
+        share_fail.append(fail / np.maximum(fail + pas, 1e-300))
+        hpaths.append(paths)
     S = np.concatenate(surv)
     Q = np.concatenate(qs)
     F = 1.0 - S.mean(axis=0)

@@ -4,8 +4,10 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
 (the text report, the HTML page, the lab's Diagnose section, ``grpo-lab watch``):
 
 ``expiry``  the first future step at which the mixed (effective) share falls below the threshold: the group
-            trend's crossing (:mod:`.forecast`) for a record with groups, the scalars fit's (or, for rewards
-            that are not binary, the tie-share trend's) for a scalars-only record; its interval and level
+            trend's crossing (:mod:`.forecast`) for a record with groups; for a scalars-only record with binary
+            rewards the drift shapes' on the per-step shares (:func:`.drift_shares.shares_expiry`, the drift the
+            first stall reads; the scalars fit's drift map where most rows give the mixed share only), for
+            rewards that are not binary the tie-share trend's; its interval and level
 ``stall``   the first step whose rounds exceed the cap: the risk's median first stall and its 90% interval
             (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, and for scalars the same
             risk on the per-step shares' likelihood (:mod:`.drift_shares`; without it, rewards not binary, the
@@ -184,7 +186,10 @@ def when(d: dict) -> dict:
     if scal:
         e = d["expiry"]
         expiry = {"step": _step(e["step"]), "interval": e["interval"], "level": 0.95, "status": e["status"],
-                  "source": "the tie-share trend" if e.get("model") == "tie share" else "the scalars fit",
+                  "source": {"tie share": "the tie-share trend",
+                             "drift shapes": "the drift shapes on the per-step shares (the median of the drawn mixed "
+                                             "share; shapes, population and drift drawn, as for the first stall)"}.get(
+                      e.get("model"), "the scalars fit's drift map"),
                   "threshold": e["threshold"]}
         tail = _scalars_tail(d)
         stall = scalars_stall(d["stall_forecast"])
