@@ -137,6 +137,10 @@ def test_resolve_settings_layers_flag_over_file_over_stored(ingested):
     cfg = resolve_settings(meta, read_trainer_config(HYDRA, train_batch_size=8))
     assert cfg["source"].endswith("config.yaml + flags") and cfg["train_batch"] == 8
     assert resolve_settings(meta, None)["cap"] == 4
+    # a cap or generation-batch flag asks for the flags' own loop: dynamic sampling on over a record that had it off
+    off = {"trainer_settings": {**meta["trainer_settings"], "enable": False}}
+    assert resolve_settings(off, read_trainer_config(max_num_gen_batches=2))["enable"] is True
+    assert resolve_settings(off, read_trainer_config(train_batch_size=8))["enable"] is False
     # flags that give the train batch stand alone on a record that keeps no sizes; a lone other flag is refused
     assert resolve_settings({}, read_trainer_config(train_batch_size=8))["gen_batch"] == 8
     with pytest.raises(Exception, match="--max-num-gen-batches overrides one value"):

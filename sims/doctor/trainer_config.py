@@ -247,7 +247,9 @@ def _with_flags(settings: dict, given: dict, over_sizes: bool) -> dict:
     if given and over_sizes:
         settings["source"] += " + flags"
         if "max_num_gen_batches" in given or "gen_batch_size" in given:
-            settings["scheme"] = "rounds"  # rounds of gen_batch_size with a cap: the flags' own loop
+            # rounds of gen_batch_size with a cap: the flags' own loop, dynamic sampling on (the flags ask for it,
+            # over a config or record that had it off)
+            settings.update(scheme="rounds", enable=True)
     settings.setdefault("scheme", "rounds")
     settings.setdefault("inflight", None)
     settings.setdefault("note", None)
