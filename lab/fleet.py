@@ -276,11 +276,12 @@ class Fleet:
             return 1, 0
 
     def _settings(self, meta: dict) -> tuple[dict | None, str]:
-        from grpo_lab.sims.doctor.trainer_config import settings_from_record
+        from grpo_lab.sims.doctor.trainer_config import resolve_settings
 
-        if self.settings is not None:
-            return self.settings, str(self.settings.get("source", "given"))
-        own = settings_from_record(meta)
+        if self.settings is not None:  # flags override one value each of the sizes the record keeps
+            got = resolve_settings(meta, self.settings)
+            return got, str(got.get("source", "given"))
+        own = resolve_settings(meta, None)
         return own, ("the record's own config" if own else "")
 
 

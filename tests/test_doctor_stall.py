@@ -271,8 +271,9 @@ def test_bad_config_is_one_line_and_exit_2(capsys, tmp_path, name, text, needle)
 def test_bad_flags_and_missing_file(capsys, tmp_path):
     code, _, err = run(capsys, "diagnose", STALLED, "--max-num-gen-batches", "-2", "--train-batch-size", "8")
     assert code == 2 and "--max-num-gen-batches must be an integer >= 0" in err
-    code, _, err = run(capsys, "diagnose", STALLED, "--gen-batch-size", "8")
-    assert code == 2 and "--train-batch-size is needed" in err
+    code, _, err = run(capsys, "diagnose", PLAIN, "--gen-batch-size", "8")  # a record that keeps no sizes
+    assert code == 2 and "--gen-batch-size overrides one value" in err and "--train-batch-size" in err
+    assert len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "diagnose", STALLED, "--trainer-config", tmp_path / "absent.json")
     assert code == 2 and "cannot read trainer config" in err
 

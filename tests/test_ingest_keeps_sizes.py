@@ -113,3 +113,57 @@ def test_a_config_without_the_train_batch_is_said_at_ingest_and_diagnose_names_t
     assert "trainer_settings" not in read_record(out).meta
     rc, _, err = _run(["diagnose", out])
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "--train-batch-size" in err
+
+
+# A lone flag overrides one value of the sizes the record keeps (flag > --trainer-config > stored), in each command
+# that takes the flags: diagnose, watch, fleet.
+
+
+def test_diagnose_a_lone_flag_overrides_one_stored_value(ingested):
+    rc, out, err = _run(["diagnose", ingested, "--max-num-gen-batches", "2", "--json"])
+    assert rc == 0, err
+    s = json.loads(out)["stall_forecast"]["settings"]
+    assert (s["cap"], s["gen_batch"], s["train_batch"]) == (2, 32, 16)  # the cap from the flag, the rest kept
+
+
+def test_resolve_settings_layers_flag_over_file_over_stored(ingested):
+    """What every command resolves its settings with (diagnose, watch's forecasts and alert, fleet's rows)."""
+    from grpo_lab.sims.doctor.trainer_config import resolve_settings
+
+    meta = read_record(ingested).meta
+    got = resolve_settings(meta, read_trainer_config(gen_batch_size=48))
+    assert (got["gen_batch"], got["train_batch"], got["cap"]) == (48, 16, 4)
+    assert got["source"] == "the record (its config read at ingest) + flags"
+    cfg = resolve_settings(meta, read_trainer_config(HYDRA, train_batch_size=8))
+    assert cfg["source"].endswith("config.yaml + flags") and cfg["train_batch"] == 8
+    assert resolve_settings(meta, None)["cap"] == 4
+    # a cap or generation-batch flag asks for the flags' own loop: dynamic sampling on over a record that had it off
+    off = {"trainer_settings": {**meta["trainer_settings"], "enable": False}}
+    assert resolve_settings(off, read_trainer_config(max_num_gen_batches=2))["enable"] is True
+    assert resolve_settings(off, read_trainer_config(train_batch_size=8))["enable"] is False
+    # flags that give the train batch stand alone on a record that keeps no sizes; a lone other flag is refused
+    assert resolve_settings({}, read_trainer_config(train_batch_size=8))["gen_batch"] == 8
+    with pytest.raises(Exception, match="--max-num-gen-batches overrides one value"):
+        resolve_settings({}, read_trainer_config(max_num_gen_batches=2))
+
+
+def test_watch_a_lone_flag_overrides_the_stored_cap():
+    rc, out, err = _run(["watch", FIX / "metrics.jsonl", "--max-polls", "1", "--interval", "0",
+                         "--max-num-gen-batches", "2"])
+    assert rc == 0, err
+    assert "cap of 2 rounds" in out and "cap of 4 rounds" not in out
+
+
+def test_fleet_a_lone_flag_overrides_the_stored_cap_and_is_refused_per_run_where_none_is_kept(ingested, tmp_path):
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    shutil.copytree(ingested, folder / "rec")
+    shutil.copytree(Path(__file__).parents[1] / "runs" / "broad-g4-dr_grpo-lr0.0008-s1", folder / "plain")  # no sizes
+    rows = {}
+    for flags in ([], ["--max-num-gen-batches", "2"]):
+        rc, out, err = _run(["fleet", folder, "--quick", "--json", *flags])
+        assert rc == 0, err
+        rows[bool(flags)] = {r["run"]: r for r in json.loads(out)["runs"]}
+    assert rows[False]["rec"]["settings"] == "the record's own config"
+    assert rows[True]["rec"]["settings"] == "the record (its config read at ingest) + flags"
+    assert "--max-num-gen-batches overrides one value" in rows[True]["plain"]["reason"]

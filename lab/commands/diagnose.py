@@ -60,11 +60,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.prompts import write_prompt_lists
     from grpo_lab.doctor_report import html_report, text_report
+    from grpo_lab.sims.doctor.trainer_config import resolve_settings
     from grpo_lab.sims.record import atomic_write_bytes, read_record
 
     band = check_band(*args.band)
     settings = trainer_settings(args)
     record = read_record(run_path(args.run, args))
+    if settings is not None:  # a flag over --trainer-config over the sizes the record keeps (one-line refusal)
+        settings = resolve_settings(record.meta, settings)
     if args.audit:
         from grpo_lab.doctor_report.audit import audit_text
         from grpo_lab.sims.doctor.audit import audit

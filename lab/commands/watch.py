@@ -249,9 +249,9 @@ class _Emitter:
         self.writer.write(ev["step"], ev["tracker"])
         if not self.alerted and alert_due(ev["tracker"], ev["step"], self.alert_before):
             self.alerted = ev["alert"] = True
-            from grpo_lab.sims.doctor.trainer_config import settings_from_record
+            from grpo_lab.sims.doctor.trainer_config import resolve_settings
 
-            cap = (self.settings or settings_from_record(record.meta) or {}).get("cap", 0)  # kept at ingest
+            cap = (resolve_settings(record.meta, self.settings) or {}).get("cap", 0)  # flags over the kept sizes
             title, text = alert_text(ev["tracker"], ev["step"], cap)
             self.writer.alert(ev["step"], title, text)
             write(f"ALERT sent to the tracker: {text}")

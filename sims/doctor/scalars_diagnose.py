@@ -53,13 +53,13 @@ from .audit import audit as audit_logged
 from .backtest import backtest as run_backtest
 from .forecast import DEFAULT_THRESHOLD
 from .rewards import classify_scalars
-from .tie_trend import fit_tie_trend, tie_expiry
+from .tie_trend import alternative_expiry, fit_tie_trend, tie_expiry
 from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .drift_shares import MIXED_ONLY, shares_drift, shares_evidence, shares_expiry, sided, with_risk
-from .trainer_config import settings_from_record, step_settings
+from .trainer_config import resolve_settings, step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
 
@@ -151,8 +151,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     t_all = time.perf_counter()
     timings = {}
     meta = record.meta
-    if trainer_config is None:  # the sizes kept in the record at ingest (a verl log read with its config)
-        trainer_config = settings_from_record(meta)
+    # the flags over --trainer-config over the sizes kept in the record at ingest
+    trainer_config = resolve_settings(meta, trainer_config)
     K_from = "--num-generations" if num_generations else "the record" if meta.get("num_generations") else \
         "the trainer config" if _settings_K(trainer_config) else None
     K = num_generations or meta.get("num_generations") or _settings_K(trainer_config)
@@ -195,6 +195,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     t = time.perf_counter()
     if not_binary:
         expiry = tie_expiry(tie_fit, threshold)
+        # the trend the log cannot rule out: the verdict must hold under it too (when.check_expiry)
+        expiry["alternatives"] = alternative_expiry(tie_fit, threshold)
     elif measured is not None:
         expiry = shares_expiry(d, threshold, measured, predictive=not only)
     else:

@@ -60,10 +60,10 @@ class StallWatch:
         if len(steps) < MIN_STEPS:
             event["reason"] = f"waiting for {MIN_STEPS} steps ({len(steps)} so far)"
             return event
-        if self.settings is None:
-            from .trainer_config import settings_from_record
+        if self.settings is None or self.settings.get("source") == "flags":
+            from .trainer_config import resolve_settings
 
-            self.settings = settings_from_record(record.meta)
+            self.settings = resolve_settings(record.meta, self.settings)  # flags over the sizes the record keeps
             if self.settings is None:
                 raise InputError("watch needs the trainer's config (--trainer-config FILE, or --gen-batch-size and "
                                  "--train-batch-size) to forecast its stall: the log's record keeps no batch sizes")

@@ -29,9 +29,12 @@ doctor's one chooser (leave-future-out, pseudo-BMA+, :mod:`.choice`, each scorin
 the two-sided is kept only where its weight is more than twice the one-sided's (:data:`.scalars_fit.PARSIMONY`,
 the drift maps' rule); the fit's ``choice`` holds the weights. On the real runs (tests/fixtures/real) the two-sided is kept on three tinker runs
 (weights 0.84-1.00) with every back-test row held as before; on the reward-hacking run whose all-pass groups
-arrived in its last four rows the data cannot yet tell (0.61 against 0.39) and the one-sided is kept, so its
-"stays above" stands until the log says otherwise (averaging the two trends' draws by weight was tried: its band
-held 34 of 43 later rows there, the one-sided's 36). The expiry, intervals and band follow as for the one-sided.
+arrived in its last four rows the data cannot yet tell (0.61 against 0.39) and the one-sided is kept (averaging the
+two trends' draws by weight was tried: its band held 34 of 43 later rows there, the one-sided's 36). The expiry,
+intervals and band follow as for the one-sided. The trend not kept stays in ``choice["other"]``; where the log
+cannot rule it out (:func:`undecided`) its expiry is computed too (:func:`alternative_expiry`) and a verdict the two
+do not share is said as "uncertain" (:func:`.when.check_expiry`): that run's one-sided "stays above" against the
+two-sided "crosses near step 27".
 
 Edge cases: rows without a finite tie share or groups are left out; fewer than 3 rows raise InputError (5 for
 two sides, else the one-sided trend is fitted); a tie share (or a side) of 0 or 1 at every row gives a fit at the
@@ -48,7 +51,8 @@ from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
 from .scalars_fit import PARSIMONY  # the chooser's rule for a simpler model: kept unless the other's weight is 2x
 
-__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "DRAWS", "MODEL", "MODEL_SIDES"]
+__all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "undecided", "alternative_expiry", "DRAWS",
+           "MODEL", "MODEL_SIDES"]
 
 DRAWS = 400  #: parameter draws of the intervals and the band
 MODEL = "tie share: logit pi = a + b t"  #: the fit's ``model`` (what :mod:`.scalars_forecast` dispatches on)
@@ -184,9 +188,36 @@ def fit_tie_trend(step, n, tie, high=None, low=None) -> dict:
     two = _fit_sides(*rows)
     choice = _lfo(rows)
     w = choice["weights"]
-    keep = two if w[MODEL_SIDES] * PARSIMONY > w[MODEL] else one
+    keep, other = (two, one) if w[MODEL_SIDES] * PARSIMONY > w[MODEL] else (one, two)
+    if keep is one:  # the rows' sides beside the one-sided trend's tie share (the verdicts' logged tail reads them)
+        keep = {**one, "series": {**one["series"], "observed_high": rows[2], "observed_low": rows[3]}}
     return {**keep, "choice": {"weights": w, "scores": choice["scores"], "origins": len(choice["origins"]),
-                               "kept": keep["model"]}}
+                               "kept": keep["model"], "other": other}}
+
+
+def undecided(fit: dict) -> dict | None:
+    """The trend the chooser weighed and did not keep, where the log cannot rule it out: its weight at least
+    :data:`PARSIMONY` times the kept one's (the kept one won by parsimony or by less than that factor), else None.
+    A verdict of the kept trend about the future stands only where this one agrees (:func:`.when.check_expiry`)."""
+    ch = fit.get("choice") or {}
+    other = ch.get("other")
+    if other is None or ch["weights"][other["model"]] < PARSIMONY * ch["weights"][ch["kept"]]:
+        return None
+    return other
+
+
+def alternative_expiry(fit: dict, threshold: float = DEFAULT_THRESHOLD) -> list[dict]:
+    """The expiry under the trend the log cannot rule out (:func:`undecided`) as ``[{"model", "weight",
+    "kept_model", "kept_weight", "status", "step", "interval"}]``; empty where there is none."""
+    other = undecided(fit)
+    if other is None:
+        return []
+    w = fit["choice"]["weights"]
+    e = tie_expiry(other, threshold)
+    name = {MODEL: "one-sided tie trend", MODEL_SIDES: "two-sided tie trend"}
+    return [{"model": name[other["model"]], "weight": float(w[other["model"]]), "kept_model": name[fit["model"]],
+             "kept_weight": float(w[fit["model"]]), "status": e["status"], "step": e["step"],
+             "interval": e["interval"]}]
 
 
 def _fit_one(s, n, y) -> dict:

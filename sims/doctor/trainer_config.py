@@ -55,11 +55,11 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from .configs import nemo_rl, openrlhf, prime_rl, roll, skyrl, verl
+from .configs import nemo_rl, openrlhf, prime_rl, roll, skyrl, tinker, verl
 from .configs._keys import as_int as _int
 
 __all__ = ["read_trainer_config", "settings_from_mapping", "settings_from_record", "settings_at_ingest", "step_settings",
-           "load_file"]
+           "resolve_settings", "load_file"]
 
 FLAGS = ("gen_batch_size", "train_batch_size", "max_num_gen_batches")
 
@@ -148,6 +148,8 @@ def settings_from_mapping(d) -> dict:
         return verl.read(nested)
     if prime_rl.looks_like(nested):
         return prime_rl.read(nested)
+    if tinker.looks_like(nested):
+        return tinker.read(nested)
     if roll.looks_like(nested):  # before slime's: both name rollout_batch_size
         return roll.read(nested)
     flat = {str(k).replace("-", "_").lstrip("_") for k in d}
@@ -155,9 +157,10 @@ def settings_from_mapping(d) -> dict:
         return _slime(d)
     if flat & {"num_generations", "generation_batch_size", "per_device_train_batch_size", "steps_per_generation"}:
         return _trl(d)
-    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found, nor SkyRL, NeMo-RL or "
-                     "prime-rl ones (e.g. data.train_batch_size, trainer.train_batch_size, grpo.num_prompts_per_step, "
-                     "orchestrator.batch_size, num_generations, rollout_batch_size, prompts_per_step)")
+    raise InputError("trainer config: no verl, TRL, slime or grpo-lab batch keys found, nor SkyRL, NeMo-RL, "
+                     "prime-rl or tinker-cookbook ones (e.g. data.train_batch_size, trainer.train_batch_size, "
+                     "grpo.num_prompts_per_step, orchestrator.batch_size, dataset_builder.groups_per_batch, "
+                     "num_generations, rollout_batch_size, prompts_per_step)")
 
 
 ARG_SUFFIXES = (".sh", ".args")  #: a launch command's arguments (OpenRLHF)
@@ -216,17 +219,24 @@ def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None
         _int(v, f"--{k.replace('_', '-')}", 0 if k == "max_num_gen_batches" else 1)
     if path is None and not given:
         return None
-    if path is not None:
-        loaded = _load(Path(path))
-        is_args = Path(path).suffix.lower() in ARG_SUFFIXES
-        settings = openrlhf.read_args(loaded) if is_args else settings_from_mapping(loaded)
-        settings["source"] = str(path)
-    else:
+    if path is None:  # flags alone: each overrides one value of the sizes the record keeps (resolve_settings)
         if "train_batch_size" not in given:
-            raise InputError("--train-batch-size is needed without --trainer-config")
+            return {"trainer": "flags", "source": "flags", "flags": given, "partial": True}
         settings = {"trainer": "flags", "train_batch": given["train_batch_size"], "gen_batch":
                     given["train_batch_size"], "cap": 0, "pool": None, "K": None, "enable": True, "source": "flags",
-                    "scheme": "rounds"}
+                    "scheme": "rounds", "flags": given}
+        return _with_flags(settings, given, False)
+    loaded = _load(Path(path))
+    is_args = Path(path).suffix.lower() in ARG_SUFFIXES
+    settings = openrlhf.read_args(loaded) if is_args else settings_from_mapping(loaded)
+    settings["source"] = str(path)
+    return _with_flags(settings, given, True)
+
+
+def _with_flags(settings: dict, given: dict, over_sizes: bool) -> dict:
+    """``settings`` with each flag in ``given`` replacing its one value (``over_sizes``: the settings came from a
+    file or the record, so ``source`` says "+ flags" and a generation batch or cap flag sets the flags' own loop)."""
+    settings = dict(settings)
     if "train_batch_size" in given and "gen_batch_size" not in given and settings.get("gen_per_train"):
         # the file's generation batch was derived from its train batch (e.g. verl's ${data.train_batch_size}):
         # it follows the flag's
@@ -234,10 +244,12 @@ def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None
     settings.update({"gen_batch": given.get("gen_batch_size", settings["gen_batch"]),
                      "train_batch": given.get("train_batch_size", settings["train_batch"]),
                      "cap": given.get("max_num_gen_batches", settings["cap"])})
-    if given and path is not None:
+    if given and over_sizes:
         settings["source"] += " + flags"
         if "max_num_gen_batches" in given or "gen_batch_size" in given:
-            settings["scheme"] = "rounds"  # rounds of gen_batch_size with a cap: the flags' own loop
+            # rounds of gen_batch_size with a cap: the flags' own loop, dynamic sampling on (the flags ask for it,
+            # over a config or record that had it off)
+            settings.update(scheme="rounds", enable=True)
     settings.setdefault("scheme", "rounds")
     settings.setdefault("inflight", None)
     settings.setdefault("note", None)
@@ -245,32 +257,60 @@ def read_trainer_config(path=None, *, gen_batch_size=None, train_batch_size=None
     return settings
 
 
-STORED_TRAINERS = ("verl", "verl-v1")  #: trainers whose config's sizes ingest keeps in the record (:func:`settings_at_ingest`)
+#: TRL's and slime's size keys (GRPOConfig's, slime's arguments'), kept as read like verl's and tinker's
+TRL_SIZE_KEYS = ("num_generations", "generation_batch_size", "per_device_train_batch_size",
+                 "gradient_accumulation_steps", "steps_per_generation", "num_processes")
+SLIME_SIZE_KEYS = ("rollout_batch_size", "over_sampling_batch_size", "n_samples_per_prompt",
+                   "dynamic_sampling_filter_path")
+SIZE_KEYS = (*verl.SIZE_KEYS, *tinker.SIZE_KEYS, *TRL_SIZE_KEYS, *SLIME_SIZE_KEYS)  #: what a kept record lists
+#: TRL's generation batch per step rests on one of these; an HF trainer state holds none of them (its per-device
+#: batch and logging steps only), so sizes from it alone would rest on defaults the log does not state
+TRL_BATCH_KEYS = ("generation_batch_size", "steps_per_generation", "gradient_accumulation_steps")
+NO_SIZES = ("give --trainer-config FILE, or --gen-batch-size and --train-batch-size, at diagnose / watch / fleet")
 
 
-def settings_at_ingest(config: dict) -> tuple[dict | None, str | None]:
+def settings_at_ingest(config: dict, K: int | None = None, groups_per_row: dict | None = None
+                       ) -> tuple[dict | None, str | None]:
     """``(settings, note)`` that ingest keeps in a tracker log's record as ``meta['trainer_settings']`` (the run's
-    config as the reader holds it, flattened: its hydra ``.hydra/config.yaml`` or override list beside the log, or
-    ingest's ``--trainer-config``), so that ``diagnose``, ``watch`` and ``fleet`` on the record need no
-    ``--trainer-config`` again (:func:`settings_from_record`). Kept for a verl config (:data:`STORED_TRAINERS`):
-    :func:`settings_from_mapping`'s dict with ``source`` and ``keys``, the size keys the config holds as written
-    (:data:`.configs.verl.SIZE_KEYS`: batch sizes, K, the cap, the PPO mini batch). A verl config that does not
-    give the sizes (e.g. no ``data.train_batch_size``): None and a note naming what is missing and the flags to give
-    at ``diagnose``; any other config: (None, None) (its sizes are not kept: other trainers' configs are given at
-    ``diagnose`` as before)."""
+    config as the reader holds it, flattened: verl's hydra ``.hydra/config.yaml`` or override list beside the log,
+    tinker-cookbook's ``config.json`` beside it, a W&B run's config, an HF trainer state's own keys, or ingest's
+    ``--trainer-config`` laid over them), so that ``diagnose``, ``watch`` and ``fleet`` on the record need no
+    ``--trainer-config`` again (:func:`settings_from_record`): :func:`settings_from_mapping`'s dict with ``source``
+    and ``keys``, the size keys the config holds as written (:data:`SIZE_KEYS`). ``K``: the rollouts per prompt the
+    reader settled (the config's or ``--num-generations``), given to a TRL config that does not name it.
+
+    Not kept, with a note naming what is missing and the flags to give at ``diagnose``: a config whose size keys do
+    not give the sizes (e.g. verl without ``data.train_batch_size``, TRL without ``num_generations``); a TRL config
+    that states none of :data:`TRL_BATCH_KEYS` (an HF trainer state alone: its generation batch would rest on
+    gradient accumulation 1 and one process, which the log does not say); a config whose groups per logged row the
+    logged shares refute (``groups_per_row["agree"]`` False, :func:`grpo_lab.sims.ingest.trackers.groups_per_row`).
+    A config with no size key, or a grpo-lab config (its record keeps its own): (None, None)."""
     if not config:
         return None, None
-    keys = {k: config[k] for k in verl.SIZE_KEYS if k in config and not isinstance(config[k], (dict, list))}
-    try:
-        settings = settings_from_mapping(dict(config))
-    except InputError as exc:
-        if not keys:
-            return None, None
-        return None, (f"batch sizes not kept in the record ({exc}): give --trainer-config FILE, or --gen-batch-size "
-                      "and --train-batch-size, at diagnose / watch / fleet")
-    if settings.get("trainer") not in STORED_TRAINERS:
+    keys = {k: config[k] for k in SIZE_KEYS if k in config and not isinstance(config[k], (dict, list))}
+    if not keys:
         return None, None
-    settings.pop("gen_per_train", None)
+    mapping = dict(config)
+    if K and "num_generations" not in mapping and ("per_device_train_batch_size" in mapping
+                                                   or "generation_batch_size" in mapping):
+        mapping["num_generations"] = K  # TRL's K from the reader (a trainer state does not hold it)
+    trl_unstated = ("batch sizes not kept in the record: TRL's generation batch needs generation_batch_size, "
+                    "steps_per_generation or gradient_accumulation_steps, which the run's config as read does not "
+                    f"hold (an HF trainer state holds none of them): {NO_SIZES}") \
+        if not any(config.get(k) is not None for k in TRL_BATCH_KEYS) else None
+    try:
+        settings = settings_from_mapping(mapping)
+    except InputError as exc:
+        if trl_unstated and "per_device_train_batch_size" in config and "TRL" in str(exc):
+            return None, trl_unstated
+        return None, f"batch sizes not kept in the record ({exc}): {NO_SIZES}"
+    if settings.get("trainer") == "grpo-lab":
+        return None, None
+    if settings.get("trainer") == "trl" and trl_unstated:
+        return None, trl_unstated
+    if groups_per_row and groups_per_row.get("agree") is False:
+        return None, (f"batch sizes not kept in the record: the logged shares refute the config's groups per row "
+                      f"({groups_per_row.get('config')} against {groups_per_row.get('value')}): {NO_SIZES}")
     return {**settings, "source": "the config read at ingest", "keys": keys}, None
 
 
@@ -296,5 +336,26 @@ def step_settings(meta: dict, settings: dict | None, K: int) -> dict | None:
     has none). :func:`grpo_lab.sims.doctor.diagnose.diagnose` computes them here once and hands the same dict to
     the stall forecast (``train_batch``, ``gen_batch``, ``cap``, ``pool``, ``K``) and to the samplers section
     (the DAPO row's batch, generation batch and cap, and the K of every row)."""
-    chosen = settings if settings is not None else settings_from_record(meta)
+    chosen = resolve_settings(meta, settings)
     return None if chosen is None else {**chosen, "K": int(chosen.get("K") or K)}
+
+
+def resolve_settings(meta: dict, settings: dict | None) -> dict | None:
+    """The settings a run is diagnosed under, each value from the first that gives it: a flag, then
+    ``--trainer-config``, then the sizes the record keeps (:func:`settings_from_record`). ``settings``:
+    :func:`read_trainer_config`'s dict or None. A file replaces the record's sizes (flags already applied on it);
+    flags without a file override one value each of the record's sizes where it keeps them, and stand alone where
+    it keeps none (InputError, one line, where they do not give ``--train-batch-size``)."""
+    if settings is None:
+        return settings_from_record(meta)
+    given = settings.get("flags")
+    if not given or settings.get("source") != "flags":
+        return settings
+    stored = settings_from_record(meta)
+    if stored is None:
+        if settings.get("partial"):
+            raise InputError(f"{', '.join('--' + k.replace('_', '-') for k in given)} overrides one value of the "
+                             "batch sizes, but the record keeps none: give --trainer-config FILE, or "
+                             "--train-batch-size (and --gen-batch-size)")
+        return {k: v for k, v in settings.items() if k != "flags"}
+    return _with_flags(stored, given, True)

@@ -24,9 +24,14 @@ scalars fit's expiry row beside them) become None, as ``when.expiry``'s do. The 
 only in the verdict that checked it (``when.verdicts[0].model``: its ``status``, ``step`` and ``interval``).
 
 **Checks.** "Already below the threshold at the last step" is said only if the logged mixed share of the last
-:data:`LAST_ROWS` rows is not above the threshold beyond its 95% binomial interval; "stays above" only if it
-is not below it; "crosses near step s" only if the logged rows have not already crossed (their interval lies
-above). A threshold the run's K cannot reach with binary rewards (the mixed share is at most 1 - 2^(1 - K))
+:data:`LAST_ROWS` rows is not above the threshold beyond its 95% binomial interval; "stays above" only if that
+interval lies above the threshold (below it: "no verdict"; reaching it: "uncertain", the log not saying the run is
+above); "crosses near step s" only if the logged rows have not already crossed (their interval lies above). A claim
+about the future ("stays above", "crosses") stands only where the model the log cannot rule out agrees with it
+(``expiry["alternatives"]``: for the tie share, the one- or two-sided trend the chooser did not keep, where its
+weight is at least :data:`.scalars_fit.PARSIMONY` times the kept one's, :func:`.tie_trend.alternative_expiry`);
+where it says otherwise the verdict is "uncertain", naming both claims, their weights and the last rows' evidence
+(mixed share, and the all-pass / all-fail shares with any trend beyond :data:`Z_TREND` standard errors). A threshold the run's K cannot reach with binary rewards (the mixed share is at most 1 - 2^(1 - K))
 gives no expiry verdict. The cause (all-fail collapse / all-pass saturation) is said only if the logged
 last rows do not contradict it: not said when the named side holds less of the last rows than the other and,
 over the last :data:`TREND_SHARE` of the rows, its share falls while the other's grows (least-squares slopes, each
@@ -77,9 +82,33 @@ def logged_tail(steps, mixed, groups, all_pass=None, all_fail=None, rows: int = 
     return out
 
 
-def check_expiry(status: str, threshold: float, tail: dict | None, K: int | None, rewards: str) -> dict:
-    """``{"claim", "holds", "said", "logged"}``: the expiry verdict ``status`` against the logged tail."""
-    out = {"claim": status, "holds": True, "said": status, "logged": None}
+def _kind(status: str) -> str | None:
+    """What an expiry status claims: "below" (now), "above" (for the horizon), "crosses" (at a future step)."""
+    return "below" if "already below" in status else "above" if "stays above" in status else \
+        "crosses" if "crosses" in status else None
+
+
+def _sides_said(tail: dict) -> str:
+    """The last rows' all-pass / all-fail shares, with the direction of each that moves beyond :data:`Z_TREND`
+    standard errors ("" where the tail holds no sides)."""
+    parts = []
+    for key in ("all_pass", "all_fail"):
+        if key in tail:
+            tr = tail.get(f"{key}_trend")
+            moves = "" if tr is None or abs(tr["z"]) <= Z_TREND else \
+                f" ({'rising' if tr['z'] > 0 else 'falling'} over steps {tr['steps'][0]}-{tr['steps'][1]}, " \
+                f"{tr['z']:+.1f} standard errors)"
+            parts.append(f"{key.replace('_', '-')} {100 * tail[key]:.1f}%{moves}")
+    return f"; {', '.join(parts)}" if parts else ""
+
+
+def check_expiry(status: str, threshold: float, tail: dict | None, K: int | None, rewards: str,
+                 alternatives: list | tuple = ()) -> dict:
+    """``{"claim", "holds", "said", "logged"}``: the expiry verdict ``status`` against the logged tail and the
+    models the log cannot rule out (``alternatives``: ``{"model", "weight", "kept_model", "kept_weight",
+    "status"}`` each, :func:`.tie_trend.alternative_expiry`); ``uncertain`` True where the verdict gave way to
+    "uncertain" (the model is not contradicted, but the log does not settle its claim)."""
+    out = {"claim": status, "holds": True, "said": status, "logged": None, "uncertain": False}
     if rewards == "binary" and K and threshold >= max_mixed_share(K):
         out.update(holds=False, said=f"no expiry verdict: the threshold {threshold:g} is at or above the most mixed "
                    f"groups binary rewards give at K = {K} ({100 * max_mixed_share(K):.1f}%); give a lower --threshold")
@@ -96,6 +125,19 @@ def check_expiry(status: str, threshold: float, tail: dict | None, K: int | None
         out.update(holds=False, said=f"no verdict: the model says \"{status}\", but {out['logged']}, "
                    f"{'above' if lo > threshold else 'below'} the threshold {threshold:g}: the model misfits the "
                    "last rows")
+        return out
+    evidence = out["logged"] + _sides_said(tail)
+    if _kind(status) == "above" and lo <= threshold:
+        out.update(holds=False, uncertain=True, said=f"uncertain: the model says \"{status}\", but {evidence}: "
+                   f"the interval reaches the threshold {threshold:g}, so the log does not say the run is above it")
+        return out
+    for alt in alternatives:
+        if _kind(status) in ("above", "crosses") and _kind(alt["status"]) != _kind(status):
+            out.update(holds=False, uncertain=True, said=(
+                f"uncertain: the {alt['kept_model']} says \"{status}\", the {alt['model']} \"{alt['status']}\", "
+                f"and the log cannot tell them apart (leave-future-out weights {alt['kept_weight']:.2f} and "
+                f"{alt['weight']:.2f} on its later rows); {evidence}"))
+            return out
     return out
 
 
@@ -127,7 +169,8 @@ def _step(x):
 def _scalars_tail(d: dict) -> dict | None:
     if d.get("tie_fit"):
         s = d["tie_fit"]["series"]
-        return logged_tail(s["step"], 1 - np.asarray(s["observed_tie"]), s["groups"])
+        return logged_tail(s["step"], 1 - np.asarray(s["observed_tie"]), s["groups"], s.get("observed_high"),
+                           s.get("observed_low"))
     s = d["fit"]["series"]
     return logged_tail(s["step"], s["observed_mixed"], s["groups"], s["observed_all_pass"], s["observed_all_fail"])
 
@@ -219,7 +262,8 @@ def when(d: dict) -> dict:
                  ("calibrated ...", "the trend fit rescaled to the last rows (a check of the level, not the forecast)"),
                  ("scalars fit beside the groups", "the per-step shares fitted alone (a cross-check)"),
                  SAMPLERS]
-    ve = check_expiry(expiry.pop("status"), expiry["threshold"], tail, K, rewards)
+    ve = check_expiry(expiry.pop("status"), expiry["threshold"], tail, K, rewards,
+                      (d["expiry"].get("alternatives") or []) if scal else [])
     expiry["said"] = ve["said"]
     if not ve["holds"]:
         expiry.update(step=None, interval=[None, None])

@@ -218,7 +218,7 @@ def record_from_scalars(rs, path: str, *, trainer: str | None = None, num_genera
     gpr = groups_per_row(steps, cols, read, notes)
     from ...doctor.trainer_config import settings_at_ingest
 
-    kept, kept_note = settings_at_ingest(rs.config)  # the run's batch sizes, for diagnose / watch / fleet
+    kept, kept_note = settings_at_ingest(rs.config, K, gpr)  # the run's batch sizes, for diagnose / watch / fleet
     if kept_note:
         notes.append(kept_note)
     missing = [c for c in COLUMNS[1:] if c not in cols]  # after the groups per row is resolved
