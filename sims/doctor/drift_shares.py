@@ -114,33 +114,11 @@ def shares_evidence(d: StepShares) -> ShareEvidence:
     return ShareEvidence(_prepare(d, max_rows=POOL_ROWS), d.K)
 
 
-_LAST: list = []  #: [(key, (evidence, measured))] of the last evidence :func:`_measured` measured
-
-
-def _evidence_key(ev: ShareEvidence) -> tuple:
-    """Everything :func:`.drift.measure_drift` reads of ``ev``: K and its prepared rows, each array by content."""
-    def part(v):
-        return (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else repr(v)
-
-    return ev.K, tuple((k, part(v)) for k, v in sorted(ev.P.items()))
-
-
-def _measured(ev: ShareEvidence) -> tuple[ShareEvidence, dict]:
-    """(``ev``, :func:`.drift.measure_drift` of it), the last one kept: a diagnosis measures its record's shares for
-    its risk and again for each change of the cap rule (:func:`changed_first_stall`), the same rows each time. The
-    measurement is a pure function of the rows (its draws seeded), so an evidence equal in every row (:func:`_evidence_key`)
-    reuses it; the result is shared, not copied (no caller changes it)."""
-    key, last = _evidence_key(ev), (_LAST or [None])[0]  # one read: another thread may replace it meanwhile
-    if last is None or last[0] != key:
-        last = (key, (ev, measure_drift(ev, ev.step, ev.K, False)))
-        _LAST[:] = [last]
-    return last[1]
-
-
 def shares_drift(d: StepShares) -> tuple[ShareEvidence, dict]:
     """(evidence, :func:`.drift.measure_drift` of it): the population, per-step shifts, shapes and their weights
-    of a scalars-only run, as the group path measures a record's groups (the last measured reused, :func:`_measured`)."""
-    return _measured(shares_evidence(d))
+    of a scalars-only run, as the group path measures a record's groups."""
+    ev = shares_evidence(d)
+    return ev, measure_drift(ev, ev.step, d.K, False)
 
 
 def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int | None = None, seed: int = 0,
@@ -172,7 +150,7 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
                 "a shift h and its mirror give the same unanimous share, and a row of R = 1 rounds bounds it from one "
                 "side, so the per-step shifts the shapes are fitted to are not measured; the drift map's first step "
                 "over the cap is the forecast"}
-    ev, dr = measured if measured is not None else _measured(ev)
+    ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
     st = {**settings, "cap_effective": int(cap)}
     out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
     split = bool(np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail"]).any() or ev.P["y_on"].any())
