@@ -197,7 +197,7 @@ def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, s
     return out
 
 
-def _step_loglik(table, counts, survivors, rounds, settings):
+def _step_loglik(table, counts, survivors, rounds, settings):  # settings: _LIKELIHOOD_SETTINGS' keys only
     if hasattr(counts, "loglik"):  # evidence other than group counts: the per-step shares (.drift_shares)
         return counts.loglik(table)
     K = table["K"]
@@ -583,11 +583,15 @@ def _content(x):
     return repr(x)
 
 
+_LIKELIHOOD_SETTINGS = ("gen_batch", "train_batch", "cap_effective")  #: the settings :func:`_step_loglik` reads
+
+
 def _inputs_key(counts, steps, K, survivors, rounds, settings, variants) -> tuple:
-    """What :func:`measure_drift` reads, by content; ``settings`` only where it enters the likelihood (a
-    survivors-only record: the rounds' and the filled step's terms, :func:`step_loglik`)."""
-    return (_content(counts), _content(np.asarray(steps, float)), int(K), bool(survivors), _content(rounds),
-            _content(settings) if survivors else None, tuple(variants))
+    """What :func:`measure_drift` reads, by content; of ``settings`` only what enters the likelihood
+    (:data:`_LIKELIHOOD_SETTINGS`, and only for a survivors-only record: the rounds' and the filled step's terms)."""
+    used = None if not (survivors and settings) else tuple(_content(settings.get(k)) for k in _LIKELIHOOD_SETTINGS)
+    return (_content(counts), _content(np.asarray(steps, float)), int(K), bool(survivors), _content(rounds), used,
+            tuple(variants))
 
 
 def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None, variants=VARIANTS) -> dict:
