@@ -13,6 +13,7 @@ import pytest
 from grpo_lab.fleet import Fleet
 from grpo_lab.replay.catalog import DEFAULT_RUNS_DIR
 from grpo_lab.sims.doctor import diagnose
+from grpo_lab.sims.doctor.drift import forget_measured
 from grpo_lab.sims.doctor.trainer_config import read_trainer_config
 from grpo_lab.sims.doctor.tracker_values import PREFIX
 from grpo_lab.sims.errors import InputError
@@ -30,6 +31,7 @@ CAPPED = dict(gen_batch_size=32, train_batch_size=16, max_num_gen_batches=3)
 
 
 def _diagnosis(record, settings, only):
+    forget_measured()  # each diagnosis measures its record's drift itself (none reuses the other's measurement)
     try:
         return jsonable(diagnose(record, trainer_config=settings, only=only))
     except InputError as exc:

@@ -11,7 +11,8 @@ At each log (``on_log``, after the trainer's own tracker callbacks) the callback
 from :data:`~grpo_lab.sims.doctor.scalars_watch.MIN_STEPS` logged steps on (every ``every`` logs) reads them as
 ingest reads the same metrics from a tracker (the dialects of :mod:`grpo_lab.sims.ingest.trackers`, the config
 being the trainer's arguments), diagnoses that scalars record (:func:`grpo_lab.sims.doctor.diagnose`, the
-trainer's settings below) and writes :func:`~grpo_lab.sims.doctor.tracker_values.tracker_values` (the
+trainer's settings below; ``only="tracker"``: the stages the tracker's figures and the rules read, equal to the whole
+diagnosis's, as ``grpo-lab watch --emit``) and writes :func:`~grpo_lab.sims.doctor.tracker_values.tracker_values` (the
 ``grpo_lab/...`` scalars) at the step into every tracker of ``report_to`` that is running: TensorBoard through
 the trainer's own ``SummaryWriter`` (its TensorBoardCallback's), W&B into the active run (on the
 ``train/global_step`` axis the HF callback defines), trackio's and MLflow's active runs. One alert when the
@@ -119,7 +120,7 @@ class StallForecast:
         from grpo_lab.sims.doctor.tracker_values import alert_due, alert_text
 
         try:
-            result = diagnose(self.record(), trainer_config=self.settings, num_generations=self.K)
+            result = diagnose(self.record(), trainer_config=self.settings, num_generations=self.K, only="tracker")
         except InputError as exc:
             self.events.append({"step": int(step), "error": str(exc)})
             return None

@@ -17,8 +17,9 @@ again).
 
 ``--emit`` writes each new step's forecast back into the run's own tracker (:mod:`grpo_lab.tracker_emit`): the
 ``grpo_lab/...`` scalars of :mod:`grpo_lab.sims.doctor.tracker_values`, computed by the doctor's diagnosis of the
-record so far (so they equal ``grpo-lab diagnose --json``'s ``tracker`` on the same record), and one alert through
-the tracker's alert API ``--alert-before`` steps before the forecast stall. Those ``grpo_lab/...`` scalars land in
+record so far (so they equal ``grpo-lab diagnose --json``'s ``tracker`` on the same record; the line printed is that
+diagnosis's forecast too: one fit a poll), and one alert through the tracker's alert API ``--alert-before`` steps
+before the forecast stall. Those ``grpo_lab/...`` scalars land in
 the followed run itself; the readers leave them out (:data:`grpo_lab.sims.ingest.trackers.common.OWN_PREFIX`) and the
 follower does not count them as growth, so watch never reads its own output as the trainer's.
 """
@@ -133,7 +134,7 @@ def watch(path, settings: dict, *, fmt: str = "auto", run=None, num_generations=
                     _stopped(follower, record, write, said)
                 else:
                     said.discard("stopped")
-                    ev = w.update(record)
+                    ev = w.update(record, None if emitter is None else emitter.diagnose)  # one fit a poll
                     if ev is not None:
                         events.append(ev)
                         write(_line(ev))
@@ -221,19 +222,33 @@ class _Emitter:
         self.settings, self.K, self.gps = settings, num_generations, groups_per_step
         self.alert_before, self.online, self.writer = alert_before, wandb_online, writer
         self.alerted, self.follow = False, None
+        self.diagnosed = None  #: (record, diagnosis or the InputError) of the step being forecast
+
+    def diagnose(self, record) -> dict | None:
+        """The record's diagnosis (``only="tracker"``: the tracker's figures and the rules), kept for :meth:`update`;
+        None where it is refused (the error kept, said by :meth:`update`). The watch's forecast is this diagnosis's
+        (:meth:`.StallWatch.update`), so a poll fits once."""
+        from grpo_lab.sims.doctor import diagnose
+
+        try:
+            result = diagnose(record, trainer_config=self.settings, num_generations=self.K, groups_per_step=self.gps,
+                              only="tracker")
+        except InputError as exc:
+            result = exc
+        self.diagnosed = (record, result)
+        return None if isinstance(result, InputError) else result
 
     def update(self, ev: dict, record, path, fmt, run, write) -> None:
-        from grpo_lab.sims.doctor import diagnose
         from grpo_lab.sims.doctor.tracker_values import alert_due, alert_text
         from grpo_lab.sims.ingest.trackers import detect_format
 
         if ev["steps"] < 5:
             return
-        try:
-            result = diagnose(record, trainer_config=self.settings, num_generations=self.K,
-                              groups_per_step=self.gps, only="tracker")  # the tracker's figures and the rules
-        except InputError as exc:
-            write(f"(no forecast to emit at step {ev['step']}: {exc})")
+        if self.diagnosed is None or self.diagnosed[0] is not record:  # not asked by the forecast: diagnosed here
+            self.diagnose(record)
+        result, self.diagnosed = self.diagnosed[1], None
+        if isinstance(result, InputError):
+            write(f"(no forecast to emit at step {ev['step']}: {result})")
             return
         ev["tracker"], ev["rules"] = result["tracker"], result["rules"]
         if self.writer is None:

@@ -87,7 +87,7 @@ from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
            "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
-           "shape_weights", "model_weights", "measure_drift"]
+           "shape_weights", "model_weights", "measure_drift", "forget_measured"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
@@ -197,7 +197,7 @@ def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, s
     return out
 
 
-def _step_loglik(table, counts, survivors, rounds, settings):
+def _step_loglik(table, counts, survivors, rounds, settings):  # settings: _LIKELIHOOD_SETTINGS' keys only
     if hasattr(counts, "loglik"):  # evidence other than group counts: the per-step shares (.drift_shares)
         return counts.loglik(table)
     K = table["K"]
@@ -566,13 +566,60 @@ def model_weights(tau, per_variant: dict, rng=None) -> dict:
     return out
 
 
+_LAST: list = []  #: [(key, measured)]: the last :func:`measure_drift`, by its inputs' content (:func:`_inputs_key`)
+
+
+def _content(x):
+    """A hashable, comparable stand-in for ``x``'s value: an array by dtype, shape and bytes; a dict by its items;
+    evidence other than group counts (:class:`.drift_shares.ShareEvidence`) by K and its prepared rows."""
+    if isinstance(x, np.ndarray):
+        return "array", x.dtype.str, x.shape, x.tobytes()
+    if isinstance(x, dict):
+        return "dict", tuple((k, _content(v)) for k, v in sorted(x.items(), key=lambda kv: str(kv[0])))
+    if isinstance(x, (list, tuple)):
+        return type(x).__name__, tuple(_content(v) for v in x)
+    if hasattr(x, "P") and hasattr(x, "loglik"):
+        return "evidence", int(x.K), _content(x.P)
+    return repr(x)
+
+
+_LIKELIHOOD_SETTINGS = ("gen_batch", "train_batch", "cap_effective")  #: the settings :func:`_step_loglik` reads
+
+
+def _inputs_key(counts, steps, K, survivors, rounds, settings, variants) -> tuple:
+    """What :func:`measure_drift` reads, by content; of ``settings`` only what enters the likelihood
+    (:data:`_LIKELIHOOD_SETTINGS`, and only for a survivors-only record: the rounds' and the filled step's terms)."""
+    used = None if not (survivors and settings) else tuple(_content(settings.get(k)) for k in _LIKELIHOOD_SETTINGS)
+    return (_content(counts), _content(np.asarray(steps, float)), int(K), bool(survivors), _content(rounds), used,
+            tuple(variants))
+
+
 def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None, variants=VARIANTS) -> dict:
     """Population and per-step shifts for both links and every population variant (:data:`VARIANTS`), the shapes
     fitted to all logged steps, and the weights of every (variant, shape) pair.
 
     ``counts`` (steps, K + 1) per logged step ``steps`` (increasing); ``rounds`` per step or None. ``tau``
     (returned) is the step offset of each bin (:func:`step_bins`) from the first step. ``links`` is the Beta
-    variant's (as before the variants), ``variants`` {variant: links}."""
+    variant's (as before the variants), ``variants`` {variant: links}.
+
+    The last measurement is kept and given again for inputs equal in content (:func:`_inputs_key`; its draws are
+    seeded, so it is a function of them): a diagnosis measures its record once for its stall risk and once more
+    for each change of the cap rule (:func:`.rules.cap_changes`), the same record each time. The nested results
+    are shared, not copied (no caller changes them); ``counts`` and ``settings`` are the caller's."""
+    key, last = _inputs_key(counts, steps, K, survivors, rounds, settings, variants), (_LAST or [None])[0]
+    if last is None or last[0] != key:  # one read of _LAST: another thread may replace it meanwhile
+        last = (key, _measure_drift(counts, steps, K, survivors, rounds, settings, variants))
+        _LAST[:] = [last]
+    return {**last[1], "counts": counts, "settings": settings}
+
+
+def forget_measured() -> None:
+    """Drop the measurement :func:`measure_drift` keeps: the next is measured afresh (a test that compares two
+    diagnoses, each computed on its own)."""
+    _LAST.clear()
+
+
+def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> dict:
     steps = np.asarray(steps, float)
     bins = step_bins(len(steps))
     tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step

@@ -219,9 +219,6 @@ def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int =
                                       measured=measured)}
 
 
-_LAST: list = []  #: [(record, K, measured)] of the last record :func:`changed_first_stall` measured
-
-
 def changed_first_stall(record, result: dict, settings: dict, draws: int | None = None) -> float | None:
     """The median first stall of a scalars-only diagnosis ``result`` of ``record`` with the trainer's ``settings``
     changed (:func:`.rules.cap_changes`; ``logit_shift``: the data's difficulty moved), by the risk the diagnosis
@@ -230,12 +227,9 @@ def changed_first_stall(record, result: dict, settings: dict, draws: int | None 
     from .scalars_fit import step_shares
 
     K = int(result["run"]["K"])
-    if not (_LAST and _LAST[0][0] is record and _LAST[0][1] == K):
-        tc = result["stall_forecast"].get("settings")
-        d = step_shares(record, num_generations=K, groups_per_step=int(round(result["run"]["groups_per_step"])),
-                        settings=tc)
-        _LAST[:] = [(record, K, shares_drift(d))]
-    ev, dr = _LAST[0][2]
+    d = step_shares(record, num_generations=K, groups_per_step=int(round(result["run"]["groups_per_step"])),
+                    settings=result["stall_forecast"].get("settings"))
+    ev, dr = shares_drift(d)  # measured once for all the changes (and the diagnosis's own risk, rows alike)
     r = shares_risk(None, settings, int(result["stall_forecast"]["horizon_step"]),
                     int(result["run"].get("prompts") or 0) or None, draws=draws, measured=(ev, dr))
     return r["first_stall"]["median"] if r.get("available") else None

@@ -8,7 +8,8 @@ shares' per-step likelihood (:func:`.drift_shares.with_risk`: the group path's d
 The forecast stall step is the **first stall**: the median of the step at which the run's rounds first exceed
 ``max_num_gen_batches`` (what stops verl's DAPO trainer), with its 90% interval (every uncertainty drawn; the drift
 map's first cap hit and its predictive 95% interval where there is no risk): the same answer as the doctor's report
-(:func:`.when.scalars_stall`).
+(:func:`.when.scalars_stall`). Where the caller diagnoses the record anyway (``watch --emit``), the update takes that
+diagnosis's fit and stall forecast instead of fitting again (:meth:`StallWatch.update`'s ``diagnose``).
 A warning is raised once, at the first update whose forecast stall step is at most ``warn_steps`` steps after
 the last step logged (or already passed). Until :data:`MIN_STEPS` steps have landed nothing is forecast.
 Without a cap there is no stall to warn of: the update gives the expected rounds now and ``warn_steps`` ahead.
@@ -50,8 +51,13 @@ class StallWatch:
         self.theta = {}
         self.warned = False
 
-    def update(self, record: RunRecord) -> dict | None:
-        """None when the record holds no new step; else ``{step, steps, forecast: None | {...}, warn, ...}``."""
+    def update(self, record: RunRecord, diagnose=None) -> dict | None:
+        """None when the record holds no new step; else ``{step, steps, forecast: None | {...}, warn, ...}``.
+
+        ``diagnose``: a function of ``record`` giving its diagnosis (:func:`.diagnose.diagnose` with these settings,
+        e.g. ``only="tracker"``, what ``watch --emit`` writes) or None, called once and only where a forecast is due.
+        A scalars-only diagnosis with a drift-map fit gives the forecast (its fit and its stall forecast, the same
+        stages with the same draws, from cold starts): a poll fits once. Otherwise the watch fits (warm-started)."""
         steps = np.asarray((record.steps or {}).get("step", []), np.int64)
         if not len(steps) or (self.last_step is not None and int(steps[-1]) <= self.last_step):
             return None
@@ -72,12 +78,16 @@ class StallWatch:
         col = np.asarray(record.steps.get("groups_per_step", []), float)
         if gps is None and not (len(col) and np.isfinite(col).any()):
             gps = int(self.settings["gen_batch"])
-        d = step_shares(record, num_generations=K, groups_per_step=gps, settings=self.settings)
-        fits = fit_models(d, starts=self.theta)
-        self.theta = {m: f["theta"] for m, f in fits.items()}
-        fit = best_fit(fits)  # the diagnosis's choice
-        sf = with_risk(stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS), d,
-                       int(record.meta.get("n_prompts") or 0) or None)  # the diagnosis's first stall
+        diagnosis = diagnose(record) if diagnose is not None else None
+        if diagnosis is not None and diagnosis.get("scalars_only") and diagnosis.get("fit"):
+            fit, sf = diagnosis["fit"], diagnosis["stall_forecast"]  # the diagnosis's fit and first stall
+        else:
+            d = step_shares(record, num_generations=K, groups_per_step=gps, settings=self.settings)
+            fits = fit_models(d, starts=self.theta)
+            self.theta = {m: f["theta"] for m, f in fits.items()}
+            fit = best_fit(fits)  # the diagnosis's choice
+            sf = with_risk(stall_forecast(fit, self.settings, n_draws=WATCH_DRAWS), d,
+                           int(record.meta.get("n_prompts") or 0) or None)  # the diagnosis's first stall
         event.update(fit={"alpha": fit["alpha"], "beta": fit["beta"], "drift": fit["drift"],
                           "mixed_now": fit["last"]["mixed"]}, stall=sf)
         if not sf.get("available"):
