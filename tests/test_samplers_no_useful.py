@@ -56,13 +56,22 @@ def test_the_threshold_is_one_useful_group_expected_in_the_budget():
 
 def test_a_saturated_real_run_prints_a_dash_and_words(tmp_path):
     """tinker-arithmetic (K = 4, 100 groups a step, its zero-std share 96-100% from step 20) ingested as given
-    (its config.json beside it) and diagnosed on the command line."""
+    (its config.json beside it, whose sizes the record keeps) and diagnosed on the command line. tinker has no
+    dynamic sampling and so no cap: at the trainer's sizes the samplers' DAPO row is uncapped and fills every step
+    (its rollouts per useful group near plain GRPO's); with a cap of 10 rounds (the flag over the kept sizes) every
+    capped step stalls and the row says so in words."""
     name = "tinker-arithmetic-gs4-gpb100"
     proc = run_cli("ingest", REAL / name, "--out", tmp_path / "rec")
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("diagnose", tmp_path / "rec", "--json")
     assert proc.returncode == 0, proc.stderr
+    rows = {r["sampler"]: r for r in json.loads(proc.stdout)["samplers"]["rows"]}
+    assert rows["dapo"]["details"]["p_fill"] == 1.0 and rows["dapo"]["no_useful"] is None
+    assert rows["dapo"]["rollouts_per_useful"] == pytest.approx(rows["plain"]["rollouts_per_useful"], rel=0.05)
+    proc = run_cli("diagnose", tmp_path / "rec", "--json", "--max-num-gen-batches", "10")
+    assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
+    assert d["samplers"]["settings"]["max_num_gen_batches"] == 10 and d["samplers"]["settings"]["gen_batch"] == 100
     dapo = next(r for r in d["samplers"]["rows"] if r["sampler"] == "dapo")
     assert dapo["rollouts_per_useful"] is None and "no useful group expected" in dapo["no_useful"]
     assert dapo["details"]["p_fill"] < 1e-50  # every capped step stalls: the exact tail, not 1.1e-16
