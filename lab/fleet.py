@@ -278,11 +278,10 @@ class Fleet:
     def _settings(self, meta: dict) -> tuple[dict | None, str]:
         from grpo_lab.sims.doctor.trainer_config import resolve_settings
 
-        if self.settings is not None:  # flags override one value each of the sizes the record keeps
-            got = resolve_settings(meta, self.settings)
+        got = resolve_settings(meta, self.settings)  # flags override one value each of the sizes the record keeps
+        if self.settings is not None:
             return got, str(got.get("source", "given"))
-        own = resolve_settings(meta, None)
-        return own, ("the record's own config" if own else "")
+        return got, ("the record's own config" if got else "")
 
 
 def _entry(source, record, settings, threshold, only: str | None = "when") -> dict:

@@ -25,9 +25,10 @@ import numpy as np
 from ..errors import InputError
 from .drift_expiry import drift_band
 from .predictive import LEVEL, band
-from .drift_shares import logged_rows, observed_mixed, shares_drift, sided
+from .drift_shares import logged_rows, observed_mixed, shares_drift, shares_evidence, sided
 from .scalars_fit import StepShares, best_fit, fit_models
 from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
+from .stall_risk import DRAWS
 from .tie_trend import fit_tie_trend, tie_predict
 
 __all__ = ["CUTS", "MAX_SCORED", "BACKTEST_DRAWS", "backtest", "backtest_trend", "observed_mixed"]
@@ -88,8 +89,6 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | 
     risk's :data:`.stall_risk.DRAWS` for the drift shapes, :data:`BACKTEST_DRAWS` for the maps and the tie trend).
     ``shapes`` False: the drift maps at every cut (the scalars fit a record with groups shows beside its own,
     :func:`.scalars_diagnose.side_by_side`)."""
-    from .stall_risk import DRAWS
-
     n_shapes, n_draws = n_draws or DRAWS, n_draws or BACKTEST_DRAWS
     obs_all = observed_mixed(d)
     rows = len(d.step)
@@ -111,9 +110,9 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | 
                 tf = fit_tie_trend(d.step[before], d.n[before], tie[before], d.all_pass[before], d.all_fail[before])
                 b = tie_predict(tf, steps, n, n_draws, median=True, level=level)["predictive"]
                 model = "tie share"
-            elif shapes and sided((m := shares_drift(d.subset(before)))[0]):
-                b = drift_band(m[1], m[0], steps, n, logged_rows(d.subset(before)), level, n_shapes, 0,
-                               median=True)
+            elif shapes and sided(ev := shares_evidence(sub := d.subset(before))):  # sided: before the measuring
+                ev, dr = shares_drift(sub, ev)
+                b = drift_band(dr, ev, steps, n, logged_rows(sub), level, n_shapes, 0, median=True)
                 model = "drift shapes"
             else:
                 fit = _fit_binary(d.subset(before))
