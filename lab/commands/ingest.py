@@ -52,7 +52,7 @@ def register(sub) -> None:
                        description="Read a real run's logs (an output folder, a file, or a .zip of a folder) and "
                                    "write a grpo-lab run record that `inspect` and the lab's replay tab read. "
                                    "Tracker logs (TensorBoard, W&B offline or history export, MLflow mlruns, "
-                                   "trackio, metrics.jsonl) give a scalars-only record: per-step shares of "
+                                   "trackio, metrics.jsonl, an HF Trainer's console log) give a scalars-only record: per-step shares of "
                                    "unanimous groups in the trainer's own metric names (docs/ingest.md).")
     p.add_argument("path", help="TRL output_dir, verl rollout_data_dir, a JSONL file, a .zip of a folder, or a "
                                 "tracker's log folder or file")

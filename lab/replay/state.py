@@ -51,8 +51,9 @@ class ReplayState(param.Parameterized):
         "parquet or trainer_state.json), tracker (a TensorBoard event file, a W&B .wandb log or history export, "
         "a trackio .db, a metrics.jsonl, or a .zip of a TensorBoard, W&B or MLflow run folder; a single tracker "
         "file, or an HF Trainer state told by its content (a .json with log_history under any name, a bare list of "
-        "its rows, a .zip of an output folder whose only log it is), is read as grpo-lab ingest reads it whatever "
-        "the format chosen)."))
+        "its rows, a .zip of an output folder whose only log it is), or an HF Trainer's console log (a .log, .out, .txt "
+        "or .err holding the metric dicts TRL printed), is read as grpo-lab ingest reads it whatever the format "
+        "chosen)."))
     tolerance = param.Number(0.0, bounds=(0.0, None), doc=(
         "Reward tolerance for uploads: a group counts as degenerate (no gradient) when max - min of its rewards "
         "is at most this. 0 for binary rewards."))

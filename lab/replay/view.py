@@ -247,7 +247,8 @@ class ReplayView(pn.viewable.Viewer):
             pn.pane.Markdown("**Your own run.** Upload a plain JSONL of groups, a verl rollout dump (JSONL), TRL "
                              "completions (parquet) or TRL `trainer_state.json` (scalars only), or a .zip of an output "
                              "folder; or a tracker's log (scalars only): a TensorBoard event file, a W&B `.wandb` "
-                             "log or history export, a trackio `.db`, a `metrics.jsonl`, or a .zip of a TensorBoard, "
+                             "log or history export, a trackio `.db`, a `metrics.jsonl`, a TRL console log (`train.log`: "
+                             "the metric dicts the trainer printed), or a .zip of a TensorBoard, "
                              "W&B or MLflow run folder (format *tracker*). It stays in this browser session. "
                              + describe_limits()),
             _wrap(self.file_input, self.format_select, self.tolerance_input), sizing_mode="stretch_width")

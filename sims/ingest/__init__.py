@@ -45,7 +45,9 @@ def _is_tracker(filename: str, head: bytes) -> bool:
     a trackio store, a history export, a ``.jsonl`` whose first line is per-step scalars, an HF Trainer state told
     by its content as ``grpo-lab ingest`` tells it (a ``.json`` holding ``log_history`` under any name, or a bare
     list of its rows: :func:`.trackers.jsonl.state_kind`), so an upload reads it as ingest does (early TRL names,
-    the groups per row from its config keys)."""
+    the groups per row from its config keys); an HF Trainer's console log (a ``.log`` / ``.out`` / ``.txt`` /
+    ``.err`` whose first MiB holds a printed metrics dict, :func:`.trackers.console.console_kind`)."""
+    from .trackers.console import SUFFIXES, console_kind
     from .trackers.jsonl import scalars_line, state_kind
     from .trackers.upload import is_tracker_upload
 
@@ -55,6 +57,8 @@ def _is_tracker(filename: str, head: bytes) -> bool:
         return True
     name = str(filename).lower()
     if name.endswith(".json") and state_kind(head):
+        return True
+    if name.endswith(SUFFIXES) and console_kind(head):
         return True
     first = next((line for line in head.split(b"\n")[:50] if line.strip()), b"")
     return name.endswith(".jsonl") and scalars_line(first)
@@ -164,7 +168,7 @@ def ingest_upload(filename: str, data: bytes, fmt: str, tolerance: float = 0.0,
         raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(UPLOAD_FORMATS)}")
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InputError("upload data must be bytes")
-    if fmt == TRACKER or _is_tracker(filename, bytes(data[:1 << 16])) or _state_only_archive(bytes(data), fmt):
+    if fmt == TRACKER or _is_tracker(filename, bytes(data[:1 << 20])) or _state_only_archive(bytes(data), fmt):
         from .trackers.upload import read_uploaded_tracker
 
         return read_uploaded_tracker(filename, bytes(data), max_bytes, options.get("num_generations"))

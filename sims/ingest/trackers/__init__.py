@@ -11,6 +11,8 @@ wandb           offline run folders (``wandb/offline-run-*/run-*.wandb``) and hi
 mlflow          a local file store (``mlruns/``): :mod:`.mlflow`
 trackio         trackio's local store (``<project>.db``): :mod:`.trackio`
 jsonl           a trainer's ``metrics.jsonl`` (verl's file logger, tinker-cookbook): :mod:`.jsonl`
+console         an HF Trainer's (TRL's, Unsloth's) captured stdout / stderr: the metric dicts it printed
+                (:mod:`.console`)
 ==============  ==========================================================================================
 
 Each reader lists a path's runs (``find_runs``) and reads one (``read_run``) into
@@ -37,7 +39,7 @@ from .common import OWN_PREFIX
 __all__ = ["FORMATS", "DEFAULT_MAX_BYTES", "read_scalars", "scalars_from", "record_from_scalars", "detect_format",
            "list_runs", "read_run_scalars"]
 
-FORMATS = ("tensorboard", "wandb", "mlflow", "trackio", "jsonl")  #: tracker formats; "auto" detects one
+FORMATS = ("tensorboard", "wandb", "mlflow", "trackio", "jsonl", "console")  #: tracker formats; "auto" detects one
 
 
 def detect_format(path) -> str:
@@ -47,7 +49,9 @@ def detect_format(path) -> str:
     ``.json`` of rows with ``_step``); mlflow: an ``mlruns`` folder or a store with ``meta.yaml`` files;
     trackio: a ``.db`` file; jsonl: a ``.jsonl`` file of per-step scalars, or an HF Trainer state told by its
     content (a JSON object with ``log_history`` under any name, a bare list of its rows), or a TRL / Unsloth output
-    folder whose only log is its (or its checkpoints') ``trainer_state.json``. InputError when none fits.
+    folder whose only log is its (or its checkpoints') ``trainer_state.json``; console: an HF Trainer's captured
+    console (a file of any other name, or a folder's ``.log`` / ``.out`` / ``.txt`` files, told by the metric dicts
+    printed in it: :func:`.console.is_console`). InputError when none fits.
     """
     p = Path(path)
     if not p.exists():
@@ -66,8 +70,12 @@ def detect_format(path) -> str:
             return "trackio"
         if name.endswith(".jsonl"):
             return "jsonl"
+        from .console import is_console
+
+        if is_console(p):
+            return "console"
         raise InputError(f"{p}: not a tracker file this reader knows (tfevents, .wandb, .csv/.json history, "
-                         ".db, .jsonl); pass --format")
+                         ".db, .jsonl, a trainer's console log); pass --format")
     found = {"tensorboard": False, "wandb": False, "mlflow": False, "trackio": False, "jsonl": False}
     state = parquet = False  # a TRL / Unsloth output folder's trainer_state.json (its own or a checkpoint's)
     for f in _walk(p, 6):
@@ -91,6 +99,11 @@ def detect_format(path) -> str:
         return "jsonl"
     if len(hits) == 1:
         return hits[0]
+    if not hits and not state:
+        from .console import find_runs as console_runs
+
+        if console_runs(p):
+            return "console"
     if not hits:
         raise InputError(f"{p}: no tracker files found (TensorBoard events, W&B .wandb, MLflow mlruns, trackio "
                          ".db, metrics.jsonl)")

@@ -24,6 +24,9 @@ mlflow         the run's folder of an MLflow file store: each ``metrics/<key>`` 
                line a value, :func:`.mlflow.metric_lines`), a new metric's file from its start; the params re-read
                when their files change; the ``grpo_lab/...`` metrics (grpo-lab's own forecast) not read
 trackio        the project's SQLite store: the run's rows with an ``id`` above the last one read
+console        an HF Trainer's captured console (:mod:`.console`): re-read whole when its size or modification time
+               changes (a row's step is the progress bar's counter printed before it, so the rows are parsed in order
+               from the start; a console is small, a row a logging step)
 trainer_state  ``trainer_state.json`` (rewritten whole by the HF Trainer, so TRL, at each save): re-read when its
                size or modification time changes; JSON must be parsed whole, but only the ``log_history`` rows past
                those read are added to the series. A history that no longer starts with the rows read (a run resumed
@@ -59,7 +62,7 @@ from .common import OWN_EVENT_SUFFIX, OWN_PREFIX, RunScalars, add_row, charge_fi
 __all__ = ["LogFollower", "HEAD_BYTES", "KINDS", "STALE_S", "kind_of"]
 
 HEAD_BYTES = 64  #: the first bytes of a followed file kept to tell a replaced file from a grown one
-KINDS = ("jsonl", "tensorboard", "wandb", "wandb_csv", "wandb_json", "mlflow", "trackio", "trainer_state")
+KINDS = ("jsonl", "tensorboard", "wandb", "wandb_csv", "wandb_json", "mlflow", "trackio", "trainer_state", "console")
 STALE_S = 120.0  #: a followed log that has not grown for this long is said to have stopped (the Replay, watch)
 
 
@@ -166,7 +169,7 @@ class LogFollower:
             if kind != self.kind:
                 self._reset()
                 self.kind = kind
-            if kind == "wandb_json":
+            if kind in ("wandb_json", "console"):
                 change = self._whole(name, handle)
             elif kind == "trainer_state":
                 change = self._trainer_state(Path(handle))
@@ -196,8 +199,11 @@ class LogFollower:
         }[change.kind]
 
     def _whole(self, name: str, handle) -> _Change:
-        """A W&B JSON history export: re-read whole when its size or modification time changes."""
-        from .wandb import read_run
+        """A W&B JSON history export or a console log: re-read whole when its size or modification time changes."""
+        if self.kind == "console":
+            from .console import read_run
+        else:
+            from .wandb import read_run
 
         sig = _signature(Path(handle))
         if sig == self._sig:
@@ -209,6 +215,7 @@ class LogFollower:
         self.rows_parsed = sum(len(s) for s, _ in rs.series.values())
         self._rows = {k: (list(s), list(v)) for k, (s, v) in rs.series.items()}
         self._built = {}
+        self._config, self._notes = dict(rs.config), list(rs.notes)
         return _Change(kind)
 
     def _trainer_state(self, path: Path) -> _Change:
