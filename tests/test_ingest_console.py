@@ -117,7 +117,7 @@ def test_a_console_followed_as_it_grows_equals_a_whole_read(tmp_path):
 def test_old_transformers_floats_and_bare_nan_are_read():
     text = ("  5%|#  | 2/40 [00:01<00:20]\r{'loss': 0.125, 'grad_norm': nan, 'reward': 0.5, "
             "'frac_reward_zero_std': 0.25, 'epoch': 0.05}\n")
-    (bar, row), = parse_console(text)[0]
+    (bar, row, _), = parse_console(text)[0]
     assert bar == (2, 40)
     assert row["loss"] == 0.125 and math.isnan(row["grad_norm"]) and row["frac_reward_zero_std"] == 0.25
 
@@ -154,3 +154,51 @@ def test_an_uploaded_console_reads_as_ingest_reads():
     assert rec.meta["source"]["format"] == "console"
     assert rec.steps["step"].tolist() == whole.steps["step"].tolist()
     assert rec.steps["frac_reward_zero_std"].tolist() == whole.steps["frac_reward_zero_std"].tolist()
+
+
+def _buffered(text: str, burst: int = 4) -> str:
+    """The bar console as ``> log 2>&1`` leaves it when stdout is block-buffered: the bar's redraws (stderr,
+    unbuffered) in place, the printed rows (stdout) held back and written ``burst`` at a time, after the bar has
+    moved on past them (what the public consoles of docs/ingest.md show)."""
+    out, held = [], []
+    for line in text.split("\n"):
+        cut = line.find("{'")
+        bar, row = (line, None) if cut < 0 else (line[:cut], line[cut:])
+        out.append(bar)
+        if row is not None:
+            held.append(row)
+        if len(held) == burst or (row is not None and "train_runtime" in row):
+            out.extend(held)
+            held = []
+    return "\n".join(out + held) + "\n"
+
+
+def test_rows_buffered_apart_from_the_bar_are_placed_from_the_bar_total(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(_buffered((FIX / "bar" / "train.log").read_text()))
+    rs = read_run_scalars(log)
+    truth = [h["step"] for h in _history("bar") if "frac_reward_zero_std" in h]
+    assert rs.series["frac_reward_zero_std"][0].tolist() == truth
+    assert rs.config == {"logging_steps": 2}
+    assert any("buffered apart" in n and "multiples of 2" in n for n in rs.notes)
+    # cut short (no summary row): the rows' order, said, never a guess
+    cut = tmp_path / "cut.log"
+    cut.write_text("\n".join(l for l in log.read_text().split("\n") if "train_runtime" not in l))
+    rs = read_run_scalars(cut)
+    assert rs.series["frac_reward_zero_std"][0].tolist() == list(range(1, len(truth) + 1))
+    assert any("rows' order" in n for n in rs.notes)
+
+
+def test_a_console_of_several_runs_is_one_run_each(tmp_path):
+    text = (FIX / "bar" / "train.log").read_text()
+    log = tmp_path / "all_runs.log"
+    log.write_text(text + text[: text.index("{'loss'", len(text) // 2)])  # the second run still going
+    with pytest.raises(InputError, match="holds 2 console runs; pick one with --run NAME: all_runs:1, all_runs:2"):
+        read_scalars(log)
+    first = read_run_scalars(log, run="all_runs:1")
+    whole = read_run_scalars(FIX / "bar" / "train.log")
+    assert first.series["frac_reward_zero_std"][0].tolist() == whole.series["frac_reward_zero_std"][0].tolist()
+    second = read_run_scalars(log, run="all_runs:2")
+    n = len(second.series["frac_reward_zero_std"][0])
+    assert 0 < n < len(whole.series["frac_reward_zero_std"][0])
+    assert second.series["frac_reward_zero_std"][1].tolist() == whole.series["frac_reward_zero_std"][1][:n].tolist()

@@ -205,7 +205,7 @@ class LogFollower:
         else:
             from .wandb import read_run
 
-        sig = _signature(Path(handle))
+        sig = _signature(Path(handle[0] if isinstance(handle, tuple) else handle))  # a console's run: (file, i)
         if sig == self._sig:
             return _Change("unchanged")
         kind = "new" if self._sig is None else "grew"
