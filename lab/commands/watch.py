@@ -46,7 +46,8 @@ def register(sub) -> None:
     p = sub.add_parser("watch", help="follow a tracker log while the run trains and warn before its stall",
                        description="Follow a tracker log that is still being written (TensorBoard dir, W&B offline "
                                    "folder or history export, metrics.jsonl, MLflow file store, trackio store, "
-                                   "trainer_state.json), reading only what was appended at each poll, and print, as "
+                                   "trainer_state.json, an HF Trainer's console log, re-read whole), reading only what "
+                                   "was appended at each poll, and print, as "
                                    "each step lands, the forecast step at which "
                                    "dynamic sampling first exceeds its cap, with its 95% interval, and a warning a "
                                    "chosen number of steps before it.")
