@@ -12,7 +12,9 @@ Two shapes, one object a line:
   ``.jsonl`` is read from its ``trainer_state.json``, else from the latest ``checkpoint-N/trainer_state.json``
   (largest N; said in the notes). The state's ``logging_steps`` and ``train_batch_size`` (the per-device batch)
   are kept as config keys (``logging_steps``, ``per_device_train_batch_size``); no K in it
-  (``--num-generations``), nor the gradient accumulation or processes (``--trainer-config``).
+  (``--num-generations``), nor the gradient accumulation or processes (``--trainer-config``), unless the
+  ``training_args.bin`` saved beside it (every checkpoint has one) gives them: read without running its pickle
+  (:mod:`.training_args`).
 
 Numbers (and booleans as 0/1) are read; strings, lists and nested objects other than ``data`` are skipped;
 ``null`` is NaN. A line that is not JSON is an InputError naming it; when ``partial_ok`` (a file still being
@@ -170,16 +172,21 @@ def add_history(path: Path, history: list, rows: dict, start: int = 0) -> int:
 def state_scalars(path: Path, state: dict | None, series: dict) -> RunScalars:
     """One run's scalars from a trainer state's ``series`` (of its log_history rows): the state's own settings as
     config (``logging_steps``, and ``train_batch_size`` = ``args.per_device_train_batch_size``) and the notes."""
+    from .training_args import training_args_beside
+
     config = {}
     if state is not None:
         for key, as_key in (("logging_steps", "logging_steps"), ("train_batch_size", "per_device_train_batch_size")):
             value = state.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 config[as_key] = value
+    args, args_notes = training_args_beside(path)
+    config.update(args)
     what = "a bare list of log_history rows" if state is None else (
         "TRL's trainer_state.json" if path.name == "trainer_state.json" else
         f"an HF Trainer state (log_history) saved as {path.name}")
-    notes = [f"{what}: no num_generations in it (--num-generations)"]
+    notes = [*args_notes] if args.get("num_generations") else [
+        f"{what}: no num_generations in it (--num-generations)", *args_notes]
     if _CHECKPOINT.match(path.parent.name):
         notes.append(f"read {path.parent.name}/trainer_state.json (a checkpoint's state: the run's log up to "
                      "that checkpoint)")
@@ -205,9 +212,10 @@ def side_config(path: Path) -> tuple[dict, list[str]]:
 
 
 def config_files(path: Path) -> list[Path]:
-    """The files beside a metrics.jsonl that :func:`side_config` may read (charged to the size cap)."""
+    """The files beside a metrics.jsonl or a trainer state that :func:`side_config` and :func:`state_scalars` may
+    read (charged to the size cap)."""
     return [f for f in (path.parent / "config.json", path.parent / ".hydra" / "config.yaml",
-                        path.parent / ".hydra" / "overrides.yaml") if f.is_file()]
+                        path.parent / ".hydra" / "overrides.yaml", path.parent / "training_args.bin") if f.is_file()]
 
 
 def add_lines(path: Path, lines: list[bytes], rows: dict, first: int = 1) -> int:
