@@ -2,7 +2,7 @@
 
 :class:`Fleet` ``(folder, settings=None)`` finds the folder's runs, as the Replay finds them: run records (groups or
 scalars only; :func:`grpo_lab.replay.catalog.list_runs`) and tracker logs (TensorBoard, W&B, metrics.jsonl,
-MLflow, trackio; :func:`grpo_lab.replay.trackers.tracker_logs`). :meth:`Fleet.refresh` looks again (new runs are
+MLflow, trackio, HF Trainer consoles; :func:`grpo_lab.replay.trackers.tracker_logs`). :meth:`Fleet.refresh` looks again (new runs are
 added, vanished ones dropped), reads each run that changed incrementally (a record's new chunks only,
 :class:`grpo_lab.sims.record_steps.StepsReader`; a log's appended bytes only,
 :class:`grpo_lab.sims.ingest.trackers.follow.LogFollower`), forecasts it

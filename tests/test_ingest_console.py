@@ -202,3 +202,19 @@ def test_a_console_of_several_runs_is_one_run_each(tmp_path):
     n = len(second.series["frac_reward_zero_std"][0])
     assert 0 < n < len(whole.series["frac_reward_zero_std"][0])
     assert second.series["frac_reward_zero_std"][1].tolist() == whole.series["frac_reward_zero_std"][1][:n].tolist()
+
+
+def test_a_folder_of_consoles_is_listed_by_the_replay_and_ranked_by_the_fleet(tmp_path):
+    from grpo_lab.fleet import Fleet
+    from grpo_lab.replay.trackers import tracker_logs
+
+    text = (FIX / "bar" / "train.log").read_text()
+    (tmp_path / "slurm-1.out").write_text(text)
+    (tmp_path / "sweep.log").write_text(text + text)  # two runs, one after the other
+    (tmp_path / "notes.txt").write_text("no metrics here\n")
+    found = tracker_logs(tmp_path)
+    assert sorted(found) == ["live tracker log: slurm-1.out (console)", "live tracker log: sweep.log: sweep:1 (console)",
+                             "live tracker log: sweep.log: sweep:2 (console)"]
+    rows = Fleet(str(tmp_path), doctor="off").refresh()
+    assert len(rows) == 3 and all(r["kind"] == "tracker log (console)" and not r["reason"] for r in rows), rows
+    assert sorted(r["steps"] for r in rows) == [12, 12, 12] and all(r["expiry"] for r in rows)

@@ -9,7 +9,9 @@ records; :func:`tracker_logs` finds, in each folder, up to :data:`MAX_DEPTH` lev
   :func:`grpo_lab.sims.ingest.trackers.jsonl.is_metrics_jsonl`, so a groups JSONL is not listed), or an empty one
   (a trainer that has not logged its first step yet: a run of zero steps until it does);
 - a TRL / Unsloth output folder whose only log is its ``trainer_state.json`` or its latest ``checkpoint-N/``'s
-  (one that also holds another tracker's log, e.g. TensorBoard under ``runs/``, is listed by that log alone).
+  (one that also holds another tracker's log, e.g. TensorBoard under ``runs/``, is listed by that log alone);
+- an HF Trainer's console log (a ``.log`` / ``.out`` / ``.txt`` / ``.err`` file whose first MiB holds a printed
+  metrics dict, :func:`grpo_lab.sims.ingest.trackers.console.is_console`; each run of a console of several).
 
 Each is confirmed with the trackers package's own :func:`~grpo_lab.sims.ingest.trackers.detect_format` and
 :func:`~grpo_lab.sims.ingest.trackers.list_runs` (one run only: a folder of several runs is not listed, and its
@@ -257,6 +259,7 @@ def _stores(folder: Path, files) -> list[tuple[Path, str, str | None]]:
     folder, a trackio project's ``.db``) and of W&B history exports (a ``.csv`` whose header names a step column, a
     ``.json`` list of rows with ``_step``), each confirmed by the trackers package's own listing."""
     from grpo_lab.sims.ingest.trackers import list_runs
+    from grpo_lab.sims.ingest.trackers.console import SUFFIXES, is_console
     from grpo_lab.sims.ingest.trackers.wandb import STEP_COLUMNS
 
     out = []
@@ -264,6 +267,8 @@ def _stores(folder: Path, files) -> list[tuple[Path, str, str | None]]:
         candidates = [(folder, "mlflow")]
     else:
         candidates = [(Path(e.path), "trackio") for e in files if e.name.endswith(".db")]
+        candidates += [(Path(e.path), "console") for e in files
+                       if e.name.lower().endswith(SUFFIXES) and is_console(Path(e.path))]
         for e in files:
             if e.name.endswith((".csv", ".json")) and not e.name.startswith(("wandb-", "config")):
                 try:
@@ -280,7 +285,7 @@ def _stores(folder: Path, files) -> list[tuple[Path, str, str | None]]:
             _, runs = list_runs(path, fmt)
         except (InputError, OSError, ImportError):
             continue  # unreadable, or its tracker's library is not installed: not listed
-        if fmt == "wandb":
+        if fmt == "wandb" or (fmt == "console" and len(runs) == 1):
             out += [(path, fmt, None)] if len(runs) == 1 else []
         else:
             out += [(path, fmt, name) for name in sorted(runs)]

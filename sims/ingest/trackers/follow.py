@@ -205,11 +205,12 @@ class LogFollower:
         else:
             from .wandb import read_run
 
-        sig = _signature(Path(handle[0] if isinstance(handle, tuple) else handle))  # a console's run: (file, i)
+        one = isinstance(handle, tuple)  # one run of a console of several: (file, index)
+        sig = _signature(Path(handle[0] if one else handle))
         if sig == self._sig:
             return _Change("unchanged")
         kind = "new" if self._sig is None else "grew"
-        rs = read_run(name, Path(handle), max_bytes=self.max_bytes, partial_ok=True)
+        rs = read_run(name, handle if one else Path(handle), max_bytes=self.max_bytes, partial_ok=True)
         self._sig = sig
         self.bytes_read = sig[1]
         self.rows_parsed = sum(len(s) for s, _ in rs.series.values())
