@@ -1,4 +1,20 @@
-r"""When will the prompt set stop teaching? Per-prompt pass-rate trends, extrapolated.
+r"""When will the prompt set stop teaching? The group path's expiry on the measured drift, and the per-prompt trend.
+
+**Expiry** (:func:`group_expiry`, what ``forecast`` reports and :func:`.when.when` says): the record's groups per
+step measured once as the stall risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on
+:func:`.stall_risk.step_counts`, the same inputs, so the measurement it keeps is the risk's too), then
+:func:`.drift_expiry.drift_expiry` on the future grid the scalars path uses (:func:`.scalars_forecast.future_grid`,
+:data:`.scalars_forecast.HORIZON` run lengths): the median drawn mixed share's first step below the threshold, the
+95% interval of the draws' first crossings, the fitted share now and at each logged step (``series.fitted``), and
+the 90% predictive band of a step of the run's median groups (``projection.predictive``, over-dispersed by the
+logged steps' Pearson statistic). One model for both paths: the scalars path reads the same function on the
+per-step shares (:func:`.drift_shares.shares_expiry`). Deviation: a survivors-only record (every logged group mixed)
+is measured here as if it held every group, as the trend did (its expiry is moot: the logged mixed share is 1);
+its stall risk measures it as survivors (:func:`.stall_risk.risk_for_groups`), a second measurement.
+The half-split ``backtest`` is the drift's too (measured on the first half's groups).
+
+The trend below is kept for what reads a per-prompt slope (the stall forecast's rounds, :mod:`.skip`'s allocation,
+the side-by-side slope row) and as the back-test's comparison (:func:`band_at`, ``backtest_trend(model="trend")``).
 
 Trend model (a logistic regression over the whole run): prompt x's pass rate at
 step s is ``p_x(s) = sigmoid(alpha_x + beta t)``, ``t = (s - s_first) / (s_last - s_first)``,
@@ -10,16 +26,12 @@ finite intercept. The fit is Newton's method on the joint log-likelihood, whose
 information matrix is an arrow (diagonal in the alphas, one row for beta), solved
 through its Schur complement; ``se_beta`` is the Schur complement's inverse square root.
 
-The forecast effective group rate at step s is the mean over the prompts seen
-of :func:`grpo_lab.sims.outcomes.p_useful` (p_x(s), K) (prompts drawn uniformly).
-The forecast crossing is the first step after the run at which it falls below
-the threshold (default :data:`DEFAULT_THRESHOLD`, seed 000's warning level),
-searched up to :data:`HORIZON` run lengths ahead; the interval repeats the search
-with beta at its 95% bounds (alphas re-fitted for each). **Backtest**: the same
-fit on the first half of the steps, forecasting the second half, against the
-observed per-step effective rate (mean absolute error, mean signed error) and,
-when the observed rolling rate crosses the threshold in the second half, the
-error in the crossing step.
+The trend's effective group rate at step s is the mean over the prompts seen of
+:func:`grpo_lab.sims.outcomes.p_useful` (p_x(s), K) (prompts drawn uniformly); its predictive band
+(:func:`trend_predictive`) draws the slope within its 95% bounds (alphas re-fitted for each). **Backtest**
+(``forecast``'s ``backtest``): the drift measured on the first half of the steps, its median drawn mixed share
+forecasting the second half, against the observed per-step effective rate (mean absolute error, mean signed
+error) and, when the observed rolling rate crosses the threshold in the second half, the error in the crossing step.
 """
 
 from __future__ import annotations
@@ -32,12 +44,12 @@ from ..replay import rolling_mean
 from .groups import RunGroups
 from .predictive import LEVEL, band, dispersion
 
-__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate", "band_at",
-           "trend_predictive"]
+__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "PLOT_AHEAD", "fit_trend", "trend_rate", "forecast", "observed_rate",
+           "measured_drift", "group_expiry", "band_at", "trend_predictive"]
 
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
-SEARCH_POINTS = 40  #: grid points of that search (then bisection to half a step)
+PLOT_AHEAD = 3.0  #: run lengths past the last step the projection keeps (the crossing is searched to HORIZON)
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
@@ -123,27 +135,6 @@ def _series(trend: dict, steps) -> np.ndarray:
     return np.interp(steps, at, trend_rate(trend, at))
 
 
-def _crossing(trend, threshold, beta=None, alpha=None):
-    """(first step after s1, to HORIZON run lengths, where the rate < threshold, the rate at s1).
-
-    The step is None when the rate never falls below the threshold within the horizon, and
-    also when it is already below at s1 (nothing left to forecast)."""
-    span = max(trend["s1"] - trend["s0"], 1)
-    steps = np.linspace(trend["s1"], trend["s1"] + HORIZON * span, SEARCH_POINTS)
-    rate = trend_rate(trend, steps, beta, alpha)
-    below = np.flatnonzero(rate < threshold)
-    if not below.size or below[0] == 0:
-        return None, float(rate[0])
-    lo, hi = float(steps[below[0] - 1]), float(steps[below[0]])  # rate(lo) >= threshold > rate(hi)
-    while hi - lo > 0.5:
-        mid = (lo + hi) / 2
-        if trend_rate(trend, [mid], beta, alpha)[0] < threshold:
-            hi = mid
-        else:
-            lo = mid
-    return float(np.ceil(hi - 1e-9)), float(rate[0])
-
-
 def observed_rate(groups: RunGroups) -> tuple[np.ndarray, np.ndarray]:
     """(steps, effective group rate per step): the share of groups with 0 < S < K at each step."""
     steps, inv = np.unique(groups.step, return_inverse=True)
@@ -156,60 +147,88 @@ def _first_cross(steps, rate, threshold):
     return int(steps[below[0]]) if below.size else None
 
 
-def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
-    """The forecast, its interval and its backtest (see the module docstring).
+def measured_drift(groups: RunGroups, mask=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(steps, counts, drift) of the groups in ``mask`` (all by default): :func:`.drift.measure_drift` of their
+    counts per step (:func:`.stall_risk.step_counts`) as :func:`.stall_risk.risk_for_groups` measures a record that
+    holds every group, so one diagnosis measures its record once (the measurement :func:`.drift.measure_drift`
+    keeps)."""
+    from .drift import measure_drift
+    from .stall_risk import step_counts
 
-    Returns ``threshold``, ``beta``, ``se_beta``, ``rate_now`` (model, at the last step),
-    ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps), ``already_below``, ``status``,
-    ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the horizon),
-    ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per step), ``projection`` (steps, rate and
-    ``predictive``: :func:`trend_predictive`), ``backtest``
-    and ``_trend`` (the fit itself, for :mod:`.skip`; not for printing).
+    m = slice(None) if mask is None else np.asarray(mask, bool)
+    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    steps, counts = step_counts(sub)
+    return steps, counts, measure_drift(counts, steps, groups.K, False)
+
+
+def _rows(steps, counts, K: int) -> dict:
+    """The logged steps as :mod:`.drift_expiry` reads them: ``{"step", "mixed", "groups"}``."""
+    n = counts.sum(axis=1)
+    return {"step": np.asarray(steps, float), "mixed": 1.0 - (counts[:, 0] + counts[:, K]) / n, "groups": n}
+
+
+def group_expiry(groups: RunGroups, threshold: float, mask=None, predictive: bool = True, seed: int = 0) -> dict:
+    """The expiry of the groups in ``mask`` (module docstring): :func:`.drift_expiry.drift_expiry` of their
+    :func:`measured_drift` on :func:`.scalars_forecast.future_grid` of their steps, a future step of their median
+    groups; its dict (``step``, ``interval``, ``status``, ``mixed_now``, ``projection``, ``fitted``, ...)."""
+    from .drift_expiry import drift_expiry
+    from .scalars_forecast import future_grid
+
+    steps, counts, dr = measured_drift(groups, mask)
+    rows = _rows(steps, counts, groups.K)
+    grid = future_grid({"steps": (int(steps[0]), int(steps[-1]))}, HORIZON)
+    return drift_expiry(dr, counts, grid, threshold, rows, float(np.median(rows["groups"])), seed=seed,
+                        predictive=predictive)
+
+
+def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool = True) -> dict:
+    """The expiry on the measured drift, its interval, its predictive band and its backtest (module docstring);
+    ``full`` False (what ``diagnose(only=...)`` asks): no predictive band (None) and no backtest (not available),
+    the expiry itself unchanged (the same measurement and draws).
+
+    Returns ``threshold``, ``model``, ``beta``, ``se_beta`` (the trend's slope), ``rate_now`` (the drift's fitted
+    mixed share at the last step), ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps),
+    ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the
+    horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per
+    step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``), ``shapes`` (the
+    chooser's weights), ``backtest`` and ``_trend`` (the trend fit, for :mod:`.skip` and the stall forecast; not
+    for printing).
     """
     steps, obs = observed_rate(groups)
     roll = rolling_mean(obs, ROLLING)
     trend = fit_trend(groups)
-    cross, now = _crossing(trend, threshold)
-    bounds, refits = [], []
-    S, pid, t = trend["_data"]
-    for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
-        if not np.isfinite(b):
-            bounds.append(None)
-            continue
-        alpha, _, _ = _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])
-        refits.append((b, alpha))
-        bounds.append(_crossing(trend, threshold, beta=b, alpha=alpha)[0])
-    finite = [x for x in bounds if x is not None]
-    interval = [min(finite), None if None in bounds else max(finite)] if cross is not None and finite else [None, None]
-    if len(steps) < MIN_STEPS:
-        status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
-        cross, interval = None, [None, None]
-    elif now < threshold:
-        status = "already below the threshold at the last step (model)"
-    elif cross is None:
-        status = f"stays above the threshold for {HORIZON:g} run lengths if the trend holds"
-    else:
-        status = f"crosses the threshold near step {cross:.0f} if the trend holds"
-    span = max(trend["s1"] - trend["s0"], 1)
-    proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, 3.0) * span), 60)
-    fitted = _series(trend, steps)
     at = np.searchsorted(steps, groups.step)
     n_rows = np.bincount(at, minlength=len(steps)).astype(float)
     unanimous = {k: np.bincount(at, weights=groups.successes == v, minlength=len(steps)) / n_rows
                  for k, v in (("all_pass", groups.K), ("all_fail", 0))}
+    span = max(float(steps[-1] - steps[0]), 1.0)
+    bt = backtest(groups, threshold, steps, obs, roll) if full else \
+        {"available": False, "reason": "not asked (a partial diagnosis)"}  # the half first: the whole one stays kept
+    if len(steps) < MIN_STEPS:
+        status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
+        e = {"step": None, "interval": [None, None], "mixed_now": float("nan"), "shapes": None,
+             "horizon_step": float(steps[-1] + HORIZON * span),
+             "fitted": {"mixed": np.full(len(steps), np.nan)},
+             "projection": {"step": np.array([float(steps[-1])]), "mixed": np.array([np.nan]), "predictive": None}}
+    else:
+        e = group_expiry(groups, threshold, predictive=full)
+        status = e["status"]
+    keep = np.asarray(e["projection"]["step"]) <= steps[-1] + PLOT_AHEAD * span
+    pred = e["projection"]["predictive"]
     out = {
         "_trend": trend,
-        "threshold": float(threshold), "model": "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
-        "beta": trend["beta"], "se_beta": trend["se_beta"],
-        "status": status, "rate_now": now, "observed_rate_now": float(roll[-1]),
+        "threshold": float(threshold), "model": "drift shapes (the chooser's weights; as the stall risk draws them)",
+        "shapes": e["shapes"], "beta": trend["beta"], "se_beta": trend["se_beta"],
+        "status": status, "rate_now": e["mixed_now"], "observed_rate_now": float(roll[-1]),
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
-        "crossing_step": cross, "crossing_interval": interval,
-        "horizon_step": float(trend["s1"] + HORIZON * span),
-        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": fitted, "groups": n_rows,
-                   **unanimous},
-        "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps),
-                       "predictive": trend_predictive(trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))},
-        "backtest": backtest(groups, threshold, steps, obs, roll),
+        "crossing_step": e["step"], "crossing_interval": e["interval"], "horizon_step": e["horizon_step"],
+        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": e["fitted"]["mixed"],
+                   "groups": n_rows, **unanimous},
+        "projection": {"step": np.asarray(e["projection"]["step"])[keep],
+                       "rate": np.asarray(e["projection"]["mixed"])[keep],
+                       "predictive": None if pred is None else {
+                           **pred, "lo": np.asarray(pred["lo"])[keep], "hi": np.asarray(pred["hi"])[keep]}},
+        "backtest": bt,
     }
     return out
 
@@ -251,20 +270,27 @@ def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int 
 
 
 def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None) -> dict:
-    """Fit on the first half of the steps, forecast the second half, compare with what the run did."""
+    """The drift measured on the first half of the steps (:func:`measured_drift`), its median drawn mixed share
+    (:func:`.drift_expiry.drift_expiry`, no band) at each step of the second half and its expiry, against what the
+    run did."""
+    from .drift_expiry import drift_expiry
+    from .scalars_forecast import future_grid
+
     if steps is None:
         steps, obs = observed_rate(groups)
         roll = rolling_mean(obs, ROLLING)
     if len(steps) < 4:
         return {"available": False, "reason": f"only {len(steps)} steps (need 4 to split in halves)"}
     cut = steps[len(steps) // 2 - 1]
-    trend = fit_trend(groups, groups.step <= cut)
+    fitted, counts, dr = measured_drift(groups, groups.step <= cut)
     later = steps > cut
-    pred = _series(trend, steps[later])
+    grid = np.union1d(steps[later].astype(float), future_grid({"steps": (int(fitted[0]), int(cut))}, HORIZON))
+    e = drift_expiry(dr, counts, grid, threshold, _rows(fitted, counts, groups.K), 1.0, predictive=False)
+    pred = np.asarray(e["projection"]["mixed"])[np.searchsorted(grid, steps[later])]
     err = pred - obs[later]
     roll_err = pred - roll[later]
     obs_cross = _first_cross(steps[later], roll[later], threshold) if roll[:len(steps) // 2][-1] >= threshold else None
-    pred_cross, _ = _crossing(trend, threshold)
+    pred_cross = e["step"]
     return {
         "available": True, "fit_until_step": int(cut), "compared_steps": int(later.sum()),
         "mae": float(np.mean(np.abs(err))), "mean_error": float(np.mean(err)),
