@@ -163,7 +163,7 @@ def test_group_expiry_is_drift_expiry_on_the_measured_drift_and_holds_the_truth(
             "groups": np.full(STEPS, float(GROUPS))}
     grid = future_grid({"steps": (1, STEPS)})
     want = drift_expiry(dr, counts, grid, 0.5, rows, float(GROUPS))
-    fc = forecast(g, 0.5)  # its band drawn with the same draws: drift_expiry's, cut to the plotted steps
+    fc = forecast(g, 0.5, model="drift")  # its band drawn with the same draws: drift_expiry's, cut to the plotted steps
     assert fc["crossing_step"] == want["step"] and fc["crossing_interval"] == want["interval"]
     assert fc["rate_now"] == want["mixed_now"] and fc["horizon_step"] == want["horizon_step"]
     np.testing.assert_array_equal(fc["series"]["fitted"], want["fitted"]["mixed"])
@@ -176,3 +176,25 @@ def test_group_expiry_is_drift_expiry_on_the_measured_drift_and_holds_the_truth(
     assert abs(want["mixed_now"] - _true_mixed(A, B, K, RATE * (STEPS - 1))) < 3.5 * float(np.std(U[:, 0]))
     w = when({"run": {"K": K, "rewards": "binary"}, "forecast": fc})
     assert w["verdicts"][0]["holds"] and w["expiry"]["step"] == want["step"] and "drift shapes" in w["expiry"]["source"]
+
+
+def test_group_backtest_scores_drift_band_on_the_steps_before_the_cut():
+    """``backtest_trend(model="drift")`` at the 50% cut: the band is drift_band of the drift measured on the groups
+    of the steps before the cut (counted here), at each later step's own groups; held recounted from the series."""
+    from grpo_lab.sims.doctor.backtest import backtest_trend
+    from grpo_lab.sims.doctor.drift import measure_drift
+
+    g = _group_run(seed=6)
+    bt = backtest_trend(g, cuts=(0.5,), model="drift")
+    c = bt["cuts"][0]
+    assert bt["model"] == "drift shapes" and c["fit_until_step"] == STEPS // 2
+    steps = np.arange(1, STEPS // 2 + 1)
+    counts = np.array([np.bincount(g.successes[g.step == s], minlength=K + 1) for s in steps], float)
+    rows = {"step": steps.astype(float), "mixed": 1 - (counts[:, 0] + counts[:, K]) / GROUPS,
+            "groups": np.full(len(steps), float(GROUPS))}
+    want = drift_band(measure_drift(counts, steps, K, False), counts, c["series"]["step"], np.full(STEPS // 2, GROUPS),
+                      rows, 0.9, median=True)
+    np.testing.assert_array_equal(c["series"]["lo"], want["lo"])
+    np.testing.assert_array_equal(c["series"]["hi"], want["hi"])
+    o = c["series"]["observed"]
+    assert c["held"] == int(np.sum((o >= want["lo"] - 1e-12) & (o <= want["hi"] + 1e-12)))

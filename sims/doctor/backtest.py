@@ -14,11 +14,11 @@ the coverage held / scored, and the median absolute error of the band's median a
 A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows evenly spread (said as
 ``scored_every``). A cut that leaves fewer than :data:`~.scalars_fit.MIN_STEPS` rows before it, or none after,
 is skipped with its reason; a fit that fails (InputError) likewise. For a record with groups the forecast the
-report makes is the drift's on its groups (:func:`backtest_trend`: the same cuts of its steps, the drift measured
-on the groups before the cut, :func:`.forecast.measured_drift`, and :func:`.drift_expiry.drift_band` of each later
-step's effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic); the per-step
-shares' back-test is given beside it. ``model="trend"`` scores the per-prompt logistic trend the group path reported
-before (:func:`.forecast.band_at`), for comparison (docs/doctor.md, "One doctor": the figures of both).
+report makes is its expiry model's (:data:`.forecast.GROUP_EXPIRY`, :func:`backtest_trend`: the same cuts of its
+steps): the per-prompt trend's band (:func:`.forecast.band_at`), or with ``model="drift"`` the drift measured on the
+groups before the cut (:func:`.forecast.measured_drift`) and :func:`.drift_expiry.drift_band` of each later step's
+effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic (docs/doctor.md, "One
+doctor": the figures of both on the shipped runs); the per-step shares' back-test is given beside it.
 """
 
 from __future__ import annotations
@@ -63,15 +63,17 @@ def _pooled(out_cuts: list, level: float, model: str) -> dict:
             "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
 
 
-def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str = "drift", n_draws: int | None = None) -> dict:
+def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = None,
+                   n_draws: int | None = None) -> dict:
     """The same for a record with groups: at each cut the forecast refitted on the steps before it and its band
-    against each later step's effective rate; ``model`` "drift" (the report's: the drift shapes drawn, ``n_draws``
-    futures, default the stall risk's :data:`.stall_risk.DRAWS`) or "trend" (the per-prompt trend,
-    :func:`.forecast.band_at`)."""
-    from .forecast import MIN_STEPS, _rows, band_at, measured_drift, observed_rate
+    against each later step's effective rate; ``model`` "trend" (the per-prompt trend, :func:`.forecast.band_at`)
+    or "drift" (the drift shapes drawn, ``n_draws`` futures, default the stall risk's :data:`.stall_risk.DRAWS`);
+    None: the report's own, :data:`.forecast.GROUP_EXPIRY`."""
+    from .forecast import EXPIRY_MODELS, GROUP_EXPIRY, MIN_STEPS, _rows, band_at, measured_drift, observed_rate
 
-    if model not in ("drift", "trend"):
-        raise InputError(f"model must be drift or trend, got {model!r}")
+    model = GROUP_EXPIRY if model is None else model
+    if model not in EXPIRY_MODELS:
+        raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
     name = "drift shapes" if model == "drift" else "group trend"
     steps, obs = observed_rate(groups)
     n_step = np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)

@@ -1,20 +1,24 @@
-r"""When will the prompt set stop teaching? The group path's expiry on the measured drift, and the per-prompt trend.
+r"""When will the prompt set stop teaching? The group path's expiry: the per-prompt trend, or the measured drift.
 
-**Expiry** (:func:`group_expiry`, what ``forecast`` reports and :func:`.when.when` says): the record's groups per
-step measured once as the stall risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on
-:func:`.stall_risk.step_counts`, the same inputs, so the measurement it keeps is the risk's too), then
-:func:`.drift_expiry.drift_expiry` on the future grid the scalars path uses (:func:`.scalars_forecast.future_grid`,
-:data:`.scalars_forecast.HORIZON` run lengths): the median drawn mixed share's first step below the threshold, the
-95% interval of the draws' first crossings, the fitted share now and at each logged step (``series.fitted``), and
-the 90% predictive band of a step of the run's median groups (``projection.predictive``, over-dispersed by the
-logged steps' Pearson statistic). One model for both paths: the scalars path reads the same function on the
-per-step shares (:func:`.drift_shares.shares_expiry`). Deviation: a survivors-only record (every logged group mixed)
-is measured here as if it held every group, as the trend did (its expiry is moot: the logged mixed share is 1);
-its stall risk measures it as survivors (:func:`.stall_risk.risk_for_groups`), a second measurement.
-The half-split ``backtest`` is the drift's too (measured on the first half's groups).
+Two models of the expiry (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the default :data:`GROUP_EXPIRY`:
 
-The trend below is kept for what reads a per-prompt slope (the stall forecast's rounds, :mod:`.skip`'s allocation,
-the side-by-side slope row) and as the back-test's comparison (:func:`band_at`, ``backtest_trend(model="trend")``).
+* **drift** (:func:`group_expiry`; issue 39 item 8, one doctor): the record's groups per step measured as the stall
+  risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on :func:`.stall_risk.step_counts`,
+  the same inputs, so the measurement it keeps is the risk's too), then :func:`.drift_expiry.drift_expiry` on the
+  scalars path's future grid (:func:`.scalars_forecast.future_grid`, :data:`HORIZON` run lengths): the median drawn
+  mixed share's first step below the threshold, the 95% interval of the draws' first crossings, the fitted share
+  now and at each logged step, the 90% predictive band of a step of the run's median groups (over-dispersed by the
+  logged steps' Pearson statistic). The scalars path reads the same function (:func:`.drift_shares.shares_expiry`).
+  A survivors-only record is measured here as if it held every group, as the trend takes it (its stall risk
+  measures it as survivors, :func:`.stall_risk.risk_for_groups`: a second measurement).
+* **trend** (below): the per-prompt logistic trend's crossing and band.
+
+**Deviation from item 8** (one model for both paths): the default stays the trend. On the eight shipped ``runs/*-s1``
+records the back-test (:func:`.backtest.backtest_trend`, cuts at 40-70%) held 2,002 of 2,498 later steps in the
+trend's 90% band (80.1%; 5 runs at 80% or more) and 1,942 in the drift's (77.7%; 4 runs): the drift is worse on
+broad-ds by 21.7 points, broad-sign 9.7, weak-dr_grpo 8.0, tasa 7.8, broad 3.6, better on weak-sign by 18.0,
+retire2 18.6, weak-ds 10.0 (its median lies about 7.5 points under broad-ds's later steps: the chooser's drift
+falls faster than the run did). docs/doctor.md, "One doctor", has the table.
 
 Trend model (a logistic regression over the whole run): prompt x's pass rate at
 step s is ``p_x(s) = sigmoid(alpha_x + beta t)``, ``t = (s - s_first) / (s_last - s_first)``,
@@ -29,9 +33,10 @@ through its Schur complement; ``se_beta`` is the Schur complement's inverse squa
 The trend's effective group rate at step s is the mean over the prompts seen of
 :func:`grpo_lab.sims.outcomes.p_useful` (p_x(s), K) (prompts drawn uniformly); its predictive band
 (:func:`trend_predictive`) draws the slope within its 95% bounds (alphas re-fitted for each). **Backtest**
-(``forecast``'s ``backtest``): the drift measured on the first half of the steps, its median drawn mixed share
-forecasting the second half, against the observed per-step effective rate (mean absolute error, mean signed
-error) and, when the observed rolling rate crosses the threshold in the second half, the error in the crossing step.
+(``forecast``'s ``backtest``): the model fitted on the first half of the steps (the drift: measured there, its
+median drawn mixed share) forecasting the second half, against the observed per-step effective rate (mean
+absolute error, mean signed error) and, when the observed rolling rate crosses the threshold in the second half,
+the error in the crossing step.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, ndtri
 
+from ..errors import InputError
 from ..outcomes import p_useful
 from ..replay import rolling_mean
 from .groups import RunGroups
@@ -50,6 +56,12 @@ __all__ = ["DEFAULT_THRESHOLD", "HORIZON", "PLOT_AHEAD", "fit_trend", "trend_rat
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
 PLOT_AHEAD = 3.0  #: run lengths past the last step the projection keeps (the crossing is searched to HORIZON)
+SEARCH_POINTS = 40  #: grid points of the trend's crossing search (then bisection to half a step)
+EXPIRY_MODELS = ("trend", "drift")  #: the group path's expiry models (module docstring)
+#: the group path's expiry by default: the per-prompt trend, whose band held more of the shipped runs' later steps in
+#: the back-test (80.1% against the drift's 77.7% pooled, 5 runs of 8 at 80% or more against 4; docs/doctor.md, "One
+#: doctor"); "drift" reads the drift the stall risk measures (:func:`group_expiry`)
+GROUP_EXPIRY = "trend"
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
@@ -135,6 +147,27 @@ def _series(trend: dict, steps) -> np.ndarray:
     return np.interp(steps, at, trend_rate(trend, at))
 
 
+def _crossing(trend, threshold, beta=None, alpha=None):
+    """(first step after s1, to HORIZON run lengths, where the rate < threshold, the rate at s1).
+
+    The step is None when the rate never falls below the threshold within the horizon, and
+    also when it is already below at s1 (nothing left to forecast)."""
+    span = max(trend["s1"] - trend["s0"], 1)
+    steps = np.linspace(trend["s1"], trend["s1"] + HORIZON * span, SEARCH_POINTS)
+    rate = trend_rate(trend, steps, beta, alpha)
+    below = np.flatnonzero(rate < threshold)
+    if not below.size or below[0] == 0:
+        return None, float(rate[0])
+    lo, hi = float(steps[below[0] - 1]), float(steps[below[0]])  # rate(lo) >= threshold > rate(hi)
+    while hi - lo > 0.5:
+        mid = (lo + hi) / 2
+        if trend_rate(trend, [mid], beta, alpha)[0] < threshold:
+            hi = mid
+        else:
+            lo = mid
+    return float(np.ceil(hi - 1e-9)), float(rate[0])
+
+
 def observed_rate(groups: RunGroups) -> tuple[np.ndarray, np.ndarray]:
     """(steps, effective group rate per step): the share of groups with 0 < S < K at each step."""
     steps, inv = np.unique(groups.step, return_inverse=True)
@@ -181,19 +214,55 @@ def group_expiry(groups: RunGroups, threshold: float, mask=None, predictive: boo
                         predictive=predictive)
 
 
-def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool = True) -> dict:
-    """The expiry on the measured drift, its interval, its predictive band and its backtest (module docstring);
-    ``full`` False (what ``diagnose(only=...)`` asks): no predictive band (None) and no backtest (not available),
-    the expiry itself unchanged (the same measurement and draws).
+def _trend_expiry(groups: RunGroups, threshold: float, trend: dict, steps, obs, n_rows) -> dict:
+    """The trend's expiry as :func:`.drift_expiry.drift_expiry` words it (``step``, ``interval``, ``status``,
+    ``mixed_now``, ``horizon_step``, ``fitted``, ``projection``): the first step its rate falls below the threshold
+    (:func:`_crossing`), the interval with beta at its 95% bounds (alphas re-fitted), the band
+    :func:`trend_predictive`."""
+    cross, now = _crossing(trend, threshold)
+    bounds, refits = [], []
+    S, pid, t = trend["_data"]
+    for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
+        if not np.isfinite(b):
+            bounds.append(None)
+            continue
+        alpha, _, _ = _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])
+        refits.append((b, alpha))
+        bounds.append(_crossing(trend, threshold, beta=b, alpha=alpha)[0])
+    finite = [x for x in bounds if x is not None]
+    interval = [min(finite), None if None in bounds else max(finite)] if cross is not None and finite else [None, None]
+    if now < threshold:
+        status = "already below the threshold at the last step (model)"
+    elif cross is None:
+        status = f"stays above the threshold for {HORIZON:g} run lengths if the trend holds"
+    else:
+        status = f"crosses the threshold near step {cross:.0f} if the trend holds"
+    span = max(trend["s1"] - trend["s0"], 1)
+    proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, PLOT_AHEAD) * span), 60)
+    fitted = _series(trend, steps)
+    return {"step": cross, "interval": interval, "status": status, "mixed_now": now, "shapes": None,
+            "horizon_step": float(trend["s1"] + HORIZON * span), "fitted": {"mixed": fitted},
+            "projection": {"step": proj_steps, "mixed": trend_rate(trend, proj_steps), "predictive": trend_predictive(
+                trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))}}
 
-    Returns ``threshold``, ``model``, ``beta``, ``se_beta`` (the trend's slope), ``rate_now`` (the drift's fitted
-    mixed share at the last step), ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps),
-    ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the
-    horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per
-    step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``), ``shapes`` (the
-    chooser's weights), ``backtest`` and ``_trend`` (the trend fit, for :mod:`.skip` and the stall forecast; not
-    for printing).
+
+def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool = True,
+             model: str = GROUP_EXPIRY) -> dict:
+    """The expiry, its interval, its predictive band and its backtest by ``model`` (:data:`EXPIRY_MODELS`; module
+    docstring); ``full`` False (what ``diagnose(only=...)`` asks): for the drift no predictive band (None) and no
+    backtest (not available), the expiry itself unchanged (the same measurement and draws).
+
+    Returns ``threshold``, ``model`` (in words), ``expiry_model``, ``beta``, ``se_beta`` (the trend's slope),
+    ``rate_now`` (the model's mixed share at the last step), ``observed_rate_now`` (rolling mean of the last
+    :data:`ROLLING` steps), ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi];
+    None = beyond the horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and
+    all-fail shares per step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``),
+    ``shapes`` (the drift chooser's weights; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for
+    :mod:`.skip` and the stall forecast; not for printing). Fewer than :data:`MIN_STEPS` steps: the trend's
+    curves, no crossing.
     """
+    if model not in EXPIRY_MODELS:
+        raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
     steps, obs = observed_rate(groups)
     roll = rolling_mean(obs, ROLLING)
     trend = fit_trend(groups)
@@ -201,23 +270,22 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
     n_rows = np.bincount(at, minlength=len(steps)).astype(float)
     unanimous = {k: np.bincount(at, weights=groups.successes == v, minlength=len(steps)) / n_rows
                  for k, v in (("all_pass", groups.K), ("all_fail", 0))}
-    span = max(float(steps[-1] - steps[0]), 1.0)
-    bt = backtest(groups, threshold, steps, obs, roll) if full else \
+    drift = model == "drift" and len(steps) >= MIN_STEPS
+    bt = backtest(groups, threshold, steps, obs, roll, model) if full or model == "trend" else \
         {"available": False, "reason": "not asked (a partial diagnosis)"}  # the half first: the whole one stays kept
+    e = group_expiry(groups, threshold, predictive=full) if drift else \
+        _trend_expiry(groups, threshold, trend, steps, obs, n_rows)
+    status = e["status"]
     if len(steps) < MIN_STEPS:
         status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
-        e = {"step": None, "interval": [None, None], "mixed_now": float("nan"), "shapes": None,
-             "horizon_step": float(steps[-1] + HORIZON * span),
-             "fitted": {"mixed": np.full(len(steps), np.nan)},
-             "projection": {"step": np.array([float(steps[-1])]), "mixed": np.array([np.nan]), "predictive": None}}
-    else:
-        e = group_expiry(groups, threshold, predictive=full)
-        status = e["status"]
-    keep = np.asarray(e["projection"]["step"]) <= steps[-1] + PLOT_AHEAD * span
+        e.update(step=None, interval=[None, None])
+    keep = np.asarray(e["projection"]["step"]) <= steps[-1] + PLOT_AHEAD * max(float(steps[-1] - steps[0]), 1.0)
     pred = e["projection"]["predictive"]
-    out = {
+    return {
         "_trend": trend,
-        "threshold": float(threshold), "model": "drift shapes (the chooser's weights; as the stall risk draws them)",
+        "threshold": float(threshold), "expiry_model": "drift" if drift else "trend",
+        "model": "drift shapes (the chooser's weights; as the stall risk draws them)" if drift else
+        "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
         "shapes": e["shapes"], "beta": trend["beta"], "se_beta": trend["se_beta"],
         "status": status, "rate_now": e["mixed_now"], "observed_rate_now": float(roll[-1]),
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
@@ -230,7 +298,6 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
                            **pred, "lo": np.asarray(pred["lo"])[keep], "hi": np.asarray(pred["hi"])[keep]}},
         "backtest": bt,
     }
-    return out
 
 
 def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
@@ -269,28 +336,39 @@ def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int 
     return {**band(P, n, LEVEL, phi, median), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
 
 
-def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None) -> dict:
-    """The drift measured on the first half of the steps (:func:`measured_drift`), its median drawn mixed share
-    (:func:`.drift_expiry.drift_expiry`, no band) at each step of the second half and its expiry, against what the
-    run did."""
+def _trend_half(groups: RunGroups, threshold: float, steps, cut):
+    """(the trend's rate at the later steps, its crossing), fitted on the steps up to ``cut``."""
+    trend = fit_trend(groups, groups.step <= cut)
+    return _series(trend, steps[steps > cut]), _crossing(trend, threshold)[0]
+
+
+def _drift_half(groups: RunGroups, threshold: float, steps, cut):
+    """(the median drawn mixed share at the later steps, its expiry), the drift measured on the steps up to
+    ``cut`` (:func:`.drift_expiry.drift_expiry`, no band)."""
     from .drift_expiry import drift_expiry
     from .scalars_forecast import future_grid
 
+    fitted, counts, dr = measured_drift(groups, groups.step <= cut)
+    later = steps[steps > cut].astype(float)
+    grid = np.union1d(later, future_grid({"steps": (int(fitted[0]), int(cut))}, HORIZON))
+    e = drift_expiry(dr, counts, grid, threshold, _rows(fitted, counts, groups.K), 1.0, predictive=False)
+    return np.asarray(e["projection"]["mixed"])[np.searchsorted(grid, later)], e["step"]
+
+
+def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None, model: str = GROUP_EXPIRY) -> dict:
+    """``model`` (:data:`EXPIRY_MODELS`) fitted on the first half of the steps, forecasting the second half (the
+    trend's rate; the drift's median drawn mixed share), compared with what the run did."""
     if steps is None:
         steps, obs = observed_rate(groups)
         roll = rolling_mean(obs, ROLLING)
     if len(steps) < 4:
         return {"available": False, "reason": f"only {len(steps)} steps (need 4 to split in halves)"}
     cut = steps[len(steps) // 2 - 1]
-    fitted, counts, dr = measured_drift(groups, groups.step <= cut)
     later = steps > cut
-    grid = np.union1d(steps[later].astype(float), future_grid({"steps": (int(fitted[0]), int(cut))}, HORIZON))
-    e = drift_expiry(dr, counts, grid, threshold, _rows(fitted, counts, groups.K), 1.0, predictive=False)
-    pred = np.asarray(e["projection"]["mixed"])[np.searchsorted(grid, steps[later])]
+    pred, pred_cross = (_drift_half if model == "drift" else _trend_half)(groups, threshold, steps, cut)
     err = pred - obs[later]
     roll_err = pred - roll[later]
     obs_cross = _first_cross(steps[later], roll[later], threshold) if roll[:len(steps) // 2][-1] >= threshold else None
-    pred_cross = e["step"]
     return {
         "available": True, "fit_until_step": int(cut), "compared_steps": int(later.sum()),
         "mae": float(np.mean(np.abs(err))), "mean_error": float(np.mean(err)),
