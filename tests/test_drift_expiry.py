@@ -131,3 +131,70 @@ def test_diagnose_says_the_shapes_expiry_and_backtests_the_band_it_reports():
     out = diagnose(zs)
     assert out["expiry"]["model"] == "drift map" and "mixed share only" in out["expiry"]["shapes_reason"]
     assert "drift map" in out["when"]["expiry"]["source"]
+
+
+def _group_run(seed: int = 5):
+    """Groups from the closed form's truth: each group a fresh prompt with pass rate p ~ Beta(A, B), moved by
+    RATE (s - 1) on the logit scale at step s (1..STEPS), GROUPS groups a step, K rollouts each."""
+    from grpo_lab.sims.doctor.groups import RunGroups
+
+    rng = np.random.default_rng(seed)
+    step = np.repeat(np.arange(1, STEPS + 1), GROUPS)
+    p = expit(logit(rng.beta(A, B, step.size)) + RATE * (step - 1))
+    return RunGroups(K=K, successes=rng.binomial(K, p).astype(np.int64), step=step.astype(np.int64),
+                     prompt_id=np.arange(step.size, dtype=np.int64), n_prompts=int(step.size))
+
+
+def test_group_expiry_is_drift_expiry_on_the_measured_drift_and_holds_the_truth():
+    """A record with groups: the forecast's expiry, interval, fitted share now and band are drift_expiry's on the
+    drift measure_drift gives for the groups per step (counted here from the groups), on the scalars path's grid
+    and a step of the logged groups; the true first step under 0.5 (quad) inside the interval, the fitted share now
+    within 3.5 draw SEs of the truth at the last step; ``when`` says that step."""
+    from grpo_lab.sims.doctor.drift import measure_drift
+    from grpo_lab.sims.doctor.drift_expiry import mixed_draws
+    from grpo_lab.sims.doctor.forecast import forecast
+    from grpo_lab.sims.doctor.when import when
+
+    g = _group_run()
+    steps = np.arange(1, STEPS + 1)
+    counts = np.array([np.bincount(g.successes[g.step == s], minlength=K + 1) for s in steps], float)
+    dr = measure_drift(counts, steps, K, False)
+    rows = {"step": steps.astype(float), "mixed": 1 - (counts[:, 0] + counts[:, K]) / GROUPS,
+            "groups": np.full(STEPS, float(GROUPS))}
+    grid = future_grid({"steps": (1, STEPS)})
+    want = drift_expiry(dr, counts, grid, 0.5, rows, float(GROUPS))
+    fc = forecast(g, 0.5, model="drift")  # its band drawn with the same draws: drift_expiry's, cut to the plotted steps
+    assert fc["crossing_step"] == want["step"] and fc["crossing_interval"] == want["interval"]
+    assert fc["rate_now"] == want["mixed_now"] and fc["horizon_step"] == want["horizon_step"]
+    np.testing.assert_array_equal(fc["series"]["fitted"], want["fitted"]["mixed"])
+    keep = grid <= STEPS + 3 * (STEPS - 1)
+    np.testing.assert_array_equal(fc["projection"]["rate"], want["projection"]["mixed"][keep])
+    np.testing.assert_array_equal(fc["projection"]["predictive"]["lo"], want["projection"]["predictive"]["lo"][keep])
+    truth = next(s for s in range(STEPS + 1, 2000) if _true_mixed(A, B, K, RATE * (s - 1)) < 0.5)
+    assert want["interval"][0] <= truth <= want["interval"][1], (truth, want["interval"])
+    U = mixed_draws(dr, counts, grid, draws=240)["draws"]
+    assert abs(want["mixed_now"] - _true_mixed(A, B, K, RATE * (STEPS - 1))) < 3.5 * float(np.std(U[:, 0]))
+    w = when({"run": {"K": K, "rewards": "binary"}, "forecast": fc})
+    assert w["verdicts"][0]["holds"] and w["expiry"]["step"] == want["step"] and "drift shapes" in w["expiry"]["source"]
+
+
+def test_group_backtest_scores_drift_band_on_the_steps_before_the_cut():
+    """``backtest_trend(model="drift")`` at the 50% cut: the band is drift_band of the drift measured on the groups
+    of the steps before the cut (counted here), at each later step's own groups; held recounted from the series."""
+    from grpo_lab.sims.doctor.backtest import backtest_trend
+    from grpo_lab.sims.doctor.drift import measure_drift
+
+    g = _group_run(seed=6)
+    bt = backtest_trend(g, cuts=(0.5,), model="drift")
+    c = bt["cuts"][0]
+    assert bt["model"] == "drift shapes" and c["fit_until_step"] == STEPS // 2
+    steps = np.arange(1, STEPS // 2 + 1)
+    counts = np.array([np.bincount(g.successes[g.step == s], minlength=K + 1) for s in steps], float)
+    rows = {"step": steps.astype(float), "mixed": 1 - (counts[:, 0] + counts[:, K]) / GROUPS,
+            "groups": np.full(len(steps), float(GROUPS))}
+    want = drift_band(measure_drift(counts, steps, K, False), counts, c["series"]["step"], np.full(STEPS // 2, GROUPS),
+                      rows, 0.9, median=True)
+    np.testing.assert_array_equal(c["series"]["lo"], want["lo"])
+    np.testing.assert_array_equal(c["series"]["hi"], want["hi"])
+    o = c["series"]["observed"]
+    assert c["held"] == int(np.sum((o >= want["lo"] - 1e-12) & (o <= want["hi"] + 1e-12)))

@@ -113,7 +113,8 @@ def html_fragment(d: dict, lab_href: str | None = None, folded: bool = False) ->
     lines = [*predictive_band(proj),
              {"name": "observed", "x": ser["step"], "y": ser["observed"], "kind": "points", "color": "#bbb"},
              {"name": "rolling", "x": ser["step"], "y": ser["observed_rolling"], "color": COLORS["obs"]},
-             {"name": "trend fit", "x": ser["step"], "y": ser["fitted"], "color": COLORS["fit"]},
+             {"name": "drift fit" if fc.get("expiry_model") == "drift" else "trend fit", "x": ser["step"],
+              "y": ser["fitted"], "color": COLORS["fit"]},
              {"name": "projection", "x": proj["step"], "y": proj["rate"], "color": COLORS["proj"], "dashed": True}]
     if bt.get("available"):
         lines.append({"name": "backtest", "x": bt["series"]["step"], "y": bt["series"]["predicted"],

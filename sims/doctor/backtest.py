@@ -14,8 +14,11 @@ the coverage held / scored, and the median absolute error of the band's median a
 A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows evenly spread (said as
 ``scored_every``). A cut that leaves fewer than :data:`~.scalars_fit.MIN_STEPS` rows before it, or none after,
 is skipped with its reason; a fit that fails (InputError) likewise. For a record with groups the forecast the
-report makes is the group trend's (:func:`backtest_trend`: the same cuts of its steps, its band of each later step's
-effective rate); the per-step shares' back-test is given beside it.
+report makes is its expiry model's (:data:`.forecast.GROUP_EXPIRY`, :func:`backtest_trend`: the same cuts of its
+steps): the per-prompt trend's band (:func:`.forecast.band_at`), or with ``model="drift"`` the drift measured on the
+groups before the cut (:func:`.forecast.measured_drift`) and :func:`.drift_expiry.drift_band` of each later step's
+effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic (docs/doctor.md, "One
+doctor": the figures of both on the shipped runs); the per-step shares' back-test is given beside it.
 """
 
 from __future__ import annotations
@@ -60,12 +63,20 @@ def _pooled(out_cuts: list, level: float, model: str) -> dict:
             "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
 
 
-def backtest_trend(groups, cuts=CUTS, level: float = LEVEL) -> dict:
-    """The same for the group trend (:mod:`.forecast`, a record with groups): refitted on the steps before each cut,
-    its band (:func:`.forecast.band_at`) against each later step's effective rate."""
-    from .forecast import MIN_STEPS, band_at, observed_rate
+def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = None,
+                   n_draws: int | None = None) -> dict:
+    """The same for a record with groups: at each cut the forecast refitted on the steps before it and its band
+    against each later step's effective rate; ``model`` "trend" (the per-prompt trend, :func:`.forecast.band_at`)
+    or "drift" (the drift shapes drawn, ``n_draws`` futures, default the stall risk's :data:`.stall_risk.DRAWS`);
+    None: the report's own, :data:`.forecast.GROUP_EXPIRY`."""
+    from .forecast import EXPIRY_MODELS, GROUP_EXPIRY, MIN_STEPS, _rows, band_at, measured_drift, observed_rate
 
+    model = GROUP_EXPIRY if model is None else model
+    if model not in EXPIRY_MODELS:
+        raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
+    name = "drift shapes" if model == "drift" else "group trend"
     steps, obs = observed_rate(groups)
+    n_step = np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)
     out_cuts = []
     for c in cuts:
         k = int(round(c * len(steps)))
@@ -74,12 +85,18 @@ def backtest_trend(groups, cuts=CUTS, level: float = LEVEL) -> dict:
             out_cuts.append({**entry, "skipped": f"{k} steps before the cut, {len(steps) - k} after"})
             continue
         later = np.arange(k, len(steps))[::max(1, int(np.ceil((len(steps) - k) / MAX_SCORED)))]
-        b = band_at(groups, groups.step <= steps[k - 1], steps[later], median=True)
-        out_cuts.append({**entry, "model": "group trend", "first_scored_step": int(steps[later[0]]),
+        before = groups.step <= steps[k - 1]
+        if model == "drift":
+            fitted, counts, dr = measured_drift(groups, before)
+            b = drift_band(dr, counts, steps[later], n_step[later], _rows(fitted, counts, groups.K), level,
+                           n_draws or DRAWS, 0, median=True)
+        else:
+            b = band_at(groups, before, steps[later], median=True)
+        out_cuts.append({**entry, "model": name, "first_scored_step": int(steps[later[0]]),
                          "last_scored_step": int(steps[later[-1]]), **_score(obs[later], b),
                          "series": {"step": steps[later], "observed": obs[later], "lo": b["lo"], "hi": b["hi"],
                                     "median": b["median"]}})
-    return _pooled(out_cuts, level, "group trend")
+    return _pooled(out_cuts, level, name)
 
 
 def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | None = None,

@@ -160,7 +160,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
            "binarised": groups.binarised, "batch_groups": int(batch), **classify_groups(groups.binarised)}
 
     t = time.perf_counter()
-    fc = run_forecast(groups, threshold)
+    fc = run_forecast(groups, threshold, full=not only)
     trend = fc.pop("_trend")
     timings["forecast"] = time.perf_counter() - t
     t = time.perf_counter()

@@ -1,4 +1,24 @@
-r"""When will the prompt set stop teaching? Per-prompt pass-rate trends, extrapolated.
+r"""When will the prompt set stop teaching? The group path's expiry: the per-prompt trend, or the measured drift.
+
+Two models of the expiry (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the default :data:`GROUP_EXPIRY`:
+
+* **drift** (:func:`group_expiry`; issue 39 item 8, one doctor): the record's groups per step measured as the stall
+  risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on :func:`.stall_risk.step_counts`,
+  the same inputs, so the measurement it keeps is the risk's too), then :func:`.drift_expiry.drift_expiry` on the
+  scalars path's future grid (:func:`.scalars_forecast.future_grid`, :data:`HORIZON` run lengths): the median drawn
+  mixed share's first step below the threshold, the 95% interval of the draws' first crossings, the fitted share
+  now and at each logged step, the 90% predictive band of a step of the run's median groups (over-dispersed by the
+  logged steps' Pearson statistic). The scalars path reads the same function (:func:`.drift_shares.shares_expiry`).
+  A survivors-only record is measured here as if it held every group, as the trend takes it (its stall risk
+  measures it as survivors, :func:`.stall_risk.risk_for_groups`: a second measurement).
+* **trend** (below): the per-prompt logistic trend's crossing and band.
+
+**Deviation from item 8** (one model for both paths): the default stays the trend. On the eight shipped ``runs/*-s1``
+records the back-test (:func:`.backtest.backtest_trend`, cuts at 40-70%) held 2,002 of 2,498 later steps in the
+trend's 90% band (80.1%; 5 runs at 80% or more) and 1,942 in the drift's (77.7%; 4 runs): the drift is worse on
+broad-ds by 21.7 points, broad-sign 9.7, weak-dr_grpo 8.0, tasa 7.8, broad 3.6, better on weak-sign by 18.0,
+retire2 18.6, weak-ds 10.0 (its median lies about 7.5 points under broad-ds's later steps: the chooser's drift
+falls faster than the run did). docs/doctor.md, "One doctor", has the table.
 
 Trend model (a logistic regression over the whole run): prompt x's pass rate at
 step s is ``p_x(s) = sigmoid(alpha_x + beta t)``, ``t = (s - s_first) / (s_last - s_first)``,
@@ -10,16 +30,13 @@ finite intercept. The fit is Newton's method on the joint log-likelihood, whose
 information matrix is an arrow (diagonal in the alphas, one row for beta), solved
 through its Schur complement; ``se_beta`` is the Schur complement's inverse square root.
 
-The forecast effective group rate at step s is the mean over the prompts seen
-of :func:`grpo_lab.sims.outcomes.p_useful` (p_x(s), K) (prompts drawn uniformly).
-The forecast crossing is the first step after the run at which it falls below
-the threshold (default :data:`DEFAULT_THRESHOLD`, seed 000's warning level),
-searched up to :data:`HORIZON` run lengths ahead; the interval repeats the search
-with beta at its 95% bounds (alphas re-fitted for each). **Backtest**: the same
-fit on the first half of the steps, forecasting the second half, against the
-observed per-step effective rate (mean absolute error, mean signed error) and,
-when the observed rolling rate crosses the threshold in the second half, the
-error in the crossing step.
+The trend's effective group rate at step s is the mean over the prompts seen of
+:func:`grpo_lab.sims.outcomes.p_useful` (p_x(s), K) (prompts drawn uniformly); its predictive band
+(:func:`trend_predictive`) draws the slope within its 95% bounds (alphas re-fitted for each). **Backtest**
+(``forecast``'s ``backtest``): the model fitted on the first half of the steps (the drift: measured there, its
+median drawn mixed share) forecasting the second half, against the observed per-step effective rate (mean
+absolute error, mean signed error) and, when the observed rolling rate crosses the threshold in the second half,
+the error in the crossing step.
 """
 
 from __future__ import annotations
@@ -27,17 +44,24 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, ndtri
 
+from ..errors import InputError
 from ..outcomes import p_useful
 from ..replay import rolling_mean
 from .groups import RunGroups
 from .predictive import LEVEL, band, dispersion
 
-__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "fit_trend", "trend_rate", "forecast", "observed_rate", "band_at",
-           "trend_predictive"]
+__all__ = ["DEFAULT_THRESHOLD", "HORIZON", "PLOT_AHEAD", "fit_trend", "trend_rate", "forecast", "observed_rate",
+           "measured_drift", "group_expiry", "band_at", "trend_predictive"]
 
 DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (seed 000's level)
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
-SEARCH_POINTS = 40  #: grid points of that search (then bisection to half a step)
+PLOT_AHEAD = 3.0  #: run lengths past the last step the projection keeps (the crossing is searched to HORIZON)
+SEARCH_POINTS = 40  #: grid points of the trend's crossing search (then bisection to half a step)
+EXPIRY_MODELS = ("trend", "drift")  #: the group path's expiry models (module docstring)
+#: the group path's expiry by default: the per-prompt trend, whose band held more of the shipped runs' later steps in
+#: the back-test (80.1% against the drift's 77.7% pooled, 5 runs of 8 at 80% or more against 4; docs/doctor.md, "One
+#: doctor"); "drift" reads the drift the stall risk measures (:func:`group_expiry`)
+GROUP_EXPIRY = "trend"
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
@@ -156,19 +180,45 @@ def _first_cross(steps, rate, threshold):
     return int(steps[below[0]]) if below.size else None
 
 
-def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
-    """The forecast, its interval and its backtest (see the module docstring).
+def measured_drift(groups: RunGroups, mask=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(steps, counts, drift) of the groups in ``mask`` (all by default): :func:`.drift.measure_drift` of their
+    counts per step (:func:`.stall_risk.step_counts`) as :func:`.stall_risk.risk_for_groups` measures a record that
+    holds every group, so one diagnosis measures its record once (the measurement :func:`.drift.measure_drift`
+    keeps)."""
+    from .drift import measure_drift
+    from .stall_risk import step_counts
 
-    Returns ``threshold``, ``beta``, ``se_beta``, ``rate_now`` (model, at the last step),
-    ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps), ``already_below``, ``status``,
-    ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the horizon),
-    ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per step), ``projection`` (steps, rate and
-    ``predictive``: :func:`trend_predictive`), ``backtest``
-    and ``_trend`` (the fit itself, for :mod:`.skip`; not for printing).
-    """
-    steps, obs = observed_rate(groups)
-    roll = rolling_mean(obs, ROLLING)
-    trend = fit_trend(groups)
+    m = slice(None) if mask is None else np.asarray(mask, bool)
+    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    steps, counts = step_counts(sub)
+    return steps, counts, measure_drift(counts, steps, groups.K, False)
+
+
+def _rows(steps, counts, K: int) -> dict:
+    """The logged steps as :mod:`.drift_expiry` reads them: ``{"step", "mixed", "groups"}``."""
+    n = counts.sum(axis=1)
+    return {"step": np.asarray(steps, float), "mixed": 1.0 - (counts[:, 0] + counts[:, K]) / n, "groups": n}
+
+
+def group_expiry(groups: RunGroups, threshold: float, mask=None, predictive: bool = True, seed: int = 0) -> dict:
+    """The expiry of the groups in ``mask`` (module docstring): :func:`.drift_expiry.drift_expiry` of their
+    :func:`measured_drift` on :func:`.scalars_forecast.future_grid` of their steps, a future step of their median
+    groups; its dict (``step``, ``interval``, ``status``, ``mixed_now``, ``projection``, ``fitted``, ...)."""
+    from .drift_expiry import drift_expiry
+    from .scalars_forecast import future_grid
+
+    steps, counts, dr = measured_drift(groups, mask)
+    rows = _rows(steps, counts, groups.K)
+    grid = future_grid({"steps": (int(steps[0]), int(steps[-1]))}, HORIZON)
+    return drift_expiry(dr, counts, grid, threshold, rows, float(np.median(rows["groups"])), seed=seed,
+                        predictive=predictive)
+
+
+def _trend_expiry(groups: RunGroups, threshold: float, trend: dict, steps, obs, n_rows) -> dict:
+    """The trend's expiry as :func:`.drift_expiry.drift_expiry` words it (``step``, ``interval``, ``status``,
+    ``mixed_now``, ``horizon_step``, ``fitted``, ``projection``): the first step its rate falls below the threshold
+    (:func:`_crossing`), the interval with beta at its 95% bounds (alphas re-fitted), the band
+    :func:`trend_predictive`."""
     cross, now = _crossing(trend, threshold)
     bounds, refits = [], []
     S, pid, t = trend["_data"]
@@ -181,37 +231,73 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD) -> dict:
         bounds.append(_crossing(trend, threshold, beta=b, alpha=alpha)[0])
     finite = [x for x in bounds if x is not None]
     interval = [min(finite), None if None in bounds else max(finite)] if cross is not None and finite else [None, None]
-    if len(steps) < MIN_STEPS:
-        status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
-        cross, interval = None, [None, None]
-    elif now < threshold:
+    if now < threshold:
         status = "already below the threshold at the last step (model)"
     elif cross is None:
         status = f"stays above the threshold for {HORIZON:g} run lengths if the trend holds"
     else:
         status = f"crosses the threshold near step {cross:.0f} if the trend holds"
     span = max(trend["s1"] - trend["s0"], 1)
-    proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, 3.0) * span), 60)
+    proj_steps = np.linspace(trend["s1"], trend["s1"] + (min(HORIZON, PLOT_AHEAD) * span), 60)
     fitted = _series(trend, steps)
+    return {"step": cross, "interval": interval, "status": status, "mixed_now": now, "shapes": None,
+            "horizon_step": float(trend["s1"] + HORIZON * span), "fitted": {"mixed": fitted},
+            "projection": {"step": proj_steps, "mixed": trend_rate(trend, proj_steps), "predictive": trend_predictive(
+                trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))}}
+
+
+def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool = True,
+             model: str = GROUP_EXPIRY) -> dict:
+    """The expiry, its interval, its predictive band and its backtest by ``model`` (:data:`EXPIRY_MODELS`; module
+    docstring); ``full`` False (what ``diagnose(only=...)`` asks): for the drift no predictive band (None) and no
+    backtest (not available), the expiry itself unchanged (the same measurement and draws).
+
+    Returns ``threshold``, ``model`` (in words), ``expiry_model``, ``beta``, ``se_beta`` (the trend's slope),
+    ``rate_now`` (the model's mixed share at the last step), ``observed_rate_now`` (rolling mean of the last
+    :data:`ROLLING` steps), ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi];
+    None = beyond the horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and
+    all-fail shares per step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``),
+    ``shapes`` (the drift chooser's weights; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for
+    :mod:`.skip` and the stall forecast; not for printing). Fewer than :data:`MIN_STEPS` steps: the trend's
+    curves, no crossing.
+    """
+    if model not in EXPIRY_MODELS:
+        raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
+    steps, obs = observed_rate(groups)
+    roll = rolling_mean(obs, ROLLING)
+    trend = fit_trend(groups)
     at = np.searchsorted(steps, groups.step)
     n_rows = np.bincount(at, minlength=len(steps)).astype(float)
     unanimous = {k: np.bincount(at, weights=groups.successes == v, minlength=len(steps)) / n_rows
                  for k, v in (("all_pass", groups.K), ("all_fail", 0))}
-    out = {
+    drift = model == "drift" and len(steps) >= MIN_STEPS
+    bt = backtest(groups, threshold, steps, obs, roll, model) if full or model == "trend" else \
+        {"available": False, "reason": "not asked (a partial diagnosis)"}  # the half first: the whole one stays kept
+    e = group_expiry(groups, threshold, predictive=full) if drift else \
+        _trend_expiry(groups, threshold, trend, steps, obs, n_rows)
+    status = e["status"]
+    if len(steps) < MIN_STEPS:
+        status = f"no trend to extrapolate from {len(steps)} step{'s' if len(steps) != 1 else ''}"
+        e.update(step=None, interval=[None, None])
+    keep = np.asarray(e["projection"]["step"]) <= steps[-1] + PLOT_AHEAD * max(float(steps[-1] - steps[0]), 1.0)
+    pred = e["projection"]["predictive"]
+    return {
         "_trend": trend,
-        "threshold": float(threshold), "model": "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
-        "beta": trend["beta"], "se_beta": trend["se_beta"],
-        "status": status, "rate_now": now, "observed_rate_now": float(roll[-1]),
+        "threshold": float(threshold), "expiry_model": "drift" if drift else "trend",
+        "model": "drift shapes (the chooser's weights; as the stall risk draws them)" if drift else
+        "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
+        "shapes": e["shapes"], "beta": trend["beta"], "se_beta": trend["se_beta"],
+        "status": status, "rate_now": e["mixed_now"], "observed_rate_now": float(roll[-1]),
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
-        "crossing_step": cross, "crossing_interval": interval,
-        "horizon_step": float(trend["s1"] + HORIZON * span),
-        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": fitted, "groups": n_rows,
-                   **unanimous},
-        "projection": {"step": proj_steps, "rate": trend_rate(trend, proj_steps),
-                       "predictive": trend_predictive(trend, refits, proj_steps, n_rows, dispersion(obs, n_rows, fitted, 1))},
-        "backtest": backtest(groups, threshold, steps, obs, roll),
+        "crossing_step": e["step"], "crossing_interval": e["interval"], "horizon_step": e["horizon_step"],
+        "series": {"step": steps, "observed": obs, "observed_rolling": roll, "fitted": e["fitted"]["mixed"],
+                   "groups": n_rows, **unanimous},
+        "projection": {"step": np.asarray(e["projection"]["step"])[keep],
+                       "rate": np.asarray(e["projection"]["mixed"])[keep],
+                       "predictive": None if pred is None else {
+                           **pred, "lo": np.asarray(pred["lo"])[keep], "hi": np.asarray(pred["hi"])[keep]}},
+        "backtest": bt,
     }
-    return out
 
 
 def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
@@ -250,21 +336,39 @@ def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int 
     return {**band(P, n, LEVEL, phi, median), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
 
 
-def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None) -> dict:
-    """Fit on the first half of the steps, forecast the second half, compare with what the run did."""
+def _trend_half(groups: RunGroups, threshold: float, steps, cut):
+    """(the trend's rate at the later steps, its crossing), fitted on the steps up to ``cut``."""
+    trend = fit_trend(groups, groups.step <= cut)
+    return _series(trend, steps[steps > cut]), _crossing(trend, threshold)[0]
+
+
+def _drift_half(groups: RunGroups, threshold: float, steps, cut):
+    """(the median drawn mixed share at the later steps, its expiry), the drift measured on the steps up to
+    ``cut`` (:func:`.drift_expiry.drift_expiry`, no band)."""
+    from .drift_expiry import drift_expiry
+    from .scalars_forecast import future_grid
+
+    fitted, counts, dr = measured_drift(groups, groups.step <= cut)
+    later = steps[steps > cut].astype(float)
+    grid = np.union1d(later, future_grid({"steps": (int(fitted[0]), int(cut))}, HORIZON))
+    e = drift_expiry(dr, counts, grid, threshold, _rows(fitted, counts, groups.K), 1.0, predictive=False)
+    return np.asarray(e["projection"]["mixed"])[np.searchsorted(grid, later)], e["step"]
+
+
+def backtest(groups: RunGroups, threshold: float, steps=None, obs=None, roll=None, model: str = GROUP_EXPIRY) -> dict:
+    """``model`` (:data:`EXPIRY_MODELS`) fitted on the first half of the steps, forecasting the second half (the
+    trend's rate; the drift's median drawn mixed share), compared with what the run did."""
     if steps is None:
         steps, obs = observed_rate(groups)
         roll = rolling_mean(obs, ROLLING)
     if len(steps) < 4:
         return {"available": False, "reason": f"only {len(steps)} steps (need 4 to split in halves)"}
     cut = steps[len(steps) // 2 - 1]
-    trend = fit_trend(groups, groups.step <= cut)
     later = steps > cut
-    pred = _series(trend, steps[later])
+    pred, pred_cross = (_drift_half if model == "drift" else _trend_half)(groups, threshold, steps, cut)
     err = pred - obs[later]
     roll_err = pred - roll[later]
     obs_cross = _first_cross(steps[later], roll[later], threshold) if roll[:len(steps) // 2][-1] >= threshold else None
-    pred_cross, _ = _crossing(trend, threshold)
     return {
         "available": True, "fit_until_step": int(cut), "compared_steps": int(later.sum()),
         "mae": float(np.mean(np.abs(err))), "mean_error": float(np.mean(err)),

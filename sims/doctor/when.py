@@ -3,8 +3,9 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
 :func:`when` reads a diagnosis (group-level or scalars-only) and returns the one forecast every surface prints
 (the text report, the HTML page, the lab's Diagnose section, ``grpo-lab watch``):
 
-``expiry``  the first future step at which the mixed (effective) share falls below the threshold: the group
-            trend's crossing (:mod:`.forecast`) for a record with groups; for a scalars-only record with binary
+``expiry``  the first future step at which the mixed (effective) share falls below the threshold: for a record
+            with groups its forecast's expiry model's (:data:`.forecast.GROUP_EXPIRY`: the group trend's crossing,
+            or the drift shapes' on its groups, :func:`.forecast.group_expiry`); for a scalars-only record with binary
             rewards the drift shapes' on the per-step shares (:func:`.drift_shares.shares_expiry`, the drift the
             first stall reads; the scalars fit's drift map where most rows give the mixed share only), for
             rewards that are not binary the tie-share trend's; its interval and level
@@ -241,7 +242,10 @@ def when(d: dict) -> dict:
     else:
         fc = d["forecast"]
         expiry = {"step": _step(fc["crossing_step"]), "interval": fc["crossing_interval"], "level": 0.95,
-                  "status": fc["status"], "source": "the group trend", "threshold": fc["threshold"]}
+                  "status": fc["status"], "threshold": fc["threshold"],
+                  "source": "the group trend" if fc.get("expiry_model") != "drift" else "the drift shapes on the "
+                  "groups (the median of the drawn mixed share; shapes, population and drift drawn, as for the first "
+                  "stall)"}
         tail = _group_tail(d)
         sf = d.get("stall_forecast") or {}
         rk = sf.get("risk") or {}
