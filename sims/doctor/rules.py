@@ -283,7 +283,9 @@ def difficulty_change(result: dict, cause: str | None) -> tuple[str, float | Non
     if result.get("scalars_only"):
         if result.get("tie_fit"):
             return what, None, "not forecast: the rewards are not binary (no pass rates to move)"
-        if result["fit"]["model"] not in ("logit", "logit_stuck") or not float(result["fit"]["theta"][2]):
+        f = result["fit"]  # the measured drift's shapes take the shift on either link (its table moves every logit)
+        if f.get("source") != "drift shapes" and (f["model"] not in ("logit", "logit_stuck")
+                                                  or not float(f["theta"][2])):
             return what, None, "not forecast: the fitted drift is not on the logit scale (the power map)"
     return what, -DIFFICULTY_LOGIT if harder else DIFFICULTY_LOGIT, None
 
@@ -314,16 +316,30 @@ def cap_changes(record: RunRecord, result: dict, tolerance: float | None = None)
     return out
 
 
+def _maps_fit(record: RunRecord, result: dict) -> dict:
+    """The drift maps' fit (:func:`.scalars_fit.best_fit`) of a scalars-only ``result`` whose fit is the measured
+    drift's (:mod:`.shares_fit`)."""
+    from .scalars_fit import best_fit, fit_models, step_shares
+
+    d = step_shares(record, num_generations=int(result["run"]["K"]),
+                    groups_per_step=int(round(result["run"]["groups_per_step"])),
+                    settings=result["stall_forecast"].get("settings"))
+    return best_fit(fit_models(d))
+
+
 def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: float | None) -> float | None:
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
 
-        if (result["stall_forecast"].get("risk") or {}).get("available") and \
-                int(settings["K"]) == int(result["run"]["K"]):  # the risk the diagnosis said (its table keeps K)
-            from .drift_shares import changed_first_stall
+        if (result["stall_forecast"].get("risk") or {}).get("available"):  # the risk the diagnosis said (drawn at
+            from .drift_shares import changed_first_stall  # the changed K: the population is K-free)
 
             return changed_first_stall(record, result, settings)
         fit = result.get("tie_fit") or result["fit"]  # the fit the diagnosis's own stall forecast used
+        if fit.get("source") == "drift shapes":  # no risk over the horizon (past its steps): the drift maps,
+            fit = _maps_fit(record, result)  # fitted here (the diagnosis did not fit them)
+            if settings.get("logit_shift") and not difficulty_change({**result, "fit": fit}, "all-pass")[1]:
+                return None  # the maps take a logit shift on the logit map only
         shift = settings.pop("logit_shift", None)
         if shift:
             fit = {**fit, "logit_shift": shift}
