@@ -114,3 +114,28 @@ def test_the_stall_forecast_reads_the_drift_and_no_map_is_fitted(run, monkeypatc
     forget_measured()
     again = diagnose(rec, trainer_config=SETTINGS, only="when")
     assert again["fit"]["model"] == d["fit"]["model"] and again["when"]["stall"] == d["when"]["stall"]
+
+
+def test_past_the_risks_horizon_the_cap_rule_reads_the_same_drift(run, monkeypatch):
+    """With the risk not drawn (its horizon lowered under this run's), the first stall said is the first step over
+    the cap on the drift's drawn mixed share, and the cap rule's changes are drawn from the same drift, no map fitted:
+    each change that eases the loop (a doubled cap, harder prompts for an all-pass saturation) comes later."""
+    import grpo_lab.sims.doctor.drift_shares as ds
+    import grpo_lab.sims.doctor.scalars_diagnose as sd
+    import grpo_lab.sims.doctor.scalars_forecast as sfc
+
+    rec = run[0]
+
+    def refuse(*a, **k):
+        raise AssertionError("the drift maps were fitted")
+
+    monkeypatch.setattr(ds, "RISK_MAX_STEPS", 50)
+    monkeypatch.setattr(sd, "fit_models", refuse)
+    monkeypatch.setattr(sfc, "stall_forecast", refuse)  # the maps' stall forecast (the rules import it from here)
+    d = diagnose(rec, trainer_config=SETTINGS)
+    sf = d["stall_forecast"]
+    assert not sf["risk"]["available"] and sf["source"] == "drift shapes"
+    assert d["when"]["stall"]["step"] == sf["first_cap_hit"]["median"] is not None
+    (rule,) = [r for r in d["rules"] if r["rule"] == "cap_hit"]
+    got = {r["change"].split(" (")[0]: r["first_stall"] for r in rule["changes"]}
+    assert got["cap doubled"] > sf["first_cap_hit"]["median"] and got["harder prompts"] > sf["first_cap_hit"]["median"]

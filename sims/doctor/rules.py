@@ -316,17 +316,6 @@ def cap_changes(record: RunRecord, result: dict, tolerance: float | None = None)
     return out
 
 
-def _maps_fit(record: RunRecord, result: dict) -> dict:
-    """The drift maps' fit (:func:`.scalars_fit.best_fit`) of a scalars-only ``result`` whose fit is the measured
-    drift's (:mod:`.shares_fit`)."""
-    from .scalars_fit import best_fit, fit_models, step_shares
-
-    d = step_shares(record, num_generations=int(result["run"]["K"]),
-                    groups_per_step=int(round(result["run"]["groups_per_step"])),
-                    settings=result["stall_forecast"].get("settings"))
-    return best_fit(fit_models(d))
-
-
 def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: float | None) -> float | None:
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
@@ -336,10 +325,10 @@ def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: f
 
             return changed_first_stall(record, result, settings)
         fit = result.get("tie_fit") or result["fit"]  # the fit the diagnosis's own stall forecast used
-        if fit.get("source") == "drift shapes":  # no risk over the horizon (past its steps): the drift maps,
-            fit = _maps_fit(record, result)  # fitted here (the diagnosis did not fit them)
-            if settings.get("logit_shift") and not difficulty_change({**result, "fit": fit}, "all-pass")[1]:
-                return None  # the maps take a logit shift on the logit map only
+        if fit.get("source") == "drift shapes":  # no risk over the horizon (past its steps): the same drift's futures
+            from .shares_fit import changed_cap_hit
+
+            return changed_cap_hit(record, result, settings, CHANGE_DRAWS)
         shift = settings.pop("logit_shift", None)
         if shift:
             fit = {**fit, "logit_shift": shift}

@@ -44,7 +44,7 @@ Changed (issue 39, "One doctor"): the fit section of a sided binary log was the 
 drift shapes that gave its expiry and first stall (about half a 10,000-step log's diagnosis); it is now the
 measured drift's chosen pair, so one model gives the fit, the expiry, the stall forecast, the risk and the
 samplers' population. The cap rule's changes read the risk (a change of K too); past the risk's horizon
-(:data:`.drift_shares.RISK_MAX_STEPS`) they fit the drift maps then (:func:`.rules.cap_changes`).
+(:data:`.drift_shares.RISK_MAX_STEPS`) the same drift's futures (:func:`.shares_fit.changed_cap_hit`).
 
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer

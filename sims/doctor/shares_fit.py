@@ -29,8 +29,8 @@ r"""The fit section of a scalars-only diagnosis read off the shares' measured dr
                 the observed shares, as the maps' fit gives them, and the fitted ones (as ``last``, per row)
 ``steps``, ``n_steps``, ``groups``, ``used``, ``identified``, ``notes``, ``K``: as the maps' fit has them.
 
-:func:`pair_fits` is the ``fits`` entry beside it (each pair's weight and score) and :func:`drift_stall_forecast`
-the stall forecast on the expiry's own drawn mixed shares (:func:`.scalars_forecast.stall_from_curves`): the
+:func:`pair_fits` is the ``fits`` entry beside it (each pair's weight and score), :func:`changed_cap_hit` the cap
+rule's changed forecast where the risk is not drawn, and :func:`drift_stall_forecast` the stall forecast on the expiry's own drawn mixed shares (:func:`.scalars_forecast.stall_from_curves`): the
 point curve is the draws' median (the expiry's projection), the intervals the draws', the cause the chosen pair's
 all-pass vs all-fail share at the first step with P(stall) over the lowest level.
 
@@ -46,7 +46,8 @@ from .drift import H_GRID, SHAPES, population_params, population_table, predict
 from .scalars_fit import _observed_last, _prepare, observed_series
 from .scalars_forecast import stall_from_curves
 
-__all__ = ["POP_DRAWS", "Z95", "chosen_pair", "drift_fit", "pair_fits", "drift_stall_forecast", "shares_on"]
+__all__ = ["POP_DRAWS", "Z95", "chosen_pair", "drift_fit", "pair_fits", "drift_stall_forecast", "shares_on",
+           "changed_cap_hit"]
 
 POP_DRAWS = 400  #: draws of the population's parameter vector for its intervals
 Z95 = 1.959963984540054  #: the normal's 97.5% quantile
@@ -209,3 +210,28 @@ def drift_stall_forecast(dr: dict, fit: dict, expiry: dict, settings: dict | Non
     out = stall_from_curves(settings, fit["steps"][1], grid, np.concatenate([[expiry["mixed_now"]], pr["mixed"]]),
                             expiry["draws"], lambda i: (float(split["all_pass"][i]), float(split["all_fail"][i])))
     return {**out, "source": "drift shapes"}
+
+
+def changed_cap_hit(record, result: dict, settings: dict, draws: int, seed: int = 0) -> float | None:
+    """The median first step over the cap of a scalars-only diagnosis ``result`` (its fit :func:`drift_fit`'s) with
+    the trainer's ``settings`` changed (:func:`.rules.cap_changes`: ``K``, ``logit_shift`` from the next step on),
+    where its risk is not drawn (a horizon past :data:`.drift_shares.RISK_MAX_STEPS`): ``draws`` futures of the
+    measured drift at the new K and shift (:func:`.stall_risk.drift_futures`) on the expiry's grid, through
+    :func:`.scalars_forecast.stall_from_curves` (the mixed share now: the fit's)."""
+    from .drift_shares import shares_drift
+    from .scalars_fit import step_shares
+    from .stall_risk import drift_futures
+
+    d = step_shares(record, num_generations=int(result["run"]["K"]),
+                    groups_per_step=int(round(result["run"]["groups_per_step"])),
+                    settings=result["stall_forecast"].get("settings"))
+    ev, dr = shares_drift(d)
+    grid = np.asarray(result["expiry"]["projection"]["step"], float)
+    rng = np.random.default_rng(seed)
+    U = np.clip(np.concatenate([np.interp(paths, H_GRID, tab["u"]) for tab, _, paths in drift_futures(
+        dr, ev, dr["settings"], grid - float(dr["steps"][0]), draws, rng, shift=float(settings.get("logit_shift") or 0),
+        K_ahead=int(settings["K"]))]), 0.0, 1.0)
+    st = {k: v for k, v in settings.items() if k != "logit_shift"}
+    mixed = np.concatenate([[result["fit"]["last"]["mixed"]], np.median(U, axis=0)])
+    sf = stall_from_curves(st, result["fit"]["steps"][1], grid, mixed, U, None, "not read (the median only)")
+    return (sf.get("first_cap_hit") or {}).get("median")
