@@ -18,6 +18,7 @@ from scipy.special import expit, logit
 from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.doctor.drift import H_GRID, NODES, population_table
 from grpo_lab.sims.doctor.rules import DIFFICULTY_LOGIT, fire_rules
+from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, step_shares
 from grpo_lab.sims.doctor.scalars_forecast import future_grid
 from grpo_lab.sims.doctor.scalars_sim import simulate_shares
 
@@ -50,7 +51,7 @@ def _mixed_by_quadrature(a: float, b: float, c: float, K: int) -> float:
 def test_the_scalars_forecast_under_harder_prompts_against_quadrature():
     rec = simulate_shares(1.5, 2.0, 0.03, 8, 60, 96, seed=2)  # a logit drift towards all-pass
     d = diagnose(rec, trainer_config=SETTINGS)
-    fit = d["fit"]
+    fit = best_fit(fit_models(step_shares(rec)))  # the drift maps (the rule's fallback past the risk's horizon)
     assert d["stall_forecast"]["cause"] == "all-pass saturation" and fit["model"] in ("logit", "logit_stuck")
     (rule,) = [r for r in d["rules"] if r["rule"] == "cap_hit"]
     change = rule["changes"][-1]
@@ -85,9 +86,13 @@ def test_not_forecast_where_no_pass_rate_sits_on_a_logit_scale():
     from grpo_lab.sims.doctor.rules import difficulty_change
     from grpo_lab.testing.real_logs import read_real
 
-    power = diagnose(simulate_shares(1.5, 2.0, 0.03, 8, 60, 96, seed=2, model="power"), trainer_config=SETTINGS)
+    rec = simulate_shares(1.5, 2.0, 0.03, 8, 60, 96, seed=2, model="power")
+    power = {"scalars_only": True, "fit": best_fit(fit_models(step_shares(rec)))}  # the drift maps' fit
     assert power["fit"]["model"] == "power"
     assert "not on the logit scale" in difficulty_change(power, "all-pass saturation")[2]
+    shapes = diagnose(rec, trainer_config=SETTINGS)  # the diagnosis's fit, the measured drift: its table takes the shift
+    assert shapes["fit"]["source"] == "drift shapes"
+    assert difficulty_change(shapes, "all-pass saturation")[1] == -DIFFICULTY_LOGIT
     ties = diagnose(read_real("trl-chaos-economy-unified"))
     assert ties.get("tie_fit") and "not binary" in difficulty_change(ties, "all-pass saturation")[2]
     logit_fit = diagnose(simulate_shares(1.5, 2.0, 0.03, 8, 60, 96, seed=2), trainer_config=SETTINGS)

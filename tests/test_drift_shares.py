@@ -123,9 +123,10 @@ def test_risk_without_a_cap_and_mixed_share_only():
     assert r["available"] and r["level"] == 0.9 and r["cause"] == "all-pass saturation"
 
 
-def test_a_horizon_past_the_risks_reach_keeps_the_drift_map():
-    """More future steps than RISK_MAX_STEPS: the risk is not available (with why) and `when` says the drift map's
-    first step over the cap; rows beyond POOL_ROWS are pooled for the table."""
+def test_a_horizon_past_the_risks_reach_keeps_the_first_step_over_the_cap():
+    """More future steps than RISK_MAX_STEPS: the risk is not available (with why) and `when` says the stall
+    forecast's first step over the cap (the same drift's on a sided log: tests/test_shares_fit.py); rows beyond
+    POOL_ROWS are pooled for the table."""
     from grpo_lab.sims.doctor.drift_shares import POOL_ROWS, RISK_MAX_STEPS
     from grpo_lab.sims.doctor.when import scalars_stall
 
@@ -134,7 +135,7 @@ def test_a_horizon_past_the_risks_reach_keeps_the_drift_map():
     assert shares_evidence(d).shape[0] <= POOL_ROWS + 2 and shares_evidence(d).P["n"].sum() == d.n.sum()
     st = {"trainer": "verl", "gen_batch": 96, "train_batch": 64, "cap": 3, "pool": None, "K": 8}
     r = shares_risk(d, st, n + RISK_MAX_STEPS + 1)
-    assert r["available"] is False and "drift map" in r["reason"]
+    assert r["available"] is False and "first step over the cap is the forecast" in r["reason"]
     sf = {"available": True, "first_cap_hit": {"median": 900.0, "predictive": [850.0, 990.0]}, "cause": "c",
           "risk": r}
     assert scalars_stall(sf)["step"] == 900.0 and scalars_stall(sf)["level"] == 0.95

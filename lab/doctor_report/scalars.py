@@ -30,6 +30,14 @@ def _iv(iv) -> str:
     return f"[{_step(iv[0])}, {_step(iv[1])}]" if iv else ""
 
 
+def _last_lines(last: dict) -> list[str]:
+    """The fitted shares at the last step beside the logged ones."""
+    obs = last["observed"]
+    return [f"  {k.replace('_', '-'):8s} at step {last['step']}: fitted {percent(last[k])} "
+            f"[{percent(last[k + '_interval'][0])}, {percent(last[k + '_interval'][1])}]"
+            + (f"; logged {percent(obs[k])}" if k in obs else "") for k in ("all_pass", "all_fail", "mixed")]
+
+
 def _fit_lines(f: dict) -> list[str]:
     iv = f["intervals"]
     last = f["last"]
@@ -45,16 +53,42 @@ def _fit_lines(f: dict) -> list[str]:
     if "stuck" in f:
         out.append(f"  never solved (p = 0 throughout): {percent(f['stuck'])} [{percent(iv['stuck'][0])}, "
                    f"{percent(iv['stuck'][1])}] of the prompts; the Beta and its drift are the rest's")
-    obs = last["observed"]
-    for k in ("all_pass", "all_fail", "mixed"):
-        lo, hi = last[f"{k}_interval"]
-        seen = f"; logged {percent(obs[k])}" if k in obs else ""
-        out.append(f"  {k.replace('_', '-'):8s} at step {last['step']}: fitted {percent(last[k])} "
-                   f"[{percent(lo)}, {percent(hi)}]{seen}")
+    out += _last_lines(last)
     out += [f"  note: {n}" for n in f["notes"]]
     if not f["identified"]["population"]:
         out.append("  the population's parameters are not identified from what was logged: read only the mixed "
                    "share and what follows from it")
+    return out
+
+
+def _drift_fit_lines(f: dict, fits: dict) -> list[str]:
+    """The fit section of a measured drift and its pairs' weights (:mod:`grpo_lab.sims.doctor.shares_fit`)."""
+    p, sh, last = f["population"], f["shape_fit"], f["last"]
+    iv = p["intervals"]
+    kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in f["used"]["kinds"].items())
+    pop = "Beta(" + ", ".join(f"{k} {p[k]:.3f} [{iv[k][0]:.3f}, {iv[k][1]:.3f}]" for k in ("a", "b")) + ")"
+    if f["variant"] == "masses":
+        pop += (f" beside never-solved {percent(p['w0'])} [{percent(iv['w0'][0])}, {percent(iv['w0'][1])}] and "
+                f"never-failed {percent(p['w1'])} [{percent(iv['w1'][0])}, {percent(iv['w1'][1])}] of the prompts")
+    for k, what in (("rho", "rollouts' correlation rho"), ("sigma", "prompts' own rates, sigma")):
+        if k in p:
+            pop += f", {what} {p[k]:.3f} [{iv[k][0]:.3f}, {iv[k][1]:.3f}]"
+    dlo, dhi = f["intervals"]["drift"]
+    out = [f"scalars fit: the measured drift ({f['model']}: the chooser's largest weight; {f['link']} link; "
+           f"{f['n_steps']} steps {f['steps'][0]}-{f['steps'][1]}, {f['groups']:,.0f} groups; steps by what they "
+           f"log: {kinds}; mean reward used at {f['used']['reward_mean_steps']} steps):",
+           f"  population at step {f['steps'][0]} ({f['variant']}): {pop}",
+           f"  drift shape {f['shape']}: " + ", ".join(
+               f"{k} {v:+.4g}" + (f" [{sh['intervals'][k][0]:+.4g}, {sh['intervals'][k][1]:+.4g}]"
+                                  if k in sh["intervals"] else "") for k, v in sh["params"].items())
+           + (f"; change point near step {sh['change_step']:.0f} (weight {sh['change_weight']:.2f})"
+              if "change_step" in sh else "")
+           + f"; shift over the run {f['drift']:+.3f} [{dlo:+.3f}, {dhi:+.3f}] (95%)"]
+    out += _last_lines(last)
+    out += [f"  note: {n}" for n in f["notes"]]
+    ranked = sorted(((m, x["weight"]) for m, x in fits.items()), key=lambda kv: -kv[1])
+    out.append("  (variant/shape) by leave-future-out weight: " + ", ".join(f"{m} {x:.2f}" for m, x in ranked
+                                                                           if x >= 0.005) + " (the rest under 0.005)")
     return out
 
 
@@ -75,7 +109,8 @@ def _stall_lines(sf: dict, first_step: float = 0.0) -> list[str]:
                    + ("" if st["step"] is not None else f" (not within the horizon, step {sf['horizon_step']:.0f})"))
     h = sf["first_cap_hit"]
     risk = (sf.get("risk") or {}).get("available")
-    out.append(f"  first step over the cap ({'on the drift map alone, a cross-check' if risk else 'the forecast above'}"
+    on = "the drift shapes' drawn mixed share" if sf.get("source") == "drift shapes" else "the drift map"
+    out.append(f"  first step over the cap ({f'on {on} alone, a cross-check' if risk else 'the forecast above'}"
                f"): median {_step(h['median'])}, predictive 95% "
                f"{_iv(h['predictive'])}; the median's own 95% interval over the fit {_iv(h['median_interval'])}; at "
                f"the fitted parameters 95% of runs within {_iv(h['range'])}; cause: {sf['cause']}")
@@ -109,9 +144,10 @@ def scalars_text(d: dict) -> str:
                          f"slope 95% [{t['intervals']['b'][0]:+.3f}, {t['intervals']['b'][1]:+.3f}]"
                          + (" (at the bound: every row ties or none does)" if t["at_bound"] else ""))
         lines.append("the pass-rate fit below does not apply to these rewards (kept for reference only):")
-    lines += _fit_lines(d["fit"])
+    drift = d["fit"].get("source") == "drift shapes"
+    lines += _drift_fit_lines(d["fit"], d["fits"]) if drift else _fit_lines(d["fit"])
     other = [m for m in d["fits"] if m != d["model"]]
-    if other:
+    if other and not drift:
         lines.append("  drift model by leave-future-out weight: " + ", ".join(
             f"{m} {d['fits'][m]['weight']:.2f}" for m in d["fits"]) + f" (chosen: {d['model']})")
     lines.append(f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "

@@ -44,8 +44,8 @@ A record of per-step scalars only (:func:`grpo_lab.sims.scalars_record.is_scalar
 **Only "when"** (``only="when"``, what the fleet keeps): the stages the one answer to "when" (:func:`.when.when`) and
 the tracker's figures (:func:`.tracker_values.tracker_values`) read, run by the same stage functions as the full
 diagnosis and nothing else: for a record with groups the groups, the trend forecast and the stall forecast with its
-risk; for a scalars-only record the drift maps' fits and their choice, the tie-share trend, the expiry (without its
-predictive band) and the stall forecast. Every stage draws from its own seeded generator, so leaving stages out
+risk; for a scalars-only record the fit (the shares' measured drift, or the drift maps' fits and their choice where
+the rows give no side), the tie-share trend, the expiry (without its predictive band) and the stall forecast. Every stage draws from its own seeded generator, so leaving stages out
 changes no draw: ``when`` and ``tracker`` equal the full diagnosis's (``tracker`` without ``rules``: the rules are
 not fired). ``only="tracker"`` fires the rules too (they read the record and the stall forecast only), so
 ``tracker`` and ``rules`` equal the full diagnosis's (what ``grpo-lab watch --emit`` writes). The result holds

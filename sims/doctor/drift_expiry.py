@@ -69,13 +69,14 @@ def drift_band(drift: dict, evidence, steps, groups, rows: dict, level: float = 
 
 
 def drift_expiry(drift: dict, evidence, grid, threshold: float, rows: dict, groups: float, draws: int = DRAWS,
-                 seed: int = 0, predictive: bool = True, level: float = LEVEL) -> dict:
+                 seed: int = 0, predictive: bool = True, level: float = LEVEL, keep_draws: bool = False) -> dict:
     """The expiry dict of :func:`.scalars_forecast.expiry_from_curves` (``threshold``, ``mixed_now``, ``step``,
     ``interval``, ``status``, ``horizon_step``, ``projection`` {step, mixed, predictive}) from the measured
     ``drift`` on the future ``grid``; ``rows`` the logged rows (``step``, ``mixed``, ``groups``: phi and the fitted
     share now), ``groups`` a future row's groups; ``predictive`` False: no band (None). Adds ``model`` ("drift
     shapes"), ``shapes`` (the chooser's weights) and ``fitted`` {step, mixed}: the fitted mixed share at the logged
-    rows (what phi is measured against; the report draws it)."""
+    rows (what phi is measured against; the report draws it); ``keep_draws``: ``draws``, the drawn mixed share
+    (draws x grid), too (the scalars stall forecast reads the same futures)."""
     from .scalars_forecast import expiry_from_curves
 
     grid = np.asarray(grid, float)
@@ -85,4 +86,4 @@ def drift_expiry(drift: dict, evidence, grid, threshold: float, rows: dict, grou
     pred = _band(U, fitted[:-1], rows, float(groups), level) if predictive else None
     out = expiry_from_curves(grid, np.median(U, axis=0), U, float(fitted[-1]), threshold, "drift", pred)
     return {**out, "model": "drift shapes", "shapes": drift["weights"]["weights"],
-            "fitted": {"step": row_steps[:-1], "mixed": fitted[:-1]}}
+            "fitted": {"step": row_steps[:-1], "mixed": fitted[:-1]}, **({"draws": U} if keep_draws else {})}

@@ -51,8 +51,9 @@ __all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "PHI_ROWS", "ShareEvidence", "shares_e
 #: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
 #: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
 POOL_ROWS = 2 * MAX_POINTS
-#: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the drift
-#: map's forecast (:func:`shares_risk` says so); 10 run lengths of a 2,000-step log
+#: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the stall
+#: forecast's first step over the cap (:func:`shares_risk` says so; the same drift's on a sided log,
+#: :func:`.shares_fit.drift_stall_forecast`); 10 run lengths of a 2,000-step log
 RISK_MAX_STEPS = 20_000
 #: logged rows the predictive band's over-dispersion is measured on at most (evenly spread beyond)
 PHI_ROWS = 4096
@@ -145,12 +146,13 @@ def logged_rows(d: StepShares, max_rows: int = PHI_ROWS) -> dict:
 
 
 def shares_expiry(d: StepShares, threshold: float, measured: tuple | None = None, predictive: bool = True,
-                  seed: int = 0, draws: int | None = None) -> dict | None:
+                  seed: int = 0, draws: int | None = None, keep_draws: bool = False) -> dict | None:
     """The expiry of a scalars-only run and its predictive band from the shares' measured drift
     (:func:`.drift_expiry.drift_expiry`: the chooser's shapes drawn, the same futures the stall risk draws), on
     :func:`.scalars_forecast.future_grid` of the pooled rows' span, a future row of the median logged groups.
     ``measured``: a :func:`shares_drift` result to reuse. None where the log is not :func:`sided` (the caller
-    keeps the drift map's expiry, saying :data:`MIXED_ONLY`)."""
+    keeps the drift map's expiry, saying :data:`MIXED_ONLY`). ``keep_draws``: the drawn mixed share too
+    (:func:`.drift_expiry.drift_expiry`'s ``draws``)."""
     from .drift_expiry import drift_expiry
     from .scalars_forecast import future_grid
     from .stall_risk import DRAWS
@@ -162,7 +164,7 @@ def shares_expiry(d: StepShares, threshold: float, measured: tuple | None = None
     grid = future_grid({"steps": (int(ev.step[0]), int(ev.step[-1]))})
     n = d.n[np.isfinite(d.n) & (d.n > 0)]
     return drift_expiry(dr, ev, grid, threshold, logged_rows(d), float(np.median(n)), draws or DRAWS, seed,
-                        predictive)
+                        predictive, keep_draws=keep_draws)
 
 
 def shares_drift(d: StepShares, ev: ShareEvidence | None = None) -> tuple[ShareEvidence, dict]:
@@ -193,7 +195,8 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     ahead = int(horizon_step) - int(measured[0].step[-1] if measured is not None else np.max(d.step))
     if ahead > RISK_MAX_STEPS:
         return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
-                "the risk draws step by step: the drift map's first step over the cap is the forecast"}
+                "the risk draws step by step: the stall forecast's first step over the cap is the forecast (on a sided log the "
+                "same drift's drawn mixed share)"}
     ev = measured[0] if measured is not None else shares_evidence(d)
     if not sided(ev):
         return {"available": False, "reason": f"{MIXED_ONLY}; the drift map's first step over the cap is the forecast"}
@@ -222,8 +225,9 @@ def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int =
 def changed_first_stall(record, result: dict, settings: dict, draws: int | None = None) -> float | None:
     """The median first stall of a scalars-only diagnosis ``result`` of ``record`` with the trainer's ``settings``
     changed (:func:`.rules.cap_changes`; ``logit_shift``: the data's difficulty moved), by the risk the diagnosis
-    said (:func:`shares_risk`): the shares' drift measured once per record, the risk redrawn per change. The
-    population table keeps the logged K, so a change of K is forecast by the drift map instead (the caller's)."""
+    said (:func:`shares_risk`): the shares' drift measured once per record, the risk redrawn per change; a change of
+    K draws the future's groups at the new K (:func:`.stall_risk.stall_risk`'s ``K_ahead``: the population is
+    K-free, the likelihood keeps the logged K)."""
     from .scalars_fit import step_shares
 
     K = int(result["run"]["K"])

@@ -283,7 +283,9 @@ def difficulty_change(result: dict, cause: str | None) -> tuple[str, float | Non
     if result.get("scalars_only"):
         if result.get("tie_fit"):
             return what, None, "not forecast: the rewards are not binary (no pass rates to move)"
-        if result["fit"]["model"] not in ("logit", "logit_stuck") or not float(result["fit"]["theta"][2]):
+        f = result["fit"]  # the measured drift's shapes take the shift on either link (its table moves every logit)
+        if f.get("source") != "drift shapes" and (f["model"] not in ("logit", "logit_stuck")
+                                                  or not float(f["theta"][2])):
             return what, None, "not forecast: the fitted drift is not on the logit scale (the power map)"
     return what, -DIFFICULTY_LOGIT if harder else DIFFICULTY_LOGIT, None
 
@@ -318,12 +320,15 @@ def _changed_stall(record: RunRecord, result: dict, settings: dict, tolerance: f
     if result.get("scalars_only"):
         from .scalars_forecast import stall_forecast
 
-        if (result["stall_forecast"].get("risk") or {}).get("available") and \
-                int(settings["K"]) == int(result["run"]["K"]):  # the risk the diagnosis said (its table keeps K)
-            from .drift_shares import changed_first_stall
+        if (result["stall_forecast"].get("risk") or {}).get("available"):  # the risk the diagnosis said (drawn at
+            from .drift_shares import changed_first_stall  # the changed K: the population is K-free)
 
             return changed_first_stall(record, result, settings)
         fit = result.get("tie_fit") or result["fit"]  # the fit the diagnosis's own stall forecast used
+        if fit.get("source") == "drift shapes":  # no risk over the horizon (past its steps): the same drift's futures
+            from .shares_fit import changed_cap_hit
+
+            return changed_cap_hit(record, result, settings, CHANGE_DRAWS)
         shift = settings.pop("logit_shift", None)
         if shift:
             fit = {**fit, "logit_shift": shift}

@@ -5,21 +5,29 @@ the group-level fit where a record has both (:func:`side_by_side`).
 
 ``scalars_only``   True (the report renderers dispatch on it)
 ``run``            name, steps, K (and where it came from), groups per step (and where from), prompts
-``fit``            the preferred drift model's fit (:func:`.scalars_fit.fit_scalars`: the logit map, the power map
-                   and the logit map beside a never-solved share, kept by the group path's leave-future-out
-                   chooser, :func:`.scalars_fit.best_fit`); ``fits`` each model's log-likelihood, AIC and its
-                   leave-future-out ``weight`` and ``score``
+``fit``            for binary rewards whose rows mostly give a side (:func:`.drift_shares.sided`): the shares'
+                   measured drift, the one the expiry, its band and the first stall read (:func:`.shares_fit.drift_fit`:
+                   the chooser's (variant, shape) pair of largest weight, its population, shape parameters and
+                   intervals, ``source`` "drift shapes"); ``fits`` each pair's leave-future-out ``weight`` and
+                   ``score``; ``model`` "variant/shape". The drift maps are not fitted on that path. Otherwise (most
+                   rows give the mixed share only, or rewards not binary): the preferred drift map's fit
+                   (:func:`.scalars_fit.fit_scalars`: the logit map, the power map and the logit map beside a
+                   never-solved share, kept by the group path's leave-future-out chooser,
+                   :func:`.scalars_fit.best_fit`); ``fits`` each map's log-likelihood, AIC and its leave-future-out
+                   ``weight`` and ``score``
 ``expiry``         the step the mixed share falls below the threshold and its predictive band: for binary rewards
                    from the shares' measured drift, the same drift shapes and draws the stall risk reads
                    (:func:`.drift_shares.shares_expiry`); where most rows give the mixed share only, the drift
                    map's (:func:`.scalars_forecast.expiry_forecast`, with ``shapes_reason``); the tie-share trend's
                    for rewards that are not binary
-``stall_forecast`` rounds per step and the stall step for the trainer config (:func:`.scalars_forecast.stall_forecast`);
+``stall_forecast`` rounds per step and the stall step for the trainer config: on the measured drift, the expiry's
+                   own drawn mixed shares (:func:`.shares_fit.drift_stall_forecast`, ``source`` "drift shapes"),
+                   else the drift map's or the tie trend's (:func:`.scalars_forecast.stall_forecast`);
                    for binary rewards with a cap its ``risk``: the first stall by the group path's drift shapes,
                    chooser and stall risk on the shares' per-step likelihood (:func:`.drift_shares.with_risk`), the
                    one first stall :func:`.when.when` says
 ``samplers``       :func:`.samplers.samplers_section` on the population at the last step (the Beta with the same
-                   mean and variance of p as the fitted population there)
+                   mean and variance of p as the fitted population there: the measured drift's, or the map's)
 ``consistency``    checks among the logged shares (zero-std = all-pass + all-fail; shares in [0, 1]; the
                    mean reward within [all-pass, 1 - all-fail])
 ``audit``          :func:`.audit.audit` (a trainer scalar recomputed from groups: none here, so it lists nothing)
@@ -31,6 +39,12 @@ the group-level fit where a record has both (:func:`side_by_side`).
 ``expiry`` (without its predictive band: ``projection.predictive`` None), ``stall_forecast``, ``tie_fit``, ``when``
 and ``timings`` only, each as the full diagnosis gives it; for rewards that are not binary without ``fit``, ``fits``
 and ``model`` (the tie-share trend gives the expiry and the stall forecast; the drift maps are not fitted).
+
+Changed (issue 39, "One doctor"): the fit section of a sided binary log was the drift maps' fit, fitted beside the
+drift shapes that gave its expiry and first stall (about half a 10,000-step log's diagnosis); it is now the
+measured drift's chosen pair, so one model gives the fit, the expiry, the stall forecast, the risk and the
+samplers' population. The cap rule's changes read the risk (a change of K too); past the risk's horizon
+(:data:`.drift_shares.RISK_MAX_STEPS`) the same drift's futures (:func:`.shares_fit.changed_cap_hit`).
 
 K comes from ``num_generations``, else the record (``meta['num_generations']``), else the trainer config;
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
@@ -59,6 +73,7 @@ from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .drift_shares import MIXED_ONLY, shares_drift, shares_evidence, shares_expiry, sided, with_risk
+from .shares_fit import drift_fit, drift_stall_forecast, pair_fits
 from .trainer_config import resolve_settings, step_settings
 
 __all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
@@ -77,7 +92,10 @@ CONSISTENCY_TOL = 1e-3  #: a logged zero-std share further than this from all-pa
 
 
 def beta_at_last(fit: dict) -> tuple[float, float]:
-    """(alpha, beta) of the Beta with the mean and variance of the fitted pass rates at the last step."""
+    """(alpha, beta) of the Beta with the mean and variance of the fitted pass rates at the last step (the measured
+    drift's fit: :mod:`.shares_fit`'s ``last["population_beta"]``)."""
+    if fit.get("source") == "drift shapes":
+        return tuple(fit["last"]["population_beta"])
     mo = population_moments(fit["theta"], [1.0], fit["K"], fit["model"])
     m, v = float(mo["mean"][0]), float(mo["second"][0] - mo["mean"][0] ** 2)
     m = min(max(m, 1e-4), 1 - 1e-4)
@@ -174,37 +192,44 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     t = time.perf_counter()
     rewards = classify_scalars(steps, d.K, meta.get("source"))
     not_binary = rewards["rewards"] == "not binary"
-    if only and not_binary:  # the tie-share trend says "when": the pass-rate fits are not read
+    measured = None
+    if not not_binary:  # the shares' drift, measured once: the fit, the expiry, its band and the first stall read it
+        ev = shares_evidence(d)
+        measured = (ev, shares_drift(d, ev)[1]) if sided(ev) else None
+    timings["drift"] = time.perf_counter() - t
+    t = time.perf_counter()
+    if measured is not None:  # the measured drift's chosen (variant, shape) as the fit: the maps are not fitted
+        fit, fits = drift_fit(d, *measured), pair_fits(measured[1])
+    elif only and not_binary:  # the tie-share trend says "when": the pass-rate fits are not read
         fits = fit = None
-        n_steps, groups = usable_rows(d)
     else:
         fits = fit_models(d)
         fit = best_fit(fits)
-        n_steps, groups = fit["n_steps"], fit["groups"]
+        fits = {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
+                for m, f in fits.items()}
+    n_steps, groups = usable_rows(d) if fit is None else (fit["n_steps"], fit["groups"])
     tie_fit = None
     if not_binary:
         tie = np.where(np.isfinite(d.zero_std), d.zero_std, d.all_pass + d.all_fail)
         tie_fit = fit_tie_trend(d.step, d.n, tie, d.all_pass, d.all_fail)  # two sides where the log splits ties
     timings["fit"] = time.perf_counter() - t
     t = time.perf_counter()
-    measured = None
-    if not not_binary:  # the shares' drift, measured once: the expiry, its band and the first stall read it
-        ev = shares_evidence(d)
-        measured = (ev, shares_drift(d, ev)[1]) if sided(ev) else None
-    timings["drift"] = time.perf_counter() - t
-    t = time.perf_counter()
     if not_binary:
         expiry = tie_expiry(tie_fit, threshold)
         # the trend the log cannot rule out: the verdict must hold under it too (when.check_expiry)
         expiry["alternatives"] = alternative_expiry(tie_fit, threshold)
     elif measured is not None:
-        expiry = shares_expiry(d, threshold, measured, predictive=not only)
+        expiry = shares_expiry(d, threshold, measured, predictive=not only, keep_draws=True)
     else:
         expiry = {**expiry_forecast(fit, threshold, predictive=not only), "model": "drift map",
                   "shapes_reason": f"{MIXED_ONLY}: the expiry is the drift map's"}
     timings["expiry"] = time.perf_counter() - t
     t = time.perf_counter()
-    stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
+    if measured is not None:  # on the expiry's own drawn futures
+        stall = drift_stall_forecast(measured[1], fit, expiry, trainer_config)
+        expiry.pop("draws")
+    else:
+        stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     if not not_binary:  # the first stall: the group path's shapes and risk on the shares' likelihood
         stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None, measured=measured)
     timings["stall"] = time.perf_counter() - t
@@ -218,10 +243,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
                 "groups_per_step_from": "the record" if has_col else gps_from, "groups": groups,
                 "prompts": int(meta.get("n_prompts") or 0), "batch_groups": int(batch),
                 "source": meta.get("source", {})},
-        **({} if fit is None else {
-            "fit": fit, "fits": {m: {"loglik": f["loglik"], "aic": f["aic"], "drift": f["drift"], **f["choice"]}
-                                 for m, f in fits.items()},
-            "model": fit["model"]}),
+        **({} if fit is None else {"fit": fit, "fits": fits, "model": fit["model"]}),
         "expiry": expiry, "stall_forecast": stall,
     }
     if only:

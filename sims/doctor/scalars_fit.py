@@ -70,7 +70,7 @@ from .drift import rounds_logp
 from .profile_interval import profile_interval
 
 __all__ = ["CELL", "MODELS", "MIN_STEPS", "StepShares", "step_shares", "fit_scalars", "fit_models", "best_fit", "lfo_choice",
-           "shares_at", "usable_rows",
+           "shares_at", "usable_rows", "observed_series",
            "population_moments", "draws"]
 
 CELL = 0.4  #: width in logit p of the cells of every expectation over the Beta population (error < 3e-5)
@@ -531,16 +531,19 @@ def fit_scalars(d: StepShares, model: str = "logit", start=None, restart: bool =
         _profile_drift(out, P, K, model)
     out["last"] = {**shares_at(out, [P["s1"]], intervals=True, scalar=True),
                    "step": P["s1"], "observed": _observed_last(d, P)}
-    fitted = shares_at(out, P["step"])
-    obs = P["counts"] / P["n"][:, None]
-    out["series"] = {"step": P["step"], "kind": P["kind"], "groups": P["n"],
-                     "observed_all_pass": np.where(np.isin(P["kind"], ["trinomial", "all_pass"]), obs[:, 0], np.nan),
-                     "observed_all_fail": np.where(P["kind"] == "trinomial", obs[:, 1],
-                                                   np.where(P["kind"] == "all_fail", obs[:, 0], np.nan)),
-                     "observed_mixed": np.where(P["kind"] == "trinomial", obs[:, 2],
-                                                np.where(P["kind"] == "unanimous", obs[:, 1], np.nan)),
-                     **{f"fitted_{k}": v for k, v in fitted.items()}}
+    out["series"] = {**observed_series(P), **{f"fitted_{k}": v for k, v in shares_at(out, P["step"]).items()}}
     return out
+
+
+def observed_series(P: dict) -> dict:
+    """``step``, ``kind``, ``groups`` and the logged ``observed_all_pass`` / ``observed_all_fail`` /
+    ``observed_mixed`` share per row of :func:`_prepare`'s ``P`` (NaN where the row does not resolve it)."""
+    obs = P["counts"] / P["n"][:, None]
+    kind = P["kind"]
+    return {"step": P["step"], "kind": kind, "groups": P["n"],
+            "observed_all_pass": np.where(np.isin(kind, ["trinomial", "all_pass"]), obs[:, 0], np.nan),
+            "observed_all_fail": np.where(kind == "trinomial", obs[:, 1], np.where(kind == "all_fail", obs[:, 0], np.nan)),
+            "observed_mixed": np.where(kind == "trinomial", obs[:, 2], np.where(kind == "unanimous", obs[:, 1], np.nan))}
 
 
 _NAMES = ("alpha", "beta", "drift g", "never-solved share (logit)")

@@ -32,8 +32,8 @@ from .scalars_fit import DRAWS, draws, population_moments, shares_at
 from .stall import LEVELS, rounds_distribution, unavailable
 from .tie_trend import is_tie_fit, tie_predict
 
-__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "future_grid", "row_groups", "mixed_dispersion",
-           "predictive_mixed", "expiry_from_curves", "quasi_fit"]
+__all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "stall_from_curves", "future_grid", "row_groups",
+           "mixed_dispersion", "predictive_mixed", "expiry_from_curves", "quasi_fit"]
 
 MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
@@ -179,24 +179,6 @@ def _point_mixed(fit, steps, K):
     return _mixed(fit, fit["theta"], steps, K)
 
 
-def _stall_curve(fit, theta, grid, settings):
-    mixed, mo = _point_mixed(fit, grid, settings["K"])
-    d = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
-                            settings.get("pool"))
-    return np.asarray(d["p_stall"], float), np.asarray(d["expected"], float), mo
-
-
-def _stall_curves(fit, grid, settings, n_draws, seed) -> np.ndarray:
-    """P(stall) on ``grid`` per parameter draw (one :func:`rounds_distribution` call for all)."""
-    mixed = (tie_predict(fit, grid, 1.0, n_draws, seed)["draws"] if _is_tie(fit)
-             else _draw_mixed(fit, grid, settings["K"], n_draws, seed))
-    if not mixed.size:
-        return np.zeros((0, len(grid)))
-    d = rounds_distribution(mixed.reshape(-1, 1), settings["gen_batch"], settings["train_batch"], settings["cap"],
-                            settings.get("pool"))
-    return np.asarray(d["p_stall"], float).reshape(mixed.shape)
-
-
 def _hit_cdf(grid, p_stall, start) -> np.ndarray:
     """P(the run has exceeded its cap by each grid step) from P(stall) per step (rows: curves). Steps between
     grid points take the later point's P(stall)."""
@@ -209,16 +191,15 @@ def _quantiles(grid, cdf, qs=(0.025, 0.5, 0.975)) -> list:
     return [float(grid[i]) if (i := np.searchsorted(cdf, q)) < len(grid) else np.inf for q in qs]
 
 
-def _uncapped(fit, grid, settings) -> dict:
-    """No cap: no stall, only the rounds a step needs, per step (inf beyond :data:`MAX_NEED` rounds expected)."""
-    steps = np.concatenate([[fit["steps"][1]], grid])
-    mixed, _ = _point_mixed(fit, steps, settings["K"])
+def _uncapped(s1, grid, mixed, settings) -> dict:
+    """No cap: no stall, only the rounds a step needs, per step (inf beyond :data:`MAX_NEED` rounds expected);
+    ``mixed`` the point mixed share at the last logged step ``s1`` and at each step of ``grid``."""
     B, T = settings["gen_batch"], settings["train_batch"]
-    expected = np.full(len(steps), np.inf)
+    expected = np.full(len(mixed), np.inf)
     for i, u in enumerate(mixed):  # one step at a time: the rounds' range follows each step's own need
         if u > 0 and T / (B * u) <= MAX_NEED:
             expected[i] = rounds_distribution(np.array([u]), B, T, 0)["expected"]
-    return {"available": True, "settings": settings, "now": {"step": int(fit["steps"][1]), "p_stall": 0.0,
+    return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": 0.0,
                                                              "expected": float(expected[0])},
             "stall": {}, "first_cap_hit": None, "cause": None, "horizon_step": float(grid[-1]),
             "series": {"step": grid, "p_stall": np.zeros(len(grid)), "expected": expected[1:]}}
@@ -235,31 +216,55 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
     settings = {**settings, "K": int(settings.get("K") or fit.get("K") or 0)}
     s1 = fit["steps"][1]
     grid = future_grid(fit)
+    mixed, mo = _point_mixed(fit, np.concatenate([[s1], grid]), settings["K"])
     if not settings["cap"] and not settings.get("pool"):
-        return _uncapped(fit, grid, settings)
-    p, expected, mo = _stall_curve(fit, fit["theta"], grid, settings)
-    now_p, now_e, _ = _stall_curve(fit, fit["theta"], [s1], settings)
-    curves = _stall_curves(fit, grid, settings, n_draws, seed)
+        return _uncapped(s1, grid, mixed, settings)
+    curves = (tie_predict(fit, grid, 1.0, n_draws, seed)["draws"] if _is_tie(fit)
+              else _draw_mixed(fit, grid, settings["K"], n_draws, seed))
+    if mo is None:  # the tie-share trend: no pass / fail split
+        return stall_from_curves(settings, s1, grid, mixed, curves, None, "not identified (rewards not binary: a "
+                                 "group's rewards tie or not; no pass / fail split)")
+    split = lambda i: (float(mo["all_pass"][i + 1]), float(mo["all_fail"][i + 1]))  # noqa: E731
+    return stall_from_curves(settings, s1, grid, mixed, curves, split, None if fit["identified"]["split"] else
+                             "not identified (the log gives the mixed share only: the zero-std share or the rounds "
+                             "per step)")
+
+
+def stall_from_curves(settings: dict, s1, grid, mixed, curves, split, cause: str | None = None) -> dict:
+    """The stall forecast's dict (module docstring) from the mixed share ``mixed`` at the last logged step ``s1``
+    and at each step of ``grid`` (the point curve), ``curves`` (draws x grid) the drawn mixed share of the
+    intervals; ``settings`` the trainer's with ``K`` (a cap or a pool, else :func:`_uncapped`). ``split``: a
+    function of a grid index giving the (all-pass, all-fail) shares there, or None (no split: none given); the
+    cause is read at the first step with P(stall) over the lowest level (the larger of the two), unless ``cause``
+    says it (not identified). Used by the drift maps (:func:`stall_forecast`) and the shares' measured drift
+    (:func:`.shares_fit.drift_stall_forecast`)."""
+    grid, mixed = np.asarray(grid, float), np.asarray(mixed, float)
+    if not settings["cap"] and not settings.get("pool"):
+        return _uncapped(s1, grid, mixed, settings)
+    rd = rounds_distribution(mixed[:, None], settings["gen_batch"], settings["train_batch"], settings["cap"],
+                             settings.get("pool"))
+    p_all, e_all = np.asarray(rd["p_stall"], float), np.asarray(rd["expected"], float)
+    now_p, p, expected = p_all[0], p_all[1:], e_all[1:]
+    curves = np.asarray(curves, float).reshape(-1, len(grid))
+    if curves.size:
+        d = rounds_distribution(curves.reshape(-1, 1), settings["gen_batch"], settings["train_batch"],
+                                settings["cap"], settings.get("pool"))
+        curves = np.asarray(d["p_stall"], float).reshape(curves.shape)
     levels = {}
     for q in LEVELS:
         step = _first(grid, p > q)
         levels[str(q)] = {"step": _step(step), "interval": _interval([_first(grid, c > q) for c in curves]),
-                          "already": bool(now_p[0] > q)}
+                          "already": bool(now_p > q)}
     hit = _quantiles(grid, _hit_cdf(grid, p, s1 + 1))
     cdfs = _hit_cdf(grid, curves, s1 + 1)
     hit_draws = [_quantiles(grid, c, (0.5,))[0] for c in cdfs]
     pred = _quantiles(grid, cdfs.mean(axis=0)) if len(cdfs) else [np.inf] * 3
     at = levels[str(LEVELS[0])]["step"]
     i = int(np.searchsorted(grid, at)) if at is not None else 0
-    if mo is None:  # the tie-share trend: no pass / fail split
-        ap = af = 0.0
-        cause = "not identified (rewards not binary: a group's rewards tie or not; no pass / fail split)"
-    else:
-        ap, af = float(mo["all_pass"][i]), float(mo["all_fail"][i])
-        cause = ("not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
-                 if not fit["identified"]["split"] else "all-fail collapse" if af > ap else "all-pass saturation")
-    return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p[0]),
-                                                             "expected": float(now_e[0])},
+    ap, af = (0.0, 0.0) if split is None else split(min(i, len(grid) - 1))
+    cause = cause or ("all-fail collapse" if af > ap else "all-pass saturation")
+    return {"available": True, "settings": settings, "now": {"step": int(s1), "p_stall": float(now_p),
+                                                             "expected": float(e_all[0])},
             "stall": levels, "cause": cause, "cause_share_all_fail": af / (ap + af) if ap + af > 0 else None,
             "first_cap_hit": {"median": _step(hit[1]), "range": [_step(hit[0]), _step(hit[2])],
                               "median_interval": _interval(hit_draws),

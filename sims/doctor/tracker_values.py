@@ -49,7 +49,7 @@ def next_steps(last_step: int) -> int:
 def _p_stall_next(sf: dict, scalars: bool) -> float | None:
     """P(the first stall within the next :func:`next_steps` steps) of a stall forecast, None where it has none."""
     last = int(sf["now"]["step"])
-    if scalars and not (sf.get("risk") or {}).get("available"):  # the drift map's cap hit (no risk on the shares)
+    if scalars and not (sf.get("risk") or {}).get("available"):  # the stall forecast's cap hit (no risk on the shares)
         if not sf.get("first_cap_hit"):
             return None
         from .scalars_forecast import _hit_cdf
