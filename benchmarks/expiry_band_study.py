@@ -31,10 +31,12 @@ from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_scalars
 from grpo_lab.sims.doctor.predictive import band
 from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, step_shares
 from grpo_lab.sims.doctor.scalars_forecast import _draw_mixed, expiry_forecast, mixed_dispersion, quasi_fit
-from grpo_lab.testing.stall_study import (CAP, GEN_BATCH, K, LOGGED, MAX_STEPS, REGIMES, TINKER, TRAIN_BATCH,
-                                          loop_options, prompt_set)
+from grpo_lab.testing.stall_study import (CAP, GEN_BATCH, K, LOGGED, MAX_STEPS, OPTIONS, REGIMES, TINKER,
+                                          TRAIN_BATCH, loop_options, prompt_set)
 
-DEFAULT_REGIMES = ("power", "logit-up", "logit-down", "plateau", "step")
+#: the drifts the shapes model, then the stall study's prompts that do not move together (its ``OPTIONS``: never
+#: solvable / never failed shares, jumps once trained, correlated rollouts, prompts' own rates)
+DEFAULT_REGIMES = ("power", "logit-up", "logit-down", "plateau", "step", *OPTIONS)
 THRESHOLD, ROLL = 0.5, 5
 
 
@@ -98,6 +100,24 @@ def _covers(e, truth):
     return lo <= tr <= hi
 
 
+def _side(e, truth) -> str:
+    """Where a miss of :func:`_covers` lies: "early" (the interval, or "already below", before the proxy) or
+    "late"; "" where covered."""
+    if _covers(e, truth):
+        return ""
+    if e.get("already"):
+        return "early"
+    tr = float(MAX_STEPS * 100) if truth is None else truth
+    hi = e["interval"][1]
+    return "early" if hi is not None and hi < tr else "late"
+
+
+def _misses(cell, key) -> str:
+    sides = [_side(r[key]["expiry"], r["truth_expiry"]) for r in cell]
+    early, late = sides.count("early"), sides.count("late")
+    return f" ({early} early, {late} late)" if early or late else ""
+
+
 def table(rows: list[dict]) -> str:
     out = ["| regime | seeds | later rows | maps: 90% band held | shapes: 90% band held | maps: expiry 95% covers "
            "(proxy) | shapes: expiry 95% covers (proxy) | CPU s maps / shapes |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -113,7 +133,8 @@ def table(rows: list[dict]) -> str:
         c1 = sum(_covers(r["shapes"]["expiry"], r["truth_expiry"]) for r in cell)
         cpu = (np.mean([r["maps"]["cpu_s"] for r in cell]), np.mean([r["shapes"]["cpu_s"] for r in cell]))
         out.append(f"| {regime} | {len(cell)} | {tot} | {h0}/{tot} = {100 * h0 / tot:.0f}% ({per0}) | "
-                   f"{h1}/{tot} = {100 * h1 / tot:.0f}% ({per1}) | {c0}/{len(cell)} | {c1}/{len(cell)} | "
+                   f"{h1}/{tot} = {100 * h1 / tot:.0f}% ({per1}) | {c0}/{len(cell)}{_misses(cell, 'maps')} | "
+                   f"{c1}/{len(cell)}{_misses(cell, 'shapes')} | "
                    f"{cpu[0]:.1f} / {cpu[1]:.1f} |")
     return "\n".join(out)
 
