@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one thread each for torch's and the BLAS libraries' pools in an xdist worker (CI: two workers on two cores):
+    # their pools' threads spin on a core another worker needs (set before either is loaded: read at load time)
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 import pytest
 from hypothesis import settings
 

@@ -227,3 +227,49 @@ def test_survivors_detected_from_the_rounds():
     rk = risk_for_groups(groups, settings, (rec.steps["step"], rec.steps["scalar/train/num_gen_batches"]), 120,
                          draws=100)
     assert rk["survivors"] and rk["rounds_used"] and "holds only the trained groups" in rk["survivors_reason"]
+
+
+def test_kept_draws_give_what_fresh_draws_give(monkeypatch):
+    """drift_futures keeps its draws by content (sims/doctor/stall_risk.py): the risk under a changed cap, K ahead
+    or difficulty (the cap rule's changes) from the draws kept for the record equals the risk drawn afresh, every
+    array exactly, for a whole record and a survivors-only one (whose likelihood reads the cap: drawn again); the
+    generator is left where fresh draws leave it; the draws are made once for the changes that keep the likelihood."""
+    import grpo_lab.sims.doctor.stall_risk as sr
+    from grpo_lab.sims.doctor.drift import measure_drift
+    from grpo_lab.sims.doctor.stall_risk import drift_futures, forget_drawn, step_counts
+
+    drawn, draw = [], sr._draw
+
+    def counted(*args):
+        drawn.append(1)
+        yield from draw(*args)
+
+    monkeypatch.setattr(sr, "_draw", counted)
+    p0 = np.random.default_rng(3).beta(1.0, 1.5, 300)
+    sim = simulate_loop(p0, K, 32, 24, 4, "static", {}, 25, seed=2)
+    settings = {"gen_batch": 32, "train_batch": 24, "cap": 4, "cap_effective": 4, "pool": None, "enable": True}
+    for mode, survivors in (("all", False), ("trained", True)):
+        groups = run_groups(to_record(sim, mode, 25))
+        forget_drawn()
+        drawn.clear()
+        risk_for_groups(groups, settings, None, 100, draws=48, survivors=survivors)
+        for change in ({"K": 2 * K}, {"logit_shift": -0.5}, {"cap": 8, "cap_effective": 8}):
+            kept = risk_for_groups(groups, {**settings, **change}, None, 100, draws=48, survivors=survivors)
+            forget_drawn()
+            fresh = risk_for_groups(groups, {**settings, **change}, None, 100, draws=48, survivors=survivors)
+            assert kept.keys() == fresh.keys()
+            for key, value in kept.items():
+                if isinstance(value, np.ndarray):
+                    assert np.array_equal(value, fresh[key]), key
+                else:
+                    assert value == fresh[key], key
+        # the record's draws, one afresh after each change; and for the survivors the cap change's own
+        assert len(drawn) == 1 + 3 + survivors
+    steps, counts = step_counts(groups)
+    d = measure_drift(counts, steps, K, True, None, settings)
+    states = []
+    for _ in range(2):  # the second from the kept draws
+        rng = np.random.default_rng(7)
+        paths = [p for _, _, p in drift_futures(d, counts, settings, np.arange(1.0, 30.0), 48, rng)]
+        states.append((rng.bit_generator.state, rng.random(), np.concatenate(paths)))
+    assert states[0][:2] == states[1][:2] and np.array_equal(states[0][2], states[1][2])

@@ -23,6 +23,7 @@ from grpo_lab.testing.cli import run_cli
 FLAGS = ["--gen-batch-size", "96", "--train-batch-size", "64", "--max-num-gen-batches", "3"]
 SETTINGS = read_trainer_config(None, gen_batch_size=96, train_batch_size=64, max_num_gen_batches=3)
 PER_POLL = 6
+FIRST = 30  #: steps the trainer has logged at the first poll that finds the log (then PER_POLL a poll)
 NAMES = ("env/all/by_group/frac_all_good", "env/all/by_group/frac_all_bad")  # tinker-cookbook's shares
 
 
@@ -58,15 +59,16 @@ def test_tensorboard_curves_equal_the_diagnosis_and_the_alert_comes_first(tmp_pa
     def sleep(_):  # between two polls the trainer logs its next steps (the writer is made with the first)
         if "w" not in tb:
             tb["w"], tb["i"] = SummaryWriter(log_dir=str(logdir)), 0
-        for s, a, b in rows[tb["i"]:tb["i"] + PER_POLL]:
+        n = PER_POLL if tb["i"] else FIRST
+        for s, a, b in rows[tb["i"]:tb["i"] + n]:
             tb["w"].add_scalar(NAMES[0], a, s)
             tb["w"].add_scalar(NAMES[1], b, s)
         tb["w"].flush()
-        tb["i"] += PER_POLL
+        tb["i"] += n
 
     out = []
-    try:
-        events = watch(logdir, SETTINGS, num_generations=8, interval=0, max_polls=stall // PER_POLL + 1,
+    try:  # a poll finding nothing, then the log at FIRST steps and every PER_POLL steps after until the stall
+        events = watch(logdir, SETTINGS, num_generations=8, interval=0, max_polls=(stall - FIRST) // PER_POLL + 2,
                        write=out.append, sleep=sleep, emit=True, alert_before=12)
     finally:
         tb["w"].close()
@@ -85,7 +87,9 @@ def test_tensorboard_curves_equal_the_diagnosis_and_the_alert_comes_first(tmp_pa
     for key in keys:
         assert sorted(got[key]) == sorted(e["step"] for e in emitted if key in e["tracker"])
     checked = 0
-    for e in emitted[::4] + emitted[-1:]:  # each checked step recomputed from the log as it stood then
+    # each checked step recomputed from the log as it stood then (the last first: the watch's last measurement is
+    # kept by content, measure_drift)
+    for e in {e["step"]: e for e in emitted[-1:] + emitted[::2]}.values():
         want = _tracker_at(logdir, e["step"])
         assert want == e["tracker"]
         for key in keys:

@@ -24,6 +24,8 @@ from grpo_lab.sims.ingest.trackers import follow
 SETTINGS = read_trainer_config(None, gen_batch_size=96, train_batch_size=64, max_num_gen_batches=3)
 NAMES = ("env/all/by_group/frac_all_good", "env/all/by_group/frac_all_bad")  # tinker-cookbook's shares
 PER_POLL = 6
+FIRST = 30  #: steps the trainer appends at its first turn (then PER_POLL a turn)
+POLLS = (70 - FIRST) // PER_POLL + 1  #: watch's polls: the log's last read holds 60 (TensorBoard) / 66 (MLflow) steps
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +37,9 @@ def rows():
 
 
 def _watch_beside_a_full_read(path, log, polls: int):
-    """Run watch on ``path`` while ``log(i)`` appends steps between polls; beside it, a StallWatch fed the whole log
-    re-read at each poll. Returns (watch's events, its lines, the reference's events)."""
+    """Run watch on ``path`` while ``log(i, n)`` appends ``n`` steps from the i-th between polls (:data:`FIRST`, then
+    :data:`PER_POLL`); beside it, a StallWatch fed the whole log re-read at each poll. Returns (watch's events, its
+    lines, the reference's events)."""
     ref, ref_events, state = StallWatch(SETTINGS, warn_steps=12, num_generations=8), [], {"i": 0}
 
     def full_read():
@@ -47,8 +50,9 @@ def _watch_beside_a_full_read(path, log, polls: int):
 
     def sleep(_):
         full_read()  # the log as the watch has just read it
-        log(state["i"])
-        state["i"] += PER_POLL
+        n = PER_POLL if state["i"] else FIRST
+        log(state["i"], n)
+        state["i"] += n
 
     out = []
     events = watch(path, SETTINGS, num_generations=8, warn_steps=12, interval=0, max_polls=polls, write=out.append,
@@ -72,16 +76,16 @@ def test_watch_on_a_growing_tensorboard_log_prints_what_a_full_reread_gives(tmp_
     logdir = tmp_path / "tb"
     tb = {}
 
-    def log(i):
+    def log(i, n):
         if "w" not in tb:
             tb["w"] = SummaryWriter(log_dir=str(logdir))
-        for s, a, b in rows[i:i + PER_POLL]:
+        for s, a, b in rows[i:i + n]:
             tb["w"].add_scalar(NAMES[0], a, s)
             tb["w"].add_scalar(NAMES[1], b, s)
         tb["w"].flush()
 
     try:
-        events, out, ref = _watch_beside_a_full_read(logdir, log, 70 // PER_POLL)
+        events, out, ref = _watch_beside_a_full_read(logdir, log, POLLS)
     finally:
         tb["w"].close()
     assert out[0].startswith("waiting for")  # started before the trainer's first event
@@ -97,12 +101,12 @@ def test_watch_on_a_growing_mlflow_run_prints_what_a_full_reread_gives(tmp_path,
     client = MlflowClient(tracking_uri=store.resolve().as_uri())
     run_id = client.create_run(client.create_experiment("dapo"), run_name="trainer").info.run_id
 
-    def log(i):
-        for s, a, b in rows[i:i + PER_POLL]:
+    def log(i, n):
+        for s, a, b in rows[i:i + n]:
             client.log_batch(run_id, metrics=[Metric(NAMES[0], a, 0, s), Metric(NAMES[1], b, 0, s)])
 
-    log(0)
-    events, out, ref = _watch_beside_a_full_read(store, lambda i: log(i + PER_POLL), 70 // PER_POLL)
+    log(0, PER_POLL)
+    events, out, ref = _watch_beside_a_full_read(store, lambda i, n: log(i + PER_POLL, n), POLLS)
     _assert_same_events(events, out, ref)
 
 

@@ -615,8 +615,11 @@ def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=
 
 def forget_measured() -> None:
     """Drop the measurement :func:`measure_drift` keeps: the next is measured afresh (a test that compares two
-    diagnoses, each computed on its own)."""
+    diagnoses, each computed on its own), and the draws made from it (:func:`.stall_risk.forget_drawn`)."""
+    from .stall_risk import forget_drawn
+
     _LAST.clear()
+    forget_drawn()
 
 
 def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> dict:

@@ -30,15 +30,19 @@ of all-fail among the dropped (unanimous) groups at the median step, averaged ov
 
 from __future__ import annotations
 
+import hashlib
+import pickle
+from functools import partial
+
 import numpy as np
 from scipy.special import ndtr
 
 from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
-                    step_loglik, H_GRID)
+                    step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
 
 __all__ = ["DRAWS", "drift_futures", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
-           "risk_for_groups", "population_risk"]
+           "risk_for_groups", "population_risk", "forget_drawn"]
 
 DRAWS = 240  #: draws of (shape, population, path)
 POPULATIONS = 8  #: population draws per link
@@ -131,13 +135,80 @@ def drift_futures(drift: dict, counts, settings: dict | None, tau_f, draws: int,
     ``K_ahead`` and moved by the logit ``shift`` where given: the future's), ``shape_fit`` the shape refitted to
     the shifts re-measured under it (:func:`.drift.fit_shape`). ``survivors`` / ``rounds``: what the evidence
     is (None: the drift's own). The one source of drawn futures: the stall risk
-    (:func:`stall_risk`) and the mixed share's expiry and band (:mod:`.drift_expiry`) read the same draws."""
+    (:func:`stall_risk`) and the mixed share's expiry and band (:mod:`.drift_expiry`) read the same draws.
+
+    The last :data:`KEPT` sets of draws are kept by the content of what they are drawn from (:func:`_draws_key`:
+    the drift, the evidence, ``tau_f``, ``draws``, ``rng``'s state, ``mass_cap``, the evidence's kind and the
+    settings only where the likelihood reads them), not by ``shift`` or ``K_ahead``, which move only the future's
+    table: the stall forecast under each change of the cap rule (:func:`.rules.cap_changes`) draws the record's
+    populations, shifts and shape fits once. Given again, each path is redrawn from ``rng``'s state where it was
+    drawn (the paths are not kept: they grow with the horizon) and ``rng`` is left where the draws left it, so the
+    futures, and what ``rng`` gives next, are those of a fresh draw."""
+    K = counts.shape[1] - 1
+    K_ahead = int(K_ahead or K)
+    key = _draws_key(drift, counts, settings, tau_f, draws, rng, mass_cap, survivors, rounds)
+    kept = next((v for k, v in list(_KEPT) if k == key), None)  # one read: another thread may replace _KEPT
+    items = []
+    future = {}  # the future's table of the drawn population: every logit moved by the data's difficulty change,
+    # and at the K the loop will draw (the drift: the logged K)
+    for item in kept[0] if kept is not None else _draw(drift, counts, settings, draws, rng, mass_cap, survivors,
+                                                      rounds):
+        if kept is None:
+            items.append((*item, rng.bit_generator.state))
+        else:
+            rng.bit_generator.state = item[-1]
+        make, tab, fit, n = item[:4]
+        paths = draw_paths(fit, tau_f, n, rng)
+        if shift or K_ahead != K:
+            if make not in future:
+                future = {make: make(shift, K_ahead)}
+            tab = future[make]
+        yield tab, fit, paths
+    if kept is not None:
+        rng.bit_generator.state = kept[1]
+    else:
+        _KEPT[:] = [(key, (items, rng.bit_generator.state))] + [kv for kv in list(_KEPT) if kv[0] != key][:KEPT - 1]
+
+
+KEPT = 2  #: sets of draws :func:`drift_futures` keeps (a diagnosis's stall risk and its expiry)
+_KEPT: list = []  #: [(key, (items, rng state after))], the newest first
+
+
+def _draws_key(drift, counts, settings, tau_f, draws, rng, mass_cap, survivors, rounds) -> bytes:
+    """A digest of what :func:`drift_futures` draws from, by content (:func:`.drift._content`): of ``drift`` what
+    the draws read (its populations, weights, step offsets, bins, evidence, K, survivors, rounds and, where the
+    likelihood reads them, its settings), the evidence ``counts``, the evidence's kind (``survivors``,
+    ``rounds``), the likelihood's settings where it reads them, ``tau_f``, ``draws``, ``rng``'s state and
+    ``mass_cap``."""
+    surv = drift["survivors"] if survivors is None else survivors
+    used = lambda st, sv: None if not (sv and st) else {k: st.get(k) for k in _LIKELIHOOD_SETTINGS}  # noqa: E731
+    pops = lambda links: {lk: links[lk]["population"] for lk in links}  # noqa: E731
+    what = {"variants": {v: pops(vl) for v, vl in drift.get("variants", {"beta": drift["links"]}).items()},
+            "links": pops(drift["links"]), "weights": drift["weights"], "tau": np.asarray(drift["tau"], float),
+            "bins": np.asarray(drift["bins"]), "drift_counts": drift["counts"], "K": int(drift["K"]),
+            "drift_survivors": bool(drift["survivors"]), "drift_rounds": drift["rounds"],
+            "drift_settings": used(drift["settings"], drift["survivors"]), "counts": counts,
+            "survivors": survivors, "rounds": rounds, "settings": used(settings, surv),
+            "tau_f": np.asarray(tau_f, float), "draws": int(draws), "rng": rng.bit_generator.state,
+            "mass_cap": mass_cap}
+    return hashlib.sha256(pickle.dumps(_content(what), protocol=4)).digest()
+
+
+def forget_drawn() -> None:
+    """Drop the draws :func:`drift_futures` keeps (:func:`.drift.forget_measured` calls it): the next are drawn
+    afresh."""
+    _KEPT.clear()
+
+
+def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
+    """:func:`drift_futures`' draws before the paths: yields ``(make, table, shape_fit, n)``, ``make(shift, K)``
+    the drawn population's table moved by the logit ``shift`` at ``K``, ``table`` at the logged K unmoved, ``n``
+    the paths to draw from the fit (``rng`` drawn in between, as the paths are)."""
     tau = drift["tau"]
     wts = drift["weights"]
     variants = drift.get("variants", {"beta": drift["links"]})
     pair_w = wts.get("pairs") or {f"beta/{s}": wts["weights"][s] for s in SHAPES}
     K = counts.shape[1] - 1
-    K_ahead = int(K_ahead or K)
     surv = drift["survivors"] if survivors is None else survivors
     rounds = drift["rounds"] if survivors is None else rounds
     for variant, vlinks in variants.items():
@@ -154,22 +225,23 @@ def drift_futures(drift: dict, counts, settings: dict | None, tau_f, draws: int,
                 xs = population_draws(pop, drift, link, POPULATIONS, rng,
                                       fallback=drift["links"][link]["population"], mass_cap=mass_cap)
             for i, x in enumerate(xs):
-                def table(shift=0.0, k=K):
-                    if extra:
-                        return variant_table(pop["variant"], x, k, link, logit_shift=shift)
-                    a, b, w0, w1 = population_params(x, pop.get("masses", False))
-                    return population_table(a, b, k, link, w0=w0, w1=w1, logit_shift=shift)
-                tab = table()
+                make = partial(_table, pop, x, link)
+                tab = make(0.0, K)
                 LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
-                if shift or K_ahead != K:  # the future's table: every logit moved by the data's difficulty
-                    tab = table(shift, K_ahead)  # change, and at the K the loop will draw (the drift: the logged K)
                 for s in shapes:
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:
                         continue
-                    fit = fit_shape(s, tau, h, se)
-                    yield tab, fit, draw_paths(fit, tau_f, n, rng)
+                    yield make, tab, fit_shape(s, tau, h, se), n
+
+
+def _table(pop: dict, x, link: str, shift: float, k: int) -> dict:
+    """The table of the population ``pop``'s variant at the drawn ``x``, ``k`` rollouts, logits moved by ``shift``."""
+    if pop.get("variant") in EXTRA_VARIANTS:
+        return variant_table(pop["variant"], x, k, link, logit_shift=shift)
+    a, b, w0, w1 = population_params(x, pop.get("masses", False))
+    return population_table(a, b, k, link, w0=w0, w1=w1, logit_shift=shift)
 
 
 def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horizon_step: int, survivors: bool,
