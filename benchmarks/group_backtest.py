@@ -4,7 +4,8 @@ coverage, the median absolute error of the band's median (points) and the second
 
 ``--model`` picks the band: ``drift`` (the drift shapes, :func:`.drift_expiry.drift_band`, what the group path
 reports) or ``trend`` (the per-prompt logistic trend it reported before, :func:`.forecast.band_at`); ``both``
-prints the two side by side from one run.
+prints the two side by side from one run; ``choice`` the model chosen per cut on the steps before it alone
+(:func:`.expiry_choice.choose_expiry`; the cuts' choices listed, t = trend, d = drift); ``all`` the three.
 
 Run: ``python benchmarks/group_backtest.py [RECORD ...] [--model both]`` (default: ``runs/*-s1`` and ``runs/lm/*``).
 """
@@ -25,12 +26,13 @@ from grpo_lab.sims.record import read_record
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="*")
-    ap.add_argument("--model", default="both", choices=("drift", "trend", "both"))
+    ap.add_argument("--model", default="both", choices=("drift", "trend", "both", "choice", "all"))
     args = ap.parse_args()
     paths = args.records or sorted(glob.glob("runs/*-s1")) + sorted(p for p in glob.glob("runs/lm/*") if "." not in p)
     has_model = "model" in inspect.signature(backtest_trend).parameters
     models = ["group trend"] if not has_model else {"drift": ["drift"], "trend": ["trend"],
-                                                    "both": ["trend", "drift"]}[args.model]
+                                                    "both": ["trend", "drift"], "choice": ["choice"],
+                                                    "all": ["trend", "drift", "choice"]}[args.model]
     total = {m: [0, 0] for m in models}
     print("| record | model | held / scored at cuts | pooled | median abs. error (points) | s |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -47,7 +49,8 @@ def main() -> None:
             if not bt["available"]:
                 print(f"| {p} | {m} | not available: {bt['reason']} | | | {s:.1f} |", flush=True)
                 continue
-            per = ", ".join(f"{x['held']}/{x['scored']}" for x in bt["cuts"] if "held" in x)
+            per = ", ".join(f"{x['held']}/{x['scored']}" + (f" {x['choice']['chosen'][0]}" if x.get("choice") else "")
+                            for x in bt["cuts"] if "held" in x)
             total[m][0] += bt["held"]
             total[m][1] += bt["scored"]
             print(f"| {p} | {bt['model']} | {per} | {bt['held']}/{bt['scored']} ({100 * bt['coverage']:.1f}%) | "

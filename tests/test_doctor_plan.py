@@ -38,7 +38,7 @@ def random_run(seed=0, P=40, T=30, per=12, K=4):
 
 def test_forecast_recovers_a_known_trend():
     g, alpha = trend_run()
-    f = forecast(g)
+    f = forecast(g, model="trend")  # the trend's own crossing (the default chooses per run)
     assert abs(f["beta"] - 1.5) <= 3 * f["se_beta"]
     # the true crossing, computed directly from the true parameters
     t = np.linspace(1, 11, 2001)  # half a step apart
@@ -55,7 +55,7 @@ def test_forecast_recovers_a_known_trend():
 
 def test_forecast_of_a_run_already_below():
     g, _ = trend_run(beta=6.0)
-    f = forecast(g)
+    f = forecast(g, model="trend")
     assert f["rate_now"] < 0.5 and f["crossing_step"] is None and "already below" in f["status"]
 
 

@@ -17,8 +17,10 @@ is skipped with its reason; a fit that fails (InputError) likewise. For a record
 report makes is its expiry model's (:data:`.forecast.GROUP_EXPIRY`, :func:`backtest_trend`: the same cuts of its
 steps): the per-prompt trend's band (:func:`.forecast.band_at`), or with ``model="drift"`` the drift measured on the
 groups before the cut (:func:`.forecast.measured_drift`) and :func:`.drift_expiry.drift_band` of each later step's
-effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic (docs/doctor.md, "One
-doctor": the figures of both on the shipped runs); the per-step shares' back-test is given beside it.
+effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic, or (the default,
+``model="choice"``) the one of the two :func:`.expiry_choice.choose_expiry` picks on the steps before the cut alone,
+so the choice is scored on steps it did not see (docs/doctor.md, "One doctor": the figures of the three on the
+shipped runs); the per-step shares' back-test is given beside it.
 """
 
 from __future__ import annotations
@@ -67,14 +69,16 @@ def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = 
                    n_draws: int | None = None) -> dict:
     """The same for a record with groups: at each cut the forecast refitted on the steps before it and its band
     against each later step's effective rate; ``model`` "trend" (the per-prompt trend, :func:`.forecast.band_at`)
-    or "drift" (the drift shapes drawn, ``n_draws`` futures, default the stall risk's :data:`.stall_risk.DRAWS`);
-    None: the report's own, :data:`.forecast.GROUP_EXPIRY`."""
+    or "drift" (the drift shapes drawn, ``n_draws`` futures, default the stall risk's :data:`.stall_risk.DRAWS`)
+    or "choice" (at each cut one of the two chosen on the steps before it alone,
+    :func:`.expiry_choice.choose_expiry`, the cut's ``chosen`` and ``choice``); None: the report's own,
+    :data:`.forecast.GROUP_EXPIRY`."""
     from .forecast import EXPIRY_MODELS, GROUP_EXPIRY, MIN_STEPS, _rows, band_at, measured_drift, observed_rate
 
     model = GROUP_EXPIRY if model is None else model
     if model not in EXPIRY_MODELS:
         raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
-    name = "drift shapes" if model == "drift" else "group trend"
+    names = {"drift": "drift shapes", "trend": "group trend", "choice": "chosen per cut"}
     steps, obs = observed_rate(groups)
     n_step = np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)
     out_cuts = []
@@ -86,17 +90,23 @@ def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = 
             continue
         later = np.arange(k, len(steps))[::max(1, int(np.ceil((len(steps) - k) / MAX_SCORED)))]
         before = groups.step <= steps[k - 1]
-        if model == "drift":
+        choice = None
+        if model == "choice":
+            from .expiry_choice import choose_expiry
+
+            choice = choose_expiry(groups, before)
+        used = choice["chosen"] if choice else model
+        if used == "drift":
             fitted, counts, dr = measured_drift(groups, before)
             b = drift_band(dr, counts, steps[later], n_step[later], _rows(fitted, counts, groups.K), level,
                            n_draws or DRAWS, 0, median=True)
         else:
             b = band_at(groups, before, steps[later], median=True)
-        out_cuts.append({**entry, "model": name, "first_scored_step": int(steps[later[0]]),
+        out_cuts.append({**entry, "model": names[used], "choice": choice, "first_scored_step": int(steps[later[0]]),
                          "last_scored_step": int(steps[later[-1]]), **_score(obs[later], b),
                          "series": {"step": steps[later], "observed": obs[later], "lo": b["lo"], "hi": b["hi"],
                                     "median": b["median"]}})
-    return _pooled(out_cuts, level, name)
+    return _pooled(out_cuts, level, names[model])
 
 
 def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | None = None,

@@ -1,6 +1,7 @@
 r"""When will the prompt set stop teaching? The group path's expiry: the per-prompt trend, or the measured drift.
 
-Two models of the expiry (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the default :data:`GROUP_EXPIRY`:
+Two models of the expiry and the choice between them (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the default
+:data:`GROUP_EXPIRY` the choice:
 
 * **drift** (:func:`group_expiry`; issue 39 item 8, one doctor): the record's groups per step measured as the stall
   risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on :func:`.stall_risk.step_counts`,
@@ -12,13 +13,18 @@ Two models of the expiry (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the d
   A survivors-only record is measured here as if it held every group, as the trend takes it (its stall risk
   measures it as survivors, :func:`.stall_risk.risk_for_groups`: a second measurement).
 * **trend** (below): the per-prompt logistic trend's crossing and band.
+* **choice**: one of the two chosen per run on its own history (:func:`.expiry_choice.choose_expiry`: fitted on the
+  first half of the steps, scored by the log predictive density of the second; the drift only where its pseudo-BMA+
+  weight is at least :data:`.expiry_choice.PARSIMONY`), said in ``expiry_choice``.
 
-**Deviation from item 8** (one model for both paths): the default stays the trend. On the eight shipped ``runs/*-s1``
-records the back-test (:func:`.backtest.backtest_trend`, cuts at 40-70%) held 2,002 of 2,498 later steps in the
-trend's 90% band (80.1%; 5 runs at 80% or more) and 1,942 in the drift's (77.7%; 4 runs): the drift is worse on
-broad-ds by 21.7 points, broad-sign 9.7, weak-dr_grpo 8.0, tasa 7.8, broad 3.6, better on weak-sign by 18.0,
-retire2 18.6, weak-ds 10.0 (its median lies about 7.5 points under broad-ds's later steps: the chooser's drift
-falls faster than the run did). docs/doctor.md, "One doctor", has the table.
+**Deviation from item 8** (one model for both paths): the default is the choice between the two per run (item 7:
+chosen by the out-of-sample score), not the drift alone. On the eight shipped ``runs/*-s1`` records the back-test
+(:func:`.backtest.backtest_trend`, cuts at 40-70%; for the choice redone on the steps before each cut) held 2,002 of
+2,498 later steps in the trend's 90% band (80.1%; 5 runs at 80% or more, the worst 46.9%), 1,942 in the drift's
+(77.7%; 4 runs; the worst 56.9%) and 2,023 in the chosen model's (81.0%; 6 runs; the worst 48.1%): the drift is worse
+on broad-ds by 21.7 points, broad-sign 9.7, weak-dr_grpo 8.0, tasa 7.8, broad 3.6, better on weak-sign by 18.0,
+retire2 18.6, weak-ds 10.0, and the choice keeps the trend on the first four runs it is worse on. docs/doctor.md,
+"One doctor", has the table.
 
 Trend model (a logistic regression over the whole run): prompt x's pass rate at
 step s is ``p_x(s) = sigmoid(alpha_x + beta t)``, ``t = (s - s_first) / (s_last - s_first)``,
@@ -57,11 +63,11 @@ DEFAULT_THRESHOLD = 0.5  #: effective group rate at which the forecast warns (se
 HORIZON = 10.0  #: how many run lengths past the last step the crossing is searched for
 PLOT_AHEAD = 3.0  #: run lengths past the last step the projection keeps (the crossing is searched to HORIZON)
 SEARCH_POINTS = 40  #: grid points of the trend's crossing search (then bisection to half a step)
-EXPIRY_MODELS = ("trend", "drift")  #: the group path's expiry models (module docstring)
-#: the group path's expiry by default: the per-prompt trend, whose band held more of the shipped runs' later steps in
-#: the back-test (80.1% against the drift's 77.7% pooled, 5 runs of 8 at 80% or more against 4; docs/doctor.md, "One
-#: doctor"); "drift" reads the drift the stall risk measures (:func:`group_expiry`)
-GROUP_EXPIRY = "trend"
+EXPIRY_MODELS = ("trend", "drift", "choice")  #: the group path's expiry models; "choice": chosen per run (below)
+#: the group path's expiry by default: chosen per run on its own history, whose band held more of the shipped runs'
+#: later steps in the back-test (81.0% pooled against the trend's 80.1% and the drift's 77.7%, 6 runs of 8 at 80% or
+#: more against 5 and 4, its worst run 48.1% against the trend's 46.9%; docs/doctor.md, "One doctor")
+GROUP_EXPIRY = "choice"
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
@@ -92,7 +98,7 @@ def _newton(S, K, pid, t, n_prompts, beta=None, alpha0=None):
         g_a = np.bincount(pid, weights=r, minlength=n_prompts) + (0.5 - mu0)
         D = np.bincount(pid, weights=w, minlength=n_prompts) + w0
         if fixed:
-            da, db = g_a / D, 0.0
+            da, db = np.divide(g_a, D, out=np.zeros_like(g_a), where=D > 0), 0.0  # saturated (D = 0): stays
         else:
             c = np.bincount(pid, weights=w * t, minlength=n_prompts) + w0 * tbar
             g_b = float(r @ t + (0.5 - mu0) @ tbar)
@@ -252,17 +258,24 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
     docstring); ``full`` False (what ``diagnose(only=...)`` asks): for the drift no predictive band (None) and no
     backtest (not available), the expiry itself unchanged (the same measurement and draws).
 
-    Returns ``threshold``, ``model`` (in words), ``expiry_model``, ``beta``, ``se_beta`` (the trend's slope),
-    ``rate_now`` (the model's mixed share at the last step), ``observed_rate_now`` (rolling mean of the last
-    :data:`ROLLING` steps), ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi];
-    None = beyond the horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and
-    all-fail shares per step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``),
-    ``shapes`` (the drift chooser's weights; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for
-    :mod:`.skip` and the stall forecast; not for printing). Fewer than :data:`MIN_STEPS` steps: the trend's
-    curves, no crossing.
+    Returns ``threshold``, ``model`` (in words), ``expiry_model``, ``expiry_choice`` (``chosen``, ``rule``,
+    ``weights``, ``scores``: why that model), ``beta``, ``se_beta`` (the trend's slope), ``rate_now`` (the model's
+    mixed share at the last step), ``observed_rate_now`` (rolling mean of the last :data:`ROLLING` steps),
+    ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the
+    horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per
+    step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``), ``shapes`` (the drift
+    chooser's weights; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for :mod:`.skip` and the
+    stall forecast; not for printing). Fewer than :data:`MIN_STEPS` steps: the trend's curves, no crossing.
     """
     if model not in EXPIRY_MODELS:
         raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
+    if model == "choice":
+        from .expiry_choice import choose_expiry
+
+        choice = choose_expiry(groups)
+        model = choice["chosen"]
+    else:
+        choice = {"chosen": model, "rule": f"fixed: forecast(model={model!r})", "weights": None, "scores": None}
     steps, obs = observed_rate(groups)
     roll = rolling_mean(obs, ROLLING)
     trend = fit_trend(groups)
@@ -283,7 +296,7 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
     pred = e["projection"]["predictive"]
     return {
         "_trend": trend,
-        "threshold": float(threshold), "expiry_model": "drift" if drift else "trend",
+        "threshold": float(threshold), "expiry_model": "drift" if drift else "trend", "expiry_choice": choice,
         "model": "drift shapes (the chooser's weights; as the stall risk draws them)" if drift else
         "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
         "shapes": e["shapes"], "beta": trend["beta"], "se_beta": trend["se_beta"],
@@ -300,9 +313,9 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
     }
 
 
-def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
-    """The trend fitted on the groups in ``mask``, and its :func:`trend_predictive` band at ``steps`` (a step of the
-    fitted stretch's median groups; the dispersion of the fitted steps)."""
+def _fit_at(groups: RunGroups, mask) -> tuple:
+    """(trend, refits, n_rows, phi): the trend fitted on the groups in ``mask``, its fits with beta at the 95%
+    bounds (alphas refitted), the fitted stretch's groups per step and its dispersion (what :func:`band_at` reads)."""
     trend = fit_trend(groups, mask)
     S, pid, t = trend["_data"]
     refits = []
@@ -313,8 +326,32 @@ def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
     sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
     fitted_steps, obs = observed_rate(sub)
     n_rows = np.bincount(np.searchsorted(fitted_steps, sub.step), minlength=len(fitted_steps)).astype(float)
-    phi = dispersion(obs, n_rows, _series(trend, fitted_steps), 1)
+    return trend, refits, n_rows, dispersion(obs, n_rows, _series(trend, fitted_steps), 1)
+
+
+def band_at(groups: RunGroups, mask, steps, median: bool = False) -> dict:
+    """The trend fitted on the groups in ``mask``, and its :func:`trend_predictive` band at ``steps`` (a step of the
+    fitted stretch's median groups; the dispersion of the fitted steps)."""
+    trend, refits, n_rows, phi = _fit_at(groups, mask)
     return trend_predictive(trend, refits, steps, n_rows, phi, median=median)
+
+
+def trend_draws(groups: RunGroups, mask, steps) -> tuple[np.ndarray, float]:
+    """(P, phi): the rate paths :func:`band_at` mixes at ``steps`` (:data:`PREDICTIVE_DRAWS` x steps) and its
+    dispersion, the trend fitted on the groups in ``mask``."""
+    trend, refits, _, phi = _fit_at(groups, mask)
+    return _slope_paths(trend, refits, np.asarray(steps, float)), phi
+
+
+def _slope_paths(trend: dict, refits, steps, draws: int = PREDICTIVE_DRAWS) -> np.ndarray:
+    """The rate at ``steps`` for ``draws`` normal quantiles of the slope (:func:`trend_predictive`); the point fit
+    alone without two finite bounds."""
+    r0 = trend_rate(trend, steps)
+    if len(refits) != 2:
+        return r0[None, :]
+    lo, hi = (trend_rate(trend, steps, b, a) for b, a in refits)
+    z = ndtri((np.arange(draws) + 0.5) / draws)[:, None] / Z95
+    return np.clip(r0 + z * (hi - lo) / 2 + z * z * (hi + lo - 2 * r0) / 2, 0.0, 1.0)
 
 
 def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int = PREDICTIVE_DRAWS,
@@ -324,15 +361,8 @@ def trend_predictive(trend: dict, refits, steps, n_rows, phi: float, draws: int 
     at each interpolated quadratically in z through the fits at z = -1.96, 0, +1.96 (``refits``: (beta, alphas)
     with the intercepts refitted), mixed with the step's binomial noise over-dispersed by ``phi``
     (:mod:`.predictive`). With no finite bound the point fit alone."""
-    steps = np.asarray(steps, float)
-    r0 = trend_rate(trend, steps)
+    P = _slope_paths(trend, refits, np.asarray(steps, float), draws)
     n = float(np.median(n_rows[n_rows > 0])) if np.any(n_rows > 0) else float("nan")
-    if len(refits) == 2:
-        lo, hi = (trend_rate(trend, steps, b, a) for b, a in refits)
-        z = ndtri((np.arange(draws) + 0.5) / draws)[:, None] / Z95
-        P = np.clip(r0 + z * (hi - lo) / 2 + z * z * (hi + lo - 2 * r0) / 2, 0.0, 1.0)
-    else:
-        P = r0[None, :]
     return {**band(P, n, LEVEL, phi, median), "groups": n, "dispersion": phi, "parameter_draws": int(len(P))}
 
 

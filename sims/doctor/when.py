@@ -5,10 +5,11 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
 
 ``expiry``  the first future step at which the mixed (effective) share falls below the threshold: for a record
             with groups its forecast's expiry model's (:data:`.forecast.GROUP_EXPIRY`: the group trend's crossing,
-            or the drift shapes' on its groups, :func:`.forecast.group_expiry`); for a scalars-only record with binary
-            rewards the drift shapes' on the per-step shares (:func:`.drift_shares.shares_expiry`, the drift the
-            first stall reads; the scalars fit's drift map where most rows give the mixed share only), for
-            rewards that are not binary the tie-share trend's; its interval and level
+            or the drift shapes' on its groups, :func:`.forecast.group_expiry`, or the one chosen on the run's
+            history, :func:`.expiry_choice.choose_expiry`, its rule said in ``source``); for a scalars-only
+            record with binary rewards the drift shapes' on the per-step shares (:func:`.drift_shares.shares_expiry`,
+            the drift the first stall reads; the scalars fit's drift map where most rows give the mixed share only),
+            for rewards that are not binary the tie-share trend's; its interval and level
 ``stall``   the first step whose rounds exceed the cap: the risk's median first stall and its 90% interval
             (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, and for scalars the same
             risk on the per-step shares' likelihood (:mod:`.drift_shares`; without it, rewards not binary, the
@@ -222,6 +223,12 @@ def _settle(d: dict, ve: dict, expiry: dict) -> None:
             row["groups"], row["groups_interval"] = expiry["step"], expiry["interval"]
 
 
+def _chosen(choice: dict | None) -> str:
+    """How the group expiry's model was chosen, where it was (:func:`.expiry_choice.choose_expiry`): "; chosen on
+    the run's own history: <rule>"; empty for a fixed model."""
+    return f"; chosen on the run's own history: {choice['rule']}" if choice and choice.get("scores") else ""
+
+
 def when(d: dict) -> dict:
     """The one forecast of "when" of diagnosis ``d`` (see the module docstring)."""
     scal = bool(d.get("scalars_only"))
@@ -243,9 +250,9 @@ def when(d: dict) -> dict:
         fc = d["forecast"]
         expiry = {"step": _step(fc["crossing_step"]), "interval": fc["crossing_interval"], "level": 0.95,
                   "status": fc["status"], "threshold": fc["threshold"],
-                  "source": "the group trend" if fc.get("expiry_model") != "drift" else "the drift shapes on the "
-                  "groups (the median of the drawn mixed share; shapes, population and drift drawn, as for the first "
-                  "stall)"}
+                  "source": ("the group trend" if fc.get("expiry_model") != "drift" else "the drift shapes on the "
+                             "groups (the median of the drawn mixed share; shapes, population and drift drawn, as for "
+                             "the first stall)") + _chosen(fc.get("expiry_choice"))}
         tail = _group_tail(d)
         sf = d.get("stall_forecast") or {}
         rk = sf.get("risk") or {}
