@@ -67,6 +67,11 @@ def test_auto_detection_file_and_folder():
 def test_folder_of_consoles(tmp_path):
     shutil.copy(FIX / "bar" / "train.log", tmp_path / "slurm-17.out")
     (tmp_path / "notes.txt").write_text("nothing printed by a trainer {'a': 1}\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    shutil.copy(FIX / "bar" / "train.log", outside / "other.log")
+    (tmp_path / "linked").symlink_to(outside, target_is_directory=True)  # a link out of the folder: not followed
+    (tmp_path / "linked.log").symlink_to(outside / "other.log")
     assert detect_format(tmp_path) == "console"
     rec = read_scalars(tmp_path, num_generations=4)
     assert rec.meta["source"]["run"] == tmp_path.name

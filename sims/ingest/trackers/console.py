@@ -244,10 +244,10 @@ def _summaries(path: Path) -> int:
 def find_runs(path: Path) -> dict:
     """A console file is one run, or, where it holds several (each ended by its summary row: ``all_runs.log``),
     one run each, named ``NAME:1``, ``NAME:2``, ... (handle ``(path, index)``); a folder's runs are its console files
-    (:data:`SUFFIXES`, up to 2 levels down, told by content)."""
+    (:data:`SUFFIXES`, up to 2 levels down, told by content; no link followed, to a file or a folder)."""
     files = [path] if path.is_file() else sorted(
         f for f in [*path.glob("*"), *path.glob("*/*")] if f.suffix.lower() in SUFFIXES
-        and f.is_file() and not f.is_symlink() and is_console(f))
+        and f.is_file() and not f.is_symlink() and not f.parent.is_symlink() and is_console(f))
     runs: dict = {}
     for f in files:
         name = f.stem if path.is_file() else (
