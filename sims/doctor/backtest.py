@@ -73,14 +73,15 @@ def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = 
     or "choice" (at each cut one of the two chosen on the steps before it alone,
     :func:`.expiry_choice.choose_expiry`, the cut's ``chosen`` and ``choice``); None: the report's own,
     :data:`.forecast.GROUP_EXPIRY`."""
-    from .forecast import EXPIRY_MODELS, GROUP_EXPIRY, MIN_STEPS, _rows, band_at, measured_drift, observed_rate
+    from .forecast import (EXPIRY_MODELS, GROUP_EXPIRY, MIN_STEPS, _rows, band_at, groups_per_step, measured_drift,
+                           observed_rate)
 
     model = GROUP_EXPIRY if model is None else model
     if model not in EXPIRY_MODELS:
         raise InputError(f"the expiry model must be one of {', '.join(EXPIRY_MODELS)}, got {model!r}")
     names = {"drift": "drift shapes", "trend": "group trend", "choice": "chosen per cut"}
     steps, obs = observed_rate(groups)
-    n_step = np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)
+    n_step = groups_per_step(groups, steps)
     out_cuts = []
     for c in cuts:
         k = int(round(c * len(steps)))

@@ -613,6 +613,12 @@ def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=
     return {**last[1], "counts": counts, "settings": settings}
 
 
+def pair_weights(weights: dict) -> dict:
+    """``{"variant/shape": weight}`` of a :func:`model_weights` result (``beta/<shape>`` where it weighed one
+    variant)."""
+    return weights.get("pairs") or {f"beta/{s}": x for s, x in weights["weights"].items()}
+
+
 def forget_measured() -> None:
     """Drop the measurement :func:`measure_drift` keeps: the next is measured afresh (a test that compares two
     diagnoses, each computed on its own), and the draws made from it (:func:`.stall_risk.forget_drawn`)."""

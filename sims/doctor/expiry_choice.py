@@ -68,12 +68,11 @@ def _draws(groups: RunGroups, mask, model: str, steps) -> tuple[np.ndarray, floa
 def choose_expiry(groups: RunGroups, mask=None, rng=None) -> dict:
     """The expiry model for the groups in ``mask`` (all by default; module docstring): ``{chosen, rule, weights,
     scores, scored_steps, origins}`` (``origins`` as steps: [last step fitted, last step scored])."""
-    from .forecast import MIN_STEPS, observed_rate
+    from .forecast import MIN_STEPS, groups_per_step, observed_rate
 
-    m = np.ones(groups.n, bool) if mask is None else np.asarray(mask, bool)
-    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    sub = groups.subset(mask)
     steps, obs = observed_rate(sub)
-    n_step = np.bincount(np.searchsorted(steps, sub.step), minlength=len(steps)).astype(float)
+    n_step = groups_per_step(sub, steps)
 
     def point_scores(model, cut, end):
         if cut < MIN_STEPS:

@@ -181,6 +181,11 @@ def observed_rate(groups: RunGroups) -> tuple[np.ndarray, np.ndarray]:
     return steps, np.bincount(inv, weights=mixed) / np.bincount(inv)
 
 
+def groups_per_step(groups: RunGroups, steps) -> np.ndarray:
+    """Groups logged at each of ``steps`` (the sorted steps of :func:`observed_rate`), as floats."""
+    return np.bincount(np.searchsorted(steps, groups.step), minlength=len(steps)).astype(float)
+
+
 def _first_cross(steps, rate, threshold):
     below = np.flatnonzero(rate < threshold)
     return int(steps[below[0]]) if below.size else None
@@ -194,9 +199,7 @@ def measured_drift(groups: RunGroups, mask=None) -> tuple[np.ndarray, np.ndarray
     from .drift import measure_drift
     from .stall_risk import step_counts
 
-    m = slice(None) if mask is None else np.asarray(mask, bool)
-    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
-    steps, counts = step_counts(sub)
+    steps, counts = step_counts(groups.subset(mask))
     return steps, counts, measure_drift(counts, steps, groups.K, False)
 
 
@@ -322,10 +325,9 @@ def _fit_at(groups: RunGroups, mask) -> tuple:
     for b in (trend["beta"] - Z95 * trend["se_beta"], trend["beta"] + Z95 * trend["se_beta"]):
         if np.isfinite(b):
             refits.append((b, _newton(S, groups.K, pid, t, groups.n_prompts, beta=b, alpha0=trend["alpha"])[0]))
-    m = np.asarray(mask, bool)
-    sub = RunGroups(groups.K, groups.successes[m], groups.step[m], groups.prompt_id[m], groups.n_prompts)
+    sub = groups.subset(mask)
     fitted_steps, obs = observed_rate(sub)
-    n_rows = np.bincount(np.searchsorted(fitted_steps, sub.step), minlength=len(fitted_steps)).astype(float)
+    n_rows = groups_per_step(sub, fitted_steps)
     return trend, refits, n_rows, dispersion(obs, n_rows, _series(trend, fitted_steps), 1)
 
 

@@ -57,6 +57,13 @@ class RunGroups:
     def n(self) -> int:
         return int(self.successes.shape[0])
 
+    def subset(self, mask) -> "RunGroups":
+        """The groups in ``mask`` (a boolean array over the rows; None: all), the run's K and prompt set kept."""
+        if mask is None:
+            return self
+        m = np.asarray(mask, bool)
+        return RunGroups(self.K, self.successes[m], self.step[m], self.prompt_id[m], self.n_prompts)
+
     def counts(self, mask=None) -> np.ndarray:
         """Groups with s = 0..K successes (the sufficient statistic of a beta-binomial fit), over ``mask``."""
         s = self.successes if mask is None else self.successes[mask]

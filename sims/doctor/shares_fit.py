@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drift import H_GRID, SHAPES, population_params, population_table, predict
+from .drift import H_GRID, SHAPES, pair_weights, population_params, predict
 from .scalars_fit import _observed_last, _prepare, observed_series
 from .scalars_forecast import stall_from_curves
 
@@ -57,19 +57,17 @@ _SHAPE_PARAMS = {"linear": ("c", "slope"), "power": ("c", "slope", "log_rate"), 
 
 def chosen_pair(dr: dict) -> tuple[str, str]:
     """(variant, shape) of the largest pair weight of a :func:`.drift.measure_drift` result."""
-    w = dr["weights"]
-    pairs = w.get("pairs") or {f"beta/{s}": x for s, x in w["weights"].items()}
+    pairs = pair_weights(dr["weights"])
     v, s = max(pairs, key=pairs.get).split("/")
     return v, s
 
 
 def _table(dr: dict, variant: str, link: str) -> dict:
-    pop = dr["variants"][variant][link]["population"]
-    if pop.get("variant"):  # overdispersed, rates (:mod:`.drift_variants`)
-        from .drift_variants import variant_table
+    """The fitted population's own table (:func:`.stall_risk.drawn_table` at its fitted ``x``, the logged K)."""
+    from .stall_risk import drawn_table
 
-        return variant_table(pop["variant"], pop["x"], dr["K"], link)
-    return population_table(pop["a"], pop["b"], dr["K"], link, w0=pop["w0"], w1=pop["w1"])
+    pop = dr["variants"][variant][link]["population"]
+    return drawn_table(pop, pop["x"], link, 0.0, dr["K"])
 
 
 def _pop_params(pop: dict, x) -> dict:
@@ -186,7 +184,7 @@ def drift_fit(d, ev, dr: dict, seed: int = 0) -> dict:
 def pair_fits(dr: dict) -> dict:
     """``{"variant/shape": {"weight", "score"}}`` of every pair the chooser weighed."""
     w = dr["weights"]
-    pairs = w.get("pairs") or {f"beta/{s}": x for s, x in w["weights"].items()}
+    pairs = pair_weights(w)
     scores = w.get("pair_scores") or {f"beta/{s}": x for s, x in (w.get("scores") or {}).items()}
     return {p: {"weight": float(x), "score": scores.get(p), "rule": "leave-future-out (pseudo-BMA+)"}
             for p, x in pairs.items()}

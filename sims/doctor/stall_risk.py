@@ -37,12 +37,12 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, population_params, population_table, shift_estimates,
-                    step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
+from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, pair_weights, population_params, population_table,
+                    shift_estimates, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
 
 __all__ = ["DRAWS", "drift_futures", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
-           "risk_for_groups", "population_risk", "forget_drawn"]
+           "risk_for_groups", "population_risk", "forget_drawn", "drawn_table"]
 
 DRAWS = 240  #: draws of (shape, population, path)
 POPULATIONS = 8  #: population draws per link
@@ -207,7 +207,7 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
     tau = drift["tau"]
     wts = drift["weights"]
     variants = drift.get("variants", {"beta": drift["links"]})
-    pair_w = wts.get("pairs") or {f"beta/{s}": wts["weights"][s] for s in SHAPES}
+    pair_w = pair_weights(wts)
     K = counts.shape[1] - 1
     surv = drift["survivors"] if survivors is None else survivors
     rounds = drift["rounds"] if survivors is None else rounds
@@ -225,7 +225,7 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                 xs = population_draws(pop, drift, link, POPULATIONS, rng,
                                       fallback=drift["links"][link]["population"], mass_cap=mass_cap)
             for i, x in enumerate(xs):
-                make = partial(_table, pop, x, link)
+                make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
                 LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
                 h, se = shift_estimates(LL)
@@ -236,8 +236,9 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                     yield make, tab, fit_shape(s, tau, h, se), n
 
 
-def _table(pop: dict, x, link: str, shift: float, k: int) -> dict:
-    """The table of the population ``pop``'s variant at the drawn ``x``, ``k`` rollouts, logits moved by ``shift``."""
+def drawn_table(pop: dict, x, link: str, shift: float, k: int) -> dict:
+    """The table of the population ``pop``'s variant at the drawn ``x``, ``k`` rollouts, logits moved by ``shift``
+    (``x`` = ``pop["x"]``, ``shift`` 0: the fitted population's own table)."""
     if pop.get("variant") in EXTRA_VARIANTS:
         return variant_table(pop["variant"], x, k, link, logit_shift=shift)
     a, b, w0, w1 = population_params(x, pop.get("masses", False))

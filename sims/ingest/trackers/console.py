@@ -40,6 +40,7 @@ values as they are).
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections import Counter
@@ -108,7 +109,18 @@ def console_kind(head: bytes) -> bool:
 
 
 def is_console(path: Path) -> bool:
-    """:func:`console_kind` of a file (False where it cannot be read)."""
+    """:func:`console_kind` of a file (False where it cannot be read); remembered by the file's identity (path,
+    size, modification time), so a runs folder listed at every refresh (the Replay, the Fleet) reads each console's
+    head once until it changes."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return False
+    return _sniffed(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sniffed(path: str, size: int, mtime_ns: int) -> bool:
     try:
         with open(path, "rb") as fh:
             return console_kind(fh.read(_SNIFF))
@@ -227,13 +239,23 @@ def _segments(parsed: list) -> list[list]:
 
 def _summaries(path: Path) -> int:
     """How many runs a console file holds, counted from its bytes (its summary rows; 1 at least): what
-    :func:`find_runs` names without parsing. A file over the default size cap is one run (its read refuses it)."""
+    :func:`find_runs` names without parsing, remembered by the file's identity as :func:`is_console` is. A file over
+    the default size cap is one run (its read refuses it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return 1
+    return _counted(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted(path: str, size: int, mtime_ns: int) -> int:
     from ..common import DEFAULT_MAX_BYTES
 
+    if size > DEFAULT_MAX_BYTES:
+        return 1
     try:
-        if path.stat().st_size > DEFAULT_MAX_BYTES:
-            return 1
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
     except OSError:
         return 1
     marks = [m.start() for m in re.finditer(rb"\{'" + _SUMMARY.encode() + rb"'", data)]
