@@ -164,6 +164,13 @@ class HealthHandler(web.RequestHandler):
         self.write({"ok": True})
 
 
+def say(line: str) -> None:
+    """Write one line to stderr in one call, then flush: ``print`` writes the text and its newline apart, and a log
+    line another thread writes between the two (Bokeh's "app running at") lands on the same line."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def _routes():
     from grpo_lab.admission import SOCKET_NOTICE_PATH
 
@@ -223,18 +230,16 @@ def _serve_command():
                     host = socket.gethostname()
                 apps = sorted(p for p in server._tornado.app_paths if p != "/") or ["/"]
                 url = f"http://{host}:{server.port}{apps[0]}"
-                print(f"grpo-lab: serving the lab at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+                say(f"grpo-lab: serving the lab at {url} (Ctrl-C to stop)")
                 if self.class_key is not None:
                     from grpo_lab.classroom import verify
 
                     key = verify(self.class_key, self.secret)
                     until = time.strftime("%Y-%m-%d %H:%M", time.gmtime(key.expires))
-                    print(f"grpo-lab: class link for {key.size} (until {until} UTC): {url}?class={self.class_key}",
-                          file=sys.stderr, flush=True)
+                    say(f"grpo-lab: class link for {key.size} (until {until} UTC): {url}?class={self.class_key}")
                 soft, hard = self.open_files or (0, 0)
-                print(f"grpo-lab: open files: {soft} (hard limit {'unlimited' if hard < 0 else hard}); connections: "
-                      f"{guard.COUNTS.total} per process, {guard.COUNTS.per_address} from one address",
-                      file=sys.stderr, flush=True)
+                say(f"grpo-lab: open files: {soft} (hard limit {'unlimited' if hard < 0 else hard}); connections: "
+                    f"{guard.COUNTS.total} per process, {guard.COUNTS.per_address} from one address")
             return server
 
     return LabServe
