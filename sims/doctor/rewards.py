@@ -12,7 +12,13 @@ A record of tracker scalars answers from what the trainer logged:
   batches (a ``logging_steps`` average) lies below the same bound evaluated at the mean m (Jensen: m(1-m) is
   concave, sqrt too). A logged std above the bound by more than :data:`STD_SLACK` at more than
   :data:`STD_ROWS` of the rows (and at least 3 rows) is evidence the rewards take other values. N is the
-  rows' groups times K; with N unknown the bound at N = 2K (the loosest that can be a group) is used. A logged
+  rows' groups times K; with N unknown the bound at N = 2K (the loosest that can be a group) is used. TRL's
+  ``reward_std`` is the batch's std from huggingface/trl 0e0cb5f (2026-01-15) on, but from the first GRPOTrainer
+  (0f5ffad, 2025-01-20) until then it was the mean of the groups' stds (``std_grouped_rewards.mean()``), and a log
+  does not say which TRL wrote it: a group's std is sqrt(q (1 - q) K / (K - 1)) at its pass fraction q, and their
+  mean is at most sqrt(m (1 - m) K / (K - 1)) (Jensen twice), the bound at N = K, which holds under both and is the
+  one used for TRL. At K = 2 the groups' mean std of binary rewards is exactly (1 - zero-std share) / sqrt(2),
+  evidence of **binary** (:func:`_pair_std`); the batch value is not (a logging average lies below it). A logged
   variance (``reward/var``, no std logged) is read as its square root: rewards in [0, 1] with mean m have a
   variance of at most m (1 - m), reached only when every reward is 0 or 1 (N / (N - 1) apart for a Bessel one,
   within :data:`STD_SLACK` at the batch sizes logged).
@@ -153,6 +159,23 @@ def _problem_env(steps: dict, mean, n: int) -> tuple[list[str], list[str]]:
                 f"rollout) at all {int(ok.sum())} rows{fmt}"]
 
 
+def _pair_std(steps: dict, s, ok, n: int) -> str | None:
+    """TRL's groups' mean std at K = 2 (module docstring): binary rewards give each mixed pair the std 1/sqrt(2) and
+    each tied pair 0, so the logged std is (1 - frac_reward_zero_std) / sqrt(2) at every row (the logging average
+    keeps it, both being means over the same batches). Evidence of "binary" where it holds at :data:`BINARY_ROWS` of
+    the rows."""
+    z = _col(steps, "frac_reward_zero_std", n)
+    if z is None:
+        return None
+    on = ok & np.isfinite(z) & (z >= 0) & (z <= 1)
+    at = np.abs(s - (1 - np.where(on, z, 1.0)) / np.sqrt(2)) <= STD_SLACK
+    telling = on & (z < 1 - 2 * STD_SLACK)  # rows with mixed pairs: a row of tied pairs only is 0 under any rewards
+    if telling.sum() < 3 or at[on].mean() < BINARY_ROWS or at[telling].mean() < BINARY_ROWS:
+        return None
+    return (f"the logged reward_std equals (1 - frac_reward_zero_std) / sqrt(2), the mean std of 0/1 pairs, at "
+            f"{int((at & on).sum())} of {int(on.sum())} rows ({int((at & telling).sum())} with mixed pairs)")
+
+
 def _mean_key(steps: dict) -> str:
     """The name the mean reward was read from, for the evidence's words."""
     return next((k[7:] for k in steps if k.startswith("scalar/") and k.endswith("reward/total")), "mean reward")
@@ -195,20 +218,26 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
             s = np.sqrt(np.where(s >= 0, s, np.nan))
         g = _col(steps, "groups_per_step", n)
         N = np.where(np.isfinite(g) & (g > 0), g * K, 2.0 * K) if g is not None else np.full(n, 2.0 * K)
+        trl = str((source or {}).get("trainer") or "") == "trl" and not _VAR.match(std_key)
+        if trl:  # TRL 0.14-0.27 log the groups' mean std (module docstring): its bound is the batch's at N = K
+            N = np.full(n, float(K))
         ok = np.isfinite(s) & np.isfinite(mean) & (mean >= 0) & (mean <= 1) & (N > 1)
         if ok.sum() >= 3:
             m = mean[ok]
             bound = np.sqrt(m * (1 - m) * N[ok] / (N[ok] - 1))
             above = s[ok] > bound + STD_SLACK
             at = np.abs(s[ok] - bound) <= STD_SLACK
-            value = "m (1 - m)" if _VAR.match(std_key) else "sqrt(m (1 - m) N / (N - 1))"
+            value = "m (1 - m)" if _VAR.match(std_key) else ("sqrt(m (1 - m) K / (K - 1)), the most a mean of groups' "
+                                                              "stds can be" if trl else "sqrt(m (1 - m) N / (N - 1))")
             if above.sum() >= 3 and above.mean() > STD_ROWS:
                 why_not.append(f"the logged {std_key[7:]} exceeds what binary rewards with that mean can give "
                                f"({value}) by more than {STD_SLACK:g} (as a std) at {int(above.sum())} of "
                                f"{int(ok.sum())} rows")
-            elif at.mean() >= BINARY_ROWS:
+            elif at.mean() >= BINARY_ROWS and not trl:
                 why_bin.append(f"the logged {std_key[7:]} equals the binary value {value} at "
                                f"{int(at.sum())} of {int(ok.sum())} rows")
+            elif trl and K == 2 and (pair := _pair_std(steps, s, ok, n)):
+                why_bin.append(pair)
     # the row's mean over the rollouts it logs: the batch's mean reward, else the trainer's own figure where the record
     # keeps it but no column (tinker-cookbook with remove_constant_reward_groups: over the kept groups' episodes)
     row_mean = mean if mean is not None and np.isfinite(mean).any() else _col(steps, "scalar/" + _mean_key(steps), n)
@@ -223,5 +252,10 @@ def classify_scalars(steps: dict, K: int | None, source: dict | None = None) -> 
         why_bin.append(f"written by {trainer} (0/1 rewards)")
     if why_bin:
         return {"rewards": "binary", "rewards_why": why_bin}
+    if std_key is not None:
+        return {"rewards": "unknown", "rewards_why": [f"the logged {std_key[7:]} is within what 0/1 rewards can give "
+                                                      "but does not pin them (an average over batches lies below the "
+                                                      "binary value), and no range or per-function means say "
+                                                      "otherwise"]}
     return {"rewards": "unknown", "rewards_why": ["nothing logged tells: no reward std, range or per-function "
                                                   "means that would show rewards other than 0 and 1"]}

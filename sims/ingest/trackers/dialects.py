@@ -99,6 +99,7 @@ DIALECTS: tuple[Dialect, ...] = (
               "computed on the gathered batch (all processes); reward = nanmean of the weighted reward sum. "
               "log() averages each metric over the batches since the last log (logging_steps). No all-pass / "
               "all-fail split.",
+       evidence=(r"reward_std", r"rewards/[^/]+/mean"),
        mistakes="PR #5777 (closed, not merged) slices is_std_zero to the local process's groups for the loss "
                 "mask; at this commit the logged share is over the gathered batch (all processes), and a build "
                 "that logged after such a slice would log one process's share. With scale_rewards='batch' or "
@@ -396,15 +397,17 @@ def _keep_evidence(series: dict, steps, d: Dialect, found: dict, raw: dict) -> N
     prefix = (m.group(1) or "") if m else ""
     for pat in d.evidence:
         rx = re.compile(re.escape(prefix) + f"(?:{pat})")
-        n = next((x for x in sorted(series) if rx.fullmatch(x)), None)
-        if n is None or n in raw:
-            continue
-        s, v = series[n]
-        s, v = np.asarray(s), np.asarray(v, float)
-        on = np.isin(s, steps)
-        col = np.full(len(steps), np.nan)
-        col[np.searchsorted(steps, s[on])] = v[on]
-        raw[n] = col
+        for n in sorted(x for x in series if rx.fullmatch(x) and x not in raw):  # every match (one per reward function)
+            _evidence_column(series[n], steps, raw, n)
+
+
+def _evidence_column(series_n, steps, raw: dict, n: str) -> None:
+    """``raw[n]``: the logged series on ``steps``, NaN where it was not logged."""
+    s, v = np.asarray(series_n[0]), np.asarray(series_n[1], float)
+    on = np.isin(s, steps)
+    col = np.full(len(steps), np.nan)
+    col[np.searchsorted(steps, s[on])] = v[on]
+    raw[n] = col
 
 
 def _flag(config: dict, key: str) -> bool:
