@@ -11,7 +11,9 @@ in a fresh child process: ``read_scalars`` (ingest), ``diagnose`` (the doctor's 
 Targets (issue 39): 10,000 steps under 10 s, 1,000,000 steps under 60 s with a JSON under 5 MB, on 2 cores. The
 baseline is given ``--baseline-timeout`` seconds (default 180) per size and printed as "over N s" beyond.
 
-Run: ``python benchmarks/bench_doctor_scale.py [--sizes 10000 1000000] [--baseline main]``. The load average is
+Run: ``python benchmarks/bench_doctor_scale.py [--sizes 10000 1000000] [--baseline main] [--cap]``; ``--cap``
+diagnoses with a dynamic-sampling trainer config (:data:`CAPPED`), so the stall forecast and its risk are computed
+(and the first stall said, the risk's where it is available, is printed). The load average is
 printed beside the figures (the development machine is shared).
 """
 
@@ -37,13 +39,21 @@ from grpo_lab.sims.doctor import diagnose
 from grpo_lab.sims.jsonable import jsonable
 rec = read_scalars(sys.argv[1])
 t1, c1 = time.perf_counter(), time.process_time()
-d = diagnose(rec)
+d = diagnose(rec, trainer_config=json.loads(sys.argv[2]) if len(sys.argv) > 2 else None)
 t2, c2 = time.perf_counter(), time.process_time()
 size = len(json.dumps(jsonable(d)))
 t3 = time.perf_counter()
+risk = (d.get("stall_forecast") or {}).get("risk") or {}
 print(json.dumps({"steps": len(rec.steps["step"]), "ingest_s": t1 - t0, "diagnose_s": t2 - t1, "json_s": t3 - t2,
-                  "cpu_s": time.process_time() - c0, "json_bytes": size}))
+                  "cpu_s": time.process_time() - c0, "json_bytes": size,
+                  "stall_s": (d.get("timings") or {}).get("stall"),
+                  "risk": risk.get("first_stall") if risk.get("available") else risk.get("reason"),
+                  "when_stall": {k: d["when"]["stall"].get(k) for k in ("step", "interval", "level")}}))
 """
+
+
+#: ``--cap``'s trainer config: 3 rounds of 64 prompts for 40 mixed groups (the log's 64 groups a step)
+CAPPED = {"trainer": "verl", "gen_batch": 64, "train_batch": 40, "cap": 3, "pool": None, "K": 8, "enable": True}
 
 
 def write_log(folder: Path, steps: int, seed: int = 0) -> Path:
@@ -86,12 +96,13 @@ def baseline_package(ref: str, into: Path) -> Path:
     return pkg
 
 
-def run_child(log: Path, pythonpath: str | None, timeout: float) -> dict | str:
+def run_child(log: Path, pythonpath: str | None, timeout: float, settings: dict | None = None) -> dict | str:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     try:
-        out = subprocess.run([sys.executable, "-c", CHILD, str(log)], capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", CHILD, str(log), *([json.dumps(settings)] if settings else [])],
+                             capture_output=True, text=True,
                              timeout=timeout, env=env, cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return f"over {timeout:.0f} s"
@@ -103,9 +114,13 @@ def run_child(log: Path, pythonpath: str | None, timeout: float) -> dict | str:
 def fmt(r) -> str:
     if isinstance(r, str):
         return r
-    return (f"ingest {r['ingest_s']:.2f} s + diagnose {r['diagnose_s']:.2f} s = "
-            f"{r['ingest_s'] + r['diagnose_s']:.2f} s wall ({r['cpu_s']:.2f} s CPU); JSON {r['json_bytes'] / 1e6:.2f} MB "
-            f"(dumped in {r['json_s']:.2f} s)")
+    out = (f"ingest {r['ingest_s']:.2f} s + diagnose {r['diagnose_s']:.2f} s = "
+           f"{r['ingest_s'] + r['diagnose_s']:.2f} s wall ({r['cpu_s']:.2f} s CPU); JSON {r['json_bytes'] / 1e6:.2f} MB "
+           f"(dumped in {r['json_s']:.2f} s)")
+    if r.get("when_stall", {}).get("level") is not None:  # with --cap: the first stall said and the risk
+        out += (f"; stall section {r['stall_s']:.2f} s; first stall said {r['when_stall']['step']} "
+                f"{r['when_stall']['interval']} ({r['when_stall']['level']:g}); risk: {r['risk']}")
+    return out
 
 
 def main() -> None:
@@ -113,7 +128,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
     ap.add_argument("--baseline", default="main", help="git ref of the baseline (default main)")
     ap.add_argument("--baseline-timeout", type=float, default=180.0)
+    ap.add_argument("--cap", action="store_true", help="diagnose with a dynamic-sampling trainer config (verl, "
+                    f"{CAPPED}): the stall forecast and its risk")
     args = ap.parse_args()
+    settings = CAPPED if args.cap else None
     print(f"cores visible: {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine)")
     targets = {10_000: (10.0, None), 1_000_000: (60.0, 5e6)}
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +139,7 @@ def main() -> None:
         base = baseline_package(args.baseline, tmp / "baseline") if args.baseline else None
         for n in args.sizes:
             log = write_log(tmp / f"log{n}", n)
-            mine = run_child(log, None, 600.0)
+            mine = run_child(log, None, 600.0, settings)
             t, mb = targets.get(n, (None, None))
             verdict = ""
             if isinstance(mine, dict) and t is not None:
@@ -130,7 +148,7 @@ def main() -> None:
                     f"; JSON under {mb / 1e6:g} MB: {'met' if mine['json_bytes'] < mb else 'missed'}]" if mb else "]")
             print(f"{n:,} steps, this checkout: {fmt(mine)}{verdict}; load {os.getloadavg()[0]:.2f}")
             if base is not None:
-                print(f"{n:,} steps, baseline {args.baseline}: {fmt(run_child(log, str(base), args.baseline_timeout))}; "
+                print(f"{n:,} steps, baseline {args.baseline}: {fmt(run_child(log, str(base), args.baseline_timeout, settings))}; "
                       f"load {os.getloadavg()[0]:.2f}")
 
 

@@ -51,10 +51,11 @@ __all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "PHI_ROWS", "ShareEvidence", "shares_e
 #: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
 #: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
 POOL_ROWS = 2 * MAX_POINTS
-#: future steps the risk draws at most (each draw is a path over every future step): a longer horizon keeps the stall
-#: forecast's first step over the cap (:func:`shares_risk` says so; the same drift's on a sided log,
-#: :func:`.shares_fit.drift_stall_forecast`); 10 run lengths of a 2,000-step log
-RISK_MAX_STEPS = 20_000
+#: future steps the risk reaches at most: its grid costs the log of the horizon (:mod:`.risk_blocks`; was 20,000 when
+#: every draw was a path over every future step), so this bounds only a step column gone astray (10 run lengths of a
+#: 100,000,000-step log); a longer horizon keeps the stall forecast's first step over the cap (:func:`shares_risk`
+#: says so; the same drift's on a sided log, :func:`.shares_fit.drift_stall_forecast`)
+RISK_MAX_STEPS = 1_000_000_000
 #: logged rows the predictive band's over-dispersion is measured on at most (evenly spread beyond)
 PHI_ROWS = 4096
 #: why a log most of whose rows give the mixed share only keeps the drift map (:func:`sided`)
@@ -195,7 +196,7 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
     ahead = int(horizon_step) - int(measured[0].step[-1] if measured is not None else np.max(d.step))
     if ahead > RISK_MAX_STEPS:
         return {"available": False, "reason": f"the horizon spans {ahead:,} future steps, over the {RISK_MAX_STEPS:,} "
-                "the risk draws step by step: the stall forecast's first step over the cap is the forecast (on a sided log the "
+                "the risk reaches: the stall forecast's first step over the cap is the forecast (on a sided log the "
                 "same drift's drawn mixed share)"}
     ev = measured[0] if measured is not None else shares_evidence(d)
     if not sided(ev):

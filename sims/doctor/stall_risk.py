@@ -11,18 +11,23 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
    :data:`POPULATIONS` per
    link and variant, the per-step shifts re-measured under each and the shape refitted to them;
 3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
-   future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over every
-   future step;
+   future innovations, for the jump a change point by its weight and (c, beta, J) given it: a path of h over the
+   future steps of :func:`.risk_blocks.risk_grid` (every step for :data:`.risk_blocks.FINE` steps past the last
+   logged one, then blocks of :data:`.risk_blocks.SPACING` x that distance, out to the horizon however far);
 4. the loop itself: given the path, step n stalls with probability q(n) = P(C < T), C the mixed groups among the
    n_draw = cap x B prompts the cap allows (min(cap x B, pool) for a finite pool drawn without replacement
    within a step), prompts drawn without replacement from N: E[C] = n u, Var(C) = n (u - m2) +
    n s_u^2 (N - n) / (N - 1) (u the mean P(mixed), m2 its mean square, s_u^2 = m2 - u^2 its between-prompt
    variance; N infinite gives n u (1 - u)), by the normal approximation with a continuity correction. Steps
-   are independent given the path, so the first stall of a draw has survival prod_{m <= n} (1 - q(m)).
+   are independent given the path, so the first stall of a draw has survival prod_{m <= n} (1 - q(m)): the
+   product over every step where the grid is every step, over a block its log-linear interpolation summed exactly
+   (:mod:`.risk_blocks`, its named deviations and their measured size).
 
-**Reported**: the cumulative risk F(n) = 1 - mean over draws of the survival (the forecast distribution of the
-first stall), its 5-95% band over draws, the per-step hazard of the mixture f(n) / (1 - F(n - 1)) beside the
-median per-step P(stall) and its band; the first stall's median (the point forecast), its central
+**Reported** at the grid's steps (``step``; ``grid`` says where it is every step): the cumulative risk F(n) = 1 -
+mean over draws of the survival (the forecast distribution of the first stall), its 5-95% band over draws, the
+per-step hazard of the mixture f(n) / (1 - F(n - 1)) (over a block its geometric mean per step) beside the
+median per-step P(stall) and its band; the first stall's median (the point forecast, a step found within its
+block), its central
 :data:`LEVEL` interval (quantiles of F; None above = beyond the horizon), the mean step restricted to the
 horizon and P(stall by the horizon). The cause is given only where the median lies within the horizon: the share
 of all-fail among the dropped (unanimous) groups at the median step, averaged over the draws.
@@ -40,8 +45,11 @@ from scipy.special import ndtr
 from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, pair_weights, population_params, population_table,
                     shift_estimates, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
+from .risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step, log_hazard, restricted_sum,
+                          risk_grid)
 
-__all__ = ["DRAWS", "drift_futures", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard", "stall_risk", "step_counts", "survivors_only",
+__all__ = ["DRAWS", "drift_futures", "POPULATIONS", "LEVEL", "MASS_PRIOR", "population_draws", "unseen_share", "step_hazard",
+           "step_z", "stall_risk", "step_counts", "survivors_only",
            "risk_for_groups", "population_risk", "forget_drawn", "drawn_table"]
 
 DRAWS = 240  #: draws of (shape, population, path)
@@ -51,6 +59,11 @@ LEVEL = 0.9  #: the first stall's reported interval
 
 def step_hazard(u, m2, settings: dict, n_prompts: int | None):
     """q = P(C < T) of one step (module docstring, item 4); ``u``, ``m2`` arrays of any shape."""
+    return ndtr(step_z(u, m2, settings, n_prompts))
+
+
+def step_z(u, m2, settings: dict, n_prompts: int | None):
+    """x of :func:`step_hazard`'s q = Phi(x): (T - 1/2 - n u) / sd(C) (module docstring, item 4)."""
     B, T, cap = int(settings["gen_batch"]), int(settings["train_batch"]), int(settings["cap_effective"])
     pool = settings.get("pool")
     n = cap * B if not pool else min(cap * B, int(pool))
@@ -60,7 +73,7 @@ def step_hazard(u, m2, settings: dict, n_prompts: int | None):
     fpc = 1.0 if not N or N <= 1 else max(N - n, 0) / (N - 1)
     var = n * np.maximum(u - m2, 0.0) + n * var_u * fpc
     sd = np.sqrt(np.maximum(var, 1e-12))
-    return ndtr((T - 0.5 - n * u) / sd)
+    return (T - 0.5 - n * u) / sd
 
 
 MASS_PRIOR = 0.5  #: the masses' prior: w0 and w1 each uniform on [0, MASS_PRIOR] (where the data cannot tell)
@@ -120,11 +133,6 @@ def population_draws(pop: dict, drift: dict, link: str, n: int, rng, fallback: d
                                    drift["rounds"], drift["settings"], drift["tau"], drift["bins"], True)
                     if ins else np.inf for x, ins in zip(props, inside)])
     return sir_resample(props, -nll + log_jac - log_q, x_hat, n, rng)
-
-
-def _quantile_step(F, steps, q):
-    i = np.flatnonzero(F >= q)
-    return int(steps[i[0]]) if i.size else None
 
 
 def drift_futures(drift: dict, counts, settings: dict | None, tau_f, draws: int, rng, mass_cap: float | None = None,
@@ -258,34 +266,36 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
     shift = float(settings.get("logit_shift") or 0.0)
     steps_logged = drift["steps"]
     last = int(steps_logged[-1])
-    future = np.arange(last + 1, int(horizon_step) + 1)
+    future = risk_grid(last, int(horizon_step))  # every step near the data, blocks further out (:mod:`.risk_blocks`)
     tau_f = (future - steps_logged[0]).astype(float)
     K = counts.shape[1] - 1  # the logged K: the likelihood's
     K_ahead = int(settings.get("K") or K)  # the future's: the settings' K where a change of K is forecast
     wts = drift["weights"]
     variants = drift.get("variants", {"beta": drift["links"]})
-    surv, qs, share_fail, hpaths = [], [], [], []
+    logls, qs, share_fail = [], [], []
     for tab, _, paths in drift_futures(drift, counts, settings, tau_f, draws, rng, mass_cap, shift, K_ahead,
                                         survivors, rounds):
         u = np.interp(paths, H_GRID, tab["u"])
         m2 = np.interp(paths, H_GRID, tab["u2"])
-        q = step_hazard(u, m2, settings, n_prompts)
-        qs.append(q)
-        surv.append(np.cumprod(1.0 - q, axis=1))
+        x = step_z(u, m2, settings, n_prompts)
+        qs.append(ndtr(x))
+        logls.append(log_hazard(x))
         fail, pas = np.interp(paths, H_GRID, tab["fail"]), np.interp(paths, H_GRID, tab["pass"])
         share_fail.append(fail / np.maximum(fail + pas, 1e-300))
-        hpaths.append(paths)
-    S = np.concatenate(surv)
+    logl = np.concatenate(logls)
+    Lam = cumulative_hazard(logl, future)
+    S = np.exp(-Lam)
     Q = np.concatenate(qs)
-    F = 1.0 - S.mean(axis=0)
-    prev = np.concatenate([[1.0], 1.0 - F[:-1]])
-    hazard = np.where(prev > 0, (F - np.concatenate([[0.0], F[:-1]])) / np.maximum(prev, 1e-300), 1.0)
+    Sbar = S.mean(axis=0)
+    F = 1.0 - Sbar
+    hazard = block_hazard_rate(Sbar, future)
     tail = (1 - LEVEL) / 2
-    median = _quantile_step(F, future, 0.5)
-    lo, hi = _quantile_step(F, future, tail), _quantile_step(F, future, 1 - tail)
-    restricted = float(future[0] + np.sum(S.mean(axis=0)))  # E[min(first stall, horizon + 1)]
+    median, lo, hi = (first_step(p, F, Lam, logl, future) for p in (0.5, tail, 1 - tail))
+    restricted = float(future[0] + restricted_sum(Sbar, future))  # E[min(first stall, horizon + 1)]
     out = {"available": True, "draws": int(S.shape[0]), "level": LEVEL,
            "method": "parametric bootstrap over drift shape, population, drift parameters and the loop's rounds",
+           "grid": {"every_step_to": int(future[min(FINE, len(future)) - 1]) if len(future) else None,
+                    "spacing": SPACING, "points": int(len(future))},
            "shapes": drift["weights"], "survivors": bool(survivors), "rounds_used": rounds is not None,
            "populations": {lk: {"a": drift["links"][lk]["population"]["a"], "b": drift["links"][lk]["population"]["b"]}
                            for lk in LINKS},
@@ -298,9 +308,8 @@ def stall_risk(drift: dict, counts, settings: dict, n_prompts: int | None, horiz
            "p_stall_band": np.quantile(Q, [tail, 1 - tail], axis=0),
            "first_stall": {"median": median, "interval": [lo, hi], "p_by_horizon": float(F[-1]),
                            "expected_restricted": restricted, "horizon_step": int(horizon_step)}}
-    if median is not None:
-        j = int(np.searchsorted(future, median))
-        share = float(np.mean(np.concatenate(share_fail)[:, j]))
+    if median is not None:  # between grid points: the mean share interpolated linearly in the step
+        share = float(np.interp(median, future, np.concatenate(share_fail).mean(axis=0)))
         out["cause"] = "all-fail collapse" if share > 0.5 else "all-pass saturation"
         out["cause_share_all_fail"] = share
     else:
