@@ -239,7 +239,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         t = time.perf_counter()
         bt = backtest_trend(groups)
         try:
-            bt["scalars"] = run_backtest(step_shares(record), groups.binarised, shapes=False)  # the maps shown beside
+            bt["scalars"] = run_backtest(step_shares(record), groups.binarised)  # the model shown beside
         except InputError as exc:
             bt["scalars"] = {"available": False, "reason": str(exc)}
         timings["backtest"] = time.perf_counter() - t
