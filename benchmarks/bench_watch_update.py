@@ -65,8 +65,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| log | before: maps + risk, s / update (wall, CPU) | after: only='when' diagnosis, s / update (wall, CPU) | "
-          "stall before | stall after |")
+    print("| log | before: maps + risk, s / update (wall, CPU) | after: only='when' diagnosis, s / update "
+          "(wall, CPU) | stall before | stall after |")
     print("| --- | --- | --- | --- | --- |")
     for steps, rate in LOGS.items():
         rec, stall = simulate_dapo(1.5, 2.0, rate, 8, steps, 96, 64, 3, seed=4)

@@ -194,7 +194,8 @@ def _same_as_alone(sb: dict, ds: dict) -> None:
     fit, s = ds["fit"], ds["fit"]["series"]
     assert sb["fit"]["model"] == ds["model"] and sb["expiry"].get("model") == ds["expiry"].get("model")
     span = fit["steps"][1] - fit["steps"][0]
-    assert next(r for k, r in rows.items() if k.startswith("drift"))["scalars"] == pytest.approx(100 * fit["drift"] / span)
+    drift = next(r for k, r in rows.items() if k.startswith("drift"))
+    assert drift["scalars"] == pytest.approx(100 * fit["drift"] / span)
     assert rows["mean pass rate over the run"]["scalars"] == pytest.approx(np.average(s["fitted_mean"],
                                                                                       weights=s["groups"]))
     mixed = next(r for k, r in rows.items() if k.startswith("mixed share"))
