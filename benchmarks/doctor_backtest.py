@@ -7,8 +7,9 @@ band's median (points). Simulated logs
 (``simulate_shares``: the truth is the model; ``--sim`` replicates of each of two regimes) give the band's coverage
 where nothing misfits; the shipped runs are the project's own trainer.
 
-The per-step shares' fit of a record with groups is the drift maps' (the fit shown beside); the simulated logs
-are scored both on the drift maps and on the drift shapes (what ``diagnose`` reports for a scalars-only record).
+The per-step shares' fit of a record with groups is the one shown beside it (the drift shapes on a sided log, as
+``diagnose`` reports for a scalars-only record); the simulated logs are scored both on the drift maps and on the
+drift shapes.
 
 Run: ``python benchmarks/doctor_backtest.py [RECORD ...] [--sim 10] [--sim-only]`` (default: every ``runs/*-s1``
 record).
@@ -51,7 +52,7 @@ def main() -> None:
         groups = run_groups(rec, None)
         print(row(f"{p}: group trend", backtest_trend(groups), time.perf_counter() - t), flush=True)
         t = time.perf_counter()
-        bt = backtest(step_shares(rec), groups.binarised, n_draws=args.draws, shapes=False)  # the maps shown beside
+        bt = backtest(step_shares(rec), groups.binarised)  # the model shown beside, its own draws
         print(row(f"{p}: per-step shares' fit", bt, time.perf_counter() - t), flush=True)
     for label, kw in (("simulated saturation (1.5, 2.0, +0.03/step, K 8, 100 x 64)", (1.5, 2.0, 0.03, 8, 100, 64)),
                       ("simulated collapse (2.0, 1.2, -0.02/step, K 4, 100 x 128)", (2.0, 1.2, -0.02, 4, 100, 128))):

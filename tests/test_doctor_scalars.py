@@ -17,6 +17,7 @@ from scipy.special import betaln, expit, log_expit
 from grpo_lab.cli import main
 from grpo_lab.doctor_report import html_report, text_report
 from grpo_lab.sims.doctor import diagnose
+from grpo_lab.sims.doctor.scalars_diagnose import diagnose_scalars
 from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares
 from grpo_lab.sims.doctor.scalars_sim import simulate_shares
 from grpo_lab.sims.errors import InputError
@@ -159,6 +160,81 @@ def test_group_record_gets_the_scalars_fit_beside(runs_dir=None):
     assert last["groups"] == pytest.approx(np.mean((S[keep] > 0) & (S[keep] < 4)))
     assert "scalars fit beside the groups" in text_report(d)
     assert "Scalars fit beside the groups" in html_report(d)
+    # the scalars column is the scalars doctor's on the same rows logged alone (its one model: the shares' drift)
+    ds = diagnose_scalars(_alone(rec), trainer_config=d["stall_forecast"]["settings"])
+    assert ds["fit"]["source"] == "drift shapes"
+    _same_as_alone(sb, ds)
+    assert sb["when"]["stall"] == ds["when"]["stall"] and sb["when"]["expiry"] == ds["when"]["expiry"]
+    from grpo_lab.doctor_report import html_fragment
+
+    drift = next(r for k, r in rows.items() if k.startswith("drift"))
+    figures = [f"{rows['mean pass rate over the run']['scalars']:.3g}",
+               f"{drift['scalars']:.3g} +/- {drift['scalars_se']:.2g}", f"{100 * last['scalars']:.1f}%"]
+    for words in (text_report(d), html_report(d), html_fragment(d, folded=True)):  # the lab's Diagnose section too
+        assert all(f in words for f in figures), figures
+
+
+def _alone(rec, keep=("frac_all_pass", "frac_all_fail", "frac_reward_zero_std", "reward_mean")):
+    """The shares ``keep`` of a record with groups as a scalars-only record (a tracker log of the same run), its
+    groups per step counted here from the groups."""
+    from grpo_lab.sims.scalars_record import scalars_record
+
+    steps = np.asarray(rec.steps["step"])
+    gs, held = np.unique(np.asarray(rec.groups["step"]), return_counts=True)
+    n = np.array([held[gs == s][0] if (gs == s).any() else np.nan for s in steps], float)
+    return scalars_record(rec.meta["name"], steps, {**{k: rec.steps[k] for k in keep}, "groups_per_step": n},
+                          num_generations=np.asarray(rec.groups["rewards"]).shape[1], source={},
+                          n_prompts=rec.meta["n_prompts"])
+
+
+def _same_as_alone(sb: dict, ds: dict) -> None:
+    """Each scalars figure of ``sb`` (:func:`side_by_side`) equals the one read off ``ds`` (the scalars doctor on the
+    same rows alone)."""
+    rows = {r["what"]: r for r in sb["rows"]}
+    fit, s = ds["fit"], ds["fit"]["series"]
+    assert sb["fit"]["model"] == ds["model"] and sb["expiry"].get("model") == ds["expiry"].get("model")
+    span = fit["steps"][1] - fit["steps"][0]
+    drift = next(r for k, r in rows.items() if k.startswith("drift"))
+    assert drift["scalars"] == pytest.approx(100 * fit["drift"] / span)
+    assert rows["mean pass rate over the run"]["scalars"] == pytest.approx(np.average(s["fitted_mean"],
+                                                                                      weights=s["groups"]))
+    mixed = next(r for k, r in rows.items() if k.startswith("mixed share"))
+    lo, hi = (int(x) for x in mixed["what"].rsplit(" ", 1)[1].split("-"))
+    inside = (s["step"] >= lo) & (s["step"] <= hi)
+    assert mixed["scalars"] == pytest.approx(np.average(s["fitted_mixed"][inside], weights=s["groups"][inside]))
+    assert rows["effective rate at the last step (model)"]["scalars"] == pytest.approx(ds["expiry"]["mixed_now"])
+    exp = next(r for k, r in rows.items() if k.startswith("expiry step"))
+    assert (exp["scalars"], exp["scalars_interval"]) == (ds["expiry"]["step"], ds["expiry"]["interval"])
+    st = rows["stall step (P(stall) > 0.5)"]
+    want = ds["stall_forecast"]["stall"]["0.5"]
+    assert (st["scalars"], st["scalars_interval"]) == (want["step"], want["interval"])
+
+
+def test_the_scalars_beside_a_mixed_only_log_follow_the_scalars_doctor():
+    """A record with groups whose per-step scalars give the zero-std share alone: the scalars beside it are read as
+    the scalars doctor reads such a log (:func:`.scalars_diagnose.diagnose_scalars`' routing of mixed-only rows)."""
+    from grpo_lab.sims.doctor.fit import fit_beta
+    from grpo_lab.sims.doctor.forecast import forecast
+    from grpo_lab.sims.doctor.groups import run_groups
+    from grpo_lab.sims.doctor.scalars_diagnose import side_by_side
+    from grpo_lab.sims.doctor.stall import for_record
+    from grpo_lab.sims.doctor.trainer_config import step_settings
+    from grpo_lab.sims.record import RunRecord
+
+    rec = read_record(Path(__file__).parent.parent / "runs" / "broad-g4-dr_grpo-ds-lr0.0008-s1")
+    nan = np.full(len(rec.steps["step"]), np.nan)
+    rec = RunRecord(meta=rec.meta, groups=rec.groups, steps={**rec.steps, "frac_all_pass": nan, "frac_all_fail": nan,
+                                                             "reward_mean": nan})
+    groups = run_groups(rec, None)
+    fc = forecast(groups)
+    trend = fc.pop("_trend")
+    sizes = step_settings(rec.meta, None, groups.K)
+    partial = {"forecast": fc, "fit": fit_beta(groups.counts(), groups.K),
+               "stall_forecast": for_record(rec, groups, trend, sizes)}
+    sb = side_by_side(rec, groups, partial, sizes, fc["threshold"])
+    ds = diagnose_scalars(_alone(rec, ("frac_reward_zero_std",)), trainer_config=sizes, only="when")
+    assert sb["available"]
+    _same_as_alone(sb, ds)
 
 
 def test_step_shares_refuses_a_record_without_shares():

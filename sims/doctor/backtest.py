@@ -115,8 +115,7 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | 
     """The back-test of ``d``'s forecast (see the module docstring): ``{available, level, cuts: [...], held,
     scored, coverage, median_abs_error, model}``. ``n_draws``: draws per cut (None: the report's own, the stall
     risk's :data:`.stall_risk.DRAWS` for the drift shapes, :data:`BACKTEST_DRAWS` for the maps and the tie trend).
-    ``shapes`` False: the drift maps at every cut (the scalars fit a record with groups shows beside its own,
-    :func:`.scalars_diagnose.side_by_side`)."""
+    ``shapes`` False: the drift maps at every cut."""
     n_shapes, n_draws = n_draws or DRAWS, n_draws or BACKTEST_DRAWS
     obs_all = observed_mixed(d)
     rows = len(d.step)

@@ -31,8 +31,9 @@ plain dict (strict-JSON-able through :func:`grpo_lab.sims.jsonable.jsonable`):
                          trainer's own loop (verl V1, OpenRLHF, ... :mod:`.cost`)
 ``transitions``          per-prompt all-fail / mixed / all-pass transitions (:mod:`.transitions`)
 ``lab_query``            URL query that opens the fitted single Beta at the run's K in the live lab
-``scalars_fit``          the record's per-step shares fitted alone (:mod:`.scalars_fit`) beside the group-level
-                         fit (:func:`.scalars_diagnose.side_by_side`; "not available" where it logs none)
+``scalars_fit``          the record's per-step shares diagnosed alone (the scalars doctor's ``only="when"``
+                         stages) beside the group-level fit (:func:`.scalars_diagnose.side_by_side`; "not
+                         available" where it logs none)
 ``rules``                the rules from the field's threads that fire, each ``{rule, title, evidence, advice}``
                          (:mod:`.rules`; on a scalars-only record too)
 ``tracker``              the forecast as the ``grpo_lab/...`` scalars ``watch --emit`` writes (:mod:`.tracker_values`)
@@ -239,7 +240,7 @@ def diagnose(record: RunRecord, *, tolerance: float | None = None, threshold: fl
         t = time.perf_counter()
         bt = backtest_trend(groups)
         try:
-            bt["scalars"] = run_backtest(step_shares(record), groups.binarised, shapes=False)  # the maps shown beside
+            bt["scalars"] = run_backtest(step_shares(record), groups.binarised)  # the model shown beside
         except InputError as exc:
             bt["scalars"] = {"available": False, "reason": str(exc)}
         timings["backtest"] = time.perf_counter() - t

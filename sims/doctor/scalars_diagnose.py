@@ -73,10 +73,10 @@ from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
 from .drift_shares import MIXED_ONLY, shares_drift, shares_evidence, shares_expiry, sided, with_risk
-from .shares_fit import drift_fit, drift_stall_forecast, pair_fits
+from .shares_fit import Z95, drift_fit, drift_stall_forecast, pair_fits
 from .trainer_config import resolve_settings, step_settings
 
-__all__ = ["diagnose_scalars", "side_by_side", "UNAVAILABLE", "beta_at_last"]
+__all__ = ["diagnose_scalars", "side_by_side", "scalars_view", "UNAVAILABLE", "beta_at_last"]
 
 #: what the doctor cannot give from scalars, and why
 UNAVAILABLE = (
@@ -87,7 +87,7 @@ UNAVAILABLE = (
     "the beta-binomial shape check (chi-square over the K + 1 success counts) and the two-component mixture: "
     "need the success count of each group; the shares give two moments per step",
 )
-BESIDE_DRAWS = 60  #: parameter draws of the intervals beside a group-level diagnosis (kept cheap: every diagnosis pays)
+BESIDE_DRAWS = 60  #: parameter draws of the drift maps' intervals beside a group-level diagnosis (rewards not binary)
 CONSISTENCY_TOL = 1e-3  #: a logged zero-std share further than this from all-pass + all-fail is reported
 
 
@@ -289,27 +289,62 @@ def _last_observed(groups, n_last: int = 10) -> dict:
             "all_fail": float(np.mean(S == 0)), "mixed": float(np.mean((S > 0) & (S < groups.K)))}
 
 
+def scalars_view(record: RunRecord, d) -> RunRecord:
+    """The per-step scalars of ``record`` (a record with groups) alone, as a tracker log of the run would hold
+    them: a scalars-only record with its steps, its K (``d.K``) and its groups per step (``d.n``: the logged
+    column, else the groups the record holds at each step, :func:`.scalars_fit.step_shares`), so
+    :func:`diagnose_scalars` reads it as it reads any scalars-only log (``d``: ``step_shares(record)``)."""
+    K = int(d.K)
+    meta = {**record.meta, "scalars_only": True, "num_generations": K}
+    groups = {"step": np.zeros(0, np.int64), "prompt_id": np.zeros(0, np.int64), "rewards": np.zeros((0, K)),
+              "advantages": np.zeros((0, K)), "lengths": np.zeros((0, K), np.int64), "kept": np.zeros(0, bool)}
+    return RunRecord(meta=meta, groups=groups, steps={**record.steps, "groups_per_step": np.asarray(d.n, float)},
+                     evals=record.evals)
+
+
+def _beside_maps(d, result: dict, used: dict | None, threshold: float) -> tuple[dict, dict, dict]:
+    """(fit, expiry, stall forecast) of the drift maps, where the scalars doctor fits none (rewards not binary: its
+    expiry and stall are the tie trend's): the logit map from the groups' Beta and trend slope (the cold starts
+    where that fails), :data:`BESIDE_DRAWS` draws."""
+    g0, fc = result["fit"], result["forecast"]
+    start = np.log([max(g0["alpha"], 1e-2), max(g0["beta"], 1e-2)]).tolist() + [float(fc["beta"])]
+    fit = fit_scalars(d, start=start)
+    return (fit, expiry_forecast(fit, threshold, n_draws=BESIDE_DRAWS),
+            stall_forecast(fit, used, n_draws=BESIDE_DRAWS))
+
+
 def side_by_side(record: RunRecord, groups, result: dict, settings: dict | None, threshold: float) -> dict:
     """The scalars fit of a record that also holds groups, beside ``result`` (the group-level diagnosis).
 
-    Rows: drift (the logit change per step: the scalars fit's g / its span, the trend's slope / its span),
-    mean pass rate, the shares over the last 10 steps with groups (observed from the groups, and the scalars
-    fit's mean over those steps), the effective (mixed) rate at the last step, the expiry step and the stall
-    step at P(stall) > 0.5 with their intervals. ``{"available": False, "reason"}`` where the record logs no
-    per-step shares.
+    The scalars side is the scalars doctor's own reading of the record's per-step shares alone:
+    :func:`diagnose_scalars` with ``only="when"`` on :func:`scalars_view` (the one dispatch point: on a binary log
+    whose rows give a side, the shares' measured drift gives the fit, the expiry and the stall forecast; the drift
+    maps where most rows give the mixed share only), under the settings of the groups' stall forecast, so each
+    figure is the one ``diagnose`` gives for the same rows logged alone; ``when`` its one answer (the first stall
+    and the checked expiry). Where that diagnosis fits no pass-rate model (rewards not binary: the tie trend's
+    expiry), the drift maps' fit (:func:`_beside_maps`).
+
+    Rows: drift (the change per step of the link: the scalars fit's drift over its span, h(last) - h(first) for the
+    drift shapes; the trend's slope / its span, logit), mean pass rate, the shares over the last 10 steps with groups
+    (observed from the groups, and the scalars fit's mean over those steps), the effective (mixed) rate at the last
+    step, the expiry step and the stall step at P(stall) > 0.5 with their intervals. ``{"available": False,
+    "reason"}`` where the record logs no per-step shares.
+
+    Changed (issue 39, "one doctor"): the scalars side was always the logit drift map (warm-started from the
+    groups' fit, 60 draws), whatever model :func:`diagnose_scalars` reads on the same rows.
     """
     fc = result["forecast"]
-    g0 = result["fit"]
-    start = np.log([max(g0["alpha"], 1e-2), max(g0["beta"], 1e-2)]).tolist() + [float(fc["beta"])]
-    try:
-        d = step_shares(record)
-        fit = fit_scalars(d, start=start)  # from the groups' Beta and trend slope (falls back to the cold starts)
-    except InputError as exc:
-        return {"available": False, "reason": f"not available: {exc}"}
-    exp = expiry_forecast(fit, threshold, n_draws=BESIDE_DRAWS)
     gst = result.get("stall_forecast") or {}
     used = gst.get("settings") if gst.get("available") else settings
-    st = stall_forecast(fit, used, n_draws=BESIDE_DRAWS)
+    try:
+        d = step_shares(record)
+        diag = diagnose_scalars(scalars_view(record, d), threshold=threshold, trainer_config=used, only="when")
+        if diag.get("fit") is not None:
+            fit, exp, st = diag["fit"], diag["expiry"], diag["stall_forecast"]
+        else:
+            fit, exp, st = _beside_maps(d, result, used, threshold)
+    except InputError as exc:
+        return {"available": False, "reason": f"not available: {exc}"}
     last = _last_observed(groups)
     in_last = (fit["series"]["step"] >= last["steps"][0]) & (fit["series"]["step"] <= last["steps"][1])
     w = fit["series"]["groups"][in_last]
@@ -318,15 +353,20 @@ def side_by_side(record: RunRecord, groups, result: dict, settings: dict | None,
     s0, s1 = fit["steps"]
     trend_span = max(fc["series"]["step"][-1] - fc["series"]["step"][0], 1)
     per_step = fit["drift"] / max(s1 - s0, 1)
+    lo, hi = fit["intervals"]["drift"]
+    se_drift = fit["se_drift"] if "se_drift" in fit else (hi - lo) / (2 * Z95)
+    link = fit.get("link") or ("logit" if fit["model"].startswith("logit") else f"{fit['model']} map")
     mean_fit = float(np.sum(fit["series"]["groups"] * fit["series"]["fitted_mean"]) / np.sum(fit["series"]["groups"]))
     g_stall = (gst.get("stall") or {}).get("0.5", {}) if gst.get("available") else {}
     s_stall = st["stall"].get("0.5", {}) if st.get("available") else {}
     return {
         "available": True, "fit": fit, "expiry": exp, "stall_forecast": st,
+        **({"when": diag["when"]} if diag.get("fit") is not None else {}),
         "rows": [
-            {"what": "drift, logit change per 100 steps", "groups": 100 * fc["beta"] / trend_span,
+            {"what": "drift, logit change per 100 steps" if link == "logit" else
+             f"drift per 100 steps (groups: logit; scalars: {link})", "groups": 100 * fc["beta"] / trend_span,
              "groups_se": 100 * fc["se_beta"] / trend_span, "scalars": 100 * per_step,
-             "scalars_se": 100 * fit["se_drift"] / max(s1 - s0, 1)},
+             "scalars_se": 100 * se_drift / max(s1 - s0, 1)},
             {"what": "mean pass rate over the run", "groups": result["fit"]["mean"], "scalars": mean_fit},
             *({"what": f"{k.replace('_', '-')} share, steps {last['steps'][0]}-{last['steps'][1]}",
                "groups": last[k], "scalars": fitted_last[k], "share": True} for k in ("all_pass", "all_fail", "mixed")),
