@@ -27,7 +27,9 @@ r"""The fit section of a scalars-only diagnosis read off the shares' measured dr
                 samplers' population)
 ``series``      per row of :func:`.scalars_fit._prepare` (pooled to :data:`.scalars_fit.MAX_ROWS`, as the maps' fit):
                 the observed shares, as the maps' fit gives them, and the fitted ones (as ``last``, per row)
-``steps``, ``n_steps``, ``groups``, ``used``, ``identified``, ``notes``, ``K``: as the maps' fit has them.
+``steps``, ``n_steps``, ``groups``, ``used``, ``identified``, ``notes``, ``K``: as the maps' fit has them; on a log
+                of the mixed share only ``identified`` says the split and the population are not, and ``notes`` holds
+                :data:`MIRROR_NOTE` (the side shown is the one the population's fit landed on).
 
 :func:`pair_fits` is the ``fits`` entry beside it (each pair's weight and score), :func:`changed_cap_hit` the cap
 rule's changed forecast where the risk is not drawn, and :func:`drift_stall_forecast` the stall forecast on the expiry's own drawn mixed shares (:func:`.scalars_forecast.stall_from_curves`): the
