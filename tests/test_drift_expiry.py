@@ -108,7 +108,8 @@ def test_drift_expiry_reads_the_futures_the_stall_risk_draws():
 def test_diagnose_says_the_shapes_expiry_and_backtests_the_band_it_reports():
     """A scalars-only record with binary rewards: ``expiry`` from the drift shapes (``when`` names them), its band
     aligned with its steps; the back-test's band at a cut equals drift_band on the rows before the cut (the band the
-    report makes, refitted there). The zero-std share alone keeps the drift map, saying why."""
+    report makes, refitted there). The zero-std share alone: the drift shapes too, the side not identified; kept on
+    the drift maps (``mixed_only_shapes=False``), the drift map's expiry, saying why."""
     from grpo_lab.sims.doctor.backtest import backtest
     from grpo_lab.sims.doctor.diagnose import diagnose
     from grpo_lab.sims.doctor.stall_risk import DRAWS
@@ -127,8 +128,13 @@ def test_diagnose_says_the_shapes_expiry_and_backtests_the_band_it_reports():
     want = drift_band(dr, ev, c["series"]["step"], d.n[~before], logged_rows(sub), 0.9, DRAWS, 0, median=True)
     np.testing.assert_array_equal(c["series"]["lo"], want["lo"])
     np.testing.assert_array_equal(c["series"]["hi"], want["hi"])
+    from grpo_lab.sims.doctor.scalars_diagnose import diagnose_scalars
+
     zs = simulate_shares(1.5, 1.5, 0.05, 8, 40, 64, seed=2, logged=("frac_reward_zero_std",))
     out = diagnose(zs)
+    assert out["expiry"]["model"] == "drift shapes" and "drift shapes" in out["when"]["expiry"]["source"]
+    assert out["fit"]["source"] == "drift shapes" and not out["fit"]["identified"]["split"]
+    out = diagnose_scalars(zs, mixed_only_shapes=False)
     assert out["expiry"]["model"] == "drift map" and "mixed share only" in out["expiry"]["shapes_reason"]
     assert "drift map" in out["when"]["expiry"]["source"]
 

@@ -74,8 +74,8 @@ def test_rounds_rows_use_the_rounds_likelihood():
     tab = population_table(1.0, 1.0, K, "logit", grid=H_GRID[::30])
     want = rounds_logp(r[:, None], tab["u"][None, :], 64, 40)
     np.testing.assert_allclose(shares_evidence(d).loglik(tab), want, rtol=1e-12)
-    r = shares_risk(d, {"gen_batch": 64, "train_batch": 40, "cap": 3, "pool": None}, 40)
-    assert r["available"] is False and "rounds" in r["reason"]  # one-sided per step: the drift map forecasts
+    r = shares_risk(d, {"gen_batch": 64, "train_batch": 40, "cap": 3, "pool": None}, 40, mixed_only_shapes=False)
+    assert r["available"] is False and "rounds" in r["reason"]  # kept on the drift maps: they forecast
 
 
 def test_population_and_drift_recovered_from_shares():
@@ -110,13 +110,17 @@ def test_the_study_plateau_seed_the_drift_maps_missed():
 
 
 def test_risk_without_a_cap_and_mixed_share_only():
-    """No cap: not available; a log with the zero-std share alone (h and its mirror fit alike): not available, the
-    drift map forecasts; with the mean reward beside it (TRL's pair) the risk is drawn."""
+    """No cap: not available; a log with the zero-std share alone (h and its mirror fit alike): the risk is drawn on
+    the shifts measured on one mirror branch, its cause "not identified"; kept on the drift maps
+    (``mixed_only_shapes=False``) not available, the drift map forecasts; with the mean reward beside it (TRL's
+    pair) the risk is drawn and its cause said."""
     rec = simulate_shares(1.5, 1.5, 0.05, 8, 40, 64, seed=2, logged=("frac_reward_zero_std",))
     d = step_shares(rec)
     st = {"gen_batch": 64, "train_batch": 40, "cap": 0, "pool": None}
     assert shares_risk(d, st, 400)["available"] is False
     r = shares_risk(d, {**st, "cap": 3}, 400, draws=48)
+    assert r["available"] and r["level"] == 0.9 and r["cause"].startswith("not identified")
+    r = shares_risk(d, {**st, "cap": 3}, 400, draws=48, mixed_only_shapes=False)
     assert r["available"] is False and "mixed share only" in r["reason"]
     rec = simulate_shares(1.5, 1.5, 0.05, 8, 40, 64, seed=2, logged=("frac_reward_zero_std", "reward_mean"))
     r = shares_risk(step_shares(rec), {**st, "cap": 3}, 400, draws=48)

@@ -55,10 +55,14 @@ def _fit_lines(f: dict) -> list[str]:
                    f"{percent(iv['stuck'][1])}] of the prompts; the Beta and its drift are the rest's")
     out += _last_lines(last)
     out += [f"  note: {n}" for n in f["notes"]]
-    if not f["identified"]["population"]:
-        out.append("  the population's parameters are not identified from what was logged: read only the mixed "
-                   "share and what follows from it")
-    return out
+    return out + _unidentified(f)
+
+
+def _unidentified(f: dict) -> list[str]:
+    """The line a fit whose population is not identified from what was logged adds (the mixed share only)."""
+    return [] if f["identified"]["population"] else [
+        "  the population's parameters are not identified from what was logged: read only the mixed share and what "
+        "follows from it"]
 
 
 def _drift_fit_lines(f: dict, fits: dict) -> list[str]:
@@ -85,7 +89,7 @@ def _drift_fit_lines(f: dict, fits: dict) -> list[str]:
               if "change_step" in sh else "")
            + f"; shift over the run {f['drift']:+.3f} [{dlo:+.3f}, {dhi:+.3f}] (95%)"]
     out += _last_lines(last)
-    out += [f"  note: {n}" for n in f["notes"]]
+    out += [f"  note: {n}" for n in f["notes"]] + _unidentified(f)
     ranked = sorted(((m, x["weight"]) for m, x in fits.items()), key=lambda kv: -kv[1])
     out.append("  (variant/shape) by leave-future-out weight: " + ", ".join(f"{m} {x:.2f}" for m, x in ranked
                                                                            if x >= 0.005) + " (the rest under 0.005)")

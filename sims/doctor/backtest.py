@@ -5,8 +5,9 @@ exactly as the diagnosis fits the whole run, and its :data:`.predictive.LEVEL` p
 share, the one the report prints, is compared with each later row that logs the mixed share: for binary rewards
 the shares' drift measured on the rows before the cut (:func:`.drift_shares.shares_drift`) and the chooser's shapes
 drawn ahead (:func:`.drift_expiry.drift_band`: the draws mixed with each row's binomial noise over its own groups,
-over-dispersed by the fitted rows' Pearson statistic); where the rows before the cut give the mixed share only
-(:func:`.drift_shares.sided`), the drift maps as the diagnosis keeps them (every drift model of :mod:`.scalars_fit`,
+over-dispersed by the fitted rows' Pearson statistic; where the rows before the cut give the mixed share only, each
+step's shift on one mirror branch, :func:`.drift.shift_estimates`); where such rows keep the maps
+(:func:`.drift_shares.on_shapes`, :data:`.drift_shares.MIXED_ONLY_SHAPES` False), the drift maps as the diagnosis keeps them (every drift model of :mod:`.scalars_fit`,
 :func:`.scalars_fit.best_fit` kept, the parameters' covariance scaled by the over-dispersion too:
 :func:`.scalars_forecast.quasi_fit`); for rewards that are not binary, the tie-share trend of :mod:`.tie_trend`. Reported per cut and pooled: rows scored, rows inside the band (``held``),
 the coverage held / scored, and the median absolute error of the band's median against the logged share.
@@ -30,7 +31,7 @@ import numpy as np
 from ..errors import InputError
 from .drift_expiry import drift_band
 from .predictive import LEVEL, band
-from .drift_shares import logged_rows, observed_mixed, shares_drift, shares_evidence, sided
+from .drift_shares import logged_rows, observed_mixed, on_shapes, shares_drift, shares_evidence
 from .scalars_fit import StepShares, best_fit, fit_models
 from .scalars_forecast import _draw_mixed, mixed_dispersion, quasi_fit
 from .stall_risk import DRAWS
@@ -137,7 +138,7 @@ def backtest(d: StepShares, not_binary: bool = False, cuts=CUTS, n_draws: int | 
                 tf = fit_tie_trend(d.step[before], d.n[before], tie[before], d.all_pass[before], d.all_fail[before])
                 b = tie_predict(tf, steps, n, n_draws, median=True, level=level)["predictive"]
                 model = "tie share"
-            elif shapes and sided(ev := shares_evidence(sub := d.subset(before))):  # sided: before the measuring
+            elif shapes and on_shapes(ev := shares_evidence(sub := d.subset(before))):  # before the measuring
                 ev, dr = shares_drift(sub, ev)
                 b = drift_band(dr, ev, steps, n, logged_rows(sub), level, n_shapes, 0, median=True)
                 model = "drift shapes"

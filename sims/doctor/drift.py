@@ -44,6 +44,22 @@ Hessian (:func:`.fit._hessian`) there, beta profiled out. (Integrating each late
 made the forecast worse, e.g. plateau 75 -> 47% covered; docs/doctor.md.) **Per-step shift**: ``h_hat[s]`` and
 ``se[s]``, the mean and standard deviation of h under exp(LL[s, .]) on the grid.
 
+**Mixed share only** (evidence most of whose steps resolve the mixed share alone, the zero-std share or the
+rounds: ``counts.mixed_only``, :class:`.drift_shares.ShareEvidence`). Under the logit link a population and its
+mirror (p -> 1 - p: Beta(b, a), the masses swapped) under the opposite shift give every step the same mixed share,
+so a step's likelihood in h has two modes, one on each side of the peak h* of the table's mixed share u(h), and
+its mean and sd over the grid mean nothing. The population is fitted as above: the nuisance linear shift lands on
+one side (the mirror is a label switch) and that side is kept. Each step's shift is then measured on the branch of
+h* where the nuisance line beta tau_s lies (:func:`mirror_fold`: the step's likelihood cut at h*, the moments of
+the side kept), so a path that crosses the peak is measured crossing it; the drawn populations of the forecasts
+are measured alike. Such evidence pools its rows into bins of at least :data:`.drift_shares.MIXED_BIN_GROUPS`
+groups (``counts.points``; a row of 64 groups barely tells h near h*). Named deviations: the branch is chosen by
+that reference line, not by continuity from step to step (near h* the two modes merge, and continuity cannot tell
+a path crossing the peak from one turning back); near h* the cut moves a step's measured shift off the peak by up
+to 0.8 of its sd and narrows it. Everything after is unchanged (the shapes, the walk and the jump included, fitted
+to those measurements); the chooser's scores integrate each step's whole likelihood, both modes. The side (all-pass
+saturation vs all-fail collapse, the shift's sign) stays unidentified and is said so.
+
 **Shapes** fitted to (s, h_hat, se) (weighted least squares, each with a free intercept c; their covariance
 scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
 
@@ -86,7 +102,7 @@ from .choice import lfo_weights
 from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
-           "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "fit_shape", "predict",
+           "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "mirror_fold", "fit_shape", "predict",
            "shape_weights", "model_weights", "measure_drift", "forget_measured"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
@@ -179,10 +195,10 @@ def filled_logp(u, settings: dict) -> np.ndarray:
     return np.log(np.maximum(special.bdtrc(int(settings["train_batch"]) - 1, n, u), 1e-300))
 
 
-def step_bins(n_steps: int) -> np.ndarray:
-    """Bin index per step: consecutive steps pooled into at most :data:`MAX_POINTS` bins of near-equal size
+def step_bins(n_steps: int, points: int = MAX_POINTS) -> np.ndarray:
+    """Bin index per step: consecutive steps pooled into at most ``points`` bins of near-equal size
     (one step per bin for a record of fewer steps). The shift is taken as constant within a bin."""
-    return (np.arange(n_steps) * min(n_steps, MAX_POINTS)) // max(n_steps, 1)
+    return (np.arange(n_steps) * min(n_steps, points)) // max(n_steps, 1)
 
 
 def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, settings: dict | None = None,
@@ -327,10 +343,28 @@ def profiled_cov(H, free, npar: int) -> np.ndarray:
         return np.full((npar, npar), np.nan)
 
 
-def shift_estimates(LL: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(h_hat, se) per step: the mean and sd of h under each step's likelihood; the first step is h = 0."""
-    m, sd = _moments(LL)
-    return m, sd
+def shift_estimates(LL: np.ndarray, fold=None) -> tuple[np.ndarray, np.ndarray]:
+    """(h_hat, se) per step: the mean and sd of h under each step's likelihood; the first step is h = 0.
+    ``fold`` (:func:`mirror_fold`): ``(u, h_ref)``, the table's mixed share on the grid and a reference shift per
+    step: each step's likelihood is cut at the mixed share's peak h* = argmax u and kept on the side of h* its
+    reference lies (h >= h* where h_ref >= h*), so a step whose shares resolve the mixed share only (two mirror
+    modes, one on each side of h*) is measured on one branch (module docstring, "Mixed share only")."""
+    if fold is None:
+        return _moments(LL)
+    u, ref = fold
+    peak = H_GRID[int(np.argmax(u))]
+    right = np.asarray(ref, float)[:, None] >= peak
+    return _moments(np.where(np.where(right, H_GRID[None, :] >= peak, H_GRID[None, :] <= peak), LL, -np.inf))
+
+
+def mirror_fold(counts, table: dict, pop: dict, tau) -> tuple | None:
+    """The ``fold`` of :func:`shift_estimates` for evidence that resolves the mixed share only on most of its
+    steps (``counts.mixed_only``, :class:`.drift_shares.ShareEvidence`): the ``table``'s mixed share and the
+    population ``pop``'s nuisance linear shift ``pop["beta"] * tau`` (:func:`fit_population`) as the reference,
+    the side its fit landed on; None for any other evidence (group counts: every step is measured whole)."""
+    if not getattr(counts, "mixed_only", False):
+        return None
+    return table["u"], float(pop["beta"]) * np.asarray(tau, float)
 
 
 # ------------------------------------------------------------------------------------------ shapes
@@ -630,7 +664,7 @@ def forget_measured() -> None:
 
 def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> dict:
     steps = np.asarray(steps, float)
-    bins = step_bins(len(steps))
+    bins = step_bins(len(steps), getattr(counts, "points", MAX_POINTS))
     tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step
     per = {}
     for v in variants:
@@ -647,7 +681,7 @@ def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> d
                                      start=start)
                 tab = population_table(pop["a"], pop["b"], K, link, w0=pop["w0"], w1=pop["w1"])
             LL = step_loglik(tab, counts, survivors, rounds, settings, bins)
-            h, se = shift_estimates(LL)
+            h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
             links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
         per[v] = links
     weights = model_weights(tau, {v: {k: (x["LL"], x["h"], x["se"]) for k, x in per[v].items()} for v in per})

@@ -33,8 +33,11 @@ scalars_fit's cell integration (the group path's approximation; it moves a share
 noise at a few hundred groups a step); the drift is a shape of h, not a map of t; rows are pooled as
 scalars_fit pools them, but to at most :data:`POOL_ROWS` (the mean reward's normal factor is then the pooled
 rows' sum's, a little less information than the product of theirs), and then binned as the group path bins
-steps (:func:`.drift.step_bins`). A log that gives the zero-std share alone identifies the mixed share only: the
-population's side and the drift's sign are then not identified (the cause is said so).
+steps (:func:`.drift.step_bins`). A log most of whose rows give the mixed share only (the zero-std share alone, the
+rounds alone) identifies the mixed share only: the population's side and the drift's sign are then not identified
+(the cause is said so), each row's likelihood in h has two mirror modes, and :mod:`.drift` measures each bin's
+shift on one branch, bins of at least :data:`MIXED_BIN_GROUPS` groups (its "Mixed share only";
+:data:`MIXED_ONLY_SHAPES`, or the ``mixed_only_shapes`` argument, False keeps such a log on the drift maps).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from .scalars_fit import _EPS, Y_FLOOR, StepShares, _prepare, _resolve, class_mo
 
 __all__ = ["POOL_ROWS", "RISK_MAX_STEPS", "PHI_ROWS", "ShareEvidence", "shares_evidence", "shares_drift", "sided",
            "observed_mixed", "logged_rows", "shares_expiry", "shares_risk", "with_risk", "changed_first_stall",
-           "MIXED_ONLY"]
+           "MIXED_ONLY", "MIXED_ONLY_SHAPES", "MIXED_BIN_GROUPS", "MIXED_MIN_POINTS", "on_shapes"]
 
 #: rows beyond which consecutive rows are pooled: twice the group path's bins (:data:`.drift.MAX_POINTS`), within
 #: which the shift is taken as constant anyway, so the class counts' multinomial is unchanged by the pooling
@@ -58,10 +61,21 @@ POOL_ROWS = 2 * MAX_POINTS
 RISK_MAX_STEPS = 1_000_000_000
 #: logged rows the predictive band's over-dispersion is measured on at most (evenly spread beyond)
 PHI_ROWS = 4096
-#: why a log most of whose rows give the mixed share only keeps the drift map (:func:`sided`)
-MIXED_ONLY = ("most rows give the mixed share only (the zero-std share or the rounds): a shift h and its mirror give "
-              "the same unanimous share, and a row of R = 1 rounds bounds it from one side, so the per-step shifts the "
-              "shapes are fitted to are not measured")
+#: why a log most of whose rows give the mixed share only keeps the drift map, where it is kept on the maps
+#: (:func:`on_shapes` False)
+MIXED_ONLY = ("most rows give the mixed share only (the zero-std share or the rounds) and this diagnosis keeps such logs "
+              "on the drift maps (mixed_only_shapes False): a shift h and its mirror give the same mixed share")
+
+
+#: the groups a bin of a log of the mixed share only pools at least (:class:`ShareEvidence`'s ``points``): one row's
+#: mixed share barely moves with h near its peak (its two mirror modes merge there), so a row of 64 groups measures
+#: its shift poorly and the measurement cut at the peak is pushed off it; five of the stall study's rows (64 groups
+#: each) a bin held the first stall in 9 of 9 zero-std-only loops, one or three rows a bin in fewer (docs/doctor.md)
+MIXED_BIN_GROUPS = 320
+MIXED_MIN_POINTS = 8  #: bins of a log of the mixed share only at least (fewer rows: one a bin)
+#: a log most of whose rows give the mixed share only is measured on the drift shapes too, each step's shift on one
+#: mirror branch (:func:`.drift.shift_estimates`' ``fold``); False: such a log keeps the drift maps (:data:`MIXED_ONLY`)
+MIXED_ONLY_SHAPES = True
 
 
 class ShareEvidence:
@@ -74,6 +88,14 @@ class ShareEvidence:
         self.P, self.K = rows, int(K)
         self.step = np.asarray(rows["step"])
         self.shape = (len(self.step), self.K + 1)
+        #: most rows resolve the mixed share only: :func:`.drift.shift_estimates` measures each on one mirror branch
+        self.mixed_only = not sided(self)
+        #: the bins :func:`.drift.measure_drift` pools the rows into (:func:`.drift.step_bins`): the group path's
+        #: :data:`.drift.MAX_POINTS`, or for a log of the mixed share only bins of at least :data:`MIXED_BIN_GROUPS`
+        #: groups (no fewer than :data:`MIXED_MIN_POINTS`)
+        groups = float(np.nansum(rows["n"]))
+        self.points = MAX_POINTS if not self.mixed_only else int(np.clip(groups // MIXED_BIN_GROUPS, MIXED_MIN_POINTS,
+                                                                         MAX_POINTS))
 
     def sum(self, axis: int = 0) -> np.ndarray:
         """Pseudo group counts by successes (K + 1,) over every row (module docstring; a starting point only)."""
@@ -125,9 +147,16 @@ def shares_evidence(d: StepShares) -> ShareEvidence:
 
 def sided(ev: ShareEvidence) -> bool:
     """More than half the rows tell the all-pass side from the all-fail side (all three shares, one of the two
-    sides, or the mean reward): the shifts the shapes are fitted to are measured (:data:`MIXED_ONLY` otherwise)."""
+    sides, or the mean reward): each step's shift is measured whole; otherwise on one mirror branch
+    (:attr:`ShareEvidence.mixed_only`, :mod:`.drift`'s "Mixed share only")."""
     s = np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail", "mean_only"]) | ev.P["y_on"]
     return bool(np.mean(s) > 0.5)
+
+
+def on_shapes(ev: ShareEvidence, mixed_only_shapes: bool | None = None) -> bool:
+    """The log's drift is measured on the drift shapes: its rows mostly give a side (:func:`sided`), or they give the
+    mixed share only and ``mixed_only_shapes`` (default :data:`MIXED_ONLY_SHAPES`) brings them over."""
+    return sided(ev) or bool(MIXED_ONLY_SHAPES if mixed_only_shapes is None else mixed_only_shapes)
 
 
 def observed_mixed(d: StepShares) -> np.ndarray:
@@ -147,19 +176,20 @@ def logged_rows(d: StepShares, max_rows: int = PHI_ROWS) -> dict:
 
 
 def shares_expiry(d: StepShares, threshold: float, measured: tuple | None = None, predictive: bool = True,
-                  seed: int = 0, draws: int | None = None, keep_draws: bool = False) -> dict | None:
+                  seed: int = 0, draws: int | None = None, keep_draws: bool = False,
+                  mixed_only_shapes: bool | None = None) -> dict | None:
     """The expiry of a scalars-only run and its predictive band from the shares' measured drift
     (:func:`.drift_expiry.drift_expiry`: the chooser's shapes drawn, the same futures the stall risk draws), on
     :func:`.scalars_forecast.future_grid` of the pooled rows' span, a future row of the median logged groups.
-    ``measured``: a :func:`shares_drift` result to reuse. None where the log is not :func:`sided` (the caller
-    keeps the drift map's expiry, saying :data:`MIXED_ONLY`). ``keep_draws``: the drawn mixed share too
-    (:func:`.drift_expiry.drift_expiry`'s ``draws``)."""
+    ``measured``: a :func:`shares_drift` result to reuse. None where the log is not measured on the shapes
+    (:func:`on_shapes` with ``mixed_only_shapes``: the caller keeps the drift map's expiry, saying
+    :data:`MIXED_ONLY`). ``keep_draws``: the drawn mixed share too (:func:`.drift_expiry.drift_expiry`'s ``draws``)."""
     from .drift_expiry import drift_expiry
     from .scalars_forecast import future_grid
     from .stall_risk import DRAWS
 
     ev = measured[0] if measured is not None else shares_evidence(d)
-    if not sided(ev):
+    if not on_shapes(ev, mixed_only_shapes):
         return None
     ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
     grid = future_grid({"steps": (int(ev.step[0]), int(ev.step[-1]))})
@@ -176,18 +206,20 @@ def shares_drift(d: StepShares, ev: ShareEvidence | None = None) -> tuple[ShareE
 
 
 def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int | None = None, seed: int = 0,
-                draws: int | None = None, measured: tuple | None = None) -> dict:
+                draws: int | None = None, measured: tuple | None = None, mixed_only_shapes: bool | None = None) -> dict:
     """The stall risk of a scalars-only run (:func:`.stall_risk.stall_risk` on the shares' drift): the first
     stall's median, its 90% interval and P(stall by ``horizon_step``), every uncertainty drawn. ``settings``: the
     trainer's (``gen_batch``, ``train_batch``, ``cap`` or ``cap_effective``, ``pool``); ``n_prompts``: the prompt
     set's size where known (its finite-population correction; None: fresh prompts). ``measured``: a
     :func:`shares_drift` result to reuse. ``{"available": False, "reason"}`` without a cap. Where the log
-    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified". Not available,
-    with the reason: a horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows give the
-    mixed share only, no side (the zero-std share alone: h and its mirror fit alike, the per-step likelihood is
-    bimodal; the rounds alone: a one-sided bound per step). On verl's rounds-only fixture the shapes put the stall
-    past step 613 for a run that raised at 167; on the study's loops logging the zero-std share alone, no stall
-    within 600 in 9 of 9 seeds for stalls at 98-200 (docs/doctor.md, "One doctor")."""
+    resolves the mixed share only (the zero-std share, the rounds), ``cause`` is "not identified" (each bin's
+    shift measured on one mirror branch, :mod:`.drift`'s "Mixed share only"). Not available, with the reason: a
+    horizon more than :data:`RISK_MAX_STEPS` past the last row; a log most of whose rows give the mixed share only
+    where ``mixed_only_shapes`` (default :data:`MIXED_ONLY_SHAPES`) keeps it on the drift maps. Measured before the
+    branch: on verl's rounds-only fixture the shapes put the stall past step 613 for a run that raised at 167, on the
+    study's loops logging the zero-std share alone no stall within 600 in 9 of 9 seeds for stalls at 98-200; on one
+    branch, docs/doctor.md ("Mixed share only on the drift shapes")."""
+    from .scalars_forecast import NO_SIDE
     from .stall_risk import DRAWS, stall_risk
 
     cap = settings.get("cap_effective") or settings.get("cap")
@@ -199,28 +231,28 @@ def shares_risk(d: StepShares, settings: dict, horizon_step: int, n_prompts: int
                 "the risk reaches: the stall forecast's first step over the cap is the forecast (on a sided log the "
                 "same drift's drawn mixed share)"}
     ev = measured[0] if measured is not None else shares_evidence(d)
-    if not sided(ev):
+    if not on_shapes(ev, mixed_only_shapes):
         return {"available": False, "reason": f"{MIXED_ONLY}; the drift map's first step over the cap is the forecast"}
     ev, dr = measured if measured is not None else (ev, measure_drift(ev, ev.step, d.K, False))
     st = {**settings, "cap_effective": int(cap)}
     out = stall_risk(dr, ev, st, n_prompts, int(horizon_step), False, None, draws or DRAWS, seed)
     split = bool(np.isin(ev.P["kind"], ["trinomial", "all_pass", "all_fail"]).any() or ev.P["y_on"].any())
     if not split and out.get("cause"):
-        out["cause"] = "not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+        out["cause"] = NO_SIDE
         out["cause_share_all_fail"] = None
     out["evidence"] = "per-step shares"
     return out
 
 
 def with_risk(sf: dict, d: StepShares, n_prompts: int | None = None, seed: int = 0,
-              measured: tuple | None = None) -> dict:
+              measured: tuple | None = None, mixed_only_shapes: bool | None = None) -> dict:
     """``sf`` (a :func:`.scalars_forecast.stall_forecast` of ``d``'s fit) with ``risk``: :func:`shares_risk` over the
     same horizon, where the forecast is available and the trainer has a cap (the first stall every surface says,
     :func:`.when.scalars_stall`); ``sf`` unchanged otherwise. The drift map's first cap hit stays beside it."""
     if not sf.get("available") or not sf["settings"].get("cap"):
         return sf
     return {**sf, "risk": shares_risk(d, sf["settings"], int(sf["horizon_step"]), n_prompts, seed,
-                                      measured=measured)}
+                                      measured=measured, mixed_only_shapes=mixed_only_shapes)}
 
 
 def changed_first_stall(record, result: dict, settings: dict, draws: int | None = None) -> float | None:

@@ -5,20 +5,22 @@ the group-level fit where a record has both (:func:`side_by_side`).
 
 ``scalars_only``   True (the report renderers dispatch on it)
 ``run``            name, steps, K (and where it came from), groups per step (and where from), prompts
-``fit``            for binary rewards whose rows mostly give a side (:func:`.drift_shares.sided`): the shares'
-                   measured drift, the one the expiry, its band and the first stall read (:func:`.shares_fit.drift_fit`:
-                   the chooser's (variant, shape) pair of largest weight, its population, shape parameters and
-                   intervals, ``source`` "drift shapes"); ``fits`` each pair's leave-future-out ``weight`` and
-                   ``score``; ``model`` "variant/shape". The drift maps are not fitted on that path. Otherwise (most
-                   rows give the mixed share only, or rewards not binary): the preferred drift map's fit
+``fit``            for binary rewards: the shares' measured drift, the one the expiry, its band and the first stall
+                   read (:func:`.shares_fit.drift_fit`: the chooser's (variant, shape) pair of largest weight, its
+                   population, shape parameters and intervals, ``source`` "drift shapes"); ``fits`` each pair's
+                   leave-future-out ``weight`` and ``score``; ``model`` "variant/shape". The drift maps are not
+                   fitted on that path. A log most of whose rows give the mixed share only (the zero-std share, the
+                   rounds) is measured on one mirror branch (:mod:`.drift`'s "Mixed share only"; ``identified``
+                   says the split and the population are not, the cause "not identified"). Otherwise (rewards not
+                   binary, or ``mixed_only_shapes`` False on a log of the mixed share only): the preferred drift map's fit
                    (:func:`.scalars_fit.fit_scalars`: the logit map, the power map and the logit map beside a
                    never-solved share, kept by the group path's leave-future-out chooser,
                    :func:`.scalars_fit.best_fit`); ``fits`` each map's log-likelihood, AIC and its leave-future-out
                    ``weight`` and ``score``
 ``expiry``         the step the mixed share falls below the threshold and its predictive band: for binary rewards
                    from the shares' measured drift, the same drift shapes and draws the stall risk reads
-                   (:func:`.drift_shares.shares_expiry`); where most rows give the mixed share only, the drift
-                   map's (:func:`.scalars_forecast.expiry_forecast`, with ``shapes_reason``); the tie-share trend's
+                   (:func:`.drift_shares.shares_expiry`); where a log of the mixed share only is kept on the maps,
+                   the drift map's (:func:`.scalars_forecast.expiry_forecast`, with ``shapes_reason``); the tie-share trend's
                    for rewards that are not binary
 ``stall_forecast`` rounds per step and the stall step for the trainer config: on the measured drift, the expiry's
                    own drawn mixed shares (:func:`.shares_fit.drift_stall_forecast`, ``source`` "drift shapes"),
@@ -50,8 +52,11 @@ K comes from ``num_generations``, else the record (``meta['num_generations']``),
 groups per step from the record's ``groups_per_step`` column, else ``groups_per_step``, else the trainer
 config's generation batch (prompts per round: the groups a step logs over when it draws one round). Either
 unknown: InputError, one line. A record that logs rounds per step and no share (verl DAPO's
-``train/num_gen_batches`` alone) is fitted by the rounds' likelihood (:mod:`.scalars_fit`), the batch sizes from
-the trainer config or flags (missing: InputError naming them); its groups per step are rounds x gen_batch.
+``train/num_gen_batches`` alone) is fitted by the rounds' likelihood (:func:`.drift.rounds_logp`, on the drift
+shapes or the maps as above), the batch sizes from the trainer config or flags (missing: InputError naming them);
+its groups per step are rounds x gen_batch. The drift maps stay only where a log of the mixed share only is kept on
+them (``mixed_only_shapes`` False) and beside a record with groups (:func:`side_by_side`); rewards that are not
+binary have the tie-share trend.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ from .when import when
 from .samplers import MAX_PROMPTS, samplers_section
 from .scalars_fit import best_fit, fit_models, fit_scalars, population_moments, step_shares, usable_rows
 from .scalars_forecast import expiry_forecast, stall_forecast
-from .drift_shares import MIXED_ONLY, shares_drift, shares_evidence, shares_expiry, sided, with_risk
+from .drift_shares import MIXED_ONLY, on_shapes, shares_drift, shares_evidence, shares_expiry, with_risk
 from .shares_fit import Z95, drift_fit, drift_stall_forecast, pair_fits
 from .trainer_config import resolve_settings, step_settings
 
@@ -160,10 +165,13 @@ def bad_rows(steps: dict) -> str | None:
 
 def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD, trainer_config: dict | None = None,
                      num_generations: int | None = None, groups_per_step: int | None = None,
-                     batch: int | None = None, backtest: bool = False, only: str | None = None) -> dict:
+                     batch: int | None = None, backtest: bool = False, only: str | None = None,
+                     mixed_only_shapes: bool | None = None) -> dict:
     """The doctor on a scalars-only record (see the module docstring). Raises InputError. ``backtest``: refit on
     the first part of the log and score the rest (:mod:`.backtest`; under ``backtest``). ``only="when"``: the
-    stages :func:`.when.when` reads and nothing else (module docstring)."""
+    stages :func:`.when.when` reads and nothing else (module docstring). ``mixed_only_shapes``: a log most of whose
+    rows give the mixed share only is measured on the drift shapes (True) or keeps the drift maps (False); default
+    :data:`.drift_shares.MIXED_ONLY_SHAPES`."""
     if not (0.0 < float(threshold) < 1.0):
         raise InputError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
     t_all = time.perf_counter()
@@ -195,7 +203,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     measured = None
     if not not_binary:  # the shares' drift, measured once: the fit, the expiry, its band and the first stall read it
         ev = shares_evidence(d)
-        measured = (ev, shares_drift(d, ev)[1]) if sided(ev) else None
+        measured = (ev, shares_drift(d, ev)[1]) if on_shapes(ev, mixed_only_shapes) else None
     timings["drift"] = time.perf_counter() - t
     t = time.perf_counter()
     if measured is not None:  # the measured drift's chosen (variant, shape) as the fit: the maps are not fitted
@@ -219,7 +227,7 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
         # the trend the log cannot rule out: the verdict must hold under it too (when.check_expiry)
         expiry["alternatives"] = alternative_expiry(tie_fit, threshold)
     elif measured is not None:
-        expiry = shares_expiry(d, threshold, measured, predictive=not only, keep_draws=True)
+        expiry = shares_expiry(d, threshold, measured, predictive=not only, keep_draws=True, mixed_only_shapes=True)
     else:
         expiry = {**expiry_forecast(fit, threshold, predictive=not only), "model": "drift map",
                   "shapes_reason": f"{MIXED_ONLY}: the expiry is the drift map's"}
@@ -231,7 +239,8 @@ def diagnose_scalars(record: RunRecord, *, threshold: float = DEFAULT_THRESHOLD,
     else:
         stall = stall_forecast(tie_fit if not_binary else fit, trainer_config)
     if not not_binary:  # the first stall: the group path's shapes and risk on the shares' likelihood
-        stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None, measured=measured)
+        stall = with_risk(stall, d, int(meta.get("n_prompts") or 0) or None, measured=measured,
+                          mixed_only_shapes=measured is not None)
     timings["stall"] = time.perf_counter() - t
     if batch is None:
         batch = max(1, int(round(float(np.median(d.n[np.isfinite(d.n)])))))

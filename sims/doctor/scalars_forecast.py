@@ -35,6 +35,9 @@ from .tie_trend import is_tie_fit, tie_predict
 __all__ = ["NEAR", "FAR", "expiry_forecast", "stall_forecast", "stall_from_curves", "future_grid", "row_groups",
            "mixed_dispersion", "predictive_mixed", "expiry_from_curves", "quasi_fit"]
 
+#: the stall's cause where the log gives the mixed share only (the drift maps' and the drift shapes' forecasts)
+NO_SIDE = "not identified (the log gives the mixed share only: the zero-std share or the rounds per step)"
+
 MAX_NEED = 1000  #: without a cap, a step expected to need more rounds than this is reported as never filling
 NEAR = 120  #: future steps evaluated within one run length of the last step (every step if fewer)
 FAR = 80  #: future steps evaluated from one run length to the horizon
@@ -226,8 +229,7 @@ def stall_forecast(fit: dict, settings: dict | None, seed: int = 0, n_draws: int
                                  "group's rewards tie or not; no pass / fail split)")
     split = lambda i: (float(mo["all_pass"][i + 1]), float(mo["all_fail"][i + 1]))  # noqa: E731
     return stall_from_curves(settings, s1, grid, mixed, curves, split, None if fit["identified"]["split"] else
-                             "not identified (the log gives the mixed share only: the zero-std share or the rounds "
-                             "per step)")
+                             NO_SIDE)
 
 
 def stall_from_curves(settings: dict, s1, grid, mixed, curves, split, cause: str | None = None) -> dict:

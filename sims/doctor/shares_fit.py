@@ -27,7 +27,9 @@ r"""The fit section of a scalars-only diagnosis read off the shares' measured dr
                 samplers' population)
 ``series``      per row of :func:`.scalars_fit._prepare` (pooled to :data:`.scalars_fit.MAX_ROWS`, as the maps' fit):
                 the observed shares, as the maps' fit gives them, and the fitted ones (as ``last``, per row)
-``steps``, ``n_steps``, ``groups``, ``used``, ``identified``, ``notes``, ``K``: as the maps' fit has them.
+``steps``, ``n_steps``, ``groups``, ``used``, ``identified``, ``notes``, ``K``: as the maps' fit has them; on a log
+                of the mixed share only ``identified`` says the split and the population are not, and ``notes`` holds
+                :data:`MIRROR_NOTE` (the side shown is the one the population's fit landed on).
 
 :func:`pair_fits` is the ``fits`` entry beside it (each pair's weight and score), :func:`changed_cap_hit` the cap
 rule's changed forecast where the risk is not drawn, and :func:`drift_stall_forecast` the stall forecast on the expiry's own drawn mixed shares (:func:`.scalars_forecast.stall_from_curves`): the
@@ -44,13 +46,17 @@ import numpy as np
 
 from .drift import H_GRID, SHAPES, pair_weights, population_params, predict
 from .scalars_fit import _observed_last, _prepare, observed_series
-from .scalars_forecast import stall_from_curves
+from .scalars_forecast import NO_SIDE, stall_from_curves
 
-__all__ = ["POP_DRAWS", "Z95", "chosen_pair", "drift_fit", "pair_fits", "drift_stall_forecast", "shares_on",
+__all__ = ["POP_DRAWS", "Z95", "MIRROR_NOTE", "chosen_pair", "drift_fit", "pair_fits", "drift_stall_forecast", "shares_on",
            "changed_cap_hit"]
 
 POP_DRAWS = 400  #: draws of the population's parameter vector for its intervals
 Z95 = 1.959963984540054  #: the normal's 97.5% quantile
+#: the fit section's note on a log that gives the mixed share only (:func:`drift_fit`)
+MIRROR_NOTE = ("the log gives the mixed share only (the zero-std share or the rounds per step): the population and its mirror (Beta(b, a), the masses swapped, "
+               "under the opposite shift) fit alike, so the side shown (all-pass vs all-fail, the shift's sign) is the "
+               "one the population's fit landed on; the mixed share, the expiry and the stall are the same on either")
 _SHAPE_PARAMS = {"linear": ("c", "slope"), "power": ("c", "slope", "log_rate"), "plateau": ("c", "slope", "log_rate"),
                  "jump": ("c", "slope", "jump")}
 
@@ -172,12 +178,14 @@ def drift_fit(d, ev, dr: dict, seed: int = 0) -> dict:
                      f"{P['pooled']} for the series (the drift is measured on {len(ev.step):,} pooled rows)")
     series = {**observed_series(P), **{f"fitted_{k}": v[1:] for k, v in at.items()}}
     split = bool(np.isin(P["kind"], ["trinomial", "all_pass", "all_fail"]).any() or P["y_on"].any())
+    if not split:
+        notes.append(MIRROR_NOTE)
     return {"source": "drift shapes", "model": f"{variant}/{shape}", "variant": variant, "shape": shape, "link": link,
             "K": int(d.K), "population": pop, "alpha": pop["a"], "beta": pop["b"],
             "shape_fit": {"shape": shape, **_shape(sf, s0)}, "drift": drift, "intervals": {"drift": drift_iv},
             "weights": dr["weights"], "steps": [int(P["s0"]), int(P["s1"])], "n_steps": P["rows"],
             "groups": float(P["n"].sum()), "used": {"kinds": kinds, "reward_mean_steps": int(P["y_on"].sum())},
-            "identified": {"mixed_share": True, "split": split, "population": True}, "notes": notes,
+            "identified": {"mixed_share": True, "split": split, "population": split}, "notes": notes,
             "last": last, "series": series}
 
 
@@ -206,7 +214,8 @@ def drift_stall_forecast(dr: dict, fit: dict, expiry: dict, settings: dict | Non
     tab = _table(dr, variant, fit["link"])
     split = shares_on(tab, predict(dr["variant_fits"][variant][shape], grid - float(dr["steps"][0]))[0])
     out = stall_from_curves(settings, fit["steps"][1], grid, np.concatenate([[expiry["mixed_now"]], pr["mixed"]]),
-                            expiry["draws"], lambda i: (float(split["all_pass"][i]), float(split["all_fail"][i])))
+                            expiry["draws"], lambda i: (float(split["all_pass"][i]), float(split["all_fail"][i])),
+                            None if fit["identified"]["split"] else NO_SIDE)
     return {**out, "source": "drift shapes"}
 
 

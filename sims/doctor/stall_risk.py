@@ -43,7 +43,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, pair_weights, population_params, population_table,
-                    shift_estimates, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
+                    shift_estimates, mirror_fold, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
 from .risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step, log_hazard, restricted_sum,
                           risk_grid)
@@ -236,7 +236,7 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                 make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
                 LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
-                h, se = shift_estimates(LL)
+                h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
                 for s in shapes:
                     n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
                     if n == 0:

@@ -7,7 +7,7 @@ horizon; a tracker draws a gap):
 
 ``expiry_step``          the step the effective (mixed) group rate falls below the threshold: the trend's crossing
                          (a record of groups, :mod:`.forecast`) or the scalars-only record's (:func:`.drift_shares.shares_expiry`,
-                         the drift shapes on the per-step shares; the drift map where most rows give the mixed share only)
+                         the drift shapes on the per-step shares; the drift map where a log of the mixed share only keeps the maps)
 ``first_stall_median``   the first step whose generation rounds exceed the cap: the median of the first stall's
                          distribution (the risk's, :mod:`.stall_risk`, for a record of groups and, on the per-step
                          shares, :mod:`.drift_shares`, for scalars; else the first cap hit's,

@@ -8,7 +8,7 @@ r"""One answer to "when": the run's expiry and its first stall, each checked aga
             or the drift shapes' on its groups, :func:`.forecast.group_expiry`, or the one chosen on the run's
             history, :func:`.expiry_choice.choose_expiry`, its rule said in ``source``); for a scalars-only
             record with binary rewards the drift shapes' on the per-step shares (:func:`.drift_shares.shares_expiry`,
-            the drift the first stall reads; the scalars fit's drift map where most rows give the mixed share only),
+            the drift the first stall reads; the scalars fit's drift map where a log of the mixed share only keeps the maps),
             for rewards that are not binary the tie-share trend's; its interval and level
 ``stall``   the first step whose rounds exceed the cap: the risk's median first stall and its 90% interval
             (:mod:`.stall_risk`, every uncertainty drawn) for a record with groups, and for scalars the same
