@@ -101,35 +101,31 @@ def test_watch_without_a_cap_reports_no_stall(tmp_path):
     assert np.isfinite(events[0]["stall"]["now"]["expected"])
 
 
-def test_watch_forecasts_the_doctors_first_stall_where_the_risk_is_not_drawn():
-    """A sided log of 70 rows logged every 40 steps: its forecast horizon (10 run lengths) passes
-    RISK_MAX_STEPS, so the first stall is the stall forecast's first step over the cap, which the doctor reads on
-    the shares' measured drift (the expiry's drawn futures). The watch, fitting on its own (no ``--emit``), says that
-    one: recomputed here from the measured drift's stages, and equal to ``diagnose``'s ``when`` on the same rows
-    (before issue 39 item 8 it was the drift map's first step over the cap, checked different here)."""
+def test_watch_forecasts_the_doctors_first_stall_on_a_horizon_past_20000_steps():
+    """A sided log of 70 rows logged every 40 steps: its forecast horizon (10 run lengths, 27,600 future steps) passes
+    the 20,000 steps the risk was once drawn to (it is drawn over the whole horizon since, :mod:`.risk_blocks`), so the
+    first stall is the risk's median and 90% interval on the shares' measured drift. The watch, fitting on its own (no
+    ``--emit``), says that one, equal to ``diagnose``'s ``when`` on the same rows (before issue 39 item 8 it was the
+    drift map's first step over the cap, checked different here)."""
     from grpo_lab.sims.doctor import diagnose
     from grpo_lab.sims.doctor.drift import forget_measured
-    from grpo_lab.sims.doctor.drift_shares import shares_drift, shares_expiry
     from grpo_lab.sims.doctor.scalars_fit import best_fit, fit_models, step_shares
     from grpo_lab.sims.doctor.scalars_forecast import stall_forecast
     from grpo_lab.sims.doctor.scalars_watch import StallWatch
-    from grpo_lab.sims.doctor.shares_fit import drift_fit, drift_stall_forecast
     from grpo_lab.sims.record import RunRecord
 
     rec, _ = simulate_dapo(1.5, 2.0, 0.03, 8, 70, 96, 64, 3, seed=4)
     rec = RunRecord(meta=rec.meta, groups=rec.groups, steps={**rec.steps, "step": rec.steps["step"] * 40})
     d = diagnose(rec, trainer_config=SETTINGS, num_generations=8)
-    w = d["when"]["stall"]
-    assert d["stall_forecast"]["source"] == "drift shapes" and not d["stall_forecast"]["risk"]["available"]
-    forget_measured()  # each below measures the drift afresh
-    sh = step_shares(rec, num_generations=8, settings=SETTINGS)
-    measured = shares_drift(sh)
-    exp = shares_expiry(sh, 0.5, measured, predictive=False, keep_draws=True)
-    hit = drift_stall_forecast(measured[1], drift_fit(sh, *measured), exp, SETTINGS)["first_cap_hit"]
-    assert (w["step"], w["interval"], w["level"]) == (hit["median"], hit["predictive"], 0.95)
-    forget_measured()
+    w, risk = d["when"]["stall"], d["stall_forecast"]["risk"]
+    assert d["stall_forecast"]["source"] == "drift shapes" and risk["available"]
+    assert risk["first_stall"]["horizon_step"] - rec.steps["step"][-1] > 20_000
+    assert (w["step"], w["interval"], w["level"]) == (risk["first_stall"]["median"], risk["first_stall"]["interval"],
+                                                      0.9)
+    forget_measured()  # the watch measures the drift afresh
     ev = StallWatch(SETTINGS, num_generations=8).update(rec)
     assert (ev["forecast"]["step"], ev["forecast"]["interval"]) == (w["step"], w["interval"])
     assert ev["forecast"]["source"] == w["source"] and ev["fit"]["model"] == d["model"]
+    sh = step_shares(rec, num_generations=8, settings=SETTINGS)
     maps = stall_forecast(best_fit(fit_models(sh)), SETTINGS)["first_cap_hit"]
     assert (maps["median"], maps["predictive"]) != (w["step"], w["interval"])  # what the watch said before
