@@ -76,7 +76,7 @@ def test_loglik_is_each_groups_log_posterior_predictive():
             kern = _kernel(_q(gn, H_GRID[hi], link), K, rho)  # (nodes, K + 1)
             per = np.log(np.einsum("gm,gm->g", W[g.prompt_id], kern[:, g.successes].T))
             want = np.bincount(np.searchsorted(steps, g.step), weights=per)
-            np.testing.assert_allclose(LL[:, hi], want, rtol=1e-9, atol=1e-6)
+            np.testing.assert_allclose(LL[:, hi], want, rtol=2e-6)  # single precision per pair
             uj = W @ (1 - kern[:, 0] - kern[:, K])
             assert abs(tab["u"][hi] - w @ uj) < 1e-10 and abs(tab["u2"][hi] - w @ uj**2) < 1e-10
 

@@ -34,7 +34,8 @@ posteriors on every logged step. (The other variants' populations are fitted on 
 :mod:`.drift`'s named deviation, two to three parameters each, not one per prompt.)
 
 **Where it is offered** (:func:`prompt_evidence`): only where prompts repeat, at least :data:`MIN_REPEAT` of the
-groups being of a prompt seen at an earlier step, and only on a record holding every group (a survivors-only dump
+groups being of a prompt seen at an earlier step, on at most :data:`MAX_PAIRS` distinct (prompt, successes) pairs
+(the cost; a larger record: not offered, said), and only on a record holding every group (a survivors-only dump
 truncates each group's likelihood; not offered there, said). A fresh prompt every group: not offered, and the
 reason said (``drift["prompts"]``). Named deviation: the posteriors are not redrawn with the population's draws
 (the stall risk's :data:`.stall_risk.POPULATIONS`): the variant's uncertainty is the posteriors' own, the shift's
@@ -54,7 +55,7 @@ from scipy import sparse
 from .drift import H_GRID, _g, _ginv, beta_nodes
 from .drift_variants import betabinom_pmf
 
-__all__ = ["VARIANT", "MIN_REPEAT", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
+__all__ = ["VARIANT", "MIN_REPEAT", "MAX_PAIRS", "RECENT", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
            "prompt_table"]
 
 VARIANT = "prompts"  #: the variant's name (added to :data:`.drift.VARIANTS`' where offered)
@@ -64,6 +65,11 @@ MIN_REPEAT = 0.5  #: the variant is offered where at least this share of the gro
 #: steps 41/43 against 30/43 (its sampler retires prompts) but weak-dr_grpo's 275/360 against 301/360 and 2,038 of
 #: 2,498 pooled against 2,051; 0.5 was no better on the four runs it was tried on (855/1,123 against 878)
 RECENT = 1.0
+#: the variant is offered on at most this many distinct (prompt, successes) pairs: its likelihood costs pairs x
+#: len(H_GRID) per table, some 1.2 s of CPU at 59,000 pairs on the shared machine, and a diagnosis computes about
+#: eight tables (the whole run and the half split, two links, the chooser's and the forecast's posteriors); the
+#: 1,000,000-group benchmark (50,000 prompts, about 300,000 pairs) took 65 s of forecast with it, over the 60 s target
+MAX_PAIRS = 100_000
 BLOCK = 16384  #: (prompt, k) pairs per block of the likelihood
 RHO_MAX = 0.5  #: the largest intra-group correlation matched
 RHO_STEPS = 12  #: bisection steps of rho
@@ -98,17 +104,20 @@ class PromptEvidence:
 
     def loglik(self, table: dict) -> np.ndarray:
         """LL[s, h] of the groups under ``table`` (:func:`prompt_table`): each group's log posterior predictive
-        pmf (module docstring)."""
-        kern, W = table["kernel"], table["post"]  # (H, nodes, K + 1), (J, nodes)
+        pmf (module docstring). Named deviation: each pair's predictive and its log in single precision (half the
+        time and memory; about 1e-7 of a group's log pmf, 1e-3 of a step's LL of 2,000 groups), summed in double;
+        a predictive under 1e-37 is floored there."""
+        kern = np.asarray(table["kernel"], np.float32)  # (H, nodes, K + 1)
+        W = np.asarray(table["post"], np.float32)  # (J, nodes)
         LL = np.zeros((self.n_steps, kern.shape[0]))
         for lo in range(0, self.pair_j.size, BLOCK):
             hi = min(lo + BLOCK, self.pair_j.size)
             j, k = self.pair_j[lo:hi], self.pair_k[lo:hi]
-            L = np.empty((hi - lo, kern.shape[0]))
+            L = np.empty((hi - lo, kern.shape[0]), np.float32)
             for kk in np.unique(k):
                 sel = k == kk
                 L[sel] = W[j[sel]] @ kern[:, :, kk].T
-            LL += self.M[:, lo:hi] @ np.log(np.maximum(L, 1e-300))
+            LL += self.M[:, lo:hi] @ np.log(np.maximum(L, np.float32(1e-37))).astype(np.float64)
         return LL
 
 
@@ -134,6 +143,11 @@ def prompt_evidence(groups, steps, survivors: bool = False) -> tuple[PromptEvide
         return None, {"offered": False, "repeat_share": share, "reason": (
             f"{100 * share:.0f}% of the groups are of a prompt logged at an earlier step (under "
             f"{100 * MIN_REPEAT:.0f}%): too few repeats for a prompt's own pass rate")}
+    pairs = np.unique(np.asarray(groups.prompt_id, np.int64) * (groups.K + 1) + groups.successes).size
+    if pairs > MAX_PAIRS:
+        return None, {"offered": False, "repeat_share": share, "reason": (
+            f"{pairs:,} (prompt, successes) pairs, over the {MAX_PAIRS:,} the variant's likelihood is computed "
+            "for (its cost grows with them; not yet bounded otherwise)")}
     ev = PromptEvidence(np.searchsorted(steps, groups.step), groups.prompt_id, groups.successes, groups.K, len(steps))
     return ev, {"offered": True, "repeat_share": share, "reason": (
         f"{100 * share:.0f}% of the groups are of a prompt logged at an earlier step")}
@@ -153,7 +167,7 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str)
     P = np.clip(_ginv(_g(p, link)[None, :] + np.asarray(beta_link["h"], float)[:nb, None], link), _P, 1 - _P)
     b = np.asarray(bins)[ev.step[m]]
     C = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b * (K + 1) + ev.k[m])), shape=(ev.J, nb * (K + 1)))
-    G = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b)), shape=(ev.J, nb))  # groups per (prompt, bin)
+    G = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b)), shape=(ev.J, nb)).T.tocsr()  # (bin, prompt)
     mixed = float(np.mean((ev.k[m] > 0) & (ev.k[m] < K))) if m.any() else 0.0
 
     def posterior(rho):
@@ -162,7 +176,7 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str)
         W = np.exp(logpost - logpost.max(axis=1, keepdims=True))
         W /= W.sum(axis=1, keepdims=True)
         um = 1.0 - kern[..., 0] - kern[..., K]  # (bins, nodes)
-        return W, float((G.multiply(W @ um.T)).sum()) / max(int(m.sum()), 1)
+        return W, float(np.sum((G @ W) * um)) / max(int(m.sum()), 1)
 
     W, pred = posterior(0.0)
     rho = 0.0

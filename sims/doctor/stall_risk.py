@@ -231,8 +231,11 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
             for i, x in enumerate(xs):
                 make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
-                LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
-                h, se = shift_estimates(LL)
+                if pop.get("variant") == PROMPTS:  # not drawn: its table is the measured one, its shifts too
+                    h, se = vlinks[link]["h"], vlinks[link]["se"]
+                else:
+                    LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
+                    h, se = shift_estimates(LL)
                 for s in shapes:
                     n = alloc[s] // len(xs) + (1 if i < alloc[s] % len(xs) else 0)
                     if n == 0:
