@@ -282,10 +282,9 @@ def test_cli_backtest_json_and_text(capsys):
     bt = js["backtest"]
     assert bt["available"] and [c["cut"] for c in bt["cuts"]] == [0.4, 0.5, 0.6, 0.7]
     assert bt["held"] == sum(c["held"] for c in bt["cuts"]) and bt["scored"] == sum(c["scored"] for c in bt["cuts"])
-    assert bt["model"] == "chosen per cut"  # the default: chosen per cut
+    assert bt["model"] == "drift shapes"  # the default: the one model
     assert bt["scalars"]["model"] == js["scalars_fit"]["expiry"]["model"] == "drift shapes"  # the model shown beside
-    assert all(c["choice"]["chosen"] in ("trend", "drift") and c["model"] in ("group trend", "drift shapes")
-               for c in bt["cuts"])
+    assert all(c["choice"] is None and c["model"] == "drift shapes" for c in bt["cuts"])
     for c in bt["cuts"]:  # each cut's count recomputed from its own series
         lo, hi, o = (np.asarray(c["series"][k]) for k in ("lo", "hi", "observed"))
         assert c["held"] == int(np.sum((o >= lo - 1e-12) & (o <= hi + 1e-12)))

@@ -150,7 +150,9 @@ def test_sigma_fitted_from_every_group_within_its_errors():
 
 def test_variants_not_fitted_from_survivors_without_rounds():
     """From a survivors-only loop record without the rounds the stall risk fits only the Beta and the masses (the
-    extra parameter is not told there, docs/doctor.md); with the rounds, and from every group, all four variants."""
+    extra parameter is not told there, docs/doctor.md); with the rounds, and from every group, all four variants;
+    from every group of the loop's 300 repeating prompts the ``prompts`` variant too (not from survivors: a group's
+    likelihood is truncated there, :mod:`.drift_prompts`)."""
     from grpo_lab.sims.doctor.groups import run_groups
     from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_record
     from grpo_lab.sims.doctor.stall_risk import risk_for_groups
@@ -166,4 +168,5 @@ def test_variants_not_fitted_from_survivors_without_rounds():
         r = risk_for_groups(run_groups(rec), settings, observed, 200, draws=40)
         got[mode] = set(r["population_variants"])
     assert got["trained"] == {"beta", "masses"}
-    assert got["all"] == got["trained+rounds"] == {"beta", "masses", "overdispersed", "rates"}
+    assert got["trained+rounds"] == {"beta", "masses", "overdispersed", "rates"}
+    assert got["all"] == {"beta", "masses", "overdispersed", "rates", "prompts"}

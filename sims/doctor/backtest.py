@@ -17,9 +17,10 @@ A later stretch longer than :data:`MAX_SCORED` rows is scored on that many rows 
 is skipped with its reason; a fit that fails (InputError) likewise. For a record with groups the forecast the
 report makes is its expiry model's (:data:`.forecast.GROUP_EXPIRY`, :func:`backtest_trend`: the same cuts of its
 steps): the per-prompt trend's band (:func:`.forecast.band_at`), or with ``model="drift"`` the drift measured on the
-groups before the cut (:func:`.forecast.measured_drift`) and :func:`.drift_expiry.drift_band` of each later step's
-effective rate over that step's groups, over-dispersed by the fitted steps' Pearson statistic, or (the default,
-``model="choice"``) the one of the two :func:`.expiry_choice.choose_expiry` picks on the steps before the cut alone,
+groups before the cut (:func:`.forecast.measured_drift`, the ``prompts`` variant among its variants where prompts
+repeat) and :func:`.drift_expiry.drift_band` of each later step's effective rate over that step's groups,
+over-dispersed by the fitted steps' Pearson statistic (the default, ``model="drift"``), or (``model="choice"``) the
+one of the two :func:`.expiry_choice.choose_expiry` picks on the steps before the cut alone,
 so the choice is scored on steps it did not see (docs/doctor.md, "One doctor": the figures of the three on the
 shipped runs); the per-step shares' back-test is given beside it.
 """

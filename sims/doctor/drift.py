@@ -23,6 +23,10 @@ masses cancel from the truncated likelihood (only the rounds, where logged, hold
 score alike and the masses' draws follow their prior (:func:`.stall_risk.population_draws`). Two more variants,
 ``overdispersed`` (correlated rollouts: a beta-binomial kernel, rho fitted) and ``rates`` (prompts' own rates: the
 shift h e^(sigma z) per prompt, sigma fitted), are :mod:`.drift_variants`' (:data:`EXTRA_VARIANTS`), chosen alike.
+A fifth, ``prompts`` (:data:`PROMPTS`, :mod:`.drift_prompts`), uses the record's prompt identity where prompts
+repeat (a group path record given ``prompts``): each prompt's pass rate a posterior under the Beta given its own
+groups, each group scored by its prompt's posterior predictive; its chooser's score reads posteriors taken on the
+steps before the first origin only (one parameter per prompt would otherwise be scored on its own data).
 
 **Per-step likelihood** ``LL[s, h]`` = sum over the step's groups of log P(k | h), and
 
@@ -214,6 +218,8 @@ def step_loglik(table: dict, counts: np.ndarray, survivors: bool, rounds=None, s
 
 
 def _step_loglik(table, counts, survivors, rounds, settings):  # settings: _LIKELIHOOD_SETTINGS' keys only
+    if "evidence" in table:  # the prompts variant: the groups by identity (.drift_prompts; every group logged)
+        return table["evidence"].loglik(table)
     if hasattr(counts, "loglik"):  # evidence other than group counts: the per-step shares (.drift_shares)
         return counts.loglik(table)
     K = table["K"]
@@ -620,15 +626,16 @@ def _content(x):
 _LIKELIHOOD_SETTINGS = ("gen_batch", "train_batch", "cap_effective")  #: the settings :func:`_step_loglik` reads
 
 
-def _inputs_key(counts, steps, K, survivors, rounds, settings, variants) -> tuple:
+def _inputs_key(counts, steps, K, survivors, rounds, settings, variants, prompts=None) -> tuple:
     """What :func:`measure_drift` reads, by content; of ``settings`` only what enters the likelihood
     (:data:`_LIKELIHOOD_SETTINGS`, and only for a survivors-only record: the rounds' and the filled step's terms)."""
     used = None if not (survivors and settings) else tuple(_content(settings.get(k)) for k in _LIKELIHOOD_SETTINGS)
     return (_content(counts), _content(np.asarray(steps, float)), int(K), bool(survivors), _content(rounds), used,
-            tuple(variants))
+            tuple(variants), None if prompts is None else _content(prompts))
 
 
-def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None, variants=VARIANTS) -> dict:
+def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=None, variants=VARIANTS,
+                  prompts=None) -> dict:
     """Population and per-step shifts for both links and every population variant (:data:`VARIANTS`), the shapes
     fitted to all logged steps, and the weights of every (variant, shape) pair.
 
@@ -639,12 +646,41 @@ def measure_drift(counts, steps, K: int, survivors: bool, rounds=None, settings=
     The last measurement is kept and given again for inputs equal in content (:func:`_inputs_key`; its draws are
     seeded, so it is a function of them): a diagnosis measures its record once for its stall risk and once more
     for each change of the cap rule (:func:`.rules.cap_changes`), the same record each time. The nested results
-    are shared, not copied (no caller changes them); ``counts`` and ``settings`` are the caller's."""
-    key, last = _inputs_key(counts, steps, K, survivors, rounds, settings, variants), (_LAST or [None])[0]
+    are shared, not copied (no caller changes them); ``counts`` and ``settings`` are the caller's.
+
+    ``prompts``: the groups with their prompts (:class:`.drift_prompts.PromptEvidence`, where
+    :func:`.drift_prompts.prompt_evidence` offers it): the ``prompts`` variant is measured too, after the others
+    (its prompts without an intercept read the Beta's population)."""
+    key = _inputs_key(counts, steps, K, survivors, rounds, settings, variants, prompts)
+    last = (_LAST or [None])[0]
     if last is None or last[0] != key:  # one read of _LAST: another thread may replace it meanwhile
-        last = (key, _measure_drift(counts, steps, K, survivors, rounds, settings, variants))
+        last = (key, _measure_drift(counts, steps, K, survivors, rounds, settings, variants, prompts))
         _LAST[:] = [last]
     return {**last[1], "counts": counts, "settings": settings}
+
+
+PROMPTS = "prompts"  #: the variant of :mod:`.drift_prompts`, measured where :func:`measure_drift` is given prompts
+
+
+def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links) -> dict:
+    """The ``prompts`` variant's links (:mod:`.drift_prompts`): per link the population (the prompts' posteriors on
+    every logged step), its ``LL``, ``h``, ``se``, and ``score``: (LL, h, se) under the posteriors on the steps
+    before the chooser's first origin (:func:`.choice.origins`), what :func:`model_weights` scores the variant by."""
+    from .choice import origins
+    from .drift_prompts import fit_prompts, prompt_table
+
+    cuts = origins(len(tau))
+    upto = int(np.sum(bins < cuts[0][0])) if cuts else len(steps)
+    links = {}
+    for link in LINKS:
+        out = {}
+        for n in {len(steps), upto}:
+            pop = fit_prompts(prompts, n, beta_links[link], bins, link)
+            LL = step_loglik(prompt_table(pop, K, link), counts, False, bins=bins)
+            out[n] = (pop, LL, *shift_estimates(LL))
+        pop, LL, h, se = out[len(steps)]
+        links[link] = {"population": pop, "LL": LL, "h": h, "se": se, "score": out[upto][1:]}
+    return links
 
 
 def pair_weights(weights: dict) -> dict:
@@ -662,7 +698,7 @@ def forget_measured() -> None:
     forget_drawn()
 
 
-def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> dict:
+def _measure_drift(counts, steps, K, survivors, rounds, settings, variants, prompts=None) -> dict:
     steps = np.asarray(steps, float)
     bins = step_bins(len(steps), getattr(counts, "points", MAX_POINTS))
     tau = np.bincount(bins, weights=steps - steps[0]) / np.bincount(bins)  # a bin's mean step
@@ -684,7 +720,10 @@ def _measure_drift(counts, steps, K, survivors, rounds, settings, variants) -> d
             h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
             links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
         per[v] = links
-    weights = model_weights(tau, {v: {k: (x["LL"], x["h"], x["se"]) for k, x in per[v].items()} for v in per})
+    if prompts is not None:
+        per[PROMPTS] = _measure_prompts(prompts, counts, steps, K, tau, bins, per["beta"])
+    weights = model_weights(tau, {v: {k: x.get("score", (x["LL"], x["h"], x["se"])) for k, x in per[v].items()}
+                                  for v in per})
     fits = {v: {s: fit_shape(s, tau, per[v][lk]["h"], per[v][lk]["se"]) for s, lk in SHAPES.items()} for v in per}
     first = variants[0]
     return {"links": per[first], "variants": per, "fits": fits[first], "variant_fits": fits, "weights": weights,

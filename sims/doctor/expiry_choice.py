@@ -13,7 +13,9 @@ dispersion phi (at least 1), at the count round(x N) of the logged share x, time
 that models with a different phi compare). Deviations: the count is rounded onto the effective lattice, and the
 trend is scored at each step's own groups where its band uses the run's median groups.
 
-**Rule** (parsimony toward the default, :data:`.forecast.GROUP_EXPIRY`'s trend): the drift is chosen only where its
+**Rule** (parsimony toward the trend, the default before the one model; :data:`.forecast.GROUP_EXPIRY` is now the
+drift, whose ``prompts`` variant holds the trend's information, :mod:`.drift_prompts`; this choice stays a named
+alternative, ``forecast(model="choice")``): the drift is chosen only where its
 pseudo-BMA+ weight is at least :data:`PARSIMONY` (the Bayesian bootstrap of the scored steps favours it that
 clearly); otherwise the trend. Too few steps for an origin (or a model that cannot be fitted there: its score
 -1e6): the trend, said in ``rule``.

@@ -1,30 +1,31 @@
 r"""When will the prompt set stop teaching? The group path's expiry: the per-prompt trend, or the measured drift.
 
 Two models of the expiry and the choice between them (``forecast(model=...)``, :data:`EXPIRY_MODELS`), the default
-:data:`GROUP_EXPIRY` the choice:
+:data:`GROUP_EXPIRY` the drift, which holds the trend's information as its ``prompts`` population variant
+(:mod:`.drift_prompts`; issue 39 item 8, one model):
 
 * **drift** (:func:`group_expiry`; issue 39 item 8, one doctor): the record's groups per step measured as the stall
   risk measures them (:func:`measured_drift`: :func:`.drift.measure_drift` on :func:`.stall_risk.step_counts`,
-  the same inputs, so the measurement it keeps is the risk's too), then :func:`.drift_expiry.drift_expiry` on the
+  the same inputs, so the measurement it keeps is the risk's too; where prompts repeat the ``prompts`` variant,
+  each prompt's own pass rate, is among the variants the chooser weighs, :func:`.drift_prompts.prompt_evidence`,
+  said in the drift's ``prompts``), then :func:`.drift_expiry.drift_expiry` on the
   scalars path's future grid (:func:`.scalars_forecast.future_grid`, :data:`HORIZON` run lengths): the median drawn
   mixed share's first step below the threshold, the 95% interval of the draws' first crossings, the fitted share
   now and at each logged step, the 90% predictive band of a step of the run's median groups (over-dispersed by the
   logged steps' Pearson statistic). The scalars path reads the same function (:func:`.drift_shares.shares_expiry`).
   A survivors-only record is measured here as if it held every group, as the trend takes it (its stall risk
   measures it as survivors, :func:`.stall_risk.risk_for_groups`: a second measurement).
-* **trend** (below): the per-prompt logistic trend's crossing and band.
-* **choice**: one of the two chosen per run on its own history (:func:`.expiry_choice.choose_expiry`: fitted on the
+* **trend** (below): the per-prompt logistic trend's crossing and band (a named alternative; the drift's
+  ``prompts`` variant with the ``linear`` shape is this model in all but the fitting method).
+* **choice** (the default before the ``prompts`` variant): one of the two chosen per run on its own history (:func:`.expiry_choice.choose_expiry`: fitted on the
   first half of the steps, scored by the log predictive density of the second; the drift only where its pseudo-BMA+
   weight is at least :data:`.expiry_choice.PARSIMONY`), said in ``expiry_choice``.
 
-**Deviation from item 8** (one model for both paths): the default is the choice between the two per run (item 7:
-chosen by the out-of-sample score), not the drift alone. On the eight shipped ``runs/*-s1`` records the back-test
-(:func:`.backtest.backtest_trend`, cuts at 40-70%; for the choice redone on the steps before each cut) held 2,002 of
-2,498 later steps in the trend's 90% band (80.1%; 5 runs at 80% or more, the worst 46.9%), 1,942 in the drift's
-(77.7%; 4 runs; the worst 56.9%) and 2,023 in the chosen model's (81.0%; 6 runs; the worst 48.1%): the drift is worse
-on broad-ds by 21.7 points, broad-sign 9.7, weak-dr_grpo 8.0, tasa 7.8, broad 3.6, better on weak-sign by 18.0,
-retire2 18.6, weak-ds 10.0, and the choice keeps the trend on the first four runs it is worse on. docs/doctor.md,
-"One doctor", has the table.
+**One model** (item 8): the default is the drift with the ``prompts`` variant among its variants, one chooser over
+(variant, shape) pairs. On the eight shipped ``runs/*-s1`` records the back-test (:func:`.backtest.backtest_trend`,
+cuts at 40-70%) held in the 90% band the share of later steps given in docs/doctor.md, "One doctor: the trend inside
+the drift" (against the trend's 80.1%, the drift's before the variant 77.7% and the old choice's 81.0%), with the
+runs it still misses named there.
 
 Trend model (a logistic regression over the whole run): prompt x's pass rate at
 step s is ``p_x(s) = sigmoid(alpha_x + beta t)``, ``t = (s - s_first) / (s_last - s_first)``,
@@ -64,10 +65,9 @@ HORIZON = 10.0  #: how many run lengths past the last step the crossing is searc
 PLOT_AHEAD = 3.0  #: run lengths past the last step the projection keeps (the crossing is searched to HORIZON)
 SEARCH_POINTS = 40  #: grid points of the trend's crossing search (then bisection to half a step)
 EXPIRY_MODELS = ("trend", "drift", "choice")  #: the group path's expiry models; "choice": chosen per run (below)
-#: the group path's expiry by default: chosen per run on its own history, whose band held more of the shipped runs'
-#: later steps in the back-test (81.0% pooled against the trend's 80.1% and the drift's 77.7%, 6 runs of 8 at 80% or
-#: more against 5 and 4, its worst run 48.1% against the trend's 46.9%; docs/doctor.md, "One doctor")
-GROUP_EXPIRY = "choice"
+#: the group path's expiry by default: the drift with the prompts variant (one model; docs/doctor.md, "One doctor:
+#: the trend inside the drift", for its back-test against the trend and the old per-run choice)
+GROUP_EXPIRY = "drift"
 NEWTON_STEPS = 30  #: most Newton iterations of the trend fit (it converges in well under this)
 TOL = 1e-6  #: Newton stops when no logit parameter moves by more than this
 SERIES_POINTS = 100  #: steps at which the fitted series is evaluated (interpolated between them)
@@ -196,11 +196,15 @@ def measured_drift(groups: RunGroups, mask=None) -> tuple[np.ndarray, np.ndarray
     counts per step (:func:`.stall_risk.step_counts`) as :func:`.stall_risk.risk_for_groups` measures a record that
     holds every group, so one diagnosis measures its record once (the measurement :func:`.drift.measure_drift`
     keeps)."""
-    from .drift import measure_drift
+    from .drift import VARIANTS, measure_drift
+    from .drift_prompts import prompt_evidence
     from .stall_risk import step_counts
 
-    steps, counts = step_counts(groups.subset(mask))
-    return steps, counts, measure_drift(counts, steps, groups.K, False)
+    sub = groups.subset(mask)
+    steps, counts = step_counts(sub)
+    prompts, said = prompt_evidence(sub, steps)
+    return steps, counts, {**measure_drift(counts, steps, groups.K, False, variants=VARIANTS, prompts=prompts),
+                           "prompts": said}
 
 
 def _rows(steps, counts, K: int) -> dict:
@@ -219,8 +223,8 @@ def group_expiry(groups: RunGroups, threshold: float, mask=None, predictive: boo
     steps, counts, dr = measured_drift(groups, mask)
     rows = _rows(steps, counts, groups.K)
     grid = future_grid({"steps": (int(steps[0]), int(steps[-1]))}, HORIZON)
-    return drift_expiry(dr, counts, grid, threshold, rows, float(np.median(rows["groups"])), seed=seed,
-                        predictive=predictive)
+    return {**drift_expiry(dr, counts, grid, threshold, rows, float(np.median(rows["groups"])), seed=seed,
+                           predictive=predictive), "prompts_variant": dr["prompts"]}
 
 
 def _trend_expiry(groups: RunGroups, threshold: float, trend: dict, steps, obs, n_rows) -> dict:
@@ -267,7 +271,8 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
     ``already_below``, ``status``, ``crossing_step`` with ``crossing_interval`` ([lo, hi]; None = beyond the
     horizon), ``horizon_step``, ``series`` (observed and fitted per step, groups, all-pass and all-fail shares per
     step), ``projection`` (steps to :data:`PLOT_AHEAD` run lengths, rate and ``predictive``), ``shapes`` (the drift
-    chooser's weights; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for :mod:`.skip` and the
+    chooser's weights; None for the trend), ``prompts_variant`` (the drift's: ``offered``, ``repeat_share``,
+    ``reason``, :func:`.drift_prompts.prompt_evidence`; None for the trend), ``backtest`` and ``_trend`` (the trend fit, for :mod:`.skip` and the
     stall forecast; not for printing). Fewer than :data:`MIN_STEPS` steps: the trend's curves, no crossing.
     """
     if model not in EXPIRY_MODELS:
@@ -278,7 +283,9 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
         choice = choose_expiry(groups)
         model = choice["chosen"]
     else:
-        choice = {"chosen": model, "rule": f"fixed: forecast(model={model!r})", "weights": None, "scores": None}
+        rule = ("the default: one model, the drift shapes with the prompts variant among its variants where prompts "
+                "repeat" if model == "drift" == GROUP_EXPIRY else f"fixed: forecast(model={model!r})")
+        choice = {"chosen": model, "rule": rule, "weights": None, "scores": None}
     steps, obs = observed_rate(groups)
     roll = rolling_mean(obs, ROLLING)
     trend = fit_trend(groups)
@@ -302,7 +309,8 @@ def forecast(groups: RunGroups, threshold: float = DEFAULT_THRESHOLD, full: bool
         "threshold": float(threshold), "expiry_model": "drift" if drift else "trend", "expiry_choice": choice,
         "model": "drift shapes (the chooser's weights; as the stall risk draws them)" if drift else
         "logit p_x(s) = alpha_x + beta (s - s_first) / (s_last - s_first)",
-        "shapes": e["shapes"], "beta": trend["beta"], "se_beta": trend["se_beta"],
+        "shapes": e["shapes"], "prompts_variant": e.get("prompts_variant"), "beta": trend["beta"],
+        "se_beta": trend["se_beta"],
         "status": status, "rate_now": e["mixed_now"], "observed_rate_now": float(roll[-1]),
         "already_below": bool(roll[-1] < threshold), "observed_crossing_step": _first_cross(steps, roll, threshold),
         "crossing_step": e["step"], "crossing_interval": e["interval"], "horizon_step": e["horizon_step"],

@@ -8,6 +8,8 @@ r"""Risk of a dynamic-sampling stall as a curve: P(first stall by step n), with 
    (:func:`.drift.fit_population`), with masses at 0 and 1 (log a, log b, w0, w1) by :func:`population_draws`
    (the likelihood where the record holds the masses, their prior where it does not), for the overdispersed
    and rates variants (log a, log b, and rho or sigma) by :func:`.drift_variants.variant_draws` (likewise);
+   the ``prompts`` variant (:mod:`.drift_prompts`, where prompts repeat and every group is logged) is one
+   population, its prompts' posteriors as measured;
    :data:`POPULATIONS` per
    link and variant, the per-step shifts re-measured under each and the shape refitted to them;
 3. the shape's parameters from their (misfit-scaled) normal approximation, for the walk its last state and its
@@ -42,8 +44,8 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import (EXTRA_VARIANTS, LINKS, SHAPES, draw_paths, fit_shape, pair_weights, population_params, population_table,
-                    shift_estimates, mirror_fold, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
+from .drift import (EXTRA_VARIANTS, LINKS, PROMPTS, SHAPES, draw_paths, fit_shape, pair_weights, population_params,
+                    population_table, shift_estimates, mirror_fold, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
 from .risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step, log_hazard, restricted_sum,
                           risk_grid)
@@ -227,7 +229,9 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                 continue
             pop = vlinks[link]["population"]
             extra = pop.get("variant") in EXTRA_VARIANTS  # overdispersed, rates (:mod:`.drift_variants`)
-            if extra:
+            if pop.get("variant") == PROMPTS:  # the intercepts held at their fit (:mod:`.drift_prompts`): one population
+                xs = [pop["x"]]
+            elif extra:
                 xs = variant_draws(pop, drift, link, POPULATIONS, rng)
             else:
                 xs = population_draws(pop, drift, link, POPULATIONS, rng,
@@ -235,10 +239,13 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
             for i, x in enumerate(xs):
                 make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
-                LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
-                h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
+                if pop.get("variant") == PROMPTS:  # not drawn: its table is the measured one, its shifts too
+                    h, se = vlinks[link]["h"], vlinks[link]["se"]
+                else:
+                    LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
+                    h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
                 for s in shapes:
-                    n = alloc[s] // POPULATIONS + (1 if i < alloc[s] % POPULATIONS else 0)
+                    n = alloc[s] // len(xs) + (1 if i < alloc[s] % len(xs) else 0)
                     if n == 0:
                         continue
                     yield make, tab, fit_shape(s, tau, h, se), n
@@ -249,6 +256,10 @@ def drawn_table(pop: dict, x, link: str, shift: float, k: int) -> dict:
     (``x`` = ``pop["x"]``, ``shift`` 0: the fitted population's own table)."""
     if pop.get("variant") in EXTRA_VARIANTS:
         return variant_table(pop["variant"], x, k, link, logit_shift=shift)
+    if pop.get("variant") == PROMPTS:
+        from .drift_prompts import prompt_table
+
+        return prompt_table(pop, k, link, logit_shift=shift)
     a, b, w0, w1 = population_params(x, pop.get("masses", False))
     return population_table(a, b, k, link, w0=w0, w1=w1, logit_shift=shift)
 
@@ -388,11 +399,15 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     # only there (docs/doctor.md, "two more population variants")
     variants = VARIANTS if not survivors or rounds is not None else tuple(v for v in VARIANTS
                                                                           if v not in EXTRA_VARIANTS)
-    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings, variants)
+    from .drift_prompts import prompt_evidence
+
+    prompts, said = prompt_evidence(groups, steps, survivors)
+    d = measure_drift(counts, steps, groups.K, survivors, rounds, settings, variants, prompts)
     cap = unseen_share(groups) if survivors else None
     out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
     out["mass_cap"] = cap
     out["survivors_reason"] = why
+    out["prompts_variant"] = said
     out["rounds_informative"] = bool(rounds is not None and np.any(rounds > 1))
     return out
 

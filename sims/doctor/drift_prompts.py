@@ -1,0 +1,214 @@
+r"""The ``prompts`` population variant: the per-prompt trend's information (prompt identity) inside the measured drift.
+
+Issue 39 item 8 (one doctor): the group path's two expiry models, the per-prompt logistic trend
+(:func:`.forecast.fit_trend`) and the measured drift (:mod:`.drift`, marginal over prompts), become one model; the
+trend's information enters the drift as a population variant beside ``beta``, ``masses``, ``overdispersed`` and
+``rates``, chosen with the shapes by the same leave-future-out score (:func:`.drift.model_weights`).
+
+**Model.** Each prompt j of the record has its own pass rate p_j at the first logged step, and a group of prompt j
+at step s has k ~ Binomial(K, g^-1(g(p_j) + h(s))): the same common shift h(s) as every variant, on the same links
+and shapes. Each p_j is a draw from the Beta population (the ``beta`` variant's fit, on its :data:`.drift.NODES`
+quantile nodes p_m): its **posterior given the prompt's own groups** on the fitting steps,
+W_jm proportional to prod over those groups of Binomial(k; K, g^-1(g(p_m) + h_beta(s))), h_beta the ``beta``
+variant's measured shift at the group's step (a nuisance; the prompt's own intercept is what is estimated). A
+prompt without a group there keeps the prior (uniform over the nodes: the Beta population). The per-step
+likelihood is conditional on identity, the prompt's posterior predictive:
+
+    LL[s, h] = sum over the step's groups of log sum_m W_{j(group), m} Binomial(k; K, g^-1(g(p_m) + h)),
+
+so the shift's measurement (:func:`.drift.shift_estimates`), the shapes, the chooser's score, the draws
+(:func:`.stall_risk.drift_futures`) and the expiry (:mod:`.drift_expiry`) read it unchanged. The mixed share
+ahead is the prompt set's, as the prompts are sampled: sum_j w_j sum_m W_jm u_m(h), w_j the share of the record's
+groups that are prompt j's and u_m(h) = 1 - p^K - (1 - p)^K at p = g^-1(g(p_m) + h): the table of the nodes under
+the set's posterior weights v_m = sum_j w_j W_jm (:func:`prompt_table`). With the ``linear`` shape this variant is
+the per-prompt trend (a logit intercept per prompt, one common slope) in all but the fitting method: the trend's
+intercepts are point estimates (Newton's method with a Jeffreys pseudo-observation each) fitted jointly with the
+slope; here each intercept is a posterior under the Beta population (shrunk toward it, its uncertainty kept: a
+point intercept put the broad runs' mixed share 0.49 where 0.34 was logged, the Jensen gap of P(mixed) at few
+groups a prompt), the shift measured per step and the shape fitted to it.
+
+**Fairness of the choice.** Posteriors from the scored steps would score those steps with their own data: for the
+chooser's score the posteriors are taken on the steps before its first origin (:func:`.choice.origins`) alone and
+the shift measured under them (``score`` of the variant's link entry); the forecast's shift and shapes use the
+posteriors on every logged step. (The other variants' populations are fitted on every step, scored ones included:
+:mod:`.drift`'s named deviation, two to three parameters each, not one per prompt.)
+
+**Where it is offered** (:func:`prompt_evidence`): only where prompts repeat, at least :data:`MIN_REPEAT` of the
+groups being of a prompt seen at an earlier step, on at most :data:`MAX_PAIRS` distinct (prompt, successes) pairs
+(the cost; a larger record: not offered, said), and only on a record holding every group (a survivors-only dump
+truncates each group's likelihood; not offered there, said). A fresh prompt every group: not offered, and the
+reason said (``drift["prompts"]``). Named deviation: the posteriors are not redrawn with the population's draws
+(the stall risk's :data:`.stall_risk.POPULATIONS`): the variant's uncertainty is the posteriors' own, the shift's
+and the shape's.
+
+**Cost and memory.** The posteriors: one sparse product (prompts x (step, k) counts against the nodes' log
+pmf). The likelihood: per distinct (prompt, k) pair its posterior predictive on the grid (a dense product with the
+nodes' pmf), in blocks of :data:`BLOCK` pairs (memory bounded by BLOCK x len(H_GRID)), then one sparse product
+with the (step, pair) counts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from .drift import H_GRID, _g, _ginv, beta_nodes
+from .drift_variants import betabinom_pmf
+
+__all__ = ["VARIANT", "MIN_REPEAT", "MAX_PAIRS", "RECENT", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
+           "prompt_table"]
+
+VARIANT = "prompts"  #: the variant's name (added to :data:`.drift.VARIANTS`' where offered)
+MIN_REPEAT = 0.5  #: the variant is offered where at least this share of the groups is of a prompt seen before
+#: the prompt set ahead is the one sampled over this last share of the logged steps: the whole record. Measured on
+#: the shipped runs' back-test (docs/doctor.md, "One doctor: the trend inside the drift"): 0.25 held retire2's later
+#: steps 41/43 against 30/43 (its sampler retires prompts) but weak-dr_grpo's 275/360 against 301/360 and 2,038 of
+#: 2,498 pooled against 2,051; 0.5 was no better on the four runs it was tried on (855/1,123 against 878)
+RECENT = 1.0
+#: the variant is offered on at most this many distinct (prompt, successes) pairs: its likelihood costs pairs x
+#: len(H_GRID) per table, some 1.2 s of CPU at 59,000 pairs on the shared machine, and a diagnosis computes about
+#: eight tables (the whole run and the half split, two links, the chooser's and the forecast's posteriors); the
+#: 1,000,000-group benchmark (50,000 prompts, about 300,000 pairs) took 65 s of forecast with it, over the 60 s target
+MAX_PAIRS = 100_000
+BLOCK = 16384  #: (prompt, k) pairs per block of the likelihood
+RHO_MAX = 0.5  #: the largest intra-group correlation matched
+RHO_STEPS = 12  #: bisection steps of rho
+_P = 1e-12
+
+
+class PromptEvidence:
+    """The groups of a record with their prompts: per group its step's index ``step`` (into the record's steps),
+    its prompt ``pid`` (0..J-1, the record's prompts present), its successes ``k``; ``K``; ``n_steps``. ``loglik(table)``
+    gives ``LL`` (n_steps, len(table's grid)) of a :func:`prompt_table` (module docstring). ``P`` and ``K`` name its
+    content (what :func:`.drift._content` keys a measurement by)."""
+
+    def __init__(self, step_index, prompt, successes, K: int, n_steps: int):
+        self.K, self.n_steps = int(K), int(n_steps)
+        self.step = np.asarray(step_index, np.int64)
+        self.pid = np.unique(np.asarray(prompt), return_inverse=True)[1].ravel().astype(np.int64)
+        self.k = np.asarray(successes, np.int64)
+        self.J = int(self.pid.max()) + 1 if self.pid.size else 0
+        self.P = np.stack([self.step, self.pid, self.k])
+        # the distinct (prompt, successes) pairs and the groups per (step, pair)
+        pair, inv = np.unique(self.pid * (self.K + 1) + self.k, return_inverse=True)
+        self.pair_j, self.pair_k = pair // (self.K + 1), pair % (self.K + 1)
+        self.M = sparse.csc_matrix((np.ones(self.k.size), (self.step, inv.ravel())), shape=(self.n_steps, pair.size))
+
+    def weights(self, upto: int | None = None) -> np.ndarray:
+        """w_j: the share of the groups that are prompt j's over the last :data:`RECENT` of the first ``upto`` steps
+        (all by default): the prompts as the sampler draws them now (a sampler that retires or favours prompts
+        has changed the set it draws)."""
+        upto = self.n_steps if upto is None else int(upto)
+        m = (self.step < upto) & (self.step >= int(np.floor(upto * (1.0 - RECENT))))
+        return np.bincount(self.pid[m], minlength=self.J) / max(int(m.sum()), 1)
+
+    def loglik(self, table: dict) -> np.ndarray:
+        """LL[s, h] of the groups under ``table`` (:func:`prompt_table`): each group's log posterior predictive
+        pmf (module docstring). Named deviation: each pair's predictive and its log in single precision (half the
+        time and memory; about 1e-7 of a group's log pmf, 1e-3 of a step's LL of 2,000 groups), summed in double;
+        a predictive under 1e-37 is floored there."""
+        kern = np.asarray(table["kernel"], np.float32)  # (H, nodes, K + 1)
+        W = np.asarray(table["post"], np.float32)  # (J, nodes)
+        LL = np.zeros((self.n_steps, kern.shape[0]))
+        for lo in range(0, self.pair_j.size, BLOCK):
+            hi = min(lo + BLOCK, self.pair_j.size)
+            j, k = self.pair_j[lo:hi], self.pair_k[lo:hi]
+            L = np.empty((hi - lo, kern.shape[0]), np.float32)
+            for kk in np.unique(k):
+                sel = k == kk
+                L[sel] = W[j[sel]] @ kern[:, :, kk].T
+            LL += self.M[:, lo:hi] @ np.log(np.maximum(L, np.float32(1e-37))).astype(np.float64)
+        return LL
+
+
+def repeat_share(groups) -> float:
+    """The share of the groups whose prompt was logged at an earlier step."""
+    if groups.n == 0:
+        return 0.0
+    o = np.lexsort((groups.step, groups.prompt_id))
+    pid, st = groups.prompt_id[o], groups.step[o]
+    first = np.r_[True, pid[1:] != pid[:-1]]
+    start = np.minimum.reduceat(st, np.flatnonzero(first))[np.cumsum(first) - 1]
+    return float(np.mean(st > start))
+
+
+def prompt_evidence(groups, steps, survivors: bool = False) -> tuple[PromptEvidence | None, dict]:
+    """(the evidence, or None where the variant is not offered; ``{"offered", "repeat_share", "reason"}``) for the
+    record's ``groups`` at its logged ``steps`` (increasing; module docstring, "Where it is offered")."""
+    share = repeat_share(groups)
+    if survivors:
+        return None, {"offered": False, "repeat_share": share, "reason": (
+            "the record holds only the groups that trained: a group's likelihood is truncated")}
+    if share < MIN_REPEAT:
+        return None, {"offered": False, "repeat_share": share, "reason": (
+            f"{100 * share:.0f}% of the groups are of a prompt logged at an earlier step (under "
+            f"{100 * MIN_REPEAT:.0f}%): too few repeats for a prompt's own pass rate")}
+    pairs = np.unique(np.asarray(groups.prompt_id, np.int64) * (groups.K + 1) + groups.successes).size
+    if pairs > MAX_PAIRS:
+        return None, {"offered": False, "repeat_share": share, "reason": (
+            f"{pairs:,} (prompt, successes) pairs, over the {MAX_PAIRS:,} the variant's likelihood is computed "
+            "for (its cost grows with them; not yet bounded otherwise)")}
+    ev = PromptEvidence(np.searchsorted(steps, groups.step), groups.prompt_id, groups.successes, groups.K, len(steps))
+    return ev, {"offered": True, "repeat_share": share, "reason": (
+        f"{100 * share:.0f}% of the groups are of a prompt logged at an earlier step")}
+
+
+def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str) -> dict:
+    """The variant's population from the groups at the first ``upto`` logged steps (module docstring): ``variant``,
+    ``nodes`` (the Beta's quantile nodes p_m), ``post`` W (J, nodes), ``weights`` w_j (every group of the record),
+    ``a``, ``b`` (the Beta), ``w0`` = ``w1`` = 0, ``x`` (empty: nothing drawn), ``cov``, ``evidence``, ``upto``,
+    ``link``, ``masses`` False, ``prompts`` (how many have a group on the fitting steps). ``beta_link``: the
+    ``beta`` variant's entry of ``link`` (its population and per-bin shifts ``h``); ``bins`` the step bins."""
+    pop = beta_link["population"]
+    p = beta_nodes(pop["a"], pop["b"])
+    K = ev.K
+    m = ev.step < upto
+    nb = int(bins[upto - 1]) + 1 if upto else 0
+    P = np.clip(_ginv(_g(p, link)[None, :] + np.asarray(beta_link["h"], float)[:nb, None], link), _P, 1 - _P)
+    b = np.asarray(bins)[ev.step[m]]
+    C = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b * (K + 1) + ev.k[m])), shape=(ev.J, nb * (K + 1)))
+    G = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b)), shape=(ev.J, nb)).T.tocsr()  # (bin, prompt)
+    mixed = float(np.mean((ev.k[m] > 0) & (ev.k[m] < K))) if m.any() else 0.0
+
+    def posterior(rho):
+        kern = betabinom_pmf(P, K, rho)  # (bins, nodes, K + 1)
+        logpost = C @ np.log(np.maximum(kern, 1e-300)).transpose(0, 2, 1).reshape(nb * (K + 1), len(p))
+        W = np.exp(logpost - logpost.max(axis=1, keepdims=True))
+        W /= W.sum(axis=1, keepdims=True)
+        um = 1.0 - kern[..., 0] - kern[..., K]  # (bins, nodes)
+        return W, float(np.sum((G @ W) * um)) / max(int(m.sum()), 1)
+
+    W, pred = posterior(0.0)
+    rho = 0.0
+    if pred > mixed and m.any():  # fewer mixed groups logged than the binomial gives: rho matched (bisection)
+        lo, hi = 0.0, RHO_MAX
+        for _ in range(RHO_STEPS):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if posterior(mid)[1] > mixed else (lo, mid)
+        rho = (lo + hi) / 2
+        W = posterior(rho)[0]
+    return {"variant": VARIANT, "nodes": p, "post": W, "rho": rho, "weights": ev.weights(), "a": pop["a"], "b": pop["b"],
+            "w0": 0.0, "w1": 0.0, "x": np.zeros(0), "cov": np.zeros((0, 0)), "evidence": ev, "upto": int(upto),
+            "link": link, "masses": False, "prompts": int(np.count_nonzero(np.bincount(ev.pid[m], minlength=ev.J)))}
+
+
+def prompt_table(pop: dict, K: int, link: str, grid=H_GRID, logit_shift: float = 0.0) -> dict:
+    """:func:`.drift.population_table`'s dict (``pmf``, ``u``, ``u2``, ``fail``, ``pass`` per shift of ``grid``) of
+    the prompt set (module docstring), every drifted pass rate's logit moved by ``logit_shift`` besides; with
+    ``kernel`` (the nodes' pmf per shift), ``post`` and ``evidence``, by which :func:`.drift.step_loglik` scores the
+    groups by identity (:meth:`PromptEvidence.loglik`). ``u2``: the mean over the set of P(mixed)^2 of each
+    prompt (its posterior's)."""
+    grid = np.asarray(grid, float)
+    P = np.clip(_ginv(_g(pop["nodes"], link)[None, :] + grid[:, None], link), _P, 1 - _P)
+    if logit_shift:
+        P = np.clip(1.0 / (1.0 + (1.0 - P) / P * np.exp(-logit_shift)), _P, 1 - _P)
+    kern = betabinom_pmf(P, K, float(pop.get("rho", 0.0)))  # (H, nodes, K + 1)
+    W, w = pop["post"], np.asarray(pop["weights"], float)
+    pmf = np.einsum("hmk,m->hk", kern, w @ W)
+    um = 1.0 - kern[..., 0] - kern[..., K]  # (H, nodes)
+    u2 = np.zeros(len(grid))
+    for lo in range(0, len(w), BLOCK):
+        uj = W[lo:lo + BLOCK] @ um.T  # (block, H): each prompt's P(mixed)
+        u2 += w[lo:lo + BLOCK] @ (uj * uj)
+    return {"pmf": pmf, "u": 1.0 - pmf[:, 0] - pmf[:, K], "u2": u2, "fail": pmf[:, 0], "pass": pmf[:, K], "K": K,
+            "link": link, "w0": 0.0, "w1": 0.0, "kernel": kern, "post": W, "evidence": pop["evidence"]}
