@@ -31,7 +31,8 @@ def test_the_fleet_tab_ranks_follows_and_opens_a_run(tmp_path, page):
            "--num-procs", "1"]
     with serve(cmd=cmd, port=port) as url:
         outside = open_local(page, url + "?tab=fleet", f"({NAMES})().length === 6", timeout=300_000)
-        want = [r["run"] for r in Fleet(str(tmp_path), doctor="now").refresh()]
+        fleet = Fleet(str(tmp_path), doctor="now")  # kept: its refresh after the growth diagnoses the two grown alone
+        want = [r["run"] for r in fleet.refresh()]
         # the order grpo-lab fleet gives, once the doctor's forecasts computed in the background are all in
         page.wait_for_function(f"(want) => JSON.stringify(({NAMES})()) === JSON.stringify(want)", arg=want,
                                timeout=300_000)
@@ -39,7 +40,7 @@ def test_the_fleet_tab_ranks_follows_and_opens_a_run(tmp_path, page):
                                "doctor: .*)\\)$/.test(t))", timeout=300_000)
         assert page.locator(".fleet-row svg.fleet-spark").count() == 6
         grow(runs[:2], 10)  # two runs log ten more steps: the list follows without a reload
-        rows = Fleet(str(tmp_path), doctor="now").refresh()
+        rows = fleet.refresh()
         page.wait_for_function(f"(want) => JSON.stringify(({NAMES})()) === JSON.stringify(want)",
                                arg=[r["run"] for r in rows], timeout=300_000)
         steps = [str(r["steps"]) for r in rows]  # 40 steps for the two that grew, 30 for the others
@@ -55,24 +56,23 @@ def test_the_fleet_tab_ranks_follows_and_opens_a_run(tmp_path, page):
         assert outside == [] and page.console_errors == []
 
 
-def test_the_replay_uploads_a_tensorboard_event_file(page):
+def test_the_replay_uploads_a_tensorboard_event_file(page, lab_url):
     event = next((FIXTURES / "trl_tensorboard").rglob("*tfevents*"))  # PyTorch's SummaryWriter, via TRL
     want = read_scalars(event.parent)
-    with serve() as url:
-        upload = open_replay(page, url)
-        upload.set_input_files(files=[{"name": event.name, "mimeType": "application/octet-stream",
-                                       "buffer": event.read_bytes()}])
-        page.wait_for_function(f"({STATUS})().startsWith('Read {event.name}')", timeout=120_000)
-        from playwright.sync_api import expect
+    upload = open_replay(page, lab_url)
+    upload.set_input_files(files=[{"name": event.name, "mimeType": "application/octet-stream",
+                                   "buffer": event.read_bytes()}])
+    page.wait_for_function(f"({STATUS})().startsWith('Read {event.name}')", timeout=120_000)
+    from playwright.sync_api import expect
 
-        expect(page.locator(".replay-run select")).to_have_value(re.compile(re.escape(f"upload: {event.name}")),
-                                                                 timeout=60_000)
-        steps = [fixed(float(x), 0) for x in want.steps["step"]]  # the slider is on one of the log's steps
-        page.wait_for_function(f"(steps) => steps.includes(({READ_CLASS})('replay-step'))", arg=steps,
-                               timeout=60_000)
-        missing = " ".join(page.evaluate(TEXTS_OF_CLASS, "replay-missing"))  # scalars only: what it lacks, said
-        assert f"upload: {event.name}" in missing
-        assert page.console_errors == []
+    expect(page.locator(".replay-run select")).to_have_value(re.compile(re.escape(f"upload: {event.name}")),
+                                                             timeout=60_000)
+    steps = [fixed(float(x), 0) for x in want.steps["step"]]  # the slider is on one of the log's steps
+    page.wait_for_function(f"(steps) => steps.includes(({READ_CLASS})('replay-step'))", arg=steps,
+                           timeout=60_000)
+    missing = " ".join(page.evaluate(TEXTS_OF_CLASS, "replay-missing"))  # scalars only: what it lacks, said
+    assert f"upload: {event.name}" in missing
+    assert page.console_errors == []
 
 
 #: JavaScript: the element that has the focus, through shadow roots: [its class, its text]
