@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from grpo_lab.testing.lab_server import serve
 from grpo_lab import export as ex
 from grpo_lab.grid.component import LiveGrid
 from grpo_lab.grid.markup import controls_html
@@ -126,13 +125,12 @@ def test_a_changed_bound_is_what_the_page_lets_a_reader_choose(page, tmp_path, n
 
 
 @pytest.mark.browser
-def test_the_served_labs_inputs_are_the_spec(page):
-    with serve() as url:
-        page.goto(url + "?K=9")
-        page.wait_for_selector(".gx-view[data-ready=true]", timeout=60_000)
-        got = {name: page.locator(f"#gx-{name.replace('_', '-')}").evaluate(
-            "el => ({min: el.min, max: el.max, step: el.step, value: el.value})") for name in VIEW_CONTROLS
-            if name != "filter"}
+def test_the_served_labs_inputs_are_the_spec(page, lab_url):
+    page.goto(lab_url + "?K=9")
+    page.wait_for_selector(".gx-view[data-ready=true]", timeout=60_000)
+    got = {name: page.locator(f"#gx-{name.replace('_', '-')}").evaluate(
+        "el => ({min: el.min, max: el.max, step: el.step, value: el.value})") for name in VIEW_CONTROLS
+        if name != "filter"}
     spec = control_spec()["controls"]
     for name, attrs in got.items():
         assert (float(attrs["min"]), float(attrs["max"]), float(attrs["step"])) == (

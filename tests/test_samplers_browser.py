@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from grpo_lab.testing.lab_server import READ_CLASS, serve, wait_readout
+from grpo_lab.testing.lab_server import READ_CLASS, wait_readout
 from grpo_lab.testing.page import FIND, axe_violations  # FIND: the first match, through shadow roots
 from grpo_lab.doctor_report.samplers import HEAD, table_rows
 from grpo_lab.sims.formatting import fixed, percent
@@ -68,33 +68,32 @@ def wait_rows(page, want, timeout=60_000):
     return page.evaluate(TABLE_ROWS)
 
 
-def test_samplers_tab_shows_the_core_table_and_follows_k(page):
-    with serve() as url:
-        page.goto(f"{url}?n_prompts=300&a=1.5&b=2&K=6&progress=0.3")
-        wait_readout(page)
-        assert page.evaluate(TABLE_ROWS) is None  # not built before it is opened
-        page.locator(".bk-tab", has_text="Samplers").first.click()
-        want = core_rows(300, 1.5, 2.0, 1302, 6, 0.3)
-        assert len(want) == 8 and want[1][0] == "plain GRPO" and want[0][-1] == "expires"
-        assert wait_rows(page, want) == want
-        out = compare(draw_population(300, 1.5, 2.0, 1302).pass_rates, 6, 0.3)
-        check_verdict(page.evaluate(READ_CLASS, "samplers-verdict"), out)
-        check_chart(page, out)
-        # expiry in words: never a t past the slider's end (1)
-        for row, r in zip(want[1:], out["rows"]):
-            t = r["expiry_t"]
-            assert row[4] == ("already below" if t == 0 else "beyond the run" if t is None or t > 1 else
-                              f"at t = {fixed(t, 2)}"), (row, t)
-        # each sampler's settings in words, with its paper's link (not followed: the lab makes no outside request)
-        links = page.evaluate(f"() => Array.from(({FIND})('.samplers-about').querySelectorAll('a')).map(a => a.href)")
-        assert len(links) == 7 and all(x.startswith("https://arxiv.org/abs/") for x in links), links
-        assert "GRESO p_e" not in page.evaluate(READ_CLASS, "samplers-about")
-        assert axe_violations(page) == []  # WCAG A/AA: the chart, verdict, table and links
-        # one step right on the K slider of this tab: K = 7, the table follows
-        handle = page.locator(".samplers-controls .noUi-handle").nth(1)
-        handle.focus()
-        handle.press("ArrowRight")
-        want7 = core_rows(300, 1.5, 2.0, 1302, 7, 0.3)
-        assert want7 != want
-        assert wait_rows(page, want7) == want7
-        assert page.console_errors == []
+def test_samplers_tab_shows_the_core_table_and_follows_k(page, lab_url):
+    page.goto(f"{lab_url}?n_prompts=300&a=1.5&b=2&K=6&progress=0.3")
+    wait_readout(page)
+    assert page.evaluate(TABLE_ROWS) is None  # not built before it is opened
+    page.locator(".bk-tab", has_text="Samplers").first.click()
+    want = core_rows(300, 1.5, 2.0, 1302, 6, 0.3)
+    assert len(want) == 8 and want[1][0] == "plain GRPO" and want[0][-1] == "expires"
+    assert wait_rows(page, want) == want
+    out = compare(draw_population(300, 1.5, 2.0, 1302).pass_rates, 6, 0.3)
+    check_verdict(page.evaluate(READ_CLASS, "samplers-verdict"), out)
+    check_chart(page, out)
+    # expiry in words: never a t past the slider's end (1)
+    for row, r in zip(want[1:], out["rows"]):
+        t = r["expiry_t"]
+        assert row[4] == ("already below" if t == 0 else "beyond the run" if t is None or t > 1 else
+                          f"at t = {fixed(t, 2)}"), (row, t)
+    # each sampler's settings in words, with its paper's link (not followed: the lab makes no outside request)
+    links = page.evaluate(f"() => Array.from(({FIND})('.samplers-about').querySelectorAll('a')).map(a => a.href)")
+    assert len(links) == 7 and all(x.startswith("https://arxiv.org/abs/") for x in links), links
+    assert "GRESO p_e" not in page.evaluate(READ_CLASS, "samplers-about")
+    assert axe_violations(page) == []  # WCAG A/AA: the chart, verdict, table and links
+    # one step right on the K slider of this tab: K = 7, the table follows
+    handle = page.locator(".samplers-controls .noUi-handle").nth(1)
+    handle.focus()
+    handle.press("ArrowRight")
+    want7 = core_rows(300, 1.5, 2.0, 1302, 7, 0.3)
+    assert want7 != want
+    assert wait_rows(page, want7) == want7
+    assert page.console_errors == []
