@@ -267,7 +267,7 @@ def test_group_record_when_is_the_risk_and_others_are_labelled():
     fs = d["stall_forecast"]["risk"]["first_stall"]
     assert w["stall"]["step"] == fs["median"] and w["stall"]["interval"] == fs["interval"]
     text = text_report(d)
-    assert f"when: first stall (the stall risk" in text and "a point estimate, not P(stall by the step)" in text
+    assert "when: first stall (the stall risk" in text and "a point estimate, not P(stall by the step)" in text
     p = d["forecast"]["projection"]
     assert len(p["predictive"]["lo"]) == len(p["step"]) and p["predictive"]["level"] == 0.9
 
