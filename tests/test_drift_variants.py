@@ -151,8 +151,8 @@ def test_sigma_fitted_from_every_group_within_its_errors():
 def test_variants_not_fitted_from_survivors_without_rounds():
     """From a survivors-only loop record without the rounds the stall risk fits only the Beta and the masses (the
     extra parameter is not told there, docs/doctor.md); with the rounds, and from every group, all four variants;
-    from every group of the loop's 300 repeating prompts the ``prompts`` variant too (not from survivors: a group's
-    likelihood is truncated there, :mod:`.drift_prompts`)."""
+    never the ``prompts`` variant, even from every group of the loop's 300 repeating prompts (the risk is not offered
+    it: :data:`.stall_risk.NO_PROMPTS`; the expiry's forecast weighs it, ``tests/test_drift_prompts.py``)."""
     from grpo_lab.sims.doctor.groups import run_groups
     from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_record
     from grpo_lab.sims.doctor.stall_risk import risk_for_groups
@@ -169,4 +169,4 @@ def test_variants_not_fitted_from_survivors_without_rounds():
         got[mode] = set(r["population_variants"])
     assert got["trained"] == {"beta", "masses"}
     assert got["trained+rounds"] == {"beta", "masses", "overdispersed", "rates"}
-    assert got["all"] == {"beta", "masses", "overdispersed", "rates", "prompts"}
+    assert got["all"] == {"beta", "masses", "overdispersed", "rates"}

@@ -372,6 +372,10 @@ def survivors_only(groups, observed_rounds, settings: dict) -> tuple[bool, str]:
                   "the trained groups")
 
 
+NO_PROMPTS = ("not offered to the stall risk: a never-solved prompt's pass rate moves with the shift in it, where the "
+              "masses variant's does not (the expiry's forecast weighs it)")  #: why the risk has no prompts variant
+
+
 def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: int | None = None,
                     draws: int = DRAWS, seed: int = 0, survivors: bool | None = None) -> dict:
     """:func:`stall_risk` of a record's groups: per-step counts, the survivors-only check
@@ -399,9 +403,11 @@ def risk_for_groups(groups, settings: dict, observed_rounds=None, horizon_step: 
     # only there (docs/doctor.md, "two more population variants")
     variants = VARIANTS if not survivors or rounds is not None else tuple(v for v in VARIANTS
                                                                           if v not in EXTRA_VARIANTS)
-    from .drift_prompts import prompt_evidence
-
-    prompts, said = prompt_evidence(groups, steps, survivors)
+    # the prompts variant (:mod:`.drift_prompts`) is not offered to the risk (named deviation from one measurement per
+    # diagnosis): its never-solved prompts move with the shift, as the Beta's do, so on 30% never-solvable prompts
+    # it took the weight from the masses and put the first stall 15 steps late, its interval missing 3 seeds of 3
+    # (tests/test_stall_study.py); the expiry keeps it
+    prompts, said = None, NO_PROMPTS
     d = measure_drift(counts, steps, groups.K, survivors, rounds, settings, variants, prompts)
     cap = unseen_share(groups) if survivors else None
     out = stall_risk(d, counts, settings, groups.n_prompts, horizon_step, survivors, rounds, draws, seed, cap)
