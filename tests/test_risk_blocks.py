@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from grpo_lab.sims.doctor.risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step,
-                                              log_hazard, restricted_sum, risk_grid)
+from grpo_lab.sims.doctor.risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, cumulative_at,
+                                              first_step, log_hazard, restricted_sum, risk_grid)
 from grpo_lab.sims.doctor.scalars_sim import simulate_shares
 
 LAST = 1_000
@@ -119,6 +119,27 @@ def test_the_restricted_mean_over_blocks_against_every_step():
     ne = (every - LAST).astype(float)
     want = np.sum(0.5 * (np.exp(ne * np.log1p(-1e-5)) + np.exp(ne * np.log1p(-2e-6))))
     assert abs(restricted_sum(S, steps) - want) < 1e-4 * want
+
+
+def test_the_cumulative_risk_between_grid_points_against_every_step():
+    """F at steps between the grid's points (what ``tracker_values`` reads for "the next 10% of the run") against the
+    per-step product, a rising hazard over 300,000 future steps: within 0.002 everywhere (the value at the grid
+    point at or before the step, the reading before, is off by up to the block's own increase); exact at grid
+    points and within FINE steps; 0 at the last logged step."""
+    every = np.arange(LAST + 1, LAST + 300_001)
+    steps = risk_grid(LAST, every[-1])
+    d = (every - LAST).astype(float)
+    q = ndtr(np.stack([-7.0 + d / s for s in (20_000.0, 45_000.0, 90_000.0)]))
+    F_want = 1.0 - np.cumprod(1.0 - q, axis=1).mean(axis=0)
+    F = _blocked(ndtri(q[:, np.searchsorted(every, steps)]), steps)[0]
+    probe = np.unique(np.concatenate([every[::997], every[FINE - 5:FINE + 5], steps[-3:]]))
+    got = cumulative_at(probe, F, steps, LAST)
+    want = F_want[probe - LAST - 1]
+    assert np.max(np.abs(got - want)) < 0.002
+    before = F[np.searchsorted(steps, probe, side="right") - 1]
+    assert np.max(np.abs(before - want)) > 5 * np.max(np.abs(got - want))
+    np.testing.assert_allclose(cumulative_at(steps, F, steps, LAST), F, rtol=1e-9, atol=1e-15)
+    assert cumulative_at(LAST, F, steps, LAST) == 0.0 and np.isclose(cumulative_at(every[-1] + 10, F, steps, LAST), F[-1])
 
 
 def test_the_risk_of_a_long_log_reaches_past_20000_future_steps():

@@ -45,7 +45,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 __all__ = ["FINE", "SPACING", "risk_grid", "log_hazard", "hazard_sum", "cumulative_hazard", "first_step",
-           "block_hazard_rate", "restricted_sum"]
+           "block_hazard_rate", "restricted_sum", "cumulative_at"]
 
 FINE = 2_000  #: future steps evaluated one by one past the last logged step (the risk is exact there)
 SPACING = 0.01  #: beyond :data:`FINE`, the grid's spacing as a share of the distance past the last logged step
@@ -144,3 +144,19 @@ def restricted_sum(S: np.ndarray, steps: np.ndarray) -> float:
         block = np.where(np.abs(1.0 - r) > 1e-12, a * r * (1.0 - r ** w) / np.where(np.abs(1.0 - r) > 1e-12, 1.0 - r,
                                                                                      1.0), a * w)
     return float(S[0] + np.sum(np.where(a > 0, block, 0.0)))
+
+
+def cumulative_at(t, F: np.ndarray, steps: np.ndarray, last: int) -> np.ndarray:
+    """The mixture's cumulative risk F at any future steps ``t`` from its values ``F`` at the grid ``steps``, with the
+    survival geometric within each block (the per-step hazard constant there, as :func:`block_hazard_rate` and
+    :func:`restricted_sum` take it): log S linear in the step between grid points, S(``last``) = 1 (no stall at or
+    before the last logged step); F at the horizon beyond the grid. Exact at grid points and wherever the grid is
+    every step."""
+    t = np.asarray(t, float)
+    S = np.clip(1.0 - np.asarray(F, float), 0.0, 1.0)
+    grid = np.concatenate([[float(last)], np.asarray(steps, float)])
+    with np.errstate(divide="ignore"):
+        logS = np.log(np.concatenate([[1.0], S]))
+    floor = np.log(np.finfo(float).tiny)  # a survival of 0 (a certain stall) kept finite for the interpolation
+    logS = np.interp(np.clip(t, grid[0], grid[-1]), grid, np.maximum(logS, floor))
+    return np.clip(1.0 - np.exp(logS), 0.0, 1.0)

@@ -61,9 +61,9 @@ def _p_stall_next(sf: dict, scalars: bool) -> float | None:
     risk = sf.get("risk") or {}
     if not risk.get("available"):
         return None
-    steps = np.asarray(risk["step"], float)
-    i = min(int(np.searchsorted(steps, last + next_steps(last), side="right")), len(steps)) - 1
-    return float(np.asarray(risk["cumulative"])[i]) if i >= 0 else 0.0
+    from .risk_blocks import cumulative_at
+
+    return float(cumulative_at(last + next_steps(last), risk["cumulative"], risk["step"], last))
 
 
 def tracker_values(result: dict) -> dict[str, float]:
