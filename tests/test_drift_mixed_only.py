@@ -123,3 +123,32 @@ def test_diagnose_reads_a_zero_std_only_log_on_the_drift_shapes_and_says_the_sid
     assert MIRROR_NOTE in text and "population's parameters are not identified" in text and NO_SIDE in text
     page = html_report(d)
     assert page.count("<svg") == 3 and "Stall risk" in page and "<script" not in page
+
+
+def test_an_all_one_round_log_widens_the_expiry_to_what_its_rounds_cannot_tell():
+    """A simulated DAPO run that logs its rounds alone (Beta(3, 3) under -0.02 a step, K 8, rounds of 64 prompts to
+    fill 40 mixed groups, cap 3: the study's batches), its first 60 steps each one round: the rounds say only that
+    the mixed share stayed above about 0.7, which the truth's 0.93 -> 0.81 did. The true first step under 0.5
+    (quad: 125) lies inside the drift shapes' 95% expiry interval (before the shapes' draws weighed their paths by
+    the tabulated likelihood it began at 126: every bin's flat-topped likelihood summed as a normal measurement),
+    and that interval is wider than the same run's logged to step 100, whose later rows draw two rounds now and
+    then (the drift seen): it starts no later and reaches past the horizon where the other ends within it."""
+    from test_doctor_rounds_fit import _rounds_only
+
+    from grpo_lab.sims.doctor.scalars_sim import simulate_dapo
+
+    a, b, rate, K, B, T, cap = 3.0, 3.0, -0.02, 8, 64, 40, 3
+    st = {"trainer": "verl", "gen_batch": B, "train_batch": T, "cap": cap, "cap_effective": cap, "pool": None, "K": K}
+    truth = next(s for s in range(1, 2000) if _true_mixed(a, b, K, rate * (s - 1)) < 0.5)
+    rec, _ = simulate_dapo(a, b, rate, K, 100, B, T, cap, seed=0)
+    r = np.asarray(rec.steps["scalar/gen_batches"])
+    assert np.all(r[:60] == 1) and np.any(r[60:] > 1)
+    out = {}
+    for n in (60, 100):
+        e = shares_expiry(step_shares(_rounds_only(rec, n + 1), settings=st), 0.5, predictive=False)
+        assert e["model"] == "drift shapes"
+        out[n] = (*e["interval"], e["horizon_step"])
+    lo, hi, _ = out[60]
+    assert lo is not None and lo <= truth <= (hi or 1e9), (out, truth)
+    lo_seen, hi_seen, horizon = out[100]
+    assert lo_seen is not None and lo <= lo_seen and hi is None and hi_seen is not None and hi_seen < horizon, out

@@ -64,6 +64,22 @@ to 0.8 of its sd and narrows it. Everything after is unchanged (the shapes, the 
 to those measurements); the chooser's scores integrate each step's whole likelihood, both modes. The side (all-pass
 saturation vs all-fail collapse, the shift's sign) stays unidentified and is said so.
 
+**Shapes on the tabulated likelihood** (bins of rows that give the rounds alone). A row of the rounds alone has a
+likelihood in h that is a step in the mixed share: a row of one round is flat over every h whose mixed share fills
+the batch in one round and falls off steeply below. A bin of such rows is a box, not a peak; its mean and sd describe
+the box, but n such bins fitted as normal measurements allow a slope about sqrt(n / 6) times tighter than the box
+does (a product of equal boxes is the box): on the stall study's logs whose 60 rows were all one round the expiry's
+95% interval began at step 126 for crossings at 120-124. So where a bin's rows mostly give the rounds alone
+(:func:`tabulated_bins`), the forecasts' draws of the shapes (:func:`.stall_risk.drift_futures`, :func:`fit_shape`
+given ``LL``) weigh each drawn path by that bin's folded likelihood (:func:`folded`) at the path's shift, the other
+bins by their moments' normal as before (:func:`shape_loglik`), summed over the bins and over the fit's misfit
+scale (:func:`tabulated_loglik`): the parameters of linear, power and plateau (:func:`_posterior_draws`), the
+jump's change point and line (:func:`_jump_draws`), by sampling-importance-resampling from :data:`TAB_SIR_FACTOR` x
+n proposals of the normal approximation, its covariance times :data:`TAB_PROPOSAL`, under flat priors. Named
+deviations: the walk keeps the moments (its past path is not drawn); the shapes' fits, the chooser's weights and the
+fitted curves are the moments' as before; a log of the zero-std share keeps the moments (weighed by its tabulated
+likelihood, the study's zero-std first stall fell from 19/20 to 18/20: its rows' binomial likelihoods are peaked).
+
 **Shapes** fitted to (s, h_hat, se) (weighted least squares, each with a free intercept c; their covariance
 scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
 
@@ -107,6 +123,7 @@ from .fit import _hessian
 
 __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
            "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "mirror_fold", "fit_shape", "predict",
+           "folded", "tabulated_bins", "shape_loglik", "tabulated_loglik",
            "shape_weights", "model_weights", "measure_drift", "forget_measured"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
@@ -114,6 +131,12 @@ NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
 SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit"}  #: shape -> link
 SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
+#: on the tabulated likelihood (a fit given ``LL``, :func:`fit_shape`): proposals per draw and the factor on the
+#: normal approximation's covariance they are drawn with. A flat-topped likelihood (every row one round) allows
+#: paths out to its edges, 3.5 of the per-step moments' sd of the slope away on 12 bins, where the doubled
+#: covariance's proposals (SIR_FACTOR) barely reach
+TAB_SIR_FACTOR, TAB_PROPOSAL = 16, 8.0
+FOLD_OFF = -1e6  #: the log-likelihood :func:`folded` gives the mirror side (finite: a path there still weighs)
 MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
 JUMP_SIDE = 3  #: the ``jump`` shape's change point has at least this many logged points before it
 _P = 1e-12
@@ -355,12 +378,18 @@ def shift_estimates(LL: np.ndarray, fold=None) -> tuple[np.ndarray, np.ndarray]:
     step: each step's likelihood is cut at the mixed share's peak h* = argmax u and kept on the side of h* its
     reference lies (h >= h* where h_ref >= h*), so a step whose shares resolve the mixed share only (two mirror
     modes, one on each side of h*) is measured on one branch (module docstring, "Mixed share only")."""
+    return _moments(LL if fold is None else folded(LL, fold, -np.inf))
+
+
+def folded(LL: np.ndarray, fold, off: float = FOLD_OFF) -> np.ndarray:
+    """``LL`` cut at the mixed share's peak h* as :func:`shift_estimates` cuts it (``fold`` its ``(u, h_ref)``):
+    each row kept on the side of h* its reference lies, ``off`` on the other (``LL`` itself where ``fold`` is None)."""
     if fold is None:
-        return _moments(LL)
+        return LL
     u, ref = fold
     peak = H_GRID[int(np.argmax(u))]
     right = np.asarray(ref, float)[:, None] >= peak
-    return _moments(np.where(np.where(right, H_GRID[None, :] >= peak, H_GRID[None, :] <= peak), LL, -np.inf))
+    return np.where(np.where(right, H_GRID[None, :] >= peak, H_GRID[None, :] <= peak), LL, off)
 
 
 def mirror_fold(counts, table: dict, pop: dict, tau) -> tuple | None:
@@ -371,6 +400,29 @@ def mirror_fold(counts, table: dict, pop: dict, tau) -> tuple | None:
     if not getattr(counts, "mixed_only", False):
         return None
     return table["u"], float(pop["beta"]) * np.asarray(tau, float)
+
+
+def tabulated_bins(counts, bins) -> np.ndarray | None:
+    """Per bin (``bins``, :func:`step_bins` of the evidence's rows): more than half its rows have a flat-topped
+    likelihood (``counts.flat_rows``, :class:`.drift_shares.ShareEvidence`: the rows that give the rounds alone);
+    None where no bin does, or the evidence says nothing of it (group counts)."""
+    flat = getattr(counts, "flat_rows", None)
+    if flat is None or not np.any(flat):
+        return None
+    bins = np.asarray(bins)
+    tab = np.bincount(bins, weights=np.asarray(flat, float)) / np.bincount(bins) > 0.5
+    return tab if tab.any() else None
+
+
+def shape_loglik(LL: np.ndarray, h, se, fold, tab) -> np.ndarray | None:
+    """The per-bin log-likelihood on :data:`H_GRID` the shapes' draws weigh a path by (:func:`fit_shape`'s ``LL``):
+    on the bins ``tab`` (:func:`tabulated_bins`) the tabulated ``LL`` cut as the shifts were measured
+    (:func:`folded` with ``fold``), elsewhere the normal of the measured shift ``h`` and its ``se`` (what the draws
+    weighed every bin by before); None where ``tab`` is None (the draws weigh by the moments alone)."""
+    if tab is None:
+        return None
+    normal = -0.5 * ((H_GRID[None, :] - np.asarray(h, float)[:, None]) / np.asarray(se, float)[:, None]) ** 2
+    return np.where(np.asarray(tab)[:, None], folded(LL, fold), normal)
 
 
 # ------------------------------------------------------------------------------------------ shapes
@@ -460,15 +512,21 @@ def _fit_jump(tau, h, se) -> dict:
     p /= p.sum()
     cov = np.linalg.inv(A) * scale
     i = int(np.argmax(p))
-    return {"shape": "jump", "cands": tau[cands], "p": p, "thetas": theta, "covs": cov, "theta": theta[i],
-            "cov": cov[i], "chi2": float(chi2[i]), "dof": int(dof), "scale": scale, "tau_jump": float(tau[cands[i]])}
+    return {"shape": "jump", "_tau": tau, "cands": tau[cands], "p": p, "thetas": theta, "covs": cov,
+            "theta": theta[i], "cov": cov[i], "chi2": float(chi2[i]), "dof": int(dof), "scale": scale,
+            "tau_jump": float(tau[cands[i]])}
 
 
-def fit_shape(shape: str, tau, h, se) -> dict:
+def fit_shape(shape: str, tau, h, se, LL=None) -> dict:
     """Fit one shape to the per-step shifts (module docstring). Returns ``shape``, ``theta``, ``cov`` (scaled
     by the reduced chi-square where above 1), ``chi2``, ``dof``; for ``walk``: ``sigma``, ``state`` (m, P of
-    (level, drift) at the last step) and ``tau_last``."""
+    (level, drift) at the last step) and ``tau_last``. ``LL`` (the per-step likelihood on :data:`H_GRID` the
+    shifts were measured from, rows as ``tau``): the parametric shapes' and the jump's draws weigh each drawn path
+    by it (:func:`_posterior_draws`, :func:`_jump_draws`; "Shapes on the tabulated likelihood" in the module
+    docstring); the walk ignores it."""
     tau, h, se = (np.asarray(x, float) for x in (tau, h, se))
+    if LL is not None and shape != "walk":
+        return {**fit_shape(shape, tau, h, se), "_LL": np.asarray(LL, float)}
     if shape == "walk":
         obj = lambda ls: -_kalman(tau, h, se, np.exp(ls))[0]  # noqa: E731
         res = optimize.minimize_scalar(obj, bounds=(np.log(1e-4), np.log(2.0)), method="bounded",
@@ -532,13 +590,44 @@ def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
         noise = np.cumsum(rng.standard_normal((n, len(d))) * fit["sigma"] * np.sqrt(np.maximum(d, 0))[None, :], axis=1)
         return st[:, :1] + st[:, 1:] * (tau_future - fit["tau_last"])[None, :] + noise
     if fit["shape"] == "jump":  # a change point by its weight, then (c, beta, J) from its normal posterior
-        j = rng.choice(len(fit["p"]), size=n, p=fit["p"])
-        L = np.linalg.cholesky(fit["covs"][j] + 1e-12 * np.eye(3))
-        th = fit["thetas"][j] + np.einsum("nkl,nl->nk", L, rng.standard_normal((n, 3)))
+        j, th = _jump_draws(fit, n, rng)
         ind = (tau_future[None, :] >= fit["cands"][j][:, None]).astype(float)
         return th[:, :1] + th[:, 1:2] * tau_future[None, :] + th[:, 2:3] * ind
     th = _posterior_draws(fit, n, rng)
     return np.stack([_curve(fit["shape"], t, tau_future) for t in th])
+
+
+def _jump_draws(fit: dict, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` draws (change point index, (c, beta, J)) of a ``jump`` fit: the change point by its weight, then the
+    line and the jump from its normal posterior; where the fit holds the tabulated likelihood (``_LL``), by
+    sampling-importance-resampling from :data:`TAB_SIR_FACTOR` x n such proposals, the covariance times
+    :data:`TAB_PROPOSAL`, weighted by that likelihood of each proposal's path (over the misfit scale) over its
+    proposal density (flat priors on the change point and the line)."""
+    tab = "_LL" in fit
+    m, f = (TAB_SIR_FACTOR * n, TAB_PROPOSAL) if tab else (n, 1.0)
+    j = rng.choice(len(fit["p"]), size=m, p=fit["p"])
+    L = np.linalg.cholesky(f * fit["covs"][j] + 1e-12 * np.eye(3))
+    z = rng.standard_normal((m, 3))
+    th = fit["thetas"][j] + np.einsum("nkl,nl->nk", L, z)
+    if not tab:
+        return j, th
+    tau = np.asarray(fit["_tau"], float)
+    paths = th[:, :1] + th[:, 1:2] * tau[None, :] + th[:, 2:3] * (tau[None, :] >= fit["cands"][j][:, None])
+    logq = np.log(fit["p"][j]) - 0.5 * np.sum(z * z, axis=1) - np.log(np.abs(np.diagonal(L, axis1=1, axis2=2))).sum(1)
+    logw = tabulated_loglik(fit["_LL"], paths) / fit["scale"] - logq
+    w = np.exp(logw - logw.max())
+    k = rng.choice(m, size=n, p=w / w.sum())
+    return j[k], th[k]
+
+
+def tabulated_loglik(LL: np.ndarray, paths: np.ndarray) -> np.ndarray:
+    """sum_s LL[s, h_s] of each path of shifts ``paths`` (m, rows of ``LL``), ``LL`` interpolated on
+    :data:`H_GRID` (a shift beyond the grid: its end)."""
+    pos = np.clip(np.interp(paths, H_GRID, np.arange(len(H_GRID), dtype=float)), 0, len(H_GRID) - 1.000001)
+    i = pos.astype(int)
+    f = pos - i
+    rows = np.arange(LL.shape[0])[None, :]
+    return np.sum(LL[rows, i] * (1 - f) + LL[rows, i + 1] * f, axis=1)
 
 
 def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
@@ -549,16 +638,20 @@ def _posterior_draws(fit: dict, n: int, rng) -> np.ndarray:
     the weight of their fit to the logged steps, not their normal weight. The fit itself is one proposal, so
     that where every proposal fits badly the draws fall back on it, not on the least bad wild one."""
     tau, h, se = fit["_data"]
+    tab = "_LL" in fit
     cov = (fit["cov"] + fit["cov"].T) / 2
     vals, vecs = np.linalg.eigh(cov)
-    sd = np.sqrt(np.maximum(vals, 1e-18)) * np.sqrt(2.0)
-    m = SIR_FACTOR * n
+    sd = np.sqrt(np.maximum(vals, 1e-18)) * np.sqrt(TAB_PROPOSAL if tab else 2.0)
+    m = (TAB_SIR_FACTOR if tab else SIR_FACTOR) * n
     z = rng.standard_normal((m, len(vals)))
     th = fit["theta"][None, :] + (z * sd) @ vecs.T
     th = np.vstack([th, fit["theta"][None, :]])  # the fit itself among the proposals: never only wild ones
     z = np.vstack([z, np.zeros((1, len(vals)))])
-    chi2 = np.array([np.sum(((_curve(fit["shape"], t, tau) - h) / se) ** 2) for t in th])
-    logw = -0.5 * chi2 / fit["scale"] + 0.5 * np.sum(z * z, axis=1)
+    if tab:  # the path's likelihood on the grid (over the misfit scale), not the moments' normal one
+        loglik = tabulated_loglik(fit["_LL"], np.stack([_curve(fit["shape"], t, tau) for t in th]))
+    else:
+        loglik = -0.5 * np.array([np.sum(((_curve(fit["shape"], t, tau) - h) / se) ** 2) for t in th])
+    logw = loglik / fit["scale"] + 0.5 * np.sum(z * z, axis=1)
     w = np.exp(logw - logw.max())
     return th[rng.choice(m + 1, size=n, p=w / w.sum())]
 

@@ -90,6 +90,10 @@ class ShareEvidence:
         self.shape = (len(self.step), self.K + 1)
         #: most rows resolve the mixed share only: :func:`.drift.shift_estimates` measures each on one mirror branch
         self.mixed_only = not sided(self)
+        #: rows whose likelihood in h is flat-topped, a step in the mixed share: those that give the rounds alone (the
+        #: shapes' draws weigh a path by their tabulated likelihood, :func:`.drift.tabulated_bins`); only where the
+        #: log gives the mixed share only (a sided log's shares pin each bin's shift)
+        self.flat_rows = np.asarray(rows["r_on"], bool) & self.mixed_only
         #: the bins :func:`.drift.measure_drift` pools the rows into (:func:`.drift.step_bins`): the group path's
         #: :data:`.drift.MAX_POINTS`, or for a log of the mixed share only bins of at least :data:`MIXED_BIN_GROUPS`
         #: groups (no fewer than :data:`MIXED_MIN_POINTS`)

@@ -44,8 +44,9 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import (EXTRA_VARIANTS, LINKS, PROMPTS, SHAPES, draw_paths, fit_shape, pair_weights, population_params,
-                    population_table, shift_estimates, mirror_fold, step_loglik, H_GRID, _LIKELIHOOD_SETTINGS, _content)
+from .drift import (EXTRA_VARIANTS, LINKS, PROMPTS, SHAPES, draw_paths, fit_shape, pair_weights,
+                    population_params, population_table, shape_loglik, shift_estimates, mirror_fold, step_loglik,
+                    tabulated_bins, H_GRID, _LIKELIHOOD_SETTINGS, _content)
 from .drift_variants import sir_resample, variant_draws, variant_table
 from .risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step, log_hazard, restricted_sum,
                           risk_grid)
@@ -240,15 +241,19 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                 make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
                 if pop.get("variant") == PROMPTS:  # not drawn: its table is the measured one, its shifts too
-                    h, se = vlinks[link]["h"], vlinks[link]["se"]
+                    h, se, tab_LL = vlinks[link]["h"], vlinks[link]["se"], None
                 else:
                     LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
-                    h, se = shift_estimates(LL, mirror_fold(counts, tab, pop, tau))
+                    fold = mirror_fold(counts, tab, pop, tau)
+                    h, se = shift_estimates(LL, fold)
+                    # the rounds alone: a bin's moments misstate its flat-topped likelihood (every row one round),
+                    # the shapes' draws weigh their paths by the tabulated one (.drift's "Shapes on the tabulated")
+                    tab_LL = shape_loglik(LL, h, se, fold, tabulated_bins(counts, drift["bins"]))
                 for s in shapes:
                     n = alloc[s] // len(xs) + (1 if i < alloc[s] % len(xs) else 0)
                     if n == 0:
                         continue
-                    yield make, tab, fit_shape(s, tau, h, se), n
+                    yield make, tab, fit_shape(s, tau, h, se, tab_LL), n
 
 
 def drawn_table(pop: dict, x, link: str, shift: float, k: int) -> dict:
