@@ -102,7 +102,7 @@ import hashlib
 import pickle
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 from scipy.special import expit, gammaln, logit, logsumexp
 
 from .choice import lfo_weights
@@ -145,8 +145,13 @@ def population_table(a: float, b: float, K: int, link: str, grid=H_GRID, w0: flo
 
 
 def beta_nodes(a: float, b: float) -> np.ndarray:
-    """The :data:`NODES` quantile midpoints of Beta(a, b) (the population's prompts)."""
-    return np.clip(stats.beta.ppf((np.arange(NODES) + 0.5) / NODES, a, b), _P, 1 - _P)
+    """The :data:`NODES` quantile midpoints of Beta(a, b) (the population's prompts): the inverse regularised
+    incomplete beta function, ``stats.beta.ppf``'s own values without its argument checks (called per likelihood
+    evaluation of the population fits; equal to it over 20,000 random (a, b) in [1e-3, 1e4]^2)."""
+    return np.clip(special.betaincinv(a, b, _NODE_Q), _P, 1 - _P)
+
+
+_NODE_Q = (np.arange(NODES) + 0.5) / NODES  #: the quantile levels of :func:`beta_nodes`
 
 
 def shifted(p, H, link: str, logit_shift: float = 0.0) -> np.ndarray:
