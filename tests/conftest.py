@@ -22,6 +22,19 @@ settings.load_profile("grpo-lab")
 
 
 
+#: measurements of the drift a test process keeps (the product keeps grpo_lab.sims.doctor.drift.MEASURED): the same
+#: shipped runs are diagnosed by many test files on a worker, and a measurement is a function of its inputs' content
+#: (kept by their digest); a test that needs one measured afresh calls drift.forget_measured()
+MEASURED_IN_TESTS = 16
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _measurements_kept():
+    from grpo_lab.sims.doctor import drift
+
+    drift.MEASURED = MEASURED_IN_TESTS
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for the session. Missing Chromium is an error, not a skip: CI installs it."""

@@ -150,3 +150,48 @@ def test_fixed_prompts_weigh_the_variant_and_its_band_holds_the_truth():
     cover = np.array(cover)
     se = max(cover.std(ddof=1) / np.sqrt(len(cover)), np.sqrt(0.09 / (len(cover) * (STEPS // 2))))
     assert abs(cover.mean() - 0.9) < 3 * se, (cover, se)
+
+
+def test_the_risk_s_measurement_without_prompts_is_the_kept_one_less_the_variant():
+    """The stall risk measures the record without the ``prompts`` variant (:data:`.stall_risk.NO_PROMPTS`) after the
+    expiry measured it with: ``measure_drift`` gives it from the kept measurement (the other variants, their shape
+    fits, the pairs weighed again from the kept point scores). Equal, array for array, to measuring it afresh."""
+    from grpo_lab.sims.doctor import drift
+    from grpo_lab.sims.doctor.forecast import measured_drift
+
+    rng = np.random.default_rng(7)
+    steps_n, per_step, prompts = 24, 40, 30
+    alpha = logit(rng.beta(A, B, prompts))
+    step = np.repeat(np.arange(1, steps_n + 1), per_step)
+    pid = rng.integers(0, prompts, step.size)
+    g = RunGroups(K=K, successes=rng.binomial(K, expit(alpha[pid] + 0.05 * (step - 1))).astype(np.int64),
+                  step=step.astype(np.int64), prompt_id=pid.astype(np.int64), n_prompts=prompts)
+    drift.forget_measured()
+    steps, counts, wide = measured_drift(g)
+    assert wide["prompts"]["offered"] and "prompts" in wide["variants"]
+    kept = drift.measure_drift(counts, steps, K, False)
+    assert kept["variants"]["beta"] is wide["variants"]["beta"]  # taken from the kept measurement, not measured again
+    drift.forget_measured()
+    fresh = drift.measure_drift(counts, steps, K, False)
+    assert "prompts" not in kept["variants"] and "prompts" not in kept["weights"]["variants"]
+    assert kept["weights"]["pairs"] != {k: w for k, w in wide["weights"]["pairs"].items()
+                                        if not k.startswith("prompts/")}  # weighed again, over fewer pairs
+    _same(kept, fresh)
+
+
+def _same(a, b, path="."):
+    """``a`` and ``b`` equal throughout (arrays element for element, NaN where NaN)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), (path, set(a) ^ set(b))
+        for k in a:
+            _same(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert np.array_equal(a, b, equal_nan=True), path
+    elif isinstance(a, float) and np.isnan(a):
+        assert np.isnan(b), path
+    else:
+        assert a == b, (path, a, b)

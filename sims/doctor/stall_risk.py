@@ -37,8 +37,6 @@ of all-fail among the dropped (unanimous) groups at the median step, averaged ov
 
 from __future__ import annotations
 
-import hashlib
-import pickle
 from functools import partial
 
 import numpy as np
@@ -46,7 +44,7 @@ from scipy.special import ndtr
 
 from .drift import (EXTRA_VARIANTS, LINKS, PROMPTS, SHAPES, draw_paths, fit_shape, pair_weights,
                     population_params, population_table, shape_loglik, shift_estimates, mirror_fold, step_loglik,
-                    tabulated_bins, H_GRID, _LIKELIHOOD_SETTINGS, _content)
+                    tabulated_bins, H_GRID, _LIKELIHOOD_SETTINGS, _content, _digest)
 from .drift_variants import sir_resample, variant_draws, variant_table
 from .risk_blocks import (FINE, SPACING, block_hazard_rate, cumulative_hazard, first_step, log_hazard, restricted_sum,
                           risk_grid)
@@ -202,7 +200,7 @@ def _draws_key(drift, counts, settings, tau_f, draws, rng, mass_cap, survivors, 
             "survivors": survivors, "rounds": rounds, "settings": used(settings, surv),
             "tau_f": np.asarray(tau_f, float), "draws": int(draws), "rng": rng.bit_generator.state,
             "mass_cap": mass_cap}
-    return hashlib.sha256(pickle.dumps(_content(what), protocol=4)).digest()
+    return _digest(_content(what))
 
 
 def forget_drawn() -> None:
