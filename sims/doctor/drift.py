@@ -74,6 +74,11 @@ scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
   per step, observed with error se_s (Kalman filter over the state (h, d), diffuse start; sigma by maximum
   likelihood). It follows any path and extrapolates the recent slope with a variance that grows with the
   distance ahead;
+* ``walk_loglog`` (log-log link): the same walk on the log-log link's shifts. Each link carries its flexible shape,
+  so that the link the population's cross-section prefers does not force a rigid path: with the power alone on
+  the log-log link, the ``prompts`` variant's identity likelihood chose the link by some 800 nats on
+  broad-tasa's scored steps (the shape's share of the score some 50) and the power, concave, could not follow the
+  shift's later rise (its band held 67.8% of the later steps; docs/doctor.md, "Each link its flexible shape");
 * ``jump`` (logit link, a change point): c + beta tau + J [tau >= tau_j], one level shift J at an unknown logged
   point j and a common drift beta before and after it. Given j it is linear (weighted least squares: theta_j and
   its covariance); j is profiled over every logged point with :data:`JUMP_SIDE` points on each side and carried
@@ -105,14 +110,16 @@ from scipy.special import expit, gammaln, logit, logsumexp
 from .choice import lfo_weights
 from .fit import _hessian
 
-__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
+__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "WALKS", "VARIANTS", "population_table", "population_params",
            "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "mirror_fold", "fit_shape", "predict",
            "shape_weights", "model_weights", "measure_drift", "forget_measured"]
 
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
-SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit"}  #: shape -> link
+SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit",
+          "walk_loglog": "loglog"}  #: shape -> link
+WALKS = ("walk", "walk_loglog")  #: the local level with drift on each link (module docstring, "Shapes")
 SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
 MAX_POINTS = 150  #: a record of more steps has its consecutive steps pooled into this many points (bins)
 JUMP_SIDE = 3  #: the ``jump`` shape's change point has at least this many logged points before it
@@ -469,7 +476,7 @@ def fit_shape(shape: str, tau, h, se) -> dict:
     by the reduced chi-square where above 1), ``chi2``, ``dof``; for ``walk``: ``sigma``, ``state`` (m, P of
     (level, drift) at the last step) and ``tau_last``."""
     tau, h, se = (np.asarray(x, float) for x in (tau, h, se))
-    if shape == "walk":
+    if shape in WALKS:
         obj = lambda ls: -_kalman(tau, h, se, np.exp(ls))[0]  # noqa: E731
         res = optimize.minimize_scalar(obj, bounds=(np.log(1e-4), np.log(2.0)), method="bounded",
                                        options={"xatol": 1e-3})
@@ -501,7 +508,7 @@ def fit_shape(shape: str, tau, h, se) -> dict:
 def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
     """Predictive mean and variance of h at ``tau`` (parameter uncertainty; the walk's innovations too)."""
     tau = np.atleast_1d(np.asarray(tau, float))
-    if fit["shape"] == "walk":
+    if fit["shape"] in WALKS:
         m, P = fit["state"]
         d = tau - fit["tau_last"]
         mean = m[0] + m[1] * d
@@ -525,7 +532,7 @@ def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
 def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
     """``n`` draws of h along ``tau_future`` (increasing, after the last fitted step): (n, len(tau_future))."""
     tau_future = np.asarray(tau_future, float)
-    if fit["shape"] == "walk":
+    if fit["shape"] in WALKS:
         m, P = fit["state"]
         st = rng.multivariate_normal(m, P + 1e-12 * np.eye(2), size=n)
         d = np.diff(np.concatenate([[fit["tau_last"]], tau_future]))
