@@ -177,9 +177,10 @@ def test_retired_prompts_are_those_the_sampler_stopped_drawing():
     """The prompt set ahead leaves out the prompts the sampler retired: on a sampler that retires a prompt after two
     all-pass groups in a row (100 of 200 prompts a step, drawn afresh each step from those left, never fewer than
     100 left), every prompt retired at least G steps before the last is read as retired, G the gap whose
-    probability for a prompt still drawn (at most (1 - 100/200)^G) is under 1/200; a prompt the sampler still draws is read as retired at about
-    RETIRE_FALSE = 1 of the set in expectation (asserted at most 3 per record, over seeds 0-2, and on the same
-    sampler that retires none); the weights are the shares of the rest, renormalised."""
+    probability for a prompt still drawn (at most (1 - 100/200)^G) is under 1/200; a prompt the sampler still
+    draws is read as retired at about RETIRE_FALSE = 1 of the set in expectation (asserted at most 3 per record,
+    over seeds 0-2, and on the same sampler that retires none; measured 0, 0, 0 and 2, 1, 1); the weights are the
+    shares of the rest, renormalised."""
     G = int(np.ceil(np.log(200) / -np.log(1 - 100 / 200)))
     for seed in range(3):
         g, out = _retiring(seed)

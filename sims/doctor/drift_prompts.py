@@ -19,9 +19,9 @@ likelihood is conditional on identity, the prompt's posterior predictive:
 so the shift's measurement (:func:`.drift.shift_estimates`), the shapes, the chooser's score, the draws
 (:func:`.stall_risk.drift_futures`) and the expiry (:mod:`.drift_expiry`) read it unchanged. The mixed share
 ahead is the prompt set's, as the prompts are sampled: sum_j w_j sum_m W_jm u_m(h), w_j the share of the record's
-groups that are prompt j's among the prompts the sampler still draws (:meth:`PromptEvidence.retired`) and u_m(h) = 1 - p^K - (1 - p)^K at p = g^-1(g(p_m) + h): the table of the nodes under
-the set's posterior weights v_m = sum_j w_j W_jm (:func:`prompt_table`). With the ``linear`` shape this variant is
-the per-prompt trend (a logit intercept per prompt, one common slope) in all but the fitting method: the trend's
+groups that are prompt j's among the prompts the sampler still draws (:meth:`PromptEvidence.retired`) and
+u_m(h) = 1 - p^K - (1 - p)^K at p = g^-1(g(p_m) + h): the table of the nodes under the set's posterior weights
+v_m = sum_j w_j W_jm (:func:`prompt_table`). With the ``linear`` shape this variant is the per-prompt trend (a logit intercept per prompt, one common slope) in all but the fitting method: the trend's
 intercepts are point estimates (Newton's method with a Jeffreys pseudo-observation each) fitted jointly with the
 slope; here each intercept is a posterior under the Beta population (shrunk toward it, its uncertainty kept: a
 point intercept put the broad runs' mixed share 0.49 where 0.34 was logged, the Jensen gap of P(mixed) at few
