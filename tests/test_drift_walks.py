@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_lab.sims.doctor.drift import H_GRID, SHAPES, WALKS, draw_paths, fit_shape, predict, shape_weights
+from grpo_lab.sims.doctor.drift import (H_GRID, SHAPES, WALKS, draw_paths, fit_shape, model_weights, predict,
+                                         shape_weights, variant_shapes)
 
 
 def test_the_loglog_walk_is_the_walk_on_its_links_shifts():
@@ -29,8 +30,9 @@ def test_the_loglog_walk_is_the_walk_on_its_links_shifts():
 
 def test_a_favoured_link_does_not_force_its_rigid_shape():
     """h = 0 to tau = 45, then + 0.04 a step, per-step noise 0.05, 90 steps; the logit link's per-step likelihood
-    10 nats below the log-log's at every step (its cross-section worse, the shifts the same): the weight is on the
-    log-log link's walk (above 0.9), not its power, and the walk's forecast at tau = 120 (truth 3.0) is nearer the
+    10 nats below the log-log's at every step (its cross-section worse, the shifts the same): the ``prompts``
+    variant's weight is on the log-log link's walk (above 0.9), not its power (the ``beta`` variant, not offered
+    that walk, gives the power above 0.9), and the walk's forecast at tau = 120 (truth 3.0) is nearer the
     truth than the power's (measured 2.39 +- 0.26 against 1.94 +- 0.44; the walk's drift is one constant, so it
     too lags a slope that changed)."""
     rng = np.random.default_rng(7)
@@ -38,7 +40,12 @@ def test_a_favoured_link_does_not_force_its_rigid_shape():
     se = np.full(90, 0.05)
     h = np.where(tau < 45, 0.0, 0.04 * (tau - 45)) + rng.normal(0, 0.05, 90)
     LL = -0.5 * ((H_GRID[None, :] - h[:, None]) / se[:, None]) ** 2
-    w = shape_weights(tau, {"logit": (LL - 10.0, h, se), "loglog": (LL, h, se)})["weights"]
+    per_link = {"logit": (LL - 10.0, h, se), "loglog": (LL, h, se)}
+    w = model_weights(tau, {"prompts": per_link})["weights"]
     assert w["walk_loglog"] > 0.9 and w["power"] < 0.05, w
+    # the marginal variants are not offered it (named deviation, drift.WALK_LOGLOG_FOR): there the power takes it
+    assert "walk_loglog" not in variant_shapes("beta") and "walk_loglog" in variant_shapes("prompts")
+    wb = shape_weights(tau, per_link)["weights"]
+    assert wb["walk_loglog"] == 0.0 and wb["power"] > 0.9, wb
     walk, power = (predict(fit_shape(s, tau, h, se), [120.0])[0][0] for s in ("walk_loglog", "power"))
     assert abs(walk - 3.0) < abs(power - 3.0) - 0.2, (walk, power)
