@@ -79,7 +79,7 @@ scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
   prefers does not force a rigid path: with the power alone on the log-log link, the variant's identity likelihood
   chose the link by some 770 nats on broad-tasa's scored steps (the shapes of one link 50-300 apart) and the power,
   concave, could not follow the shift's later rise (its band held 67.8% of the later steps). Named deviation: the
-  marginal variants (their links some 100 nats apart at most there) are not offered it: offered to every variant it
+  marginal variants (their links 25-160 nats apart there) are not offered it: offered to every variant it
   moved the per-step shares' back-test by -17 to +10 rows a run (broad-ds 243 -> 226 of 295) and cost some 8% more
   CPU (docs/doctor.md, "Each link its flexible shape");
 * ``jump`` (logit link, a change point): c + beta tau + J [tau >= tau_j], one level shift J at an unknown logged

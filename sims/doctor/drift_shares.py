@@ -20,8 +20,8 @@ read off that pmf:
 
 That tabulated on :data:`.drift.H_GRID` is the per-step ``LL[s, h]`` of the group path, and everything after it is
 the group path's, unchanged: the population (a, b) and the masses variant fitted jointly with a nuisance linear
-shift (:func:`.drift.fit_population`), the per-step shifts, the drift shapes (linear, power, plateau, walk,
-jump, the walk on the log-log link), the leave-future-out chooser over (variant, shape) pairs (:func:`.drift.model_weights`) and the stall risk
+shift (:func:`.drift.fit_population`), the per-step shifts, the five drift shapes (linear, power, plateau, walk,
+jump), the leave-future-out chooser over (variant, shape) pairs (:func:`.drift.model_weights`) and the stall risk
 (:func:`.stall_risk.stall_risk`: every uncertainty drawn, the first stall's 90% interval). :class:`ShareEvidence`
 is what those functions take as ``counts``: its ``loglik(table)`` is the table above (:func:`.drift.step_loglik`
 calls it), ``shape`` is (rows, K + 1) and ``sum(axis=0)`` pseudo group counts by successes (for the population's
