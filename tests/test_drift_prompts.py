@@ -195,3 +195,52 @@ def _same(a, b, path="."):
         assert np.isnan(b), path
     else:
         assert a == b, (path, a, b)
+
+
+def _retiring(seed: int, prompts: int = 200, per_step: int = 100, steps: int = 30, retire_after: int = 2):
+    """A sampler that draws ``per_step`` distinct prompts a step uniformly from those it still draws and retires a
+    prompt after ``retire_after`` all-pass groups in a row (``retire_after`` 0: never); pass rates as :func:`_fixed`
+    (K = 4, so prompts retire). Returns the record and the step each prompt was retired after (-1: never)."""
+    rng = np.random.default_rng(seed)
+    alpha = logit(rng.beta(A, B, prompts))
+    streak, out = np.zeros(prompts, int), np.full(prompts, -1)
+    rows = []
+    for s in range(1, steps + 1):
+        live = np.flatnonzero(out < 0)
+        pid = rng.choice(live, size=min(per_step, live.size), replace=False)
+        k = rng.binomial(4, expit(alpha[pid] + RATE * (s - 1)))
+        streak[pid] = np.where(k == 4, streak[pid] + 1, 0)
+        if retire_after:
+            out[pid[streak[pid] >= retire_after]] = s
+        rows.append((np.full(pid.size, s), pid, k))
+    step, pid, k = (np.concatenate(x) for x in zip(*rows))
+    return RunGroups(K=4, successes=k.astype(np.int64), step=step.astype(np.int64), prompt_id=pid.astype(np.int64),
+                     n_prompts=prompts), out
+
+
+def test_retired_prompts_are_those_the_sampler_stopped_drawing():
+    """The prompt set ahead leaves out the prompts the sampler retired: on a sampler that retires a prompt after two
+    all-pass groups in a row (100 of 200 prompts a step, drawn afresh each step from those left, never fewer than
+    100 left), every prompt retired at least G steps before the last is read as retired, G the gap whose
+    probability for a prompt still drawn (at most (1 - 100/200)^G) is under 1/200; a prompt the sampler still
+    draws is read as retired at about RETIRE_FALSE = 1 of the set in expectation (asserted at most 3 per record,
+    over seeds 0-2, and on the same sampler that retires none; measured 0, 0, 0 and 2, 1, 1); the weights are the
+    shares of the rest, renormalised."""
+    G = int(np.ceil(np.log(200) / -np.log(1 - 100 / 200)))
+    for seed in range(3):
+        g, out = _retiring(seed)
+        steps = np.unique(g.step)
+        ev, _ = dp.prompt_evidence(g, steps)
+        got = ev.retired()
+        last = np.array([steps[-1] if not (g.prompt_id == j).any() else g.step[g.prompt_id == j].max()
+                         for j in range(200)])
+        truth = out > 0
+        assert 20 < truth.sum() <= 100  # the study retires prompts, and 100 at least are left to draw
+        assert np.all(got[truth & (steps[-1] - last >= G)]), seed
+        assert np.count_nonzero(got & ~truth) <= 3, seed
+        w = ev.weights()
+        share = np.bincount(g.prompt_id, minlength=200).astype(float)
+        share[got] = 0
+        np.testing.assert_allclose(w, share / share.sum())
+        none, _ = _retiring(seed, retire_after=0)
+        assert np.count_nonzero(dp.prompt_evidence(none, steps)[0].retired()) <= 3

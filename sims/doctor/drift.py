@@ -90,6 +90,14 @@ scaled up by the reduced chi-square when it exceeds 1, i.e. by the misfit):
   per step, observed with error se_s (Kalman filter over the state (h, d), diffuse start; sigma by maximum
   likelihood). It follows any path and extrapolates the recent slope with a variance that grows with the
   distance ahead;
+* ``walk_loglog`` (log-log link): the same walk on the log-log link's shifts, offered to the ``prompts`` variant
+  (:data:`WALK_LOGLOG_FOR`). There each link carries its flexible shape, so that the link the groups' identity
+  prefers does not force a rigid path: with the power alone on the log-log link, the variant's identity likelihood
+  chose the link by some 770 nats on broad-tasa's scored steps (the shapes of one link 50-300 apart) and the power,
+  concave, could not follow the shift's later rise (its band held 67.8% of the later steps). Named deviation: the
+  marginal variants (their links 25-160 nats apart there) are not offered it: offered to every variant it
+  moved the per-step shares' back-test by -17 to +10 rows a run (broad-ds 243 -> 226 of 295) and cost some 8% more
+  CPU (docs/doctor.md, "Each link its flexible shape");
 * ``jump`` (logit link, a change point): c + beta tau + J [tau >= tau_j], one level shift J at an unknown logged
   point j and a common drift beta before and after it. Given j it is linear (weighted least squares: theta_j and
   its covariance); j is profiled over every logged point with :data:`JUMP_SIDE` points on each side and carried
@@ -124,7 +132,7 @@ from scipy.special import expit, gammaln, logit, logsumexp
 from .choice import lfo_weights
 from .fit import _hessian
 
-__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table", "population_params",
+__all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "WALKS", "WALK_LOGLOG_FOR", "variant_shapes", "VARIANTS", "population_table", "population_params",
            "population_nll", "rounds_logp", "filled_logp", "step_loglik", "fit_population", "step_bins", "shift_estimates", "mirror_fold", "fit_shape", "predict",
            "folded", "tabulated_bins", "shape_loglik", "tabulated_loglik",
            "shape_weights", "model_weights", "measure_drift", "forget_measured"]
@@ -132,7 +140,17 @@ __all__ = ["H_GRID", "NODES", "LINKS", "SHAPES", "VARIANTS", "population_table",
 H_GRID = np.linspace(-12.0, 12.0, 241)  #: the shifts h on which the per-step likelihood is tabulated
 NODES = 48  #: quantile nodes of the Beta population
 LINKS = ("logit", "loglog")
-SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit"}  #: shape -> link
+SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit",
+          "walk_loglog": "loglog"}  #: shape -> link
+WALKS = ("walk", "walk_loglog")  #: the local level with drift on each link (module docstring, "Shapes")
+#: the variants offered ``walk_loglog`` (module docstring, "Shapes"): the one whose two links are told apart by the
+#: groups' identity (:mod:`.drift_prompts`); the others are offered every other shape
+WALK_LOGLOG_FOR = ("prompts",)
+
+
+def variant_shapes(variant: str) -> list[str]:
+    """The shapes (:data:`SHAPES`) the chooser offers ``variant``: ``walk_loglog`` only to :data:`WALK_LOGLOG_FOR`."""
+    return [s for s in SHAPES if s != "walk_loglog" or variant in WALK_LOGLOG_FOR]
 SIR_FACTOR = 4  #: proposals per parameter draw (:func:`_posterior_draws`)
 #: on the tabulated likelihood (a fit given ``LL``, :func:`fit_shape`): proposals per draw and the factor on the
 #: normal approximation's covariance they are drawn with. A flat-topped likelihood (every row one round) allows
@@ -533,9 +551,9 @@ def fit_shape(shape: str, tau, h, se, LL=None) -> dict:
     by it (:func:`_posterior_draws`, :func:`_jump_draws`; "Shapes on the tabulated likelihood" in the module
     docstring); the walk ignores it."""
     tau, h, se = (np.asarray(x, float) for x in (tau, h, se))
-    if LL is not None and shape != "walk":
+    if LL is not None and shape not in WALKS:
         return {**fit_shape(shape, tau, h, se), "_LL": np.asarray(LL, float)}
-    if shape == "walk":
+    if shape in WALKS:
         obj = lambda ls: -_kalman(tau, h, se, np.exp(ls))[0]  # noqa: E731
         res = optimize.minimize_scalar(obj, bounds=(np.log(1e-4), np.log(2.0)), method="bounded",
                                        options={"xatol": 1e-3})
@@ -567,7 +585,7 @@ def fit_shape(shape: str, tau, h, se, LL=None) -> dict:
 def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
     """Predictive mean and variance of h at ``tau`` (parameter uncertainty; the walk's innovations too)."""
     tau = np.atleast_1d(np.asarray(tau, float))
-    if fit["shape"] == "walk":
+    if fit["shape"] in WALKS:
         m, P = fit["state"]
         d = tau - fit["tau_last"]
         mean = m[0] + m[1] * d
@@ -591,7 +609,7 @@ def predict(fit: dict, tau) -> tuple[np.ndarray, np.ndarray]:
 def draw_paths(fit: dict, tau_future, n: int, rng) -> np.ndarray:
     """``n`` draws of h along ``tau_future`` (increasing, after the last fitted step): (n, len(tau_future))."""
     tau_future = np.asarray(tau_future, float)
-    if fit["shape"] == "walk":
+    if fit["shape"] in WALKS:
         m, P = fit["state"]
         st = rng.multivariate_normal(m, P + 1e-12 * np.eye(2), size=n)
         d = np.diff(np.concatenate([[fit["tau_last"]], tau_future]))
@@ -682,14 +700,15 @@ def shape_weights(tau, per_link: dict, rng=None) -> dict:
 
 def model_weights(tau, per_variant: dict, rng=None, points: dict | None = None) -> dict:
     """Pseudo-BMA+ weights of every (population variant, shape) pair by the rolling-origin scores of the module
-    docstring, each pair scored on its own variant's per-step likelihood (the same data, so the scores compare).
+    docstring, each pair scored on its own variant's per-step likelihood (the same data, so the scores compare);
+    a variant's shapes those :func:`variant_shapes` offers it.
 
     ``per_variant``: {variant: {link: (LL, h_hat, se)}}. Returns ``weights`` {shape: w summed over variants},
     ``variants`` {variant: w}, ``pairs`` {"variant/shape": w}, ``scores`` {shape: summed log score of the first
     variant}, ``pair_scores``, ``scored_steps``. ``points``: {(variant, shape, cut, end): the pair's point scores}
     for these ``tau`` and ``per_variant``, read where present and filled (a pair's scores depend on its own
     variant's (LL, h_hat, se) only: :func:`measure_drift` weighs a subset of the variants it measured from them)."""
-    pairs = [(v, s) for v in per_variant for s in SHAPES]
+    pairs = [(v, s) for v in per_variant for s in variant_shapes(v)]
     points = {} if points is None else points
 
     def point_scores(pair, cut, end):
@@ -703,11 +722,11 @@ def model_weights(tau, per_variant: dict, rng=None, points: dict | None = None) 
     lfo = lfo_weights(len(tau), pairs, point_scores, rng)
     w, P = lfo["weights"], lfo["scores"]
     variants = list(per_variant)
-    out = {"weights": {s: float(sum(w[(v, s)] for v in variants)) for s in SHAPES},
-           "scores": None if P is None else {s: P[(variants[0], s)] for s in SHAPES},
+    out = {"weights": {s: float(sum(w.get((v, s), 0.0) for v in variants)) for s in SHAPES},
+           "scores": None if P is None else {s: P[(variants[0], s)] for s in variant_shapes(variants[0])},
            "scored_steps": lfo["scored_steps"]}
     if len(variants) > 1:
-        out["variants"] = {v: float(sum(w[(v, s)] for s in SHAPES)) for v in variants}
+        out["variants"] = {v: float(sum(w[(v, s)] for s in variant_shapes(v))) for v in variants}
         out["pairs"] = {f"{v}/{s}": float(w[(v, s)]) for v, s in pairs}
         out["pair_scores"] = None if P is None else {f"{v}/{s}": P[(v, s)] for v, s in pairs}
     return out
@@ -861,7 +880,8 @@ def _measure_drift(counts, steps, K, survivors, rounds, settings, variants, prom
         per[PROMPTS] = _measure_prompts(prompts, counts, steps, K, tau, bins, per["beta"])
     weights = model_weights(tau, {v: {k: x.get("score", (x["LL"], x["h"], x["se"])) for k, x in per[v].items()}
                                   for v in per}, points=points)
-    fits = {v: {s: fit_shape(s, tau, per[v][lk]["h"], per[v][lk]["se"]) for s, lk in SHAPES.items()} for v in per}
+    fits = {v: {s: fit_shape(s, tau, per[v][SHAPES[s]]["h"], per[v][SHAPES[s]]["se"]) for s in variant_shapes(v)}
+            for v in per}
     first = variants[0]
     return {"links": per[first], "variants": per, "fits": fits[first], "variant_fits": fits, "weights": weights,
             "tau": tau, "steps": steps, "bins": bins, "counts": counts, "survivors": survivors, "rounds": rounds,

@@ -19,9 +19,9 @@ likelihood is conditional on identity, the prompt's posterior predictive:
 so the shift's measurement (:func:`.drift.shift_estimates`), the shapes, the chooser's score, the draws
 (:func:`.stall_risk.drift_futures`) and the expiry (:mod:`.drift_expiry`) read it unchanged. The mixed share
 ahead is the prompt set's, as the prompts are sampled: sum_j w_j sum_m W_jm u_m(h), w_j the share of the record's
-groups that are prompt j's and u_m(h) = 1 - p^K - (1 - p)^K at p = g^-1(g(p_m) + h): the table of the nodes under
-the set's posterior weights v_m = sum_j w_j W_jm (:func:`prompt_table`). With the ``linear`` shape this variant is
-the per-prompt trend (a logit intercept per prompt, one common slope) in all but the fitting method: the trend's
+groups that are prompt j's among the prompts the sampler still draws (:meth:`PromptEvidence.retired`) and
+u_m(h) = 1 - p^K - (1 - p)^K at p = g^-1(g(p_m) + h): the table of the nodes under the set's posterior weights
+v_m = sum_j w_j W_jm (:func:`prompt_table`). With the ``linear`` shape this variant is the per-prompt trend (a logit intercept per prompt, one common slope) in all but the fitting method: the trend's
 intercepts are point estimates (Newton's method with a Jeffreys pseudo-observation each) fitted jointly with the
 slope; here each intercept is a posterior under the Beta population (shrunk toward it, its uncertainty kept: a
 point intercept put the broad runs' mixed share 0.49 where 0.34 was logged, the Jensen gap of P(mixed) at few
@@ -55,16 +55,15 @@ from scipy import sparse
 from .drift import H_GRID, _g, _ginv, beta_nodes
 from .drift_variants import betabinom_pmf
 
-__all__ = ["VARIANT", "MIN_REPEAT", "MAX_PAIRS", "RECENT", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
+__all__ = ["VARIANT", "MIN_REPEAT", "MAX_PAIRS", "RETIRE_FALSE", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
            "prompt_table"]
 
 VARIANT = "prompts"  #: the variant's name (added to :data:`.drift.VARIANTS`' where offered)
 MIN_REPEAT = 0.5  #: the variant is offered where at least this share of the groups is of a prompt seen before
-#: the prompt set ahead is the one sampled over this last share of the logged steps: the whole record. Measured on
-#: the shipped runs' back-test (docs/doctor.md, "One doctor: the trend inside the drift"): 0.25 held retire2's later
-#: steps 41/43 against 30/43 (its sampler retires prompts) but weak-dr_grpo's 275/360 against 301/360 and 2,038 of
-#: 2,498 pooled against 2,051; 0.5 was no better on the four runs it was tried on (855/1,123 against 878)
-RECENT = 1.0
+#: a prompt is taken as retired by the sampler where, were it still drawn, the gap since its last draw would have
+#: probability under 1 / (this x the prompts seen): at most about this many of the set misread in expectation
+#: (a Bonferroni bound over the prompts; not measured on the runs)
+RETIRE_FALSE = 1.0
 #: the variant is offered on at most this many distinct (prompt, successes) pairs: its likelihood costs pairs x
 #: len(H_GRID) per table, some 1.2 s of CPU at 59,000 pairs on the shared machine, and a diagnosis computes about
 #: eight tables (the whole run and the half split, two links, the chooser's and the forecast's posteriors); the
@@ -95,12 +94,40 @@ class PromptEvidence:
         self.M = sparse.csc_matrix((np.ones(self.k.size), (self.step, inv.ravel())), shape=(self.n_steps, pair.size))
 
     def weights(self, upto: int | None = None) -> np.ndarray:
-        """w_j: the share of the groups that are prompt j's over the last :data:`RECENT` of the first ``upto`` steps
-        (all by default): the prompts as the sampler draws them now (a sampler that retires or favours prompts
-        has changed the set it draws)."""
+        """w_j: the share of the groups of the first ``upto`` steps (all by default) that are prompt j's, 0 for a
+        prompt :meth:`retired` there, renormalised: the prompts as the sampler draws them now."""
         upto = self.n_steps if upto is None else int(upto)
-        m = (self.step < upto) & (self.step >= int(np.floor(upto * (1.0 - RECENT))))
-        return np.bincount(self.pid[m], minlength=self.J) / max(int(m.sum()), 1)
+        m = self.step < upto
+        w = np.where(self.retired(upto), 0.0, np.bincount(self.pid[m], minlength=self.J))
+        return w / max(float(w.sum()), 1.0)
+
+    def retired(self, upto: int | None = None) -> np.ndarray:
+        """Per prompt, whether the sampler no longer draws it by the ``upto``-th step (a retiring curriculum): a
+        prompt still drawn is drawn at step s with probability q_s = d_s / n_s at least, d_s the distinct prompts
+        drawn at s and n_s the prompts seen by s (the sampler drawing uniformly among the prompts it still draws,
+        at most n_s of them), so its gap, no draw at any step after its last, has probability at most
+        prod (1 - q_s) over those steps; retired where that is under 1 / (:data:`RETIRE_FALSE` J), J the prompts
+        seen: about :data:`RETIRE_FALSE` prompt of a set drawn throughout misread, in expectation. A sampler that
+        draws every prompt each pass (uniform, with or without replacement) retires none but by that chance; one
+        that stops drawing prompts (retire after all-pass draws) shows them after a gap of a few passes. Named
+        limit: a sampler that favours some prompts (a weighted curriculum) can have a disfavoured prompt read as
+        retired; a prompt retired within the last few passes is not yet seen to be."""
+        upto = self.n_steps if upto is None else int(upto)
+        m = self.step < upto
+        st, pid = self.step[m], self.pid[m]
+        out = np.zeros(self.J, bool)
+        if not m.any():
+            return out
+        first = np.full(self.J, upto)
+        np.minimum.at(first, pid, st)
+        seen = np.cumsum(np.bincount(first[first < upto], minlength=upto))
+        distinct = np.bincount(np.unique(st * self.J + pid) // self.J, minlength=upto)
+        log_miss = np.log(np.maximum(1.0 - distinct / np.maximum(seen, 1), 1e-300))
+        after = np.r_[np.cumsum(log_miss[::-1])[::-1], 0.0]  # sum over the steps from s on
+        last = np.full(self.J, -1)
+        np.maximum.at(last, pid, st)
+        J = int(np.count_nonzero(last >= 0))
+        return (last >= 0) & (after[last + 1] < -np.log(RETIRE_FALSE * J))
 
     def loglik(self, table: dict) -> np.ndarray:
         """LL[s, h] of the groups under ``table`` (:func:`prompt_table`): each group's log posterior predictive

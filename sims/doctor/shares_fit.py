@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .drift import H_GRID, SHAPES, pair_weights, population_params, predict
+from .drift import H_GRID, SHAPES, WALKS, pair_weights, population_params, predict
 from .scalars_fit import _observed_last, _prepare, observed_series
 from .scalars_forecast import NO_SIDE, stall_from_curves
 
@@ -98,7 +98,7 @@ def _population(pop: dict, seed: int = 0) -> dict:
 
 
 def _shape(sf: dict, s0: float) -> dict:
-    if sf["shape"] == "walk":
+    if sf["shape"] in WALKS:
         m, P = sf["state"]
         se = np.sqrt(np.maximum(np.diag(P), 0.0))
         params = {"level_last": float(m[0]), "drift_per_step": float(m[1]), "sigma": float(sf["sigma"])}
@@ -119,7 +119,7 @@ def _run_drift(sf: dict, tau_last: float) -> tuple[float, list]:
     """h(last) - h(first) and its 95% interval (module docstring)."""
     m, v = predict(sf, [0.0, tau_last])
     d = float(m[1] - m[0])
-    if sf["shape"] in ("walk", "jump"):
+    if sf["shape"] in (*WALKS, "jump"):
         sd = float(np.sqrt(v[1]))
     else:
         th, eps = np.asarray(sf["theta"], float), 1e-6
