@@ -42,9 +42,12 @@ from grpo_lab.testing.stall_study import (CAP, GEN_BATCH, K, LOGGED, MAX_STEPS, 
                                           clopper_pearson, loop_options, one, prompt_set, summarise, table)
 
 EXPIRY = "expiry"  #: the mode of the group path's expiry rows (every group logged)
+#: the same without the prompts variant (``drift_prompts.MIN_REPEAT`` set above 1 for the call: "too few repeats"),
+#: the drift the stall risk measures; to tell what the variant does to the expiry
+EXPIRY_NO_PROMPTS = "expiry-noprompts"
 
 
-def expiry_one(regime: str, seed: int) -> dict:
+def expiry_one(regime: str, seed: int, prompts: bool = True) -> dict:
     """One seed of the group path's expiry: the loop of :func:`one` (the same seed, so the same truth), simulated
     to its stall or MAX_STEPS with every group kept, the proxy from all of it, the forecast from the first LOGGED
     steps' groups. The measured drift is caught on its way into ``group_expiry`` to keep the variants' weights."""
@@ -55,7 +58,7 @@ def expiry_one(regime: str, seed: int) -> dict:
     mixed = ((sim["successes"] > 0) & (sim["successes"] < K)).astype(float)
     steps = np.unique(st)
     share = np.bincount(st, weights=mixed)[steps] / np.bincount(st)[steps]
-    out = {"regime": regime, "mode": EXPIRY, "seed": seed, "truth": sim["stall_step"],
+    out = {"regime": regime, "mode": EXPIRY if prompts else EXPIRY_NO_PROMPTS, "seed": seed, "truth": sim["stall_step"],
            "truth_expiry": _observed_expiry(steps, share)}
     if out["truth"] is not None and out["truth"] <= LOGGED:
         return {**out, "stalled_in_log": True}
@@ -66,12 +69,15 @@ def expiry_one(regime: str, seed: int) -> dict:
         caught.append(measured(*a, **kw))
         return caught[-1]
 
+    from grpo_lab.sims.doctor import drift_prompts
+
     t = time.process_time()
-    group_forecast.measured_drift = catch
+    group_forecast.measured_drift, repeat = catch, drift_prompts.MIN_REPEAT
+    drift_prompts.MIN_REPEAT = repeat if prompts else 1.01
     try:
         e = group_forecast.group_expiry(groups, THRESHOLD, predictive=False, seed=seed)
     finally:
-        group_forecast.measured_drift = measured
+        group_forecast.measured_drift, drift_prompts.MIN_REPEAT = measured, repeat
     w = caught[-1][2]["weights"]
     return {**out, "stalled_in_log": False, "step": e["step"], "interval": e["interval"],
             "already": e["status"].startswith("already below"), "mixed_now": e["mixed_now"],
@@ -105,7 +111,7 @@ def set_expiry(regime: str, seed: int) -> int | None:
     return None
 
 
-def expiry_table(rows: list[dict]) -> str:
+def expiry_table(rows: list[dict], mode: str = EXPIRY) -> str:
     """Per regime: seeds (stalled in the log), the proxy's range, the 95% interval's coverage of it [exact 95% CI]
     with its misses' side, the median |point - proxy|, the prompts variant's mean weight, CPU s a forecast."""
     out = ["| regime | seeds (stalled in the log) | proxy: mixed share under 0.5 | 95% interval covers the proxy "
@@ -113,7 +119,7 @@ def expiry_table(rows: list[dict]) -> str:
            "proxy (steps) | prompts variant: offered, mean weight | CPU s / fit |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for regime in REGIMES:
-        cell = [r for r in rows if r["regime"] == regime and r["mode"] == EXPIRY]
+        cell = [r for r in rows if r["regime"] == regime and r["mode"] == mode]
         fc = [r for r in cell if not r["stalled_in_log"]]
         if not fc:
             continue
@@ -172,15 +178,18 @@ def main() -> None:
                         continue
                     if (regime, mode, seed) in {(r["regime"], r["mode"], r["seed"]) for r in _load(args.cache)}:
                         continue  # done meanwhile by another worker on the same cache
-                    row = expiry_one(regime, seed) if mode == EXPIRY else one(regime, mode, seed)
+                    row = expiry_one(regime, seed, mode == EXPIRY) if mode in (EXPIRY, EXPIRY_NO_PROMPTS) else \
+                        one(regime, mode, seed)
                     rows.append(row)
                     with args.cache.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                     print(json.dumps(row), flush=True)
     rows = _load(args.cache)
     print(table(summarise(rows)))
-    if any(r["mode"] == EXPIRY for r in rows):
-        print("\nThe group path's expiry (every group logged):\n" + expiry_table(rows))
+    for mode, what in ((EXPIRY, "the group path's expiry (every group logged)"),
+                       (EXPIRY_NO_PROMPTS, "the same without the prompts variant")):
+        if any(r["mode"] == mode for r in rows):
+            print(f"\n{what[0].upper()}{what[1:]}:\n" + expiry_table(rows, mode))
 
 
 if __name__ == "__main__":
