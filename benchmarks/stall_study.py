@@ -86,6 +86,27 @@ def expiry_one(regime: str, seed: int, prompts: bool = True) -> dict:
             "cpu_s": time.process_time() - t}
 
 
+def misses(rows: list[dict]) -> str:
+    """Per first-stall cell with a miss: its seeds early (the interval ends before the truth) and late (it starts
+    after it), each as seed: truth [lo, hi] ("none by MAX_STEPS" read as MAX_STEPS + 1, as :func:`covered`)."""
+    from grpo_lab.testing.stall_study import covered
+
+    out = []
+    for regime in REGIMES:
+        for mode in STUDY_MODES:
+            bad = sorted((r for r in rows if (r["regime"], r["mode"]) == (regime, mode) and not r["stalled_in_log"]
+                          and not covered(r)), key=lambda r: r["seed"])
+            if not bad:
+                continue
+            side = {"early": [], "late": []}
+            for r in bad:
+                big = MAX_STEPS + 1
+                truth, hi = (big if r["truth"] is None else r["truth"]), (big if r["hi"] is None else r["hi"])
+                side["early" if hi < truth else "late"].append(f"{r['seed']}: {r['truth']} [{r['lo']}, {r['hi']}]")
+            out.append(f"{regime} / {mode}: " + "; ".join(f"{k} {', '.join(v)}" for k, v in side.items() if v))
+    return "\n".join(out)
+
+
 def set_expiry(regime: str, seed: int) -> int | None:
     """The first step s (1..MAX_STEPS) whose prompt set's expected mixed share at the loop's pass rates
     (:func:`loop_sim.pass_rates` at offset s - 1; a group binomial, or beta-binomial with the regime's ``icc``) is
@@ -186,6 +207,7 @@ def main() -> None:
                     print(json.dumps(row), flush=True)
     rows = _load(args.cache)
     print(table(summarise(rows)))
+    print("\nMisses (seed: truth [interval]):\n" + misses(rows))
     for mode, what in ((EXPIRY, "the group path's expiry (every group logged)"),
                        (EXPIRY_NO_PROMPTS, "the same without the prompts variant")):
         if any(r["mode"] == mode for r in rows):
