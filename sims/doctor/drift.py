@@ -145,7 +145,7 @@ SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "log
 WALKS = ("walk", "walk_loglog")  #: the local level with drift on each link (module docstring, "Shapes")
 #: the variants offered ``walk_loglog`` (module docstring, "Shapes"): the one whose two links are told apart by the
 #: groups' identity (:mod:`.drift_prompts`); the others are offered every other shape
-WALK_LOGLOG_FOR = ("prompts",)
+WALK_LOGLOG_FOR = ("prompts", "prompts_masses")
 
 
 def variant_shapes(variant: str) -> list[str]:
@@ -807,20 +807,25 @@ def _without_prompts(measured: dict, points: dict) -> tuple[dict, dict]:
     """A kept measurement with the ``prompts`` variant, less it: what :func:`_measure_drift` gives without
     ``prompts`` (the other variants are measured before it and without it; their pairs are weighed again by
     :func:`model_weights` from their kept point scores, with its default seeded generator), and its point scores."""
-    per = {v: links for v, links in measured["variants"].items() if v != PROMPTS}
-    points = {k: x for k, x in points.items() if k[0] != PROMPTS}
+    per = {v: links for v, links in measured["variants"].items() if v not in PROMPT_VARIANTS}
+    points = {k: x for k, x in points.items() if k[0] not in PROMPT_VARIANTS}
     weights = model_weights(measured["tau"], {v: {k: (x["LL"], x["h"], x["se"]) for k, x in per[v].items()}
                                               for v in per}, points=dict(points))
-    fits = {v: f for v, f in measured["variant_fits"].items() if v != PROMPTS}
+    fits = {v: f for v, f in measured["variant_fits"].items() if v not in PROMPT_VARIANTS}
     return {**measured, "variants": per, "variant_fits": fits, "weights": weights}, points
 
 
 PROMPTS = "prompts"  #: the variant of :mod:`.drift_prompts`, measured where :func:`measure_drift` is given prompts
+#: the same under the ``masses`` variant's population as the prompts' prior (a prompt whose groups all failed may be
+#: never solvable, and then does not move with the shift), measured beside it where ``masses`` is
+PROMPTS_MASSES = "prompts_masses"
+PROMPT_VARIANTS = (PROMPTS, PROMPTS_MASSES)
 
 
-def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links) -> dict:
-    """The ``prompts`` variant's links (:mod:`.drift_prompts`): per link the population (the prompts' posteriors on
-    every logged step), its ``LL``, ``h``, ``se``, and ``score``: (LL, h, se) under the posteriors on the steps
+def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links, variant: str = PROMPTS) -> dict:
+    """The ``prompts`` variant's links (:mod:`.drift_prompts`), named ``variant``: per link the population (the
+    prompts' posteriors on every logged step under the prior ``beta_links``: the ``beta`` variant's for
+    :data:`PROMPTS`, the ``masses`` variant's for :data:`PROMPTS_MASSES`), its ``LL``, ``h``, ``se``, and ``score``: (LL, h, se) under the posteriors on the steps
     before the chooser's first origin (:func:`.choice.origins`), what :func:`model_weights` scores the variant by."""
     from .choice import origins
     from .drift_prompts import fit_prompts, prompt_table
@@ -831,7 +836,7 @@ def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links) -> dict:
     for link in LINKS:
         out = {}
         for n in {len(steps), upto}:
-            pop = fit_prompts(prompts, n, beta_links[link], bins, link)
+            pop = fit_prompts(prompts, n, beta_links[link], bins, link, variant)
             LL = step_loglik(prompt_table(pop, K, link), counts, False, bins=bins)
             out[n] = (pop, LL, *shift_estimates(LL))
         pop, LL, h, se = out[len(steps)]
@@ -877,7 +882,9 @@ def _measure_drift(counts, steps, K, survivors, rounds, settings, variants, prom
             links[link] = {"population": pop, "LL": LL, "h": h, "se": se}
         per[v] = links
     if prompts is not None:
-        per[PROMPTS] = _measure_prompts(prompts, counts, steps, K, tau, bins, per["beta"])
+        per[PROMPTS] = _measure_prompts(prompts, counts, steps, K, tau, bins, per["beta"], PROMPTS)
+        if "masses" in per:
+            per[PROMPTS_MASSES] = _measure_prompts(prompts, counts, steps, K, tau, bins, per["masses"], PROMPTS_MASSES)
     weights = model_weights(tau, {v: {k: x.get("score", (x["LL"], x["h"], x["se"])) for k, x in per[v].items()}
                                   for v in per}, points=points)
     fits = {v: {s: fit_shape(s, tau, per[v][SHAPES[s]]["h"], per[v][SHAPES[s]]["se"]) for s in variant_shapes(v)}

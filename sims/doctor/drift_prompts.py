@@ -27,6 +27,18 @@ slope; here each intercept is a posterior under the Beta population (shrunk towa
 point intercept put the broad runs' mixed share 0.49 where 0.34 was logged, the Jensen gap of P(mixed) at few
 groups a prompt), the shift measured per step and the shape fitted to it.
 
+**Two priors, two variants.** ``prompts`` takes the ``beta`` variant's population as every prompt's prior;
+``prompts_masses`` (:data:`.drift.PROMPTS_MASSES`, measured where ``masses`` is) the ``masses`` variant's: the Beta's
+nodes at (1 - w0 - w1) / NODES each, and a node at p = 0 of prior weight w0 and one at p = 1 of w1 that the shift does
+not move (:func:`_prior`), so a prompt whose groups all failed is, in its posterior, never solvable with the odds its
+groups and w0 give, and stays at 0 ahead. Both are offered and the chooser weighs them with the rest: neither prior
+is right on every run. Measured (the stall study's expiry, every group logged, seeds 0-5, 95% interval against the
+prompt set's own crossing): with ``prompts`` alone 2/6 on 30% never-solvable prompts and 3/6 on 20% never solved (its
+never-solved prompts move with the drift, the expiry late); with the masses prior inside the one variant 6/6 and 6/6,
+but the shipped broad-ds run's band then held 42.7% of later rows (84.7% with the Beta prior): prompts that failed
+every group so far were learnt later, and the masses prior pinned them at 0. Two variants let the leave-future-out
+score tell the two apart.
+
 **Fairness of the choice.** Posteriors from the scored steps would score those steps with their own data: for the
 chooser's score the posteriors are taken on the steps before its first origin (:func:`.choice.origins`) alone and
 the shift measured under them (``score`` of the variant's link entry); the forecast's shift and shapes use the
@@ -180,18 +192,43 @@ def prompt_evidence(groups, steps, survivors: bool = False) -> tuple[PromptEvide
         f"{100 * share:.0f}% of the groups are of a prompt logged at an earlier step")}
 
 
-def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str) -> dict:
-    """The variant's population from the groups at the first ``upto`` logged steps (module docstring): ``variant``,
-    ``nodes`` (the Beta's quantile nodes p_m), ``post`` W (J, nodes), ``weights`` w_j (every group of the record),
-    ``a``, ``b`` (the Beta), ``w0`` = ``w1`` = 0, ``x`` (empty: nothing drawn), ``cov``, ``evidence``, ``upto``,
-    ``link``, ``masses`` False, ``prompts`` (how many have a group on the fitting steps). ``beta_link``: the
-    ``beta`` variant's entry of ``link`` (its population and per-bin shifts ``h``); ``bins`` the step bins."""
-    pop = beta_link["population"]
+def _prior(pop: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(nodes p_m, ``fixed`` (the nodes the shift does not move), log prior weight of each) of a population: the
+    Beta's :data:`.drift.NODES` quantile nodes, equal weight (1 - w0 - w1) / NODES, and where ``pop`` holds masses
+    (w0, w1 > 0: the ``masses`` variant's fit) a node at p = 0 and one at p = 1 of prior weight w0 and w1 that the
+    shift does not move (a prompt never solved stays never solved)."""
     p = beta_nodes(pop["a"], pop["b"])
+    w0, w1 = float(pop.get("w0", 0.0)), float(pop.get("w1", 0.0))
+    logw = np.full(len(p), np.log(max(1.0 - w0 - w1, _P) / len(p)))
+    fixed = np.zeros(len(p), bool)
+    for at, w in ((0.0, w0), (1.0, w1)):
+        if w > 0.0:
+            p, fixed, logw = np.r_[p, at], np.r_[fixed, True], np.r_[logw, np.log(w)]
+    return p, fixed, logw
+
+
+def _moved(p, fixed, shift, link: str) -> np.ndarray:
+    """The nodes' pass rates under the shifts ``shift`` (rows): g^-1(g(p_m) + h), the ``fixed`` nodes where they are,
+    clipped to [_P, 1 - _P]."""
+    P = _ginv(_g(np.clip(p, _P, 1 - _P), link)[None, :] + np.asarray(shift, float)[:, None], link)
+    return np.clip(np.where(fixed[None, :], p[None, :], P), _P, 1 - _P)
+
+
+def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str, variant: str = VARIANT) -> dict:
+    """The variant's population from the groups at the first ``upto`` logged steps (module docstring): ``variant``,
+    ``nodes`` (the population's nodes p_m), ``fixed`` (the nodes the shift does not move: the masses), ``post`` W
+    (J, nodes), ``weights`` w_j (every group of the record), ``a``, ``b`` (the Beta), ``w0`` = ``w1`` = 0 (no
+    masses beside the table: they are among its nodes), ``prior_masses`` (the prior's w0, w1), ``x`` (empty: nothing drawn), ``cov``, ``evidence``, ``upto``, ``link``, ``masses`` False, ``prompts``
+    (how many have a group on the fitting steps). ``beta_link``: the prior population's entry of ``link`` (its
+    population and per-bin shifts ``h``: the ``masses`` variant's where measured, so a prompt whose groups all
+    failed is, in its posterior, never solvable with the odds the population's mass gives; else the ``beta``
+    variant's); ``bins`` the step bins."""
+    pop = beta_link["population"]
+    p, fixed, logw = _prior(pop)
     K = ev.K
     m = ev.step < upto
     nb = int(bins[upto - 1]) + 1 if upto else 0
-    P = np.clip(_ginv(_g(p, link)[None, :] + np.asarray(beta_link["h"], float)[:nb, None], link), _P, 1 - _P)
+    P = _moved(p, fixed, np.asarray(beta_link["h"], float)[:nb], link)
     b = np.asarray(bins)[ev.step[m]]
     C = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b * (K + 1) + ev.k[m])), shape=(ev.J, nb * (K + 1)))
     G = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b)), shape=(ev.J, nb)).T.tocsr()  # (bin, prompt)
@@ -199,7 +236,7 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str)
 
     def posterior(rho):
         kern = betabinom_pmf(P, K, rho)  # (bins, nodes, K + 1)
-        logpost = C @ np.log(np.maximum(kern, 1e-300)).transpose(0, 2, 1).reshape(nb * (K + 1), len(p))
+        logpost = C @ np.log(np.maximum(kern, 1e-300)).transpose(0, 2, 1).reshape(nb * (K + 1), len(p)) + logw
         W = np.exp(logpost - logpost.max(axis=1, keepdims=True))
         W /= W.sum(axis=1, keepdims=True)
         um = 1.0 - kern[..., 0] - kern[..., K]  # (bins, nodes)
@@ -214,8 +251,10 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str)
             lo, hi = (mid, hi) if posterior(mid)[1] > mixed else (lo, mid)
         rho = (lo + hi) / 2
         W = posterior(rho)[0]
-    return {"variant": VARIANT, "nodes": p, "post": W, "rho": rho, "weights": ev.weights(), "a": pop["a"], "b": pop["b"],
-            "w0": 0.0, "w1": 0.0, "x": np.zeros(0), "cov": np.zeros((0, 0)), "evidence": ev, "upto": int(upto),
+    return {"variant": variant, "nodes": p, "fixed": fixed, "post": W, "rho": rho, "weights": ev.weights(),
+            "a": pop["a"], "b": pop["b"], "w0": 0.0, "w1": 0.0, "prior_masses": (float(pop.get("w0", 0.0)),
+                                                                            float(pop.get("w1", 0.0))),
+            "x": np.zeros(0), "cov": np.zeros((0, 0)), "evidence": ev, "upto": int(upto),
             "link": link, "masses": False, "prompts": int(np.count_nonzero(np.bincount(ev.pid[m], minlength=ev.J)))}
 
 
@@ -226,9 +265,10 @@ def prompt_table(pop: dict, K: int, link: str, grid=H_GRID, logit_shift: float =
     groups by identity (:meth:`PromptEvidence.loglik`). ``u2``: the mean over the set of P(mixed)^2 of each
     prompt (its posterior's)."""
     grid = np.asarray(grid, float)
-    P = np.clip(_ginv(_g(pop["nodes"], link)[None, :] + grid[:, None], link), _P, 1 - _P)
+    fixed = np.asarray(pop.get("fixed", np.zeros(len(pop["nodes"]), bool)))
+    P = _moved(np.asarray(pop["nodes"], float), fixed, grid, link)
     if logit_shift:
-        P = np.clip(1.0 / (1.0 + (1.0 - P) / P * np.exp(-logit_shift)), _P, 1 - _P)
+        P = np.where(fixed[None, :], P, np.clip(1.0 / (1.0 + (1.0 - P) / P * np.exp(-logit_shift)), _P, 1 - _P))
     kern = betabinom_pmf(P, K, float(pop.get("rho", 0.0)))  # (H, nodes, K + 1)
     W, w = pop["post"], np.asarray(pop["weights"], float)
     pmf = np.einsum("hmk,m->hk", kern, w @ W)

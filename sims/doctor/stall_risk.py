@@ -42,7 +42,7 @@ from functools import partial
 import numpy as np
 from scipy.special import ndtr
 
-from .drift import (EXTRA_VARIANTS, LINKS, PROMPTS, SHAPES, draw_paths, fit_shape, pair_weights,
+from .drift import (EXTRA_VARIANTS, LINKS, PROMPT_VARIANTS, SHAPES, draw_paths, fit_shape, pair_weights,
                     population_params, population_table, shape_loglik, shift_estimates, mirror_fold, step_loglik,
                     tabulated_bins, H_GRID, _LIKELIHOOD_SETTINGS, _content, _digest)
 from .drift_variants import sir_resample, variant_draws, variant_table
@@ -228,7 +228,7 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
                 continue
             pop = vlinks[link]["population"]
             extra = pop.get("variant") in EXTRA_VARIANTS  # overdispersed, rates (:mod:`.drift_variants`)
-            if pop.get("variant") == PROMPTS:  # the intercepts held at their fit (:mod:`.drift_prompts`): one population
+            if pop.get("variant") in PROMPT_VARIANTS:  # the intercepts held at their fit (:mod:`.drift_prompts`): one population
                 xs = [pop["x"]]
             elif extra:
                 xs = variant_draws(pop, drift, link, POPULATIONS, rng)
@@ -238,7 +238,7 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
             for i, x in enumerate(xs):
                 make = partial(drawn_table, pop, x, link)
                 tab = make(0.0, K)
-                if pop.get("variant") == PROMPTS:  # not drawn: its table is the measured one, its shifts too
+                if pop.get("variant") in PROMPT_VARIANTS:  # not drawn: its table is the measured one, its shifts too
                     h, se, tab_LL = vlinks[link]["h"], vlinks[link]["se"], None
                 else:
                     LL = step_loglik(tab, counts, surv, rounds, settings, drift["bins"])
@@ -259,7 +259,7 @@ def drawn_table(pop: dict, x, link: str, shift: float, k: int) -> dict:
     (``x`` = ``pop["x"]``, ``shift`` 0: the fitted population's own table)."""
     if pop.get("variant") in EXTRA_VARIANTS:
         return variant_table(pop["variant"], x, k, link, logit_shift=shift)
-    if pop.get("variant") == PROMPTS:
+    if pop.get("variant") in PROMPT_VARIANTS:
         from .drift_prompts import prompt_table
 
         return prompt_table(pop, k, link, logit_shift=shift)
