@@ -36,6 +36,7 @@ import numpy as np
 from expiry_band_study import THRESHOLD, _covers, _observed_expiry, _side
 
 from grpo_lab.sims.doctor import forecast as group_forecast
+from grpo_lab.sims.doctor.drift import PROMPT_VARIANTS
 from grpo_lab.sims.doctor.groups import run_groups
 from grpo_lab.sims.doctor.loop_sim import simulate_loop, to_record
 from grpo_lab.testing.stall_study import (CAP, GEN_BATCH, K, LOGGED, MAX_STEPS, REGIMES, STUDY_MODES, TRAIN_BATCH,
@@ -153,7 +154,7 @@ def expiry_table(rows: list[dict], mode: str = EXPIRY) -> str:
                if not r["already"] and r["step"] is not None and r["truth_expiry"] is not None]
         beyond = sum(r["step"] is None and not r["already"] for r in fc)
         miss = ", ".join(f"{sides.count(s)} {s}" for s in ("early", "late") if sides.count(s)) or "-"
-        pw = [(r["variants"] or {}).get("prompts", 0.0) for r in fc]
+        pw = [sum((r["variants"] or {}).get(v, 0.0) for v in PROMPT_VARIANTS) for r in fc]  # either prior
         exact = [(r, set_expiry(regime, r["seed"])) for r in fc] if regime not in ("jump-on-train",) else []
         ex_ok = [_covers(r, t) for r, t in exact]
         ex_sides = [_side(r, t) for r, t in exact]
