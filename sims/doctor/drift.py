@@ -143,9 +143,15 @@ LINKS = ("logit", "loglog")
 SHAPES = {"linear": "logit", "power": "loglog", "plateau": "logit", "walk": "logit", "jump": "logit",
           "walk_loglog": "loglog"}  #: shape -> link
 WALKS = ("walk", "walk_loglog")  #: the local level with drift on each link (module docstring, "Shapes")
-#: the variants offered ``walk_loglog`` (module docstring, "Shapes"): the one whose two links are told apart by the
+PROMPTS = "prompts"  #: the variant of :mod:`.drift_prompts`, measured where :func:`measure_drift` is given prompts
+#: the same under the ``masses`` variant's population as the prompts' prior (a prompt whose groups all failed may be
+#: never solvable, and then does not move with the shift), measured beside it where ``masses`` is
+PROMPTS_MASSES = "prompts_masses"
+PROMPT_VARIANTS = (PROMPTS, PROMPTS_MASSES)
+#: the variants offered ``walk_loglog`` (module docstring, "Shapes"): the prompts variants, whose two links are told
+#: apart by the
 #: groups' identity (:mod:`.drift_prompts`); the others are offered every other shape
-WALK_LOGLOG_FOR = ("prompts", "prompts_masses")
+WALK_LOGLOG_FOR = PROMPT_VARIANTS
 
 
 def variant_shapes(variant: str) -> list[str]:
@@ -815,11 +821,6 @@ def _without_prompts(measured: dict, points: dict) -> tuple[dict, dict]:
     return {**measured, "variants": per, "variant_fits": fits, "weights": weights}, points
 
 
-PROMPTS = "prompts"  #: the variant of :mod:`.drift_prompts`, measured where :func:`measure_drift` is given prompts
-#: the same under the ``masses`` variant's population as the prompts' prior (a prompt whose groups all failed may be
-#: never solvable, and then does not move with the shift), measured beside it where ``masses`` is
-PROMPTS_MASSES = "prompts_masses"
-PROMPT_VARIANTS = (PROMPTS, PROMPTS_MASSES)
 
 
 def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links, variant: str = PROMPTS) -> dict:

@@ -64,13 +64,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from .drift import H_GRID, _g, _ginv, beta_nodes
+from .drift import H_GRID, PROMPTS, _g, _ginv, beta_nodes
 from .drift_variants import betabinom_pmf
 
 __all__ = ["VARIANT", "MIN_REPEAT", "MAX_PAIRS", "RETIRE_FALSE", "BLOCK", "PromptEvidence", "repeat_share", "prompt_evidence", "fit_prompts",
            "prompt_table"]
 
-VARIANT = "prompts"  #: the variant's name (added to :data:`.drift.VARIANTS`' where offered)
+VARIANT = PROMPTS  #: the variant's name (:data:`.drift.PROMPTS`, added to the variants measured where offered)
 MIN_REPEAT = 0.5  #: the variant is offered where at least this share of the groups is of a prompt seen before
 #: a prompt is taken as retired by the sampler where, were it still drawn, the gap since its last draw would have
 #: probability under 1 / (this x the prompts seen): at most about this many of the set misread in expectation
