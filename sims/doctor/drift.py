@@ -149,8 +149,7 @@ PROMPTS = "prompts"  #: the variant of :mod:`.drift_prompts`, measured where :fu
 PROMPTS_MASSES = "prompts_masses"
 PROMPT_VARIANTS = (PROMPTS, PROMPTS_MASSES)
 #: the variants offered ``walk_loglog`` (module docstring, "Shapes"): the prompts variants, whose two links are told
-#: apart by the
-#: groups' identity (:mod:`.drift_prompts`); the others are offered every other shape
+#: apart by the groups' identity (:mod:`.drift_prompts`); the others are offered every other shape
 WALK_LOGLOG_FOR = PROMPT_VARIANTS
 
 
