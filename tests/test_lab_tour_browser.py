@@ -27,7 +27,8 @@ HIGHLIGHTED = """([cls, selectors]) => {
       const b = e.getBoundingClientRect(), cs = getComputedStyle(e);
       out.push({top: b.top, bottom: b.bottom, left: b.left, right: b.right, width: b.width, height: b.height,
                 matches: selectors.some(s => { try { return e.matches(s); } catch (err) { return false; } }),
-                outline: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth)});
+                outline: cs.outlineStyle, outlineWidth: parseFloat(cs.outlineWidth),
+                nonce: e.getAttribute('data-tour-step')});
     }
   }
   return {els: out, tourBottom, w: innerWidth, h: innerHeight};
@@ -68,17 +69,27 @@ def in_view(found: dict) -> bool:
             and e["outline"] != "none" and e["outlineWidth"] >= 2)
 
 
-def wait_subject_in_view(page, n: int) -> dict:
-    """Wait until step n's subject is the one highlighted element and wholly in view; return what was found."""
-    args = [HIGHLIGHT_CLASS, list(TOUR[n - 1].targets)]
-    page.wait_for_function(f"""(args) => {{
-      const f = ({HIGHLIGHTED})(args), e = f.els[0];
+def wait_subject_in_view(page, n: int, after: str | None = None) -> dict:
+    """Wait until step n's subject is the one highlighted element and wholly in view; return what was found.
+
+    ``after``: the highlight's step stamp (``data-tour-step``) before the click that showed step n; the highlight must
+    carry another one. Steps 8 and 9 share their subject, so without it the previous step's highlight, not yet
+    taken off, would pass for the new one."""
+    args = [HIGHLIGHT_CLASS, list(TOUR[n - 1].targets), after]
+    page.wait_for_function(f"""([cls, selectors, after]) => {{
+      const f = ({HIGHLIGHTED})([cls, selectors]), e = f.els[0];
       return f.els.length === 1 && e.matches && e.width > 0 && e.top >= f.tourBottom - 1 && e.bottom <= f.h + 1
-        && e.left >= -1 && e.right <= f.w + 1 && e.outline !== 'none';
+        && e.left >= -1 && e.right <= f.w + 1 && e.outline !== 'none' && e.nonce !== after;
     }}""", arg=args, timeout=30_000)
-    found = page.evaluate(HIGHLIGHTED, args)
-    assert in_view(found), (n, found)
+    found = page.evaluate(HIGHLIGHTED, args[:2])
+    assert in_view(found) and found["els"][0]["nonce"] != after, (n, found)
     return found
+
+
+def stamp(page) -> str | None:
+    """The step stamp on the element the tour highlights now (None: none is)."""
+    els = page.evaluate(HIGHLIGHTED, [HIGHLIGHT_CLASS, []])["els"]
+    return els[0]["nonce"] if els else None
 
 
 def test_the_story_is_told_from_zero_and_ends_with_the_practitioners_question():
@@ -136,16 +147,19 @@ def test_the_tours_box_never_covers_the_controls_its_step_names(browser, lab_url
 def test_each_step_brings_its_subject_into_view_and_outlines_it(page, lab_url):
     page.goto(f"{lab_url}?tour=1")
     wait_readout(page)
+    before = None
     for n in range(1, len(TOUR) + 1):
         if n > 1:
+            before = stamp(page)
             page.get_by_role("button", name="Next \u2192").click()
         page.wait_for_function(f"() => ({READ_CLASS})('tour-step').includes('step {n} of {len(TOUR)}:')",
                                timeout=15_000)
         assert TOUR[n - 1].title in page.evaluate(READ_CLASS, "tour-step")
-        wait_subject_in_view(page, n)
+        wait_subject_in_view(page, n, after=before)
         page.wait_for_function(f"() => new URLSearchParams(location.search).get('tour') === '{n}'", timeout=15_000)
+    before = stamp(page)
     page.get_by_role("button", name="\u2190 Back").click()  # back to the filter's step: the highlight follows
-    wait_subject_in_view(page, len(TOUR) - 1)
+    wait_subject_in_view(page, len(TOUR) - 1, after=before)
     page.get_by_role("button", name="End tour").click()
     page.wait_for_function(f"() => ({HIGHLIGHTED})(['{HIGHLIGHT_CLASS}', []]).els.length === 0", timeout=15_000)
     page.wait_for_function("() => !new URLSearchParams(location.search).has('tour')", timeout=15_000)
