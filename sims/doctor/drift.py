@@ -742,9 +742,12 @@ _LAST: list = []  #: [(key, (measured, point scores))], the newest first, by the
 
 
 def _content(x):
-    """A hashable, comparable stand-in for ``x``'s value: an array by dtype, shape and bytes; a dict by its items;
+    """A hashable, comparable stand-in for ``x``'s value: an array by dtype, shape and bytes (an array of objects,
+    such as the shares' row kinds, by its items: its bytes are the objects' addresses); a dict by its items;
     evidence other than group counts (:class:`.drift_shares.ShareEvidence`) by K and its prepared rows."""
     if isinstance(x, np.ndarray):
+        if x.dtype.hasobject:
+            return "array", x.dtype.str, x.shape, tuple(_content(v) for v in x.ravel().tolist())
         return "array", x.dtype.str, x.shape, x.tobytes()
     if isinstance(x, dict):
         return "dict", tuple((k, _content(v)) for k, v in sorted(x.items(), key=lambda kv: str(kv[0])))
