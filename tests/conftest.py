@@ -35,6 +35,23 @@ def _measurements_kept():
     drift.MEASURED = MEASURED_IN_TESTS
 
 
+#: the test files that take longest (CPU seconds measured one file a process, and CI's slowest tests), longest first.
+#: Under xdist each worker collects them first (pytest_collection_modifyitems) and CI schedules the files in that
+#: order (--no-loadscope-reorder; by default xdist gives the files with most tests first, which left these, few tests
+#: each, to the end: a worker still in one of them while the other had nothing left). A stale list only costs time
+LONGEST_FIRST = ("test_doctor_when_only.py", "test_fleet_doctor.py", "test_trl_stall_forecast.py",
+                 "test_watch_emit.py", "test_drift_prompts.py", "test_watch.py", "test_upload_stress.py",
+                 "test_fleet_browser.py", "test_packaging.py", "test_drift_mixed_only.py",
+                 "test_doctor_forecast_bands.py", "test_paper_cuts.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # an xdist worker only: a run in one process keeps the files' order
+        return
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest in collection order
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for the session. Missing Chromium is an error, not a skip: CI installs it."""
