@@ -843,8 +843,9 @@ def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links, variant: 
     links = {}
     for link in LINKS:
         out = {}
-        for n in {len(steps), upto}:
-            pop = fit_prompts(prompts, n, beta_links[link], bins, link, variant)
+        pop = None
+        for n in dict.fromkeys((upto, len(steps))):  # the score's fit first, its own steps; the whole run's from it
+            pop = fit_prompts(prompts, n, beta_links[link], bins, link, variant, pop)
             LL = step_loglik(prompt_table(pop, K, link), counts, False, bins=bins)
             out[n] = (pop, LL, *shift_estimates(LL))
         pop, LL, h, se = out[len(steps)]

@@ -27,6 +27,18 @@ slope; here each intercept is a posterior under the Beta population (shrunk towa
 point intercept put the broad runs' mixed share 0.49 where 0.34 was logged, the Jensen gap of P(mixed) at few
 groups a prompt), the shift measured per step and the shape fitted to it.
 
+**The prior's Beta and rho, by maximum likelihood** (:func:`fit_prompts`). The prior's nodes are those of a Beta
+(a, b), started at the population variant's fit, and a group's kernel is the beta-binomial of intra-group
+correlation rho (the binomial at 0); (a, b, rho) maximise the marginal likelihood of the prompts' groups on the
+fitting steps, sum over prompts of log sum_m prior_m prod over the prompt's groups of its kernel at node m (type-II
+maximum likelihood; the masses' weights, the nuisance shifts and the nodes' count stay as given). Repeated groups of
+one prompt tell the within-group correlation from the spread between prompts, which the mixed share alone does not:
+the ``beta`` variant's binomial fit reads correlated rollouts as spread between prompts (a U-shaped Beta, a, b about
+0.55 on the stall study's ``correlated`` regime, icc 0.3, Beta(1.5, 1.5)). Earlier rho alone was matched to the
+mixed share under that prior (0.24, the overdispersion counted twice, in the prior and the kernel), the loglog shapes
+won the chooser's score by 20-30 nats and the expiry came late (2/6 seeds held the set's crossing); fitted so,
+a, b 1.2-1.5, rho 0.29-0.30, the logit shapes win and 6/6 hold it (docs/doctor.md, "prompts_masses").
+
 **Two priors, two variants.** ``prompts`` takes the ``beta`` variant's population as every prompt's prior;
 ``prompts_masses`` (:data:`.drift.PROMPTS_MASSES`, measured where ``masses`` is) the ``masses`` variant's: the Beta's
 nodes at (1 - w0 - w1) / NODES each, and a node at p = 0 of prior weight w0 and one at p = 1 of w1 that the shift does
@@ -62,7 +74,7 @@ with the (step, pair) counts.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
+from scipy import optimize, sparse
 
 from .drift import H_GRID, PROMPTS, _g, _ginv, beta_nodes
 from .drift_variants import betabinom_pmf
@@ -82,8 +94,12 @@ RETIRE_FALSE = 1.0
 #: 1,000,000-group benchmark (50,000 prompts, about 300,000 pairs) took 65 s of forecast with it, over the 60 s target
 MAX_PAIRS = 100_000
 BLOCK = 16384  #: (prompt, k) pairs per block of the likelihood
-RHO_MAX = 0.5  #: the largest intra-group correlation matched
-RHO_STEPS = 12  #: bisection steps of rho
+RHO_MAX = 0.5  #: the largest intra-group correlation fitted
+RHO_START = 0.05  #: rho where its maximum-likelihood fit starts
+#: the least rho fitted above 0 (the beta-binomial's pmf loses precision as rho goes to 0, c = (1 - rho) / rho the
+#: Beta's size; 0.001 moves a group's variance by 0.7% at K = 8): the fit compares rho 0 (the binomial) at its Beta
+RHO_MIN = 1e-3
+AB_LOG = (np.log(0.05), np.log(200.0))  #: bounds of the prior Beta's log a and log b in that fit
 _P = 1e-12
 
 
@@ -214,7 +230,8 @@ def _moved(p, fixed, shift, link: str) -> np.ndarray:
     return np.clip(np.where(fixed[None, :], p[None, :], P), _P, 1 - _P)
 
 
-def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str, variant: str = VARIANT) -> dict:
+def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str, variant: str = VARIANT,
+                start: dict | None = None) -> dict:
     """The variant's population from the groups at the first ``upto`` logged steps (module docstring): ``variant``,
     ``nodes`` (the population's nodes p_m), ``fixed`` (the nodes the shift does not move: the masses), ``post`` W
     (J, nodes), ``weights`` w_j (every group of the record), ``a``, ``b`` (the Beta), ``w0`` = ``w1`` = 0 (no
@@ -222,37 +239,40 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str,
     (how many have a group on the fitting steps). ``beta_link``: the prior population's entry of ``link`` (its
     population and per-bin shifts ``h``: the ``masses`` variant's where measured, so a prompt whose groups all
     failed is, in its posterior, never solvable with the odds the population's mass gives; else the ``beta``
-    variant's); ``bins`` the step bins."""
+    variant's); ``bins`` the step bins. The Beta (``a``, ``b``) and ``rho`` are fitted (module docstring, "The prior's
+Beta and rho"): the optimisation starts at the prior population's Beta and rho :data:`RHO_START`, or at ``start``
+(a fit's ``a``, ``b``, ``rho``: the same record's on fewer steps); the prior's own (rho 0) is kept where the fit does
+not beat it."""
     pop = beta_link["population"]
-    p, fixed, logw = _prior(pop)
     K = ev.K
     m = ev.step < upto
     nb = int(bins[upto - 1]) + 1 if upto else 0
-    P = _moved(p, fixed, np.asarray(beta_link["h"], float)[:nb], link)
+    h = np.asarray(beta_link["h"], float)[:nb]
     b = np.asarray(bins)[ev.step[m]]
     C = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b * (K + 1) + ev.k[m])), shape=(ev.J, nb * (K + 1)))
-    G = sparse.csr_matrix((np.ones(int(m.sum())), (ev.pid[m], b)), shape=(ev.J, nb)).T.tocsr()  # (bin, prompt)
-    mixed = float(np.mean((ev.k[m] > 0) & (ev.k[m] < K))) if m.any() else 0.0
 
-    def posterior(rho):
-        kern = betabinom_pmf(P, K, rho)  # (bins, nodes, K + 1)
+    def posterior(x):
+        """(W, log marginal likelihood of the prompts' groups, nodes, fixed) at x = (log a, log b, rho)."""
+        p, fixed, logw = _prior({**pop, "a": float(np.exp(x[0])), "b": float(np.exp(x[1]))})
+        kern = betabinom_pmf(_moved(p, fixed, h, link), K, float(x[2]))  # (bins, nodes, K + 1)
         logpost = C @ np.log(np.maximum(kern, 1e-300)).transpose(0, 2, 1).reshape(nb * (K + 1), len(p)) + logw
-        W = np.exp(logpost - logpost.max(axis=1, keepdims=True))
-        W /= W.sum(axis=1, keepdims=True)
-        um = 1.0 - kern[..., 0] - kern[..., K]  # (bins, nodes)
-        return W, float(np.sum((G @ W) * um)) / max(int(m.sum()), 1)
+        top = logpost.max(axis=1, keepdims=True)
+        W = np.exp(logpost - top)
+        evidence = float(np.sum(top[:, 0] + np.log(W.sum(axis=1))))  # sum_j log sum_m prior_m prod_groups pmf
+        return W / W.sum(axis=1, keepdims=True), evidence, p, fixed
 
-    W, pred = posterior(0.0)
-    rho = 0.0
-    if pred > mixed and m.any():  # fewer mixed groups logged than the binomial gives: rho matched (bisection)
-        lo, hi = 0.0, RHO_MAX
-        for _ in range(RHO_STEPS):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if posterior(mid)[1] > mixed else (lo, mid)
-        rho = (lo + hi) / 2
-        W = posterior(rho)[0]
+    x = np.array([np.log(pop["a"]), np.log(pop["b"]), 0.0])
+    if m.any():  # the prior's Beta and rho by the marginal likelihood of the prompts' groups (module docstring)
+        x0 = np.r_[x[:2], RHO_START] if start is None else np.r_[np.log([start["a"], start["b"]]),
+                                                                 max(start["rho"], RHO_MIN)]
+        best = optimize.minimize(lambda y: -posterior(y)[1], x0, method="L-BFGS-B", jac="3-point",
+                                 bounds=[AB_LOG, AB_LOG, (RHO_MIN, RHO_MAX)])
+        binomial = np.r_[best.x[:2], 0.0]  # the fitted Beta with the binomial kernel
+        x = max((x, binomial, best.x), key=lambda y: posterior(y)[1])
+    W, _, p, fixed = posterior(x)
+    rho = float(x[2])
     return {"variant": variant, "nodes": p, "fixed": fixed, "post": W, "rho": rho, "weights": ev.weights(),
-            "a": pop["a"], "b": pop["b"], "w0": 0.0, "w1": 0.0, "prior_masses": (float(pop.get("w0", 0.0)),
+            "a": float(np.exp(x[0])), "b": float(np.exp(x[1])), "w0": 0.0, "w1": 0.0, "prior_masses": (float(pop.get("w0", 0.0)),
                                                                             float(pop.get("w1", 0.0))),
             "x": np.zeros(0), "cov": np.zeros((0, 0)), "evidence": ev, "upto": int(upto),
             "link": link, "masses": False, "prompts": int(np.count_nonzero(np.bincount(ev.pid[m], minlength=ev.J)))}
