@@ -209,6 +209,20 @@ def forget_drawn() -> None:
     _KEPT.clear()
 
 
+def allot(weights: dict, pairs: list, draws: int) -> dict:
+    """``{pair: n}``: ``draws`` shared among ``pairs`` in proportion to ``weights`` (a pair not in it: 0) by the
+    largest remainders (Hamilton's method), so the counts sum to ``draws`` times the pairs' total weight, rounded (to
+    ``draws`` where the weights sum to 1). Each pair rounded on its own, the total could miss by one or more (97
+    draws asked 96). Where rounding each gives the right total, the two agree (the pairs rounded up are those of the
+    largest remainders), except at remainders of exactly one half."""
+    w = np.array([max(float(weights.get(p, 0.0)), 0.0) for p in pairs]) * draws
+    n = np.floor(w).astype(int)
+    left = int(round(float(w.sum()))) - int(n.sum())
+    if left > 0:
+        n[np.argsort(-(w - n), kind="stable")[:left]] += 1
+    return dict(zip(pairs, n.tolist()))
+
+
 def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
     """:func:`drift_futures`' draws before the paths: yields ``(make, table, shape_fit, n)``, ``make(shift, K)``
     the drawn population's table moved by the logit ``shift`` at ``K``, ``table`` at the logged K unmoved, ``n``
@@ -220,8 +234,9 @@ def _draw(drift, counts, settings, draws, rng, mass_cap, survivors, rounds):
     K = counts.shape[1] - 1
     surv = drift["survivors"] if survivors is None else survivors
     rounds = drift["rounds"] if survivors is None else rounds
+    allotted = allot(pair_w, [f"{v}/{s}" for v in variants for s in SHAPES], draws)
     for variant, vlinks in variants.items():
-        alloc = {s: int(round(pair_w.get(f"{variant}/{s}", 0.0) * draws)) for s in SHAPES}
+        alloc = {s: allotted[f"{variant}/{s}"] for s in SHAPES}
         for link in LINKS:
             shapes = [s for s, lk in SHAPES.items() if lk == link and alloc[s] > 0]
             if not shapes:
