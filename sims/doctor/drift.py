@@ -366,15 +366,13 @@ def fit_population(counts, K: int, link: str, survivors: bool, rounds=None, sett
         x0s = [np.r_[b0["x"], z(1e-4, 1e-4), b0["beta"] * span], np.r_[b0["x"], z(0.5 * f0, 0.5 * f1), b0["beta"] * span]]
     else:  # two starts: a diffuse and a concentrated population of the observed mean
         x0s = [np.array([np.log(m * tot), np.log((1 - m) * tot), 0.0]) for tot in (1.0, 4.0)]
-    best, first = None, None
-    for x0 in x0s:
+    best, at = None, [nll3(x0) for x0 in x0s]
+    for x0, start_nll in zip(x0s, at):
         # a start far worse than the first start (both unclimbed) is not climbed; against the first's climbed optimum
         # it would be skipped wrongly where the first stopped early on a flat mass direction (1.2 nats short on a
         # Beta(1.5, 1.5) logit drift with the masses started at zero shift: test_population_fit_moves_the_...)
-        at = nll3(x0)
-        if first is not None and at > first + 50:
+        if start_nll > at[0] + 50:
             continue
-        first = at if first is None else first
         res = optimize.minimize(nll3, x0, method="Nelder-Mead", options={
             "xatol": 1e-2, "fatol": 1e-2, "maxiter": 300 if not masses else 600,
             "initial_simplex": np.vstack([x0, x0 + np.diag(POPULATION_STEP[masses])])})
@@ -826,8 +824,6 @@ def _without_prompts(measured: dict, points: dict) -> tuple[dict, dict]:
                                               for v in per}, points=dict(points))
     fits = {v: f for v, f in measured["variant_fits"].items() if v not in PROMPT_VARIANTS}
     return {**measured, "variants": per, "variant_fits": fits, "weights": weights}, points
-
-
 
 
 def _measure_prompts(prompts, counts, steps, K, tau, bins, beta_links, variant: str = PROMPTS) -> dict:

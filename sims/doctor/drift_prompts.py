@@ -239,10 +239,10 @@ def fit_prompts(ev: PromptEvidence, upto: int, beta_link: dict, bins, link: str,
     (how many have a group on the fitting steps). ``beta_link``: the prior population's entry of ``link`` (its
     population and per-bin shifts ``h``: the ``masses`` variant's where measured, so a prompt whose groups all
     failed is, in its posterior, never solvable with the odds the population's mass gives; else the ``beta``
-    variant's); ``bins`` the step bins. The Beta (``a``, ``b``) and ``rho`` are fitted (module docstring, "The prior's
-Beta and rho"): the optimisation starts at the prior population's Beta and rho :data:`RHO_START`, or at ``start``
-(a fit's ``a``, ``b``, ``rho``: the same record's on fewer steps); the prior's own (rho 0) is kept where the fit does
-not beat it."""
+    variant's); ``bins`` the step bins. The Beta (``a``, ``b``) and ``rho`` are fitted (module docstring, "The
+    prior's Beta and rho"): the optimisation starts at the prior population's Beta and rho :data:`RHO_START`, or at
+    ``start`` (a fit's ``a``, ``b``, ``rho``: the same record's on fewer steps); the prior's own (rho 0) is kept where
+    the fit does not beat it."""
     pop = beta_link["population"]
     K = ev.K
     m = ev.step < upto
@@ -268,12 +268,12 @@ not beat it."""
         best = optimize.minimize(lambda y: -posterior(y)[1], x0, method="L-BFGS-B", jac="3-point",
                                  bounds=[AB_LOG, AB_LOG, (RHO_MIN, RHO_MAX)])
         binomial = np.r_[best.x[:2], 0.0]  # the fitted Beta with the binomial kernel
-        x = max((x, binomial, best.x), key=lambda y: posterior(y)[1])
-    W, _, p, fixed = posterior(x)
-    rho = float(x[2])
-    return {"variant": variant, "nodes": p, "fixed": fixed, "post": W, "rho": rho, "weights": ev.weights(),
-            "a": float(np.exp(x[0])), "b": float(np.exp(x[1])), "w0": 0.0, "w1": 0.0, "prior_masses": (float(pop.get("w0", 0.0)),
-                                                                            float(pop.get("w1", 0.0))),
+        x, (W, _, p, fixed) = max(((y, posterior(y)) for y in (x, binomial, best.x)), key=lambda yf: yf[1][1])
+    else:
+        W, _, p, fixed = posterior(x)
+    return {"variant": variant, "nodes": p, "fixed": fixed, "post": W, "rho": float(x[2]), "weights": ev.weights(),
+            "a": float(np.exp(x[0])), "b": float(np.exp(x[1])), "w0": 0.0, "w1": 0.0,
+            "prior_masses": (float(pop.get("w0", 0.0)), float(pop.get("w1", 0.0))),
             "x": np.zeros(0), "cov": np.zeros((0, 0)), "evidence": ev, "upto": int(upto),
             "link": link, "masses": False, "prompts": int(np.count_nonzero(np.bincount(ev.pid[m], minlength=ev.J)))}
 
