@@ -246,6 +246,10 @@ def test_a_tour_step_with_its_highlight_passes_axe(page, lab_url):
     page.goto(f"{lab_url}?tour=2")
     wait_readout(page)
     wait_subject_in_view(page, 2)
+    # contrast is read from the painted colours: once the tour's smooth scroll and settling pass are over (as the
+    # test of the box's place waits) and no transition runs (a primary button read mid-transition failed once in CI)
+    page.wait_for_timeout(1500)
+    page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')", timeout=15_000)
     assert axe_violations(page) == []
 
 
