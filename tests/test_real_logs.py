@@ -269,3 +269,34 @@ def test_the_tie_share_trend_s_90_band_holds_at_least_80_percent_of_later_rows_o
     assert bt["model"] == "tie-share trend"
     assert bt["scored"] > 0 and bt["held"] / bt["scored"] >= 0.8, (bt["held"], bt["scored"])
 
+
+
+def test_the_tie_trend_s_next_row_band_holds_what_the_log_s_last_rows_logged():
+    """A forecast never contradicts the log it came from: tinker-arithmetic's mixed share fell from 81% to 4% in four
+    steps and stayed near 1% (0-3 of 100 groups a row) for 95 more; the whole log's logit line carried it on to 0
+    (its band for the next row [0.0%, 0.0%], which 18 of the last 30 rows would hold). The recent window's band
+    holds at least 80% of them, and its back-test is scored with a band narrow enough to miss."""
+    from grpo_lab.sims.doctor.diagnose import diagnose
+
+    d = diagnose(read_real("tinker-arithmetic-gs4-gpb100"), backtest=True)
+    band = d["expiry"]["projection"]["predictive"]
+    lo, hi = band["lo"][0], band["hi"][0]
+    last = 1 - np.asarray(d["tie_fit"]["series"]["observed_tie"][-30:], float)  # the mixed share the rows logged
+    assert d["tie_fit"]["window"]["kept"] == "recent"
+    assert np.mean((last >= lo - 1e-12) & (last <= hi + 1e-12)) >= 0.8, (lo, hi, last)
+    bt = d["backtest"]
+    widths = np.concatenate([np.subtract(c["series"]["hi"], c["series"]["lo"]) for c in bt["cuts"] if "held" in c])
+    assert bt["median_width"] == float(np.median(widths)) < 0.1
+    assert bt["held"] / bt["scored"] >= 0.8
+
+
+def test_a_back_test_whose_band_spans_every_share_says_so_and_a_tie_share_never_off_zero_has_no_slope():
+    """tinker-rlvr-gs32-gpb16: no row logs a tied group (K = 32 rubric rewards): the trend's slope is not identified
+    (no interval of a million logits) and its back-test's band spans 0-100%, which the line says."""
+    from grpo_lab.doctor_report import text_report
+    from grpo_lab.sims.doctor.diagnose import diagnose
+    from grpo_lab.sims.jsonable import jsonable
+
+    out = text_report(jsonable(diagnose(read_real("tinker-rlvr-gs32-gpb16"), backtest=True)))
+    assert "slope not identified (at the bound: every row ties or none does)" in out and "1165" not in out
+    assert "the band spanning 0-100% at most rows (it cannot miss there)" in out

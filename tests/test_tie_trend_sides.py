@@ -39,16 +39,20 @@ def test_a_turning_tie_share_is_fitted_by_side_and_recovered_within_its_errors()
 
 
 def test_the_one_sided_trend_misses_the_turn_that_the_two_sided_foresees():
+    """Over the whole log the one-sided line misses the turn; fitted on the log's recent rows (the window its chooser
+    keeps, tests/test_tie_trend_window.py) it follows the rise after the turn as closely as the two-sided trend."""
     step, n, tie, hi, lo = _simulate(2)
     cut = int(0.75 * ROWS)
-    one = fit_tie_trend(step[:cut], n[:cut], tie[:cut])
-    two = fit_tie_trend(step[:cut], n[:cut], tie[:cut], hi[:cut], lo[:cut])
-    assert one["model"] == MODEL and two["model"] == MODEL_SIDES
+    one = fit_tie_trend(step[:cut], n[:cut], tie[:cut], recent=False)
+    two = fit_tie_trend(step[:cut], n[:cut], tie[:cut], hi[:cut], lo[:cut], recent=False)
+    windowed = fit_tie_trend(step[:cut], n[:cut], tie[:cut])
+    assert one["model"] == windowed["model"] == MODEL and two["model"] == MODEL_SIDES
     later = step[cut:]
     truth_mixed = 1 - tie[cut:]
     err = {m: np.mean(np.abs(tie_predict(f, later, n[cut:], n_draws=1)["mixed"] - truth_mixed))
-           for m, f in (("one", one), ("two", two))}
+           for m, f in (("one", one), ("two", two), ("windowed", windowed))}
     assert err["two"] < 0.5 * err["one"], err
+    assert windowed["window"]["kept"] == "recent" and err["windowed"] < 0.5 * err["one"], err
 
 
 def test_sides_that_do_not_sum_to_the_tie_share_leave_the_one_sided_trend():

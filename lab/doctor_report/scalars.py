@@ -137,6 +137,10 @@ def scalars_text(d: dict) -> str:
     if d.get("tie_fit"):
         t = d["tie_fit"]
         span = f"over steps {t['steps'][0]:.0f}-{t['steps'][1]:.0f}"
+        win = t.get("window") or {}
+        if win.get("kept") == "recent":  # fitted on the log's recent rows (sims/doctor/tie_trend.py, "Recent window")
+            span = (f"fitted on the recent rows, steps {win['first_step']:.0f}-{t['steps'][1]:.0f} (leave-future-out "
+                    f"weight {win['weights']['recent']:.2f} against {win['weights']['whole']:.2f} for the whole log)")
         if "sides" in t:  # the two-sided trend (sims/doctor/tie_trend.py)
             sd = t["sides"]
             lines.append("tie-share trend by side (rewards not binary; the log splits the tied groups into two sides): "
@@ -144,9 +148,10 @@ def scalars_text(d: dict) -> str:
                                      f"[{v['b_interval'][0]:+.3f}, {v['b_interval'][1]:+.3f}]" for k, v in sd.items())
                          + f", {span}" + (" (at the bound: a side is 0 or 1 at every row)" if t["at_bound"] else ""))
         else:
+            slope = ("slope not identified (at the bound: every row ties or none does)" if t["at_bound"] else
+                     f"slope 95% [{t['intervals']['b'][0]:+.3f}, {t['intervals']['b'][1]:+.3f}]")
             lines.append(f"tie-share trend (rewards not binary): logit tie share {t['a']:+.3f} {t['b']:+.3f} t {span}, "
-                         f"slope 95% [{t['intervals']['b'][0]:+.3f}, {t['intervals']['b'][1]:+.3f}]"
-                         + (" (at the bound: every row ties or none does)" if t["at_bound"] else ""))
+                         + slope)
         lines.append("the pass-rate fit below does not apply to these rewards (kept for reference only):")
     drift = d["fit"].get("source") == "drift shapes"
     lines += _drift_fit_lines(d["fit"], d["fits"]) if drift else _fit_lines(d["fit"])

@@ -64,7 +64,16 @@ def backtest_line(bt: dict | None, head: str = "back-test") -> list[str]:
                     for x in bt["cuts"] if "held" in x)
     return [f"{head} ({bt.get('model', 'forecast')}): on this run's history the {100 * bt['level']:.0f}% band held "
             f"{bt['held']} of {bt['scored']} later rows ({percent(bt['coverage'])}); median absolute error of the "
-            f"median {100 * bt['median_abs_error']:.1f} points ({per})"] + extra
+            f"median {100 * bt['median_abs_error']:.1f} points{_width(bt)} ({per})"] + extra
+
+
+def _width(bt: dict) -> str:
+    """", the band 12.5 points wide (median)", or that it spans every share (a band that cannot miss)."""
+    w = bt.get("median_width")
+    if w is None:
+        return ""
+    return ", the band spanning 0-100% at most rows (it cannot miss there)" if w >= 0.999 else \
+        f", the band {100 * w:.1f} points wide (median)"
 
 
 def rewards_lines(run: dict) -> list[str]:

@@ -56,15 +56,18 @@ def _score(obs, b) -> dict:
 
 
 def _pooled(out_cuts: list, level: float, model: str) -> dict:
-    """The cuts pooled: held, scored, coverage, the median absolute error of the median over every scored row."""
+    """The cuts pooled: held, scored, coverage, the median absolute error of the median and the band's median width
+    (hi - lo: a band that holds every row by spanning 0 to 1 says so) over every scored row."""
     done = [x for x in out_cuts if "held" in x]
     if not done:
         return {"available": False, "level": level, "cuts": out_cuts, "model": model,
                 "reason": "no cut left rows to fit and rows to score"}
     held, scored = sum(x["held"] for x in done), sum(x["scored"] for x in done)
     errs = np.concatenate([np.abs(x["series"]["median"] - x["series"]["observed"]) for x in done])
+    width = np.concatenate([np.asarray(x["series"]["hi"], float) - np.asarray(x["series"]["lo"], float) for x in done])
     return {"available": True, "level": level, "cuts": out_cuts, "held": held, "scored": scored, "model": model,
-            "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs))}
+            "coverage": held / scored if scored else None, "median_abs_error": float(np.median(errs)),
+            "median_width": float(np.median(width))}
 
 
 def backtest_trend(groups, cuts=CUTS, level: float = LEVEL, model: str | None = None,

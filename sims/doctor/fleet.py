@@ -101,7 +101,7 @@ def fit_trend(step, mixed, groups) -> dict | None:
     step = np.asarray(step, float)
     if len(step) < MIN_STEPS or step[-1] == step[0]:
         return None
-    f = fit_tie_trend(step, groups, 1.0 - np.asarray(mixed, float))
+    f = fit_tie_trend(step, groups, 1.0 - np.asarray(mixed, float), recent=False)  # the whole log's trend
     if not np.all(np.isfinite(f["cov"])):
         return None
     return {"a": -f["a"], "b": -f["b"], "cov": f["cov"] * f["dispersion"], "phi": f["dispersion"],

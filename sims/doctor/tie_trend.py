@@ -36,9 +36,22 @@ cannot rule it out (:func:`undecided`) its expiry is computed too (:func:`altern
 do not share is said as "uncertain" (:func:`.when.check_expiry`): that run's one-sided "stays above" against the
 two-sided "crosses near step 27".
 
+**Recent window.** A straight line on the logit scale cannot bend: where the tie share rose fast and then settled
+(tinker-arithmetic: the mixed share falls from 81% to 4% in 4 steps and stays near 1% for 95 more), the early
+rows, which carry most of the binomial information, set the slope, and the line carries the mixed share on to 0
+(there its band for the next row read [0.0%, 0.0%] beside a log whose last 30 rows held 1-3 mixed groups in 12).
+The kept trend is therefore weighed, by the same chooser, against itself fitted on the log's last :data:`RECENT`
+of the rows only (the earlier rows keep the time scale t and the series but leave the likelihood; at each origin
+the recent window is the last half of the rows before it), and the recent fit is kept where its weight is more
+than twice the whole log's (the fit's ``window``: ``kept``, ``weights``, ``first_step``). A local trend is the
+usual hedge against a drift that changed its pace; where the log follows one line the whole log wins by
+parsimony. On the real logs the recent window is kept on tinker-arithmetic (weight 1.00), whose next-row band is
+now [0.0%, 2.8%], and on two rlvr runs whose tie shares sit at 0 throughout (bands unchanged in what they hold).
+The fleet's own quick trend (:func:`.fleet.fit_trend`) keeps the whole log.
+
 Edge cases: rows without a finite tie share or groups are left out; fewer than 3 rows raise InputError (5 for
 two sides, else the one-sided trend is fitted); a tie share (or a side) of 0 or 1 at every row gives a fit at the
-Newton cap (``at_bound``).
+Newton cap, or short of it on a flat slope (``at_bound`` either way; the report then gives no slope interval).
 """
 
 from __future__ import annotations
@@ -52,7 +65,7 @@ from .predictive import LEVEL, band, dispersion
 from .scalars_fit import PARSIMONY  # the chooser's rule for a simpler model: kept unless the other's weight is 2x
 
 __all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "undecided", "alternative_expiry", "DRAWS",
-           "MODEL", "MODEL_SIDES"]
+           "MODEL", "MODEL_SIDES", "RECENT", "recent_first"]
 
 DRAWS = 400  #: parameter draws of the intervals and the band
 MODEL = "tie share: logit pi = a + b t"  #: the fit's ``model`` (what :mod:`.scalars_forecast` dispatches on)
@@ -62,6 +75,7 @@ MIN_SIDE_ROWS = 5  #: rows the two-sided trend needs (four parameters)
 #: sd of a normal prior on each of the two-sided trend's parameters: a side that no row holds has no finite ML fit
 #: (its share's MLE is 0, the slope unbounded); the prior keeps the fit finite and its interval wide there
 SIDES_PRIOR_SD = 10.0
+RECENT = 0.5  #: the recent window: the last half of the logged rows (module docstring, "Recent window")
 CHOICE_DRAWS = 200  #: parameter draws of a refit's predictive density in the one- / two-sided choice
 NEWTON = 50  #: Newton iterations at most
 BOUND = 30.0  #: |a|, |b| beyond this: at the bound (the tie share at 0 or 1 at every row)
@@ -106,13 +120,18 @@ def _mixed_sides(theta, t):
     return np.exp(-np.logaddexp(0.0, np.logaddexp(eta[0], eta[1])))
 
 
-def _fit_sides(s, n, hi, lo) -> dict:
-    """ML fit of the two-sided (multinomial logistic) trend by Newton's method."""
+def _fit_sides(s, n, hi, lo, first: int = 0) -> dict:
+    """ML fit of the two-sided (multinomial logistic) trend by Newton's method; rows before ``first`` as in
+    :func:`_fit_one`."""
+    if first and len(s) - first < MIN_SIDE_ROWS:
+        raise InputError(f"the two-sided tie trend needs at least {MIN_SIDE_ROWS} rows, got {len(s) - first}")
     s0, s1 = float(s[0]), float(s[-1])
     t = (s - s0) / max(s1 - s0, 1.0)
-    k = np.stack([hi * n, lo * n], 1)  # rows x 2 (tied high, tied low); mixed = n - both
+    w = (np.arange(len(s)) >= first).astype(float)  # the rows in the likelihood
+    k = np.stack([hi * n, lo * n], 1) * w[:, None]  # rows x 2 (tied high, tied low); mixed = n - both
+    nw = n * w
     X = np.stack([np.ones_like(t), t], 1)
-    km = np.maximum(n - k.sum(1), 0.0)
+    km = np.maximum(nw - k.sum(1), 0.0)
     x = np.zeros(4)
     for j in range(2):
         x[2 * j] = np.log((k[:, j].sum() + 0.5) / (km.sum() + 0.5))
@@ -127,14 +146,14 @@ def _fit_sides(s, n, hi, lo) -> dict:
         H = np.zeros((4, 4))
         for a in range(2):
             for b in range(2):
-                w = n * (pi[:, a] * ((a == b) - pi[:, b]))
-                H[2 * a:2 * a + 2, 2 * b:2 * b + 2] = (X * w[:, None]).T @ X
+                v = nw * (pi[:, a] * ((a == b) - pi[:, b]))
+                H[2 * a:2 * a + 2, 2 * b:2 * b + 2] = (X * v[:, None]).T @ X
         return H
 
     prec = np.full(4, 1.0 / SIDES_PRIOR_SD**2)
     for _ in range(NEWTON):
         pi = probs(x)
-        g = np.concatenate([X.T @ (k[:, j] - n * pi[:, j]) for j in range(2)]) - prec * x
+        g = np.concatenate([X.T @ (k[:, j] - nw * pi[:, j]) for j in range(2)]) - prec * x
         dx = np.linalg.solve(info(pi) + np.diag(prec), g)
         x = np.clip(x + np.clip(dx, -5, 5), -BOUND, BOUND)
         if np.max(np.abs(dx)) < 1e-8:
@@ -148,15 +167,17 @@ def _fit_sides(s, n, hi, lo) -> dict:
             for j, name in enumerate(("high", "low"))}
     return {"model": MODEL_SIDES, "theta": x, "cov": cov, "sides": side,
             "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [int(s0), int(s1)], "n_params": 4,
+            "fitted_from_step": int(s[first]),
             "series": {"step": s, "groups": n, "observed_tie": hi + lo, "fitted_tie": tie_fit,
                        "observed_high": hi, "observed_low": lo, "fitted_high": pi[:, 0], "fitted_low": pi[:, 1]},
-            "dispersion": dispersion(1 - (hi + lo), n, 1 - tie_fit, 4)}
+            "dispersion": dispersion(1 - (hi + lo)[first:], n[first:], 1 - tie_fit[first:], 4)}
 
 
-def _lfo(rows) -> dict:
-    """The leave-future-out weights of the one- and two-sided trends (:func:`.choice.lfo_weights`, the doctor's one
-    chooser) over ``rows`` (step, n, high, low): each refitted on the rows before an origin scores each later row
-    up to the next by log of the mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie)."""
+def _lfo(rows, candidates, fitter) -> dict:
+    """The leave-future-out weights of ``candidates`` (:func:`.choice.lfo_weights`, the doctor's one chooser) over
+    ``rows`` (step, n, high, low; for a log with no sides, low = 0 and high the tie share): each refitted on the
+    rows before an origin (``fitter(candidate, rows_before)``) scores each later row up to the next by log of the
+    mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie)."""
     from scipy.stats import binom
 
     from .choice import lfo_weights
@@ -164,35 +185,69 @@ def _lfo(rows) -> dict:
     s, n, hi, lo = rows
     k = np.round((hi + lo) * n)
 
-    def scores(kind, cut, end):
+    def scores(c, cut, end):
         try:
-            f = _fit_sides(s[:cut], n[:cut], hi[:cut], lo[:cut]) if kind == MODEL_SIDES else \
-                _fit_one(*_rows(s[:cut], n[:cut], (hi + lo)[:cut]))
+            f = fitter(c, tuple(v[:cut] for v in rows))
         except InputError:
             return np.full(end - cut, -np.inf)
         tie = 1 - tie_predict(f, s[cut:end], n[cut:end], CHOICE_DRAWS)["draws"]
         return np.log(np.mean(binom.pmf(k[cut:end], n[cut:end], np.clip(tie, 1e-12, 1 - 1e-12)), axis=0))
 
-    return lfo_weights(len(s), [MODEL, MODEL_SIDES], scores)
+    return lfo_weights(len(s), candidates, scores)
 
 
-def fit_tie_trend(step, n, tie, high=None, low=None) -> dict:
+def _fit_kind(kind: str, rows, first: int = 0) -> dict:
+    """The one- or two-sided trend (``kind``: :data:`MODEL` or :data:`MODEL_SIDES`) on ``rows`` (step, n, high,
+    low), rows before ``first`` out of the likelihood."""
+    s, n, hi, lo = rows
+    return _fit_sides(s, n, hi, lo, first) if kind == MODEL_SIDES else _fit_one(*_rows(s, n, hi + lo), first)
+
+
+def recent_first(rows: int) -> int:
+    """The first row of the recent window over ``rows`` rows: the last :data:`RECENT` of them."""
+    return int(round((1 - RECENT) * rows))
+
+
+def _window(fit: dict, rows) -> dict:
+    """The kept trend over the whole log or over its recent window (:data:`RECENT`), weighed by the chooser (module
+    docstring, "Recent window"): the recent fit is kept where its weight is more than 1 / :data:`PARSIMONY` times
+    the whole log's. Adds ``window`` {``kept``, ``weights``, ``scores``, ``origins``, ``first_step``}."""
+    kind = fit["model"]
+    ch = _lfo(rows, ["whole", "recent"],
+              lambda c, r: _fit_kind(kind, r, recent_first(len(r[0])) if c == "recent" else 0))
+    w = ch["weights"]
+    first = recent_first(len(rows[0]))
+    info = {"weights": w, "scores": ch["scores"], "origins": len(ch["origins"]), "first_step": int(rows[0][first])}
+    if not w["recent"] * PARSIMONY > w["whole"]:
+        return {**fit, "window": {**info, "kept": "whole"}}
+    try:
+        got = _fit_kind(kind, rows, first)
+    except InputError:
+        return {**fit, "window": {**info, "kept": "whole"}}
+    return {**fit, **{k: v for k, v in got.items() if k != "series"}, "series": {**fit["series"], **got["series"]},
+            "window": {**info, "kept": "recent"}}
+
+
+def fit_tie_trend(step, n, tie, high=None, low=None, recent: bool = True) -> dict:
     """ML fit of the logistic trend of the tie share (see the module docstring). Where ``high`` and ``low`` (the tied
     groups' two sides, shares of a row's groups) sum to ``tie`` at every row, the one- and two-sided trends are
     weighed by their leave-future-out scores (:func:`_lfo`) and the two-sided is kept only where its weight is more
-    than 1 / :data:`PARSIMONY` times the one-sided's (the fit's ``choice``)."""
-    one = _fit_one(*_rows(step, n, tie))
+    than 1 / :data:`PARSIMONY` times the one-sided's (the fit's ``choice``). ``recent``: the kept trend is then
+    weighed against itself fitted on the log's recent window (:func:`_window`, the fit's ``window``)."""
+    r1 = _rows(step, n, tie)
+    one = _fit_one(*r1)
     rows = _sides(step, n, tie, high, low) if high is not None and low is not None else None
     if rows is None:
-        return one
+        return _window(one, (*r1, np.zeros_like(r1[2]))) if recent else one
     two = _fit_sides(*rows)
-    choice = _lfo(rows)
+    choice = _lfo(rows, [MODEL, MODEL_SIDES], _fit_kind)
     w = choice["weights"]
     keep, other = (two, one) if w[MODEL_SIDES] * PARSIMONY > w[MODEL] else (one, two)
     if keep is one:  # the rows' sides beside the one-sided trend's tie share (the verdicts' logged tail reads them)
         keep = {**one, "series": {**one["series"], "observed_high": rows[2], "observed_low": rows[3]}}
-    return {**keep, "choice": {"weights": w, "scores": choice["scores"], "origins": len(choice["origins"]),
+    kept = {**keep, "choice": {"weights": w, "scores": choice["scores"], "origins": len(choice["origins"]),
                                "kept": keep["model"], "other": other}}
+    return _window(kept, rows) if recent else kept
 
 
 def undecided(fit: dict) -> dict | None:
@@ -220,32 +275,38 @@ def alternative_expiry(fit: dict, threshold: float = DEFAULT_THRESHOLD) -> list[
              "interval": e["interval"]}]
 
 
-def _fit_one(s, n, y) -> dict:
-    """ML fit of the one-sided trend on rows (step, n, tie) as :func:`_rows` gives them."""
-    if len(s) < 3:
-        raise InputError(f"the tie-share trend needs at least 3 rows with a zero-std share and their groups, got {len(s)}")
+def _fit_one(s, n, y, first: int = 0) -> dict:
+    """ML fit of the one-sided trend on rows (step, n, tie) as :func:`_rows` gives them; rows before ``first`` are
+    kept in the series and on the time scale t but left out of the likelihood (the recent window, :func:`_window`)."""
+    if len(s) - first < 3:
+        raise InputError(f"the tie-share trend needs at least 3 rows with a zero-std share and their groups, got "
+                         f"{len(s) - first}")
     s0, s1 = float(s[0]), float(s[-1])
     t = (s - s0) / max(s1 - s0, 1.0)
     k = y * n
-    x = np.array([float(np.log((k.sum() + 0.5) / (n.sum() - k.sum() + 0.5))), 0.0])
+    w = (np.arange(len(s)) >= first).astype(float)  # the rows in the likelihood
+    x = np.array([float(np.log((k[first:].sum() + 0.5) / (n[first:].sum() - k[first:].sum() + 0.5))), 0.0])
     X = np.stack([np.ones_like(t), t], 1)
     for _ in range(NEWTON):
         pi = expit(X @ x)
-        g = X.T @ (k - n * pi)
-        H = (X * (n * pi * (1 - pi))[:, None]).T @ X + 1e-9 * np.eye(2)
+        g = X.T @ (w * (k - n * pi))
+        H = (X * (w * n * pi * (1 - pi))[:, None]).T @ X + 1e-9 * np.eye(2)
         dx = np.linalg.solve(H, g)
         x = np.clip(x + np.clip(dx, -5, 5), -BOUND, BOUND)
         if np.max(np.abs(dx)) < 1e-8:
             break
     pi = expit(X @ x)
-    cov = _covariance((X * (n * pi * (1 - pi))[:, None]).T @ X)
+    cov = _covariance((X * (w * n * pi * (1 - pi))[:, None]).T @ X)
     se = np.sqrt(np.abs(np.diag(cov)))
     return {"model": MODEL, "a": float(x[0]), "b": float(x[1]), "theta": x, "cov": cov,
             "se_a": float(se[0]), "se_b": float(se[1]),
             "intervals": {"b": [float(x[1] - Z95 * se[1]), float(x[1] + Z95 * se[1])]},
-            "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9)), "steps": [int(s0), int(s1)], "n_params": 2,
+            # every fitted row ties, or none does: no finite optimum (Newton stops short of the cap on a flat slope)
+            "at_bound": bool(np.any(np.abs(x) >= BOUND - 1e-9) or np.all(k[first:] <= 0) or np.all(k[first:] >= n[first:])),
+            "steps": [int(s0), int(s1)], "n_params": 2,
+            "fitted_from_step": int(s[first]),
             "series": {"step": s, "groups": n, "observed_tie": y, "fitted_tie": pi},
-            "dispersion": dispersion(1 - y, n, 1 - pi, 2)}
+            "dispersion": dispersion(1 - y[first:], n[first:], 1 - pi[first:], 2)}
 
 
 def _curve(fit, theta, t):

@@ -1,0 +1,68 @@
+"""The tie-share trend's recent window (sims/doctor/tie_trend.py, "Recent window"): where the tie share moved fast
+and then settled, the straight logit line over the whole log carries the mixed share on past the plateau and its
+band misses the next rows; the chooser then keeps the trend fitted on the log's last half. Where the log follows
+one line the whole log is kept. Predictive coverage is scored on simulated future rows the fit did not see."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, logit
+
+from grpo_lab.sims.doctor.tie_trend import fit_tie_trend, recent_first, tie_predict
+
+ROWS, FUTURE = 100, 30
+
+
+def _coverage(truth, groups: int, seeds: int, recent: bool):
+    """Mean share of FUTURE simulated rows inside the 90% band fitted on ROWS rows, and how often the window was
+    the recent one."""
+    held, kept = [], 0
+    steps = np.arange(ROWS + FUTURE)
+    for seed in range(seeds):
+        x = np.random.default_rng(seed).binomial(groups, truth(steps)) / groups  # the mixed share each row logs
+        n = np.full(ROWS, float(groups))
+        f = fit_tie_trend(steps[:ROWS], n, 1 - x[:ROWS], recent=recent)
+        b = tie_predict(f, steps[ROWS:], np.full(FUTURE, float(groups)))["predictive"]
+        held.append(np.mean((x[ROWS:] >= b["lo"] - 1e-12) & (x[ROWS:] <= b["hi"] + 1e-12)))
+        kept += recent and f["window"]["kept"] == "recent"
+    return float(np.mean(held)), kept
+
+
+def _settles(s):
+    """The mixed share falls from 80% to 2% over ten steps and stays at 2% (tinker-arithmetic's shape)."""
+    return np.where(s < 10, expit(logit(0.8) + (logit(0.02) - logit(0.8)) * s / 10), 0.02)
+
+
+def _line(s):
+    """The mixed share on one logit line from 90% to 20% over the fitted rows, and on along it."""
+    return expit(logit(0.9) + (logit(0.2) - logit(0.9)) * s / (ROWS - 1))
+
+
+def test_a_settled_tie_share_keeps_the_recent_window_and_its_band_holds_the_next_rows():
+    held, kept = _coverage(_settles, 100, 20, recent=True)
+    whole, _ = _coverage(_settles, 100, 20, recent=False)
+    assert kept == 20
+    assert held >= 0.85, held  # 0.91 measured (600 rows over 20 seeds)
+    assert whole < 0.5, whole  # the whole log's line: 0.14 measured, its band [0, 0] on a plateau at 2%
+
+
+def test_a_tie_share_on_one_line_keeps_the_whole_log():
+    held, kept = _coverage(_line, 32, 20, recent=True)
+    assert kept <= 2, kept  # 0 of 40 seeds measured
+    assert held >= 0.85, held
+
+
+def test_the_recent_fit_leaves_the_early_rows_out_of_its_likelihood():
+    """The recent fit equals the whole-log fit of its own rows (the same time scale), computed with the early rows
+    absent, and the series still spans every row."""
+    steps = np.arange(ROWS)
+    x = np.random.default_rng(7).binomial(100, _settles(steps)) / 100
+    n = np.full(ROWS, 100.0)
+    f = fit_tie_trend(steps, n, 1 - x)
+    first = recent_first(ROWS)
+    assert f["window"]["kept"] == "recent" and f["fitted_from_step"] == first == f["window"]["first_step"]
+    assert len(f["series"]["step"]) == ROWS
+    alone = fit_tie_trend(steps[first:], n[first:], 1 - x[first:], recent=False)
+    t_alone = (steps[first:] - first) / (ROWS - 1 - first)  # its own time scale, mapped onto the whole log's
+    t_whole = steps[first:] / (ROWS - 1)
+    np.testing.assert_allclose(f["a"] + f["b"] * t_whole, alone["a"] + alone["b"] * t_alone, atol=1e-6)
