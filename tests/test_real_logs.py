@@ -300,3 +300,21 @@ def test_a_back_test_whose_band_spans_every_share_says_so_and_a_tie_share_never_
     out = text_report(jsonable(diagnose(read_real("tinker-rlvr-gs32-gpb16"), backtest=True)))
     assert "slope not identified (at the bound: every row ties or none does)" in out and "1165" not in out
     assert "the band spanning 0-100% at most rows (it cannot miss there)" in out
+
+
+def test_a_trl_config_that_trl_itself_would_refuse_names_what_to_add(tmp_path):
+    """Chaos-Economy's script config (per_device_train_batch_size 2, num_generations 4, no processes or accumulation):
+    a generation batch of 2 completions, which TRL refuses for K = 4, so the run had settings the config lacks.
+    ``diagnose --trainer-config`` refuses in one line that names the missing keys and the flags that replace it."""
+    entry, folder = INDEX["trl-chaos-economy-unified"], REAL / "trl-chaos-economy-unified"
+    rec = tmp_path / "rec"
+    got = run_cli("ingest", folder / entry["file"], "--trainer-config", folder / entry["config"], "--out", rec,
+                  "--no-progress")
+    assert got.returncode == 0, got.stderr
+    got = run_cli("diagnose", rec, "--trainer-config", folder / entry["config"])
+    lines = got.stderr.strip().splitlines()
+    assert got.returncode == 2 and len(lines) == 1 and lines[0].startswith("grpo-lab diagnose: error: "), got.stderr
+    for words in ("the generation batch (2 completions) is not a multiple of num_generations (4)", "num_processes",
+                  "gradient_accumulation_steps", "--gen-batch-size and --train-batch-size"):
+        assert words in lines[0], (words, lines[0])
+    assert run_cli("diagnose", rec, "--gen-batch-size", "1", "--train-batch-size", "1").returncode == 0

@@ -324,3 +324,24 @@ def test_allocation_useful_table_equals_the_core():
     p = np.concatenate([np.random.default_rng(13).random(3000), [0.0, 1.0, 1e-12, 1 - 1e-12, 0.5]])
     want = p_useful(p[:, None], np.arange(1, 65)[None, :])
     assert np.max(np.abs(_useful_table(p, 64) - want)) < 1e-14
+
+
+def test_a_threshold_no_sampler_can_reach_at_k_gives_no_expiry_and_says_why():
+    """At K = 2 a group is mixed with chance at most 1/2 (at p = 1/2), so under the default threshold of 0.5 every
+    sampler's rate starts below it: the comparison gives no expiry rather than "already below" for all seven, and
+    says why; the report's table shows "-" there. Just under the bound the search runs as before."""
+    from grpo_lab.doctor_report.samplers import samplers_text
+
+    p0 = beta_pass_rates((2.0, 2.0), 300)
+    out = compare(p0, 2, threshold=0.5, reps=2)
+    assert all(r["expiry_t"] is None and r["expiry_shift"] is None for r in out["rows"])
+    note = out["settings"]["expiry_unreachable"]
+    assert "K = 2" in note and "at most 0.5" in note and "give a lower threshold" in note
+    text = "\n".join(samplers_text(out))
+    assert "already below" not in text and "Expiry: none: " in text
+    # the most any sampler's rate reaches is the closed form's at p = 1/2, 1 - 2^(1 - K), computed here directly
+    assert max(r["rate"] for r in out["rows"]) <= 1 - 2.0 ** (1 - 2) + 1e-12
+    below = compare(p0, 2, threshold=0.45, reps=2)
+    assert below["settings"]["expiry_unreachable"] is None
+    assert [r["expiry_t"] for r in below["rows"]][0] is not None
+    assert compare(p0, 4, threshold=0.5, reps=2)["settings"]["expiry_unreachable"] is None

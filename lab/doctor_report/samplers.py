@@ -64,6 +64,8 @@ def table_rows(section: dict) -> list[list[str]]:
         return f" [{unit(iv[0], sign)}, {'beyond' if iv[1] is None else unit(iv[1], sign)}]"
 
     def expires(row):
+        if section["settings"].get("expiry_unreachable"):  # a threshold K cannot reach: said in the settings line
+            return "-"
         return expiry_words(row["expiry_t"], steps) + between(row.get("interval", {}).get("expiry_t"))
 
     def shift(row):
@@ -95,7 +97,8 @@ def settings_line(section: dict) -> str:
             f"{s['n_retire']} all-pass groups in a row. GRESO: a prompt whose last z groups were unanimous is "
             f"skipped with probability 1 - {s['p_easy']:g}^z after all-pass, 1 - {s['p_hard']:g}^z after all-fail. "
             f"PODS: {s['pods_factor']}K rollouts generated a prompt, the K of most varied reward trained on. "
-            f"Expiry: useful groups per K rollouts below {s['threshold']:g}")
+            + (f"Expiry: none: {s['expiry_unreachable']}" if s.get("expiry_unreachable") else
+               f"Expiry: useful groups per K rollouts below {s['threshold']:g}"))
     iv = s.get("intervals")
     if iv:
         line += (f"; [{iv['level']:.0%} intervals]: {iv['method']} ({iv['prompts_each']:,} prompts each); "

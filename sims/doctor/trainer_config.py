@@ -85,18 +85,26 @@ def _trl(d: dict) -> dict:
     if "num_generations" not in d:
         raise InputError("trainer config (TRL): num_generations is missing")
     K = _int(d["num_generations"], "num_generations", 2)
+    taken = []  # factors of the generation batch the config does not hold, taken as 1
     if d.get("generation_batch_size") is not None:
         rows = _int(d["generation_batch_size"], "generation_batch_size")
     elif d.get("per_device_train_batch_size") is not None:
         spg = d.get("steps_per_generation")
+        if spg is None and d.get("gradient_accumulation_steps") is None:
+            taken.append("steps_per_generation / gradient_accumulation_steps")
         spg = d.get("gradient_accumulation_steps", 1) if spg is None else spg
+        if d.get("num_processes") is None:
+            taken.append("num_processes")
         rows = (_int(d["per_device_train_batch_size"], "per_device_train_batch_size")
                 * _int(d.get("num_processes", 1), "num_processes") * _int(spg, "steps_per_generation"))
     else:
         raise InputError("trainer config (TRL): generation_batch_size or per_device_train_batch_size is missing")
-    if rows % K:
+    if rows % K:  # TRL itself refuses such a batch: the run had settings this config does not hold
+        fix = (f" ({' and '.join(taken)} not in the config, taken as 1: add the run's to the config, or its "
+               f"generation_batch_size)" if taken else " (give the run's own batch sizes)")
         raise InputError(f"trainer config (TRL): the generation batch ({rows} completions) is not a multiple of "
-                         f"num_generations ({K})")
+                         f"num_generations ({K}){fix}; or pass --gen-batch-size and --train-batch-size instead of "
+                         f"--trainer-config")
     return {"trainer": "trl", "train_batch": rows // K, "gen_batch": rows // K, "cap": 0, "pool": None, "K": K,
             "enable": True, "scheme": "rounds"}
 

@@ -18,7 +18,11 @@ with the budget R = E N K (:mod:`.closed`, :mod:`.simulate`). Per sampler:
                           the population's quantile sketch (:func:`sketch`); None when it stays above
                           up to the horizon, 0 when it is already below at t = 0. Past t = 1 the decay
                           model is continued as written, p0 ** (1 / (1 + g t)) (= decay.pass_rate_at
-                          (p0, 1, g t)), as the doctor's forecast looks several run lengths ahead
+                          (p0, 1, g t)), as the doctor's forecast looks several run lengths ahead. None for
+                          every sampler where the threshold is one K cannot reach: no sampler's rate exceeds
+                          1 - 2^(1 - K) (each group is mixed with at most that chance, at p = 1/2), so at K = 2 a
+                          threshold of 0.5 would read "already below" for all; ``settings["expiry_unreachable"]``
+                          then says why in words
 ``mc_se``                 {figure: Monte Carlo standard error} of the figures that are simulated (retirement's and
                           GRESO's useful_per_1000 and never_trained, DAPO's never_trained: the spread of ``reps``
                           runs over sqrt(reps); NaN with one run); empty for closed forms
@@ -38,6 +42,7 @@ from scipy import stats
 from .. import decay
 from .._checks import as_group_size, as_prob, band as check_band, positive
 from ..errors import InputError
+from ..outcomes import p_useful
 from . import closed, simulate
 
 __all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS",
@@ -233,7 +238,10 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
     p0, K, o = _inputs(p0, K, options)
     p = decay.pass_rate_at(p0, t, gain)
     res = _evaluate(p, K, o)
-    ex = expiry_t if expiry_t is not None else expiries(p0, K, gain, **options)
+    reach = float(p_useful(0.5, K))  # the most any sampler's rate reaches: each group is mixed with at most this chance
+    unreachable = float(o["threshold"]) >= reach  # every sampler "already below": no expiry to compare
+    ex = {name: None for name in SAMPLERS} if unreachable else \
+        expiry_t if expiry_t is not None else expiries(p0, K, gain, **options)
     base = ex.get("plain")
     rows = []
     for name, (label, flags) in SAMPLERS.items():
@@ -257,5 +265,9 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
                      "details": {k: v for k, v in r.items() if k not in ("useful_per_1000", "never_trained")}})
     settings = {"K": K, "prompts": int(p0.size), "progress": float(t), "gain": float(gain), "steps": steps,
                 **{k: (list(v) if isinstance(v, tuple) else v) for k, v in o.items()},
-                "budget_rollouts": float(o["epochs"] * p0.size * K)}
+                "budget_rollouts": float(o["epochs"] * p0.size * K),
+                "expiry_unreachable": (f"groups of K = {K} give at most {reach:.3g} useful groups per K rollouts (every "
+                                       f"prompt at p = 1/2), so no sampler's rate is ever above a threshold of "
+                                       f"{float(o['threshold']):g}: no expiry; give a lower threshold")
+                if unreachable else None}
     return {"settings": settings, "rows": rows}
