@@ -324,8 +324,9 @@ def forecast_text(row: dict) -> str:
     fc = row[row["forecast"]]
     lo, hi = fc["interval"]
     level = f" {100 * fc['level']:.0f}%" if fc.get("level") else " 95%"
-    if row["left"] is None:
-        when = "no verdict (grpo-lab diagnose says why)"
+    if row["left"] is None:  # the doctor's own word: "uncertain" (two trends the log cannot tell apart) or none
+        word = "uncertain" if str(fc.get("status", "")).startswith("uncertain") else "no verdict"
+        when = f"{word} (grpo-lab diagnose says why)"
     else:
         when = ("beyond the horizon" if fc["step"] is None and row["left"] != 0 else
                 "now" if row["left"] == 0 else f"step {fc['step']:.0f}")

@@ -164,3 +164,21 @@ def test_cli_fleet_lists_ranks_and_refuses_bad_input(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "grpo_lab.cli", "fleet", str(tmp_path / "nope")], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "is not a folder" in bad.stderr
+
+
+def test_an_uncertain_expiry_reads_uncertain_in_the_fleet_as_in_the_doctor(tmp_path):
+    """tinker-rewardhack-inoculated: the doctor's expiry is "uncertain" (its one- and two-sided tie trends disagree
+    and the log cannot tell them apart); the fleet's line says the same word, not "no verdict"."""
+    from pathlib import Path
+
+    from grpo_lab.testing.cli import run_cli
+
+    src = Path(__file__).parent / "fixtures" / "real" / "tinker-rewardhack-inoculated-gs8-gpb16"
+    folder = tmp_path / "runs"
+    got = run_cli("ingest", src / "metrics.jsonl", "--trainer-config", src / "config.json", "--out",
+                  folder / "inoculated", "--no-progress")
+    assert got.returncode == 0, got.stderr
+    said = run_cli("diagnose", folder / "inoculated", "--json")
+    assert json.loads(said.stdout)["when"]["expiry"]["said"].startswith("uncertain: ")
+    line = [x for x in run_cli("fleet", folder).stdout.splitlines() if "inoculated" in x]
+    assert len(line) == 1 and "expiry uncertain (grpo-lab diagnose says why)" in line[0], line
