@@ -167,3 +167,26 @@ def test_every_flag_an_ingest_message_can_name_has_web_words():
         assert all(web[:m.start()].endswith("grpo-lab ingest ") for m in FLAG.finditer(web)), web
     assert for_web(messages[2]).endswith('choose "verl" as the format of the upload')
     assert "expands past this server's 64 MB limit; upload fewer or smaller files" in for_web(messages[0])
+
+
+def test_a_reader_reaped_elsewhere_at_the_same_moment_is_still_closed():
+    """multiprocessing's own cleanup (run when the next reader starts, in another thread) may reap a finished reader
+    while ``_reap`` waits for it: ``_reap``'s waitpid then fails and the process object reads "running" until the
+    other thread stores the exit code. Simulated here: the child's status taken by a direct waitpid, its exit code
+    stored on the object 50 ms later. ``_reap`` must neither raise (CI once saw it raise in its thread) nor leave the
+    object open."""
+    import multiprocessing
+    import os
+    import threading
+    import time
+
+    from grpo_lab.replay.upload_pool import _reap
+
+    process = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(0,))
+    process.start()
+    _, status = os.waitpid(process.pid, 0)  # the other reaper has the status; this object still thinks it runs
+    code = os.waitstatus_to_exitcode(status)
+    threading.Timer(0.05, lambda: setattr(process._popen, "returncode", code)).start()  # ... and stores it later
+    _reap(process)
+    with pytest.raises(ValueError, match="closed"):
+        process.is_alive()

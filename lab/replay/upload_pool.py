@@ -30,6 +30,7 @@ import importlib
 import multiprocessing
 import os
 import threading
+import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 __all__ = ["READ_NICE", "SPARE_IDLE_S", "Read", "ReadLanes", "ReaderDied"]
@@ -72,12 +73,27 @@ def _start(nice: int, preload: str | None, idle_s: float):
     return process, mine
 
 
+REAP_CLOSE_TRIES = 100  #: tries of ``close()`` after the join, :data:`REAP_CLOSE_WAIT_S` apart (see :func:`_reap`)
+REAP_CLOSE_WAIT_S = 0.01
+
+
 def _reap(process) -> None:
+    """Wait for a read's process to exit (killed after 10 s) and release its handles. multiprocessing's own cleanup
+    of finished children (run by ``Process.start`` in whichever thread starts the next reader) may reap the same
+    child at the same moment: this thread's ``waitpid`` then fails (ECHILD) and, until that thread has stored the exit
+    code, ``close()`` takes the child for running and raises ValueError (seen once in CI: an unhandled exception in
+    this thread). The close is then tried again a moment later; a child whose exit code never arrives is left to
+    the garbage collector, which closes its handles."""
     process.join(10)
     if process.is_alive():
         process.kill()
         process.join()
-    process.close()
+    for _ in range(REAP_CLOSE_TRIES):
+        try:
+            process.close()
+            return
+        except ValueError:
+            time.sleep(REAP_CLOSE_WAIT_S)
 
 
 class Read:
