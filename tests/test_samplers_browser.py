@@ -97,3 +97,17 @@ def test_samplers_tab_shows_the_core_table_and_follows_k(page, lab_url):
     assert want7 != want
     assert wait_rows(page, want7) == want7
     assert page.console_errors == []
+
+
+def test_at_k_2_the_tab_gives_no_expiry_and_says_why(page, lab_url):
+    """At K = 2 no sampler's rate reaches the threshold of 0.5 (a group is mixed with chance at most 1/2): the tab
+    shows "-" for every expiry, as the core's table does, and says why under it, not "already below" seven times."""
+    page.goto(f"{lab_url}?n_prompts=300&a=1.5&b=2&K=2&progress=0.3")
+    wait_readout(page)
+    page.locator(".bk-tab", has_text="Samplers").first.click()
+    want = core_rows(300, 1.5, 2.0, 1302, 2, 0.3)
+    assert [row[4] for row in want[1:]] == ["-"] * 7
+    assert wait_rows(page, want) == want
+    about = page.evaluate(READ_CLASS, "samplers-expiry")
+    assert "none here: groups of K = 2 give at most 0.5 useful groups per K rollouts" in about, about
+    assert page.console_errors == []

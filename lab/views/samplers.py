@@ -15,7 +15,8 @@ its expiry cells pending and the expiry search (the slow part) runs on the next 
 table painted in Chromium). Built only when the tab is opened.
 
 Stable CSS classes: ``samplers-verdict``, ``samplers-chart``, ``samplers-note`` (what the verdict's figures mean), ``samplers-table``, ``samplers-about`` (the
-settings in words), ``samplers-doctor-link``, ``samplers-notice``.
+settings in words), ``samplers-expiry`` (what "expires" means; why there is none where K cannot reach the threshold),
+``samplers-doctor-link``, ``samplers-notice``.
 """
 
 from __future__ import annotations
@@ -133,9 +134,12 @@ class SamplersView:
                              f"<div class='samplers-row'><div>{samplers_svg(out, _title(out))}</div>"
                              f"<div style='overflow-x:auto'>{grid}</div></div>")
         self.about.object = (f"<style>.samplers-about{{font-size:13px;line-height:1.4;margin:4px 0;padding-left:1.2em}}"
-                             f"p{{font-size:13px;margin:4px 0}}</style>{about_html(out)}<p>Expiry: when a sampler's "
+                             f"p{{font-size:13px;margin:4px 0}}</style>{about_html(out)}<p class='samplers-expiry'>Expiry: when a sampler's "
                              f"useful groups per K rollouts fall below {out['settings']['threshold']:g}, at a training "
-                             "progress t of this lab (0 to 1) or beyond the run. For your own run, the run doctor "
+                             "progress t of this lab (0 to 1) or beyond the run"
+                             + (f"; none here: {html.escape(out['settings']['expiry_unreachable'])}"
+                                if out["settings"].get("expiry_unreachable") else "")
+                             + ". For your own run, the run doctor "
                              "compares the same samplers on its fitted population: <a class='samplers-doctor-link' "
                              "href='?tab=replay'>Replay tab, Diagnose this run</a>.</p>")  # unchanged text: not sent
 
