@@ -292,7 +292,8 @@ def test_the_tie_trend_s_next_row_band_holds_what_the_log_s_last_rows_logged():
 
 def test_a_back_test_whose_band_spans_every_share_says_so_and_a_tie_share_never_off_zero_has_no_slope():
     """tinker-rlvr-gs32-gpb16: no row logs a tied group (K = 32 rubric rewards): the trend's slope is not identified
-    (no interval of a million logits) and its back-test's band spans 0-100%, which the line says."""
+    (no interval of a million logits) and its back-test's band spans 0-100%, which the line says. The report gives
+    the forecast before the pass-rate fit it keeps for reference only."""
     from grpo_lab.doctor_report import text_report
     from grpo_lab.sims.doctor.diagnose import diagnose
     from grpo_lab.sims.jsonable import jsonable
@@ -300,6 +301,10 @@ def test_a_back_test_whose_band_spans_every_share_says_so_and_a_tie_share_never_
     out = text_report(jsonable(diagnose(read_real("tinker-rlvr-gs32-gpb16"), backtest=True)))
     assert "slope not identified (at the bound: every row ties or none does)" in out and "1165" not in out
     assert "the band spanning 0-100% at most rows (it cannot miss there)" in out
+    # the forecast (the tie trend's expiry, band and stall forecast) stands before the reference-only pass-rate fit
+    head = out.index("the pass-rate fit below does not apply to these rewards (kept for reference only):")
+    assert out.index("\nexpiry: ") < head < out.index("\nscalars fit (")
+    assert out.index("mixed share a row of") < head and out.index("\nstall forecast") < head
 
 
 def test_a_trl_config_that_trl_itself_would_refuse_names_what_to_add(tmp_path):

@@ -152,6 +152,14 @@ def scalars_text(d: dict) -> str:
                      f"slope 95% [{t['intervals']['b'][0]:+.3f}, {t['intervals']['b'][1]:+.3f}]")
             lines.append(f"tie-share trend (rewards not binary): logit tie share {t['a']:+.3f} {t['b']:+.3f} t {span}, "
                          + slope)
+    # the forecast: the tie trend's where the rewards are not binary (then before the pass-rate fit, which is
+    # reference only), else the fit's (after it)
+    forecast = [f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
+                f"{_step(e['step'])} {_iv(e['interval'])}"]
+    forecast += predictive_lines(e["projection"], "mixed share")
+    forecast += _stall_lines(d["stall_forecast"], d["fit"]["steps"][0])
+    if d.get("tie_fit"):
+        lines += forecast
         lines.append("the pass-rate fit below does not apply to these rewards (kept for reference only):")
     drift = d["fit"].get("source") == "drift shapes"
     lines += _drift_fit_lines(d["fit"], d["fits"]) if drift else _fit_lines(d["fit"])
@@ -159,10 +167,8 @@ def scalars_text(d: dict) -> str:
     if other and not drift:
         lines.append("  drift model by leave-future-out weight: " + ", ".join(
             f"{m} {d['fits'][m]['weight']:.2f}" for m in d["fits"]) + f" (chosen: {d['model']})")
-    lines.append(f"expiry: {d['when']['expiry']['said']}; mixed share now {percent(e['mixed_now'])} (fit); crossing "
-                 f"{_step(e['step'])} {_iv(e['interval'])}")
-    lines += predictive_lines(e["projection"], "mixed share")
-    lines += _stall_lines(d["stall_forecast"], d["fit"]["steps"][0])
+    if not d.get("tie_fit"):
+        lines += forecast
     a, b = d["samplers_population"]
     lines.append(f"samplers on the population at the last step, Beta({a:.3g}, {b:.3g}) (same mean and variance):")
     lines += samplers_text(d["samplers"])
