@@ -6,6 +6,7 @@ one line the whole log is kept. Predictive coverage is scored on simulated futur
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.special import expit, logit
 
 from grpo_lab.sims.doctor.tie_trend import fit_tie_trend, recent_first, tie_predict
@@ -66,3 +67,27 @@ def test_the_recent_fit_leaves_the_early_rows_out_of_its_likelihood():
     t_alone = (steps[first:] - first) / (ROWS - 1 - first)  # its own time scale, mapped onto the whole log's
     t_whole = steps[first:] / (ROWS - 1)
     np.testing.assert_allclose(f["a"] + f["b"] * t_whole, alone["a"] + alone["b"] * t_alone, atol=1e-6)
+
+
+def test_a_long_log_s_choice_pools_its_refits_and_thins_the_rows_it_scores():
+    """As the drift maps' chooser on a long log: the refits pool the inner rows into bins (groups summed, shares and
+    steps groups-weighted, the first and last rows alone) and at most LFO_MAX_SCORED rows are scored."""
+    from grpo_lab.sims.doctor.scalars_fit import LFO_MAX_ROWS, LFO_MAX_SCORED
+    from grpo_lab.sims.doctor.tie_trend import _pooled
+
+    rng = np.random.default_rng(3)
+    m = 1000
+    s, n = np.arange(m, dtype=float), rng.integers(8, 64, m).astype(float)
+    hi, lo = rng.binomial(n.astype(int), 0.2) / n, rng.binomial(n.astype(int), 0.1) / n
+    S, N, H, L = _pooled((s, n, hi, lo), LFO_MAX_ROWS)
+    assert len(S) <= LFO_MAX_ROWS and (S[0], S[-1]) == (s[0], s[-1]) and (N[0], N[-1]) == (n[0], n[-1])
+    assert N.sum() == n.sum()
+    np.testing.assert_allclose([(H * N).sum(), (L * N).sum(), (S * N)[1:-1].sum()],
+                               [(hi * n).sum(), (lo * n).sum(), (s * n)[1:-1].sum()], rtol=1e-12)
+    size = int(np.ceil((m - 2) / (LFO_MAX_ROWS - 2)))  # the second bin: rows 1 + size .. 2 size, computed here alone
+    b = slice(1 + size, 1 + 2 * size)
+    assert N[2] == n[b].sum() and H[2] == pytest.approx((hi[b] * n[b]).sum() / n[b].sum(), rel=1e-12)
+    steps = np.arange(100_000)
+    x = np.random.default_rng(4).binomial(64, _settles(steps / 1000)) / 64
+    f = fit_tie_trend(steps, np.full(len(steps), 64.0), 1 - x)
+    assert 0 < f["window"]["scored"] <= LFO_MAX_SCORED and f["window"]["kept"] == "recent"

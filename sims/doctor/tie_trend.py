@@ -62,7 +62,8 @@ from scipy.special import expit
 from ..errors import InputError
 from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
-from .scalars_fit import PARSIMONY  # the chooser's rule for a simpler model: kept unless the other's weight is 2x
+from .scalars_fit import LFO_MAX_ROWS, LFO_MAX_SCORED, PARSIMONY  # the chooser's rule for a simpler model: kept
+# unless the other's weight is 2x; its pooling of the refits' rows and thinning of the rows scored on long logs
 
 __all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "undecided", "alternative_expiry", "DRAWS",
            "MODEL", "MODEL_SIDES", "RECENT", "recent_first"]
@@ -177,23 +178,47 @@ def _lfo(rows, candidates, fitter) -> dict:
     """The leave-future-out weights of ``candidates`` (:func:`.choice.lfo_weights`, the doctor's one chooser) over
     ``rows`` (step, n, high, low; for a log with no sides, low = 0 and high the tie share): each refitted on the
     rows before an origin (``fitter(candidate, rows_before)``) scores each later row up to the next by log of the
-    mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie)."""
+    mean over :data:`CHOICE_DRAWS` parameter draws of Binomial(tied; n, pi_tie). On a long log, as the drift maps'
+    chooser (:func:`.scalars_fit.lfo_choice`): the refits pool the rows before the origin beyond
+    :data:`.scalars_fit.LFO_MAX_ROWS` (:func:`_pooled`) and every n-th row is scored, n the least that leaves at
+    most :data:`.scalars_fit.LFO_MAX_SCORED` (a 1,000,000-row log was 170 s of choice without, 342 s with sides)."""
     from scipy.stats import binom
 
-    from .choice import lfo_weights
+    from .choice import lfo_weights, origins
 
     s, n, hi, lo = rows
     k = np.round((hi + lo) * n)
+    cuts = origins(len(s))
+    every = max(1, -(-(len(s) - cuts[0][0]) // LFO_MAX_SCORED)) if cuts else 1
 
     def scores(c, cut, end):
+        j = np.arange(cut, end)[::every]  # the rows scored: every n-th on a long log (as scalars_fit.lfo_choice)
         try:
-            f = fitter(c, tuple(v[:cut] for v in rows))
+            f = fitter(c, _pooled(tuple(v[:cut] for v in rows), LFO_MAX_ROWS))
         except InputError:
-            return np.full(end - cut, -np.inf)
-        tie = 1 - tie_predict(f, s[cut:end], n[cut:end], CHOICE_DRAWS)["draws"]
-        return np.log(np.mean(binom.pmf(k[cut:end], n[cut:end], np.clip(tie, 1e-12, 1 - 1e-12)), axis=0))
+            return np.full(len(j), -np.inf)
+        tie = 1 - tie_predict(f, s[j], n[j], CHOICE_DRAWS, with_band=False)["draws"]
+        return np.log(np.mean(binom.pmf(k[j], n[j], np.clip(tie, 1e-12, 1 - 1e-12)), axis=0))
 
     return lfo_weights(len(s), candidates, scores)
+
+
+def _pooled(rows, max_rows: int):
+    """``rows`` (step, n, high, low) with more than ``max_rows`` rows: the inner rows pooled into consecutive bins of
+    at most ceil((rows - 2) / (max_rows - 2)) (groups summed, shares and step groups-weighted), the first and the last
+    row kept alone so the time scale is the rows' own; as :func:`.scalars_fit._pool` pools the maps' refits (exact
+    where a bin's shares are equal; they move by at most the trend over a bin)."""
+    s, n, hi, lo = rows
+    m = len(s)
+    if m <= max_rows:
+        return rows
+    size = int(np.ceil((m - 2) / (max_rows - 2)))
+    inner = 1 + np.arange(m - 2) // size
+    starts = np.flatnonzero(np.diff(np.r_[-1, 0, inner, inner[-1] + 1]))
+    N = np.add.reduceat(n, starts)
+    S = np.add.reduceat(s * n, starts) / N
+    S[0], S[-1] = s[0], s[-1]
+    return S, N, np.add.reduceat(hi * n, starts) / N, np.add.reduceat(lo * n, starts) / N
 
 
 def _fit_kind(kind: str, rows, first: int = 0) -> dict:
@@ -211,13 +236,14 @@ def recent_first(rows: int) -> int:
 def _window(fit: dict, rows) -> dict:
     """The kept trend over the whole log or over its recent window (:data:`RECENT`), weighed by the chooser (module
     docstring, "Recent window"): the recent fit is kept where its weight is more than 1 / :data:`PARSIMONY` times
-    the whole log's. Adds ``window`` {``kept``, ``weights``, ``scores``, ``origins``, ``first_step``}."""
+    the whole log's. Adds ``window`` {``kept``, ``weights``, ``scores``, ``origins``, ``scored`` (rows), ``first_step``}."""
     kind = fit["model"]
     ch = _lfo(rows, ["whole", "recent"],
               lambda c, r: _fit_kind(kind, r, recent_first(len(r[0])) if c == "recent" else 0))
     w = ch["weights"]
     first = recent_first(len(rows[0]))
-    info = {"weights": w, "scores": ch["scores"], "origins": len(ch["origins"]), "first_step": int(rows[0][first])}
+    info = {"weights": w, "scores": ch["scores"], "origins": len(ch["origins"]), "scored": ch["scored_steps"],
+            "first_step": int(rows[0][first])}
     if not w["recent"] * PARSIMONY > w["whole"]:
         return {**fit, "window": {**info, "kept": "whole"}}
     try:
@@ -325,13 +351,15 @@ def _draws(fit, n_draws, seed):
 
 
 def tie_predict(fit: dict, steps, n, n_draws: int = DRAWS, seed: int = 0, level: float = LEVEL,
-                median: bool = False) -> dict:
+                median: bool = False, with_band: bool = True) -> dict:
     """Fitted mixed share (1 - tie) at ``steps``, its parameter draws and the ``level`` predictive band of a row
-    of ``n`` groups."""
+    of ``n`` groups (``with_band`` False: no band, the draws alone, as the chooser's scores need)."""
     s0, s1 = fit["steps"]
     t = (np.asarray(steps, float) - s0) / max(s1 - s0, 1.0)
     mixed = _curve(fit, fit["theta"][None, :], t)[0]
     P = _curve(fit, _draws(fit, n_draws, seed), t)  # draws x steps, mixed share
+    if not with_band:
+        return {"mixed": mixed, "draws": P}
     return {"mixed": mixed, "draws": P,
             "predictive": {**band(P, n, level, fit["dispersion"], median), "groups": float(np.median(n)),
                            "dispersion": fit["dispersion"], "parameter_draws": int(len(P))}}
