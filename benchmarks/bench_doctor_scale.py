@@ -11,7 +11,8 @@ in a fresh child process: ``read_scalars`` (ingest), ``diagnose`` (the doctor's 
 Targets (issue 39): 10,000 steps under 10 s, 1,000,000 steps under 60 s with a JSON under 5 MB, on 2 cores. The
 baseline is given ``--baseline-timeout`` seconds (default 180) per size and printed as "over N s" beyond.
 
-Run: ``python benchmarks/bench_doctor_scale.py [--sizes 10000 1000000] [--baseline main] [--cap]``; ``--cap``
+Run: ``python benchmarks/bench_doctor_scale.py [--sizes 10000 1000000] [--baseline main] [--cap] [--not-binary]``;
+``--not-binary`` writes a shaped reward (the mean leaves [0, 1]), so the doctor forecasts the tie share; ``--cap``
 diagnoses with a dynamic-sampling trainer config (:data:`CAPPED`), so the stall forecast and its risk are computed
 (and the first stall said, the risk's where it is available, is printed). The load average is
 printed beside the figures (the development machine is shared).
@@ -56,7 +57,7 @@ print(json.dumps({"steps": len(rec.steps["step"]), "ingest_s": t1 - t0, "diagnos
 CAPPED = {"trainer": "verl", "gen_batch": 64, "train_batch": 40, "cap": 3, "pool": None, "K": 8, "enable": True}
 
 
-def write_log(folder: Path, steps: int, seed: int = 0) -> Path:
+def write_log(folder: Path, steps: int, seed: int = 0, not_binary: bool = False) -> Path:
     import numpy as np
     from scipy.special import expit, logit
 
@@ -74,12 +75,15 @@ def write_log(folder: Path, steps: int, seed: int = 0) -> Path:
     ap, af = np.interp(t, at, ap_t), np.interp(t, at, af_t)
     counts = rng.multinomial(G, np.stack([ap, af, 1 - ap - af], 1)) / G
     mean = np.interp(t, at, q.mean(1))
+    # --not-binary: a shaped reward, 1.5 x pass + 0.2, whose mean leaves [0, 1] once the pass rate passes 0.53: the
+    # doctor reads the rewards as not binary and forecasts the tie share with its own trend (sims/doctor/tie_trend.py)
+    reward = 1.5 * mean + 0.2 if not_binary else mean
     with open(folder / "metrics.jsonl", "w") as f:
         for i in range(steps):
             f.write(json.dumps({"step": i + 1, "env/all/by_group/frac_all_good": counts[i, 0],
                                 "env/all/by_group/frac_all_bad": counts[i, 1],
                                 "env/all/by_group/frac_mixed": counts[i, 2],
-                                "env/all/reward/total": round(float(mean[i]), 6)}) + "\n")
+                                "env/all/reward/total": round(float(reward[i]), 6)}) + "\n")
     return folder
 
 
@@ -130,6 +134,8 @@ def main() -> None:
     ap.add_argument("--baseline-timeout", type=float, default=180.0)
     ap.add_argument("--cap", action="store_true", help="diagnose with a dynamic-sampling trainer config (verl, "
                     f"{CAPPED}): the stall forecast and its risk")
+    ap.add_argument("--not-binary", action="store_true", help="a shaped reward (1.5 x pass + 0.2): the doctor reads "
+                    "the rewards as not binary and forecasts the tie share with its own trend")
     args = ap.parse_args()
     settings = CAPPED if args.cap else None
     print(f"cores visible: {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} (shared machine)")
@@ -138,7 +144,7 @@ def main() -> None:
         tmp = Path(tmp)
         base = baseline_package(args.baseline, tmp / "baseline") if args.baseline else None
         for n in args.sizes:
-            log = write_log(tmp / f"log{n}", n)
+            log = write_log(tmp / f"log{n}", n, not_binary=args.not_binary)
             mine = run_child(log, None, 600.0, settings)
             t, mb = targets.get(n, (None, None))
             verdict = ""

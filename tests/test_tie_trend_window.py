@@ -91,3 +91,32 @@ def test_a_long_log_s_choice_pools_its_refits_and_thins_the_rows_it_scores():
     x = np.random.default_rng(4).binomial(64, _settles(steps / 1000)) / 64
     f = fit_tie_trend(steps, np.full(len(steps), 64.0), 1 - x)
     assert 0 < f["window"]["scored"] <= LFO_MAX_SCORED and f["window"]["kept"] == "recent"
+
+
+def test_a_diagnosis_returns_a_bounded_tie_series_read_in_full_before(tmp_path):
+    """A long log whose rewards are not binary: every stage reads the tie trend's full series (the logged tail of the
+    verdicts among them), and what the diagnosis returns keeps every n-th row and the last, at most MAX_ROWS
+    (a 1,000,000-step log's JSON was 151.8 MB: benchmarks/bench_doctor_scale.py --not-binary)."""
+    import json
+
+    from grpo_lab.sims.doctor import diagnose
+    from grpo_lab.sims.doctor.scalars_fit import MAX_ROWS
+    from grpo_lab.sims.doctor.when import logged_tail
+    from grpo_lab.sims.ingest.trackers import read_scalars
+
+    rows, groups = 5000, 64
+    rng = np.random.default_rng(5)
+    mixed = rng.binomial(groups, _settles(np.arange(rows) / 100)) / groups
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        for i in range(rows):  # a shaped reward (its mean leaves [0, 1]): not binary, the tie share forecast
+            f.write(json.dumps({"step": i, "env/all/by_group/frac_mixed": mixed[i],
+                                "env/all/by_group/frac_all_good": 1 - mixed[i], "env/all/by_group/frac_all_bad": 0.0,
+                                "env/all/reward/total": 1.2, "env/all/total_episodes": groups * 8}) + "\n")
+    (tmp_path / "config.json").write_text(json.dumps({"group_size": 8, "groups_per_batch": groups}))
+    d = diagnose(read_scalars(tmp_path / "metrics.jsonl"))
+    assert d["run"]["rewards"] == "not binary"
+    s = d["tie_fit"]["series"]
+    assert d["tie_fit"]["series_every"] == 2 and len(s["step"]) <= MAX_ROWS and s["step"][-1] == rows - 1
+    np.testing.assert_array_equal(s["step"], np.r_[np.arange(0, rows, 2), rows - 1])
+    full = logged_tail(np.arange(rows), mixed, np.full(rows, float(groups)), 1 - mixed, np.zeros(rows))
+    assert d["when"]["logged_tail"]["mixed"] == pytest.approx(full["mixed"], abs=1e-12)

@@ -82,6 +82,7 @@ from .scalars_diagnose import diagnose_scalars, side_by_side
 from .scalars_fit import step_shares
 from .skip import allocation_from_trend, skip_backtest, temporal_consistency
 from .stall import for_record as stall_for_record
+from .tie_trend import thin_series
 from .trainer_config import step_settings
 from .transitions import transitions
 from .whatif import DEFAULT_BAND, WHAT_IF_K, what_if_K, what_ifs
@@ -289,4 +290,6 @@ def _finish(record: RunRecord, out: dict, tolerance: float | None, only: str | N
         out["rules"] = fire_rules(record, out, tolerance=tolerance)
         out["timings"]["rules"] = time.perf_counter() - t
     out["tracker"] = tracker_values(out)
+    if out.get("tie_fit"):  # read in full above; what is returned (and printed as JSON) keeps a bounded series
+        out["tie_fit"] = thin_series(out["tie_fit"])
     return out

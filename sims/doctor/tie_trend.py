@@ -62,11 +62,11 @@ from scipy.special import expit
 from ..errors import InputError
 from .forecast import DEFAULT_THRESHOLD
 from .predictive import LEVEL, band, dispersion
-from .scalars_fit import LFO_MAX_ROWS, LFO_MAX_SCORED, PARSIMONY  # the chooser's rule for a simpler model: kept
+from .scalars_fit import LFO_MAX_ROWS, LFO_MAX_SCORED, MAX_ROWS, PARSIMONY  # the chooser's rule for a simpler model: kept
 # unless the other's weight is 2x; its pooling of the refits' rows and thinning of the rows scored on long logs
 
 __all__ = ["fit_tie_trend", "tie_expiry", "tie_predict", "is_tie_fit", "undecided", "alternative_expiry", "DRAWS",
-           "MODEL", "MODEL_SIDES", "RECENT", "recent_first"]
+           "MODEL", "MODEL_SIDES", "RECENT", "recent_first", "thin_series"]
 
 DRAWS = 400  #: parameter draws of the intervals and the band
 MODEL = "tie share: logit pi = a + b t"  #: the fit's ``model`` (what :mod:`.scalars_forecast` dispatches on)
@@ -363,6 +363,23 @@ def tie_predict(fit: dict, steps, n, n_draws: int = DRAWS, seed: int = 0, level:
     return {"mixed": mixed, "draws": P,
             "predictive": {**band(P, n, level, fit["dispersion"], median), "groups": float(np.median(n)),
                            "dispersion": fit["dispersion"], "parameter_draws": int(len(P))}}
+
+
+def thin_series(fit: dict, max_rows: int = MAX_ROWS) -> dict:
+    """``fit`` (and the trend its chooser did not keep, ``choice["other"]``) with each per-row series thinned to every
+    n-th row and the last, n the least that leaves at most ``max_rows`` (``series_every`` n): what a diagnosis returns
+    once every stage has read the full series, so that a 1,000,000-row log's JSON stays bounded (151.8 MB before)."""
+    ser = fit["series"]
+    m = len(ser["step"])
+    out = fit
+    if m > max_rows:
+        every = -(-m // (max_rows - 1))
+        keep = np.unique(np.r_[np.arange(0, m, every), m - 1])
+        out = {**fit, "series": {k: np.asarray(v)[keep] for k, v in ser.items()}, "series_every": int(every)}
+    other = (out.get("choice") or {}).get("other")
+    if other is not None:
+        out = {**out, "choice": {**out["choice"], "other": thin_series(other, max_rows)}}
+    return out
 
 
 def tie_expiry(fit: dict, threshold: float = DEFAULT_THRESHOLD, n_draws: int = DRAWS, seed: int = 0) -> dict:
