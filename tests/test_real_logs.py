@@ -305,6 +305,11 @@ def test_a_back_test_whose_band_spans_every_share_says_so_and_a_tie_share_never_
     head = out.index("the pass-rate fit below does not apply to these rewards (kept for reference only):")
     assert out.index("\nexpiry: ") < head < out.index("\nscalars fit (")
     assert out.index("mixed share a row of") < head and out.index("\nstall forecast") < head
+    from grpo_lab.doctor_report import html_report
+
+    page = html_report(jsonable(diagnose(read_real("tinker-rlvr-gs32-gpb16"))))
+    assert "<h2>Fit from the per-step shares (the pass-rate fit: for reference only, the rewards are not binary)</h2>" \
+        in page
 
 
 def test_a_trl_config_that_trl_itself_would_refuse_names_what_to_add(tmp_path):

@@ -217,7 +217,9 @@ def scalars_html(d: dict, lab_href: str | None = None) -> str:
             f'step\'s)</p>' if lab_href is not None else "")
     parts = [f"<h1>{html.escape('Run doctor (scalars): ' + (r['name'] or 'run'))}</h1>", link, when_html(d),
              groups_per_row_html((r.get("source") or {}).get("groups_per_row")),
-             f"<pre>{html.escape(text_report(d))}</pre>", "<h2>Fit from the per-step shares</h2>",
+             f"<pre>{html.escape(text_report(d))}</pre>",
+             "<h2>Fit from the per-step shares" + (" (the pass-rate fit: for reference only, the rewards are not binary)"
+                                                   if d.get("tie_fit") else "") + "</h2>",
              _shares_plot(f, d["expiry"])]
     if sf["available"] and sf["settings"]["cap"]:
         ser = sf["series"]
