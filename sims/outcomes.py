@@ -42,6 +42,7 @@ __all__ = [
     "p_all_fail",
     "p_unanimous",
     "p_useful",
+    "max_useful",
     "rollouts_per_useful",
     "outcome_probabilities",
     "betabinom_scale",
@@ -147,6 +148,12 @@ def p_unanimous(p, K, rho=0.0):
 def p_useful(p, K, rho=0.0):
     """P(useful) = 1 - D(p, K): the rollouts disagree, so the group carries a gradient."""
     return outcome_probabilities(p, K, rho)["p_useful"]
+
+
+def max_useful(K: int) -> float:
+    """The largest P(useful) at K over every pass rate, reached at p = 1/2: 1 - 2^(1 - K) (0.5 at K = 2). No
+    population, sampler or drift of binary rewards gives a larger share of mixed groups."""
+    return float(p_useful(0.5, int(K)))
 
 
 def rollouts_per_useful(p, K, rho=0.0):

@@ -57,7 +57,7 @@ import re
 import numpy as np
 
 from ..ingest.trackers.lattice import TOL
-from ..outcomes import p_useful
+from ..outcomes import max_useful
 
 __all__ = ["STD_SLACK", "STD_ROWS", "BINARY_ROWS", "LATTICE_TOL", "SAME_TOL", "classify_scalars", "classify_groups",
            "max_mixed_share"]
@@ -78,10 +78,7 @@ _FORMAT = re.compile(r"^scalar/(?:.*/)?env/all/format$")
 _EPISODES = re.compile(r"^scalar/(?:.*/)?env/all/total_episodes$")
 
 
-def max_mixed_share(K: int) -> float:
-    """The most mixed groups binary rewards can give at K: P(useful) at pass rate 1/2 (every prompt there),
-    1 - 2^(1 - K) (:func:`grpo_lab.sims.outcomes.p_useful`)."""
-    return float(p_useful(0.5, int(K)))
+max_mixed_share = max_useful  #: the most mixed groups binary rewards can give at K (:func:`grpo_lab.sims.outcomes.max_useful`)
 
 
 def _col(steps: dict, key: str, n: int):

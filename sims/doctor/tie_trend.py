@@ -244,12 +244,9 @@ def _window(fit: dict, rows) -> dict:
     first = recent_first(len(rows[0]))
     info = {"weights": w, "scores": ch["scores"], "origins": len(ch["origins"]), "scored": ch["scored_steps"],
             "first_step": int(rows[0][first])}
-    if not w["recent"] * PARSIMONY > w["whole"]:
+    if not w["recent"] * PARSIMONY > w["whole"]:  # (the recent fit wins only where its refits on fewer rows fitted)
         return {**fit, "window": {**info, "kept": "whole"}}
-    try:
-        got = _fit_kind(kind, rows, first)
-    except InputError:
-        return {**fit, "window": {**info, "kept": "whole"}}
+    got = _fit_kind(kind, rows, first)
     return {**fit, **{k: v for k, v in got.items() if k != "series"}, "series": {**fit["series"], **got["series"]},
             "window": {**info, "kept": "recent"}}
 

@@ -42,10 +42,10 @@ from scipy import stats
 from .. import decay
 from .._checks import as_group_size, as_prob, band as check_band, positive
 from ..errors import InputError
-from ..outcomes import p_useful
+from ..outcomes import max_useful
 from . import closed, simulate
 
-__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS",
+__all__ = ["SAMPLERS", "DEFAULTS", "compare", "sketch", "beta_pass_rates", "at_progress", "expiry", "expiries", "unreachable", "HORIZON", "EXPIRY_TOL", "SKETCH_POINTS",
            "Z95", "mc_interval", "ORACLES"]
 
 EXPIRY_TOL = 0.002  #: the expiry search stops when its bracket in t is this narrow
@@ -183,10 +183,19 @@ def expiry(name: str, p0: np.ndarray, K: int, o: dict, gain: float) -> float | N
     return (lo + hi) / 2
 
 
+def unreachable(K: int, threshold: float) -> bool:
+    """Whether no sampler's rate can ever be above ``threshold`` at K: each group is mixed with chance at most
+    :func:`~grpo_lab.sims.outcomes.max_useful` (K), whichever prompts a sampler draws or skips."""
+    return float(threshold) >= max_useful(K)
+
+
 def expiries(p0, K: int, gain: float = decay.DEFAULT_GAIN, **options) -> dict:
     """{sampler: expiry_t} on the quantile sketch of the pass rates ``p0`` at progress 0 (does not depend on
-    the progress a table is shown at: a caller may keep it while only t moves)."""
+    the progress a table is shown at: a caller may keep it while only t moves); None for every sampler, with no
+    search, where the threshold is one K cannot reach (:func:`unreachable`)."""
     p0, K, o = _inputs(p0, K, options)
+    if unreachable(K, o["threshold"]):
+        return {name: None for name in SAMPLERS}
     sk = sketch(p0)
     return {name: expiry(name, sk, K, o, gain) for name in SAMPLERS}
 
@@ -238,10 +247,7 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
     p0, K, o = _inputs(p0, K, options)
     p = decay.pass_rate_at(p0, t, gain)
     res = _evaluate(p, K, o)
-    reach = float(p_useful(0.5, K))  # the most any sampler's rate reaches: each group is mixed with at most this chance
-    unreachable = float(o["threshold"]) >= reach  # every sampler "already below": no expiry to compare
-    ex = {name: None for name in SAMPLERS} if unreachable else \
-        expiry_t if expiry_t is not None else expiries(p0, K, gain, **options)
+    ex = expiry_t if expiry_t is not None else expiries(p0, K, gain, **options)
     base = ex.get("plain")
     rows = []
     for name, (label, flags) in SAMPLERS.items():
@@ -266,8 +272,8 @@ def compare(p0, K: int, t: float = 0.0, gain: float = decay.DEFAULT_GAIN, steps:
     settings = {"K": K, "prompts": int(p0.size), "progress": float(t), "gain": float(gain), "steps": steps,
                 **{k: (list(v) if isinstance(v, tuple) else v) for k, v in o.items()},
                 "budget_rollouts": float(o["epochs"] * p0.size * K),
-                "expiry_unreachable": (f"groups of K = {K} give at most {reach:.3g} useful groups per K rollouts (every "
-                                       f"prompt at p = 1/2), so no sampler's rate is ever above a threshold of "
+                "expiry_unreachable": (f"groups of K = {K} give at most {max_useful(K):.3g} useful groups per K rollouts "
+                                       f"(every prompt at p = 1/2), so no sampler's rate is ever above a threshold of "
                                        f"{float(o['threshold']):g}: no expiry; give a lower threshold")
-                if unreachable else None}
+                if unreachable(K, o["threshold"]) else None}
     return {"settings": settings, "rows": rows}
